@@ -1,0 +1,234 @@
+//! The typed event stream of an agent run, shared by every front end (CLI, REPL, server, SSE).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{StopReason, ToolError, Usage};
+
+/// One event of an agent run. Serialized as one JSON object with a `type` tag, so a run can be
+/// written as JSON lines or sent as server-sent events named after the tag.
+///
+/// ```
+/// use tackle_protocol::AgentEvent;
+/// let e = AgentEvent::TextDelta { text: "hi".into() };
+/// assert_eq!(serde_json::to_string(&e).unwrap(), r#"{"type":"text_delta","text":"hi"}"#);
+/// assert_eq!(e.name(), "text_delta");
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AgentEvent {
+    /// A turn began in a (new or resumed) session.
+    SessionStarted {
+        /// Session id.
+        session_id: String,
+        /// Provider name (`openai`, `anthropic`, ...).
+        provider: String,
+        /// Model name.
+        model: String,
+        /// True when the session existed before this turn.
+        resumed: bool,
+    },
+    /// A model call is about to be made.
+    StepStarted {
+        /// 1-based step number within the turn.
+        step: u32,
+        /// Steps allowed in the turn.
+        max_steps: u32,
+    },
+    /// Which tools the model may call in this step.
+    ToolsResolved {
+        /// Step number.
+        step: u32,
+        /// Callable tools, in catalog order.
+        active: Vec<String>,
+        /// Defined but not callable in this step, in catalog order.
+        inactive: Vec<String>,
+        /// How the provider is told (`all`, `allowed_tools`, `tail_note`, `none`, ...).
+        strategy: String,
+    },
+    /// More answer text from the model.
+    TextDelta {
+        /// The new text.
+        text: String,
+    },
+    /// More reasoning text from the model (display only).
+    ReasoningDelta {
+        /// The new text.
+        text: String,
+    },
+    /// The model called a tool.
+    ToolCall {
+        /// Call id.
+        id: String,
+        /// Tool name as the model spelled it.
+        name: String,
+        /// Arguments (the raw text as a JSON string when they were not valid JSON).
+        args: Value,
+    },
+    /// A call waits for a person's approval.
+    ApprovalRequested {
+        /// Approval id, used to approve or deny.
+        approval_id: String,
+        /// Call id.
+        call_id: String,
+        /// Tool name.
+        tool: String,
+        /// Arguments of the call.
+        args: Value,
+    },
+    /// A pending approval was decided.
+    ApprovalResolved {
+        /// Approval id.
+        approval_id: String,
+        /// Whether the call may run.
+        approved: bool,
+        /// Reason given, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// A tool call finished.
+    ToolResult {
+        /// Call id.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// Success or the error envelope the model sees.
+        outcome: ToolOutcome,
+        /// Size of the output before any cap, in bytes.
+        bytes: u64,
+        /// Lines of the output before any cap.
+        lines: u64,
+        /// True when the model sees a capped or offloaded version.
+        truncated: bool,
+        /// Locator of the full output when it was offloaded to the store.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        locator: Option<String>,
+        /// Wall time of the call.
+        duration_ms: u64,
+    },
+    /// A model call and its tool calls are done.
+    StepFinished {
+        /// Step number.
+        step: u32,
+        /// Why the model stopped.
+        stop_reason: StopReason,
+        /// Usage reported by the provider, including cache reads and writes.
+        usage: Usage,
+        /// Wall time of the step, model and tools.
+        duration_ms: u64,
+        /// Metrics of prompt-cache stability and context use, when measured.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        metrics: Option<StepMetrics>,
+    },
+    /// The turn ended.
+    TurnFinished {
+        /// Steps taken.
+        steps: u32,
+        /// How the turn ended.
+        reason: TurnEnd,
+        /// Final answer text of the last step.
+        text: String,
+        /// Usage summed over the turn.
+        usage: Usage,
+    },
+    /// Something worth a person's attention that does not stop the turn.
+    Warning {
+        /// Stable machine-readable code (e.g. `unknown_tool_in_mask`, `strategy_fallback`).
+        code: String,
+        /// Explanation.
+        message: String,
+    },
+    /// A provider call failed and will be retried.
+    Retry {
+        /// Attempt about to be made (2 for the first retry).
+        attempt: u32,
+        /// Wait before it, in milliseconds.
+        wait_ms: u64,
+        /// Why.
+        reason: String,
+    },
+    /// The turn failed.
+    Error {
+        /// Stable machine-readable code (e.g. `provider`, `doom_loop`, `cancelled`).
+        code: String,
+        /// What happened and what to do.
+        message: String,
+    },
+    /// An event defined by an extension (compaction results, catalog changes, ...).
+    Custom {
+        /// Event name.
+        name: String,
+        /// Payload.
+        data: Value,
+    },
+}
+
+impl AgentEvent {
+    /// The `type` tag, used as the SSE event name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::SessionStarted { .. } => "session_started",
+            Self::StepStarted { .. } => "step_started",
+            Self::ToolsResolved { .. } => "tools_resolved",
+            Self::TextDelta { .. } => "text_delta",
+            Self::ReasoningDelta { .. } => "reasoning_delta",
+            Self::ToolCall { .. } => "tool_call",
+            Self::ApprovalRequested { .. } => "approval_requested",
+            Self::ApprovalResolved { .. } => "approval_resolved",
+            Self::ToolResult { .. } => "tool_result",
+            Self::StepFinished { .. } => "step_finished",
+            Self::TurnFinished { .. } => "turn_finished",
+            Self::Warning { .. } => "warning",
+            Self::Retry { .. } => "retry",
+            Self::Error { .. } => "error",
+            Self::Custom { .. } => "custom",
+        }
+    }
+}
+
+/// How a tool call ended, as reported in [`AgentEvent::ToolResult`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum ToolOutcome {
+    /// The tool succeeded.
+    Ok {
+        /// The first few hundred characters of what the model sees.
+        preview: String,
+    },
+    /// The tool failed; the model sees this envelope.
+    Error {
+        /// The envelope.
+        envelope: ToolError,
+    },
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnEnd {
+    /// The model answered without calling tools.
+    Completed,
+    /// The step limit was reached; the last step ran without tools.
+    MaxSteps,
+    /// The turn was cancelled.
+    Cancelled,
+    /// The loop stopped it (repeated failures, a fatal error).
+    Failed,
+}
+
+/// Per-step measurements attached to [`AgentEvent::StepFinished`].
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct StepMetrics {
+    /// Bytes of the request shared, from the start, with the previous request of the session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_bytes: Option<u64>,
+    /// `prefix_bytes` over the previous request's size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_ratio: Option<f64>,
+    /// First JSON path that differs from the previous request, when the shared prefix ends early.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_break: Option<String>,
+    /// Context window use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<Value>,
+}

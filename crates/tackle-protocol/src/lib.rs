@@ -1,0 +1,24 @@
+//! Wire-neutral types shared by every Tackle crate.
+//!
+//! This crate holds the vocabulary of a conversation with a model and of an agent run, with no IO:
+//! [`Message`]s made of [`ContentBlock`]s, [`ToolSpec`]s and [`ToolChoice`], the [`ModelRequest`]
+//! sent to a provider, the [`StreamEvent`]s a provider yields, [`Usage`] and [`StopReason`], the
+//! [`ToolError`] envelope a model sees when a tool fails, and the [`AgentEvent`] stream every
+//! front end consumes.
+//!
+//! Provider crates translate these types to and from their wire formats; nothing here knows about
+//! HTTP, JSON field names of a particular provider, or storage.
+
+mod envelope;
+mod event;
+mod message;
+mod request;
+mod response;
+mod tool;
+
+pub use envelope::{ErrorCategory, ToolError};
+pub use event::{AgentEvent, StepMetrics, ToolOutcome, TurnEnd};
+pub use message::{ContentBlock, Message, Reasoning, Role, ToolInput, ToolResult, ToolUse};
+pub use request::{CacheBreakpoint, CachePolicy, ModelRequest, SystemSection};
+pub use response::{ModelResponse, ResponseAccumulator, StopReason, StreamEvent, Usage};
+pub use tool::{AllowedToolsMode, ToolAnnotations, ToolChoice, ToolSpec, is_valid_tool_name};

@@ -1,0 +1,109 @@
+//! The request sent to a model provider.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Message, ToolChoice, ToolSpec};
+
+/// One request to a model, independent of the provider's wire format.
+///
+/// `tools` is shared behind an [`Arc`]: a session's frozen tool catalog is one allocation, and
+/// providers may cache its serialization by pointer so every step sends the same bytes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelRequest {
+    /// Model name as the provider knows it.
+    pub model: String,
+    /// System instructions, cacheable sections first.
+    pub system: Vec<SystemSection>,
+    /// The conversation.
+    pub messages: Vec<Message>,
+    /// Tool definitions, identical for every step of a session.
+    pub tools: Arc<[ToolSpec]>,
+    /// Which tools may be called in this request.
+    pub tool_choice: ToolChoice,
+    /// Whether the model may call several tools in one step (`None`: provider default).
+    pub parallel_tool_calls: Option<bool>,
+    /// Upper bound of output tokens.
+    pub max_output_tokens: Option<u32>,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// Key that routes requests of one session to the same prompt cache (OpenAI
+    /// `prompt_cache_key`).
+    pub prompt_cache_key: Option<String>,
+    /// Where the provider should place cache breakpoints, in priority order (Anthropic
+    /// `cache_control`). Providers without explicit breakpoints ignore it.
+    pub cache_breakpoints: Vec<CacheBreakpoint>,
+}
+
+impl ModelRequest {
+    /// A request with no system prompt, no tools and provider defaults.
+    ///
+    /// ```
+    /// use tackle_protocol::{Message, ModelRequest};
+    /// let req = ModelRequest::new("gpt-4.1", vec![Message::user("hi")]);
+    /// assert!(req.tools.is_empty());
+    /// ```
+    pub fn new(model: impl Into<String>, messages: Vec<Message>) -> Self {
+        Self {
+            model: model.into(),
+            system: Vec::new(),
+            messages,
+            tools: Arc::from(Vec::new()),
+            tool_choice: ToolChoice::Auto,
+            parallel_tool_calls: None,
+            max_output_tokens: None,
+            temperature: None,
+            prompt_cache_key: None,
+            cache_breakpoints: Vec::new(),
+        }
+    }
+}
+
+/// A section of the system prompt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SystemSection {
+    /// Short name for diagnostics (e.g. `base`, `soul`, `agents`, `skills`).
+    pub name: String,
+    /// The text.
+    pub text: String,
+    /// Whether the section is stable across the session.
+    pub cache: CachePolicy,
+}
+
+impl SystemSection {
+    /// A section that stays identical for the whole session.
+    pub fn cacheable(name: impl Into<String>, text: impl Into<String>) -> Self {
+        Self { name: name.into(), text: text.into(), cache: CachePolicy::Cacheable }
+    }
+
+    /// A section that may change between requests; it must come after every cacheable one.
+    pub fn dynamic(name: impl Into<String>, text: impl Into<String>) -> Self {
+        Self { name: name.into(), text: text.into(), cache: CachePolicy::Dynamic }
+    }
+}
+
+/// Whether content is stable enough to sit in the cached prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CachePolicy {
+    /// Identical on every request of the session.
+    Cacheable,
+    /// May change between requests.
+    Dynamic,
+}
+
+/// A place where a provider with explicit prompt caching should end a cached prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "at", rename_all = "snake_case")]
+pub enum CacheBreakpoint {
+    /// After the tool definitions.
+    Tools,
+    /// After the last cacheable system section (covers the tools too).
+    System,
+    /// After the last block of the message at this index.
+    Message {
+        /// Index into [`ModelRequest::messages`].
+        index: usize,
+    },
+}

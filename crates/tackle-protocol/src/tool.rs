@@ -1,0 +1,117 @@
+//! Tool definitions and tool choice.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A tool as the model sees it.
+///
+/// ```
+/// use tackle_protocol::{ToolAnnotations, ToolSpec};
+/// let spec = ToolSpec::new("echo", "Echo the text back.", serde_json::json!({"type": "object"}))
+///     .with_annotations(ToolAnnotations::read_only());
+/// assert!(spec.annotations.read_only);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// Unique name, matching `^[a-zA-Z0-9_-]{1,64}$` (see [`is_valid_tool_name`]).
+    pub name: String,
+    /// What the tool does and when to use it.
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub input_schema: Value,
+    /// Behaviour hints used by hooks and the executor; never sent to providers.
+    #[serde(default)]
+    pub annotations: ToolAnnotations,
+}
+
+impl ToolSpec {
+    /// A spec with default annotations.
+    pub fn new(name: impl Into<String>, description: impl Into<String>, input_schema: Value) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            input_schema,
+            annotations: ToolAnnotations::default(),
+        }
+    }
+
+    /// Replaces the annotations.
+    pub fn with_annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = annotations;
+        self
+    }
+}
+
+/// Behaviour hints of a tool, as in MCP's tool annotations.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ToolAnnotations {
+    /// Does not change its environment.
+    pub read_only: bool,
+    /// May destroy data or make changes that are hard to undo; defaults to confirmation.
+    pub destructive: bool,
+    /// Calling twice with the same arguments has no further effect.
+    pub idempotent: bool,
+    /// Reaches outside the workspace (network, external systems).
+    pub open_world: bool,
+}
+
+impl ToolAnnotations {
+    /// A read-only, idempotent, closed-world tool.
+    pub fn read_only() -> Self {
+        Self { read_only: true, destructive: false, idempotent: true, open_world: false }
+    }
+
+    /// True when calls may run concurrently with other calls of the same step.
+    pub fn parallel_safe(&self) -> bool {
+        self.read_only || (self.idempotent && !self.destructive)
+    }
+}
+
+/// How the model may use tools in one request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// The model decides.
+    Auto,
+    /// No tool calls; tool definitions are still sent unchanged.
+    None,
+    /// At least one tool call.
+    Required,
+    /// Exactly this tool.
+    Named {
+        /// Tool name.
+        name: String,
+    },
+    /// Only these tools may be called; definitions of the others are still sent unchanged.
+    Allowed {
+        /// The allowed tool names, in catalog order.
+        tools: Vec<String>,
+        /// Whether a call is optional or required.
+        mode: AllowedToolsMode,
+    },
+}
+
+/// Mode of [`ToolChoice::Allowed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AllowedToolsMode {
+    /// The model may answer without calling a tool.
+    Auto,
+    /// The model must call one of the allowed tools.
+    Required,
+}
+
+/// Whether `name` is a tool name accepted by every supported provider: `^[a-zA-Z0-9_-]{1,64}$`.
+///
+/// ```
+/// use tackle_protocol::is_valid_tool_name;
+/// assert!(is_valid_tool_name("read_file"));
+/// assert!(!is_valid_tool_name("file.read"));
+/// assert!(!is_valid_tool_name(""));
+/// ```
+pub fn is_valid_tool_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}

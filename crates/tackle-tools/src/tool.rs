@@ -1,0 +1,59 @@
+//! The [`Tool`] trait and what a call returns.
+
+use async_trait::async_trait;
+use serde_json::Value;
+use tackle_protocol::ToolSpec;
+
+use crate::{ToolContext, ToolFailure};
+
+/// A tool the model can call.
+///
+/// Implement it directly for tools whose schema is known only at run time (MCP tools), or
+/// implement [`crate::TypedTool`] and wrap it with [`crate::typed`] to derive the schema from a
+/// Rust argument type.
+///
+/// The executor validates `args` against `spec().input_schema` before `call` runs, applies hooks,
+/// the timeout and the output cap; a tool only does its job and reports typed failures.
+#[async_trait]
+pub trait Tool: Send + Sync + 'static {
+    /// Name, description, input schema and annotations. Must not change after registration.
+    fn spec(&self) -> &ToolSpec;
+
+    /// Runs the call. `args` already passed schema validation.
+    async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolFailure>;
+}
+
+/// What a successful call returns.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolOutput {
+    /// What the model reads.
+    pub text: String,
+    /// Structured data for front ends and logs (e.g. MCP `structuredContent`); not sent to the
+    /// model unless the tool also renders it into `text`.
+    pub data: Option<Value>,
+}
+
+impl ToolOutput {
+    /// Output made of text only.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self { text: text.into(), data: None }
+    }
+
+    /// Attaches structured data.
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+}
+
+impl From<String> for ToolOutput {
+    fn from(text: String) -> Self {
+        Self::text(text)
+    }
+}
+
+impl From<&str> for ToolOutput {
+    fn from(text: &str) -> Self {
+        Self::text(text)
+    }
+}

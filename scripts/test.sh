@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The whole Tackle test suite: formatting, lints, every test. Installs what the tests need
+# (idempotent, quick when already installed). CI runs exactly this script (.ci/run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "toolchain"
+command -v cargo >/dev/null || { echo "cargo not found: install Rust (https://rustup.rs)" >&2; exit 2; }
+for component in rustfmt clippy; do
+  rustup component list --installed 2>/dev/null | grep -q "^$component" || rustup component add "$component"
+done
+command -v cargo-nextest >/dev/null || cargo install --locked cargo-nextest
+
+# Test peers (MCP reference servers, Python SDK, browser) are installed by scripts/test-deps.sh.
+if [ -x scripts/test-deps.sh ]; then
+  step "test dependencies"
+  scripts/test-deps.sh
+fi
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "tests"
+cargo nextest run --workspace --locked --no-fail-fast
+
+step "doc tests"
+cargo test --workspace --doc --locked
+
+echo
+echo "all checks passed"
