@@ -7,6 +7,8 @@ use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::EventSink;
+
 /// Everything a tool call may use besides its arguments.
 ///
 /// Cloning is cheap; all shared parts are reference-counted.
@@ -24,10 +26,13 @@ pub struct ToolContext {
     pub turn: TurnState,
     /// Where a tool reports progress of long work.
     pub progress: ProgressSink,
+    /// Where runtime events of the turn go (approval requests, extension events).
+    pub events: EventSink,
 }
 
 impl ToolContext {
-    /// A context for a call, with fresh turn state, a new cancellation token and no progress sink.
+    /// A context for a call, with fresh turn state, a new cancellation token, and sinks that drop
+    /// everything.
     ///
     /// ```
     /// use tackle_tools::ToolContext;
@@ -42,6 +47,7 @@ impl ToolContext {
             cancel: CancellationToken::new(),
             turn: TurnState::default(),
             progress: ProgressSink::discard(),
+            events: EventSink::discard(),
         }
     }
 
