@@ -9,6 +9,8 @@
 //! Provider crates translate these types to and from their wire formats; nothing here knows about
 //! HTTP, JSON field names of a particular provider, or storage.
 
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
 mod envelope;
 mod event;
 mod message;

@@ -1,1 +1,50 @@
-//! tackle-provider
+//! Model providers for Tackle.
+//!
+//! A [`Provider`] turns a wire-neutral [`tackle_protocol::ModelRequest`] into a stream of
+//! [`tackle_protocol::StreamEvent`]s. Two wire formats are implemented:
+//!
+//! - [`OpenAiChat`]: OpenAI Chat Completions, also for OpenAI-compatible servers
+//!   ([`OpenAiDialect`]).
+//! - [`Anthropic`]: Anthropic Messages.
+//!
+//! Both retry like the official SDKs ([`RetryPolicy`]), read the SDKs' environment variables
+//! ([`ProviderConfig::from_env`]), never leak the API key, and end every failure in a typed
+//! [`ProviderError`].
+
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
+mod anthropic;
+mod config;
+mod error;
+mod http;
+mod openai;
+mod provider;
+mod retry;
+pub mod sse;
+mod tools_cache;
+
+use std::sync::Arc;
+
+pub use anthropic::{ANTHROPIC_VERSION, Anthropic, AnthropicDecoder, DEFAULT_MAX_TOKENS, MAX_BREAKPOINTS};
+pub use config::{ApiKey, ProviderConfig, ProviderKind, Timeouts};
+pub use error::ProviderError;
+pub use http::{WireDecoder, decode_sse};
+pub use openai::{OpenAiChat, OpenAiChatDecoder, OpenAiDialect};
+pub use provider::{
+    CallOptions, Capabilities, EncodedRequest, EventStream, Provider, RetryHook, RetryNotice,
+};
+pub use retry::{RetryPolicy, server_requested_wait};
+
+/// Builds the provider a configuration names.
+///
+/// ```
+/// use tackle_provider::{ProviderConfig, ProviderKind, build_provider};
+/// let p = build_provider(ProviderConfig::new(ProviderKind::Anthropic)).unwrap();
+/// assert_eq!(p.name(), "anthropic");
+/// ```
+pub fn build_provider(config: ProviderConfig) -> Result<Arc<dyn Provider>, ProviderError> {
+    Ok(match config.kind {
+        ProviderKind::Openai => Arc::new(OpenAiChat::new(config)?),
+        ProviderKind::Anthropic => Arc::new(Anthropic::new(config)?),
+    })
+}

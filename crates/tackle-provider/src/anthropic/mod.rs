@@ -1,0 +1,114 @@
+//! Anthropic Messages client.
+
+mod decode;
+mod encode;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, header};
+use tackle_protocol::{CacheBreakpoint, ModelRequest};
+
+pub use decode::AnthropicDecoder;
+pub use encode::{DEFAULT_MAX_TOKENS, MAX_BREAKPOINTS};
+
+use crate::http::{body_stream, build_client, decode_sse, post_with_retry};
+use crate::tools_cache::ToolsCache;
+use crate::{
+    CallOptions, Capabilities, EncodedRequest, EventStream, Provider, ProviderConfig, ProviderError,
+};
+
+/// The `anthropic-version` header sent with every request.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// Anthropic Messages provider.
+///
+/// ```
+/// use tackle_provider::{Anthropic, Provider, ProviderConfig, ProviderKind};
+/// let client = Anthropic::new(ProviderConfig::new(ProviderKind::Anthropic).with_api_key("k")).unwrap();
+/// assert_eq!(client.capabilities().max_cache_breakpoints, 4);
+/// ```
+pub struct Anthropic {
+    config: ProviderConfig,
+    client: reqwest::Client,
+    tools: ToolsCache,
+}
+
+impl std::fmt::Debug for Anthropic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Anthropic").field("config", &self.config).finish()
+    }
+}
+
+impl Anthropic {
+    /// A client for the configured base URL.
+    pub fn new(config: ProviderConfig) -> Result<Self, ProviderError> {
+        let client = build_client(&config)?;
+        Ok(Self { config, client, tools: ToolsCache::default() })
+    }
+
+    fn encode_body(&self, request: &ModelRequest, stream: bool) -> Result<Bytes, ProviderError> {
+        let breakpoints = encode::effective_breakpoints(request);
+        let tools = if request.tools.is_empty() {
+            None
+        } else {
+            let cache_last = breakpoints.contains(&CacheBreakpoint::Tools);
+            Some(
+                self.tools
+                    .get(&request.tools, u8::from(cache_last), |t| encode::render_tools(t, cache_last))?,
+            )
+        };
+        let body = encode::body(request, tools.as_deref(), &breakpoints, stream);
+        serde_json::to_vec(&body)
+            .map(Bytes::from)
+            .map_err(|e| ProviderError::protocol(format!("cannot serialize the request: {e}")))
+    }
+
+    fn headers(&self) -> Result<HeaderMap, ProviderError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(header::ACCEPT, HeaderValue::from_static("text/event-stream"));
+        headers.insert("anthropic-version", HeaderValue::from_static(ANTHROPIC_VERSION));
+        if let Some(key) = &self.config.api_key {
+            let mut value = HeaderValue::try_from(key.expose()).map_err(|_| ProviderError::Auth {
+                message: "the API key contains invalid characters".into(),
+            })?;
+            value.set_sensitive(true);
+            headers.insert("x-api-key", value);
+        }
+        Ok(headers)
+    }
+}
+
+#[async_trait]
+impl Provider for Anthropic {
+    fn name(&self) -> &str {
+        "anthropic"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            allowed_tools: false,
+            max_cache_breakpoints: MAX_BREAKPOINTS as u8,
+            parallel_tool_calls: true,
+            token_count_endpoint: true,
+            prompt_cache_key: false,
+            deferred_tools: true,
+        }
+    }
+
+    fn encode(&self, request: &ModelRequest) -> Result<EncodedRequest, ProviderError> {
+        Ok(EncodedRequest { path: "/v1/messages", body: self.encode_body(request, true)? })
+    }
+
+    async fn stream(
+        &self,
+        request: &ModelRequest,
+        options: &CallOptions,
+    ) -> Result<EventStream, ProviderError> {
+        let body = self.encode_body(request, true)?;
+        let url = format!("{}/v1/messages", self.config.base());
+        let response =
+            post_with_retry(&self.client, &self.config, &url, &self.headers()?, body, options).await?;
+        Ok(decode_sse(body_stream(response), AnthropicDecoder::default()))
+    }
+}

@@ -1,0 +1,235 @@
+//! Provider configuration: which API, where, with which key, and how patient to be.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::RetryPolicy;
+
+/// Which wire format a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderKind {
+    /// OpenAI Chat Completions, also spoken by OpenAI-compatible servers.
+    Openai,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
+impl ProviderKind {
+    /// `openai` or `anthropic`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Openai => "openai",
+            Self::Anthropic => "anthropic",
+        }
+    }
+
+    /// The environment variables the official SDKs read: `(api key, base url)`.
+    pub fn env_vars(self) -> (&'static str, &'static str) {
+        match self {
+            Self::Openai => ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+            Self::Anthropic => ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
+        }
+    }
+
+    /// The official API's base URL (OpenAI's includes `/v1`, Anthropic's does not, as in the
+    /// official SDKs).
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            Self::Openai => "https://api.openai.com/v1",
+            Self::Anthropic => "https://api.anthropic.com",
+        }
+    }
+}
+
+impl fmt::Display for ProviderKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for ProviderKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "openai" => Ok(Self::Openai),
+            "anthropic" => Ok(Self::Anthropic),
+            other => Err(format!("unknown provider {other:?}: use openai or anthropic")),
+        }
+    }
+}
+
+/// An API key. Its `Debug` and `Display` never show the value.
+///
+/// ```
+/// use tackle_provider::ApiKey;
+/// let key = ApiKey::new("sk-secret");
+/// assert_eq!(format!("{key:?}"), "ApiKey(****)");
+/// assert_eq!(key.expose(), "sk-secret");
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Wraps a key.
+    pub fn new(key: impl Into<String>) -> Self {
+        Self(key.into())
+    }
+
+    /// The key itself, for the request header only.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// A masked form for display: the first 3 characters and the length, e.g. `sk-…(51)`.
+    pub fn masked(&self) -> String {
+        let head: String = self.0.chars().take(3).collect();
+        format!("{head}…({})", self.0.chars().count())
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(****)")
+    }
+}
+
+impl fmt::Display for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("****")
+    }
+}
+
+/// Connect and read timeouts of a provider client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Timeouts {
+    /// Limit for establishing a connection.
+    #[serde(with = "millis")]
+    pub connect: Duration,
+    /// Limit for any single read, so a stalled stream fails instead of hanging.
+    #[serde(with = "millis")]
+    pub read: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self { connect: Duration::from_secs(10), read: Duration::from_secs(120) }
+    }
+}
+
+/// Everything needed to build a provider client.
+#[derive(Debug, Clone)]
+pub struct ProviderConfig {
+    /// Wire format.
+    pub kind: ProviderKind,
+    /// Base URL (OpenAI style includes `/v1`; Anthropic style does not).
+    pub base_url: String,
+    /// API key; local OpenAI-compatible servers often need none.
+    pub api_key: Option<ApiKey>,
+    /// Timeouts.
+    pub timeouts: Timeouts,
+    /// Retry behaviour.
+    pub retry: RetryPolicy,
+}
+
+impl ProviderConfig {
+    /// A configuration for `kind` with the official base URL, no key and default timeouts and
+    /// retries.
+    pub fn new(kind: ProviderKind) -> Self {
+        Self {
+            kind,
+            base_url: kind.default_base_url().to_owned(),
+            api_key: None,
+            timeouts: Timeouts::default(),
+            retry: RetryPolicy::default(),
+        }
+    }
+
+    /// A configuration from the environment variables the official SDKs read
+    /// (`OPENAI_API_KEY`, `OPENAI_BASE_URL`, `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`).
+    pub fn from_env(kind: ProviderKind) -> Self {
+        Self::from_lookup(kind, |name| std::env::var(name).ok())
+    }
+
+    /// Like [`ProviderConfig::from_env`] with a custom variable lookup (for tests and config
+    /// layers).
+    pub fn from_lookup(kind: ProviderKind, lookup: impl Fn(&str) -> Option<String>) -> Self {
+        let (key_var, url_var) = kind.env_vars();
+        let mut config = Self::new(kind);
+        if let Some(url) = lookup(url_var).filter(|u| !u.trim().is_empty()) {
+            config.base_url = url.trim().to_owned();
+        }
+        config.api_key = lookup(key_var).filter(|k| !k.trim().is_empty()).map(|k| ApiKey::new(k.trim()));
+        config
+    }
+
+    /// Sets the base URL.
+    pub fn with_base_url(mut self, url: impl Into<String>) -> Self {
+        self.base_url = url.into();
+        self
+    }
+
+    /// Sets the API key.
+    pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(ApiKey::new(key));
+        self
+    }
+
+    /// Sets the retry policy.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Sets the timeouts.
+    pub fn with_timeouts(mut self, timeouts: Timeouts) -> Self {
+        self.timeouts = timeouts;
+        self
+    }
+
+    /// The base URL without a trailing slash.
+    pub fn base(&self) -> &str {
+        self.base_url.trim_end_matches('/')
+    }
+}
+
+pub(crate) mod millis {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Ok(Duration::from_millis(u64::deserialize(d)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_lookup_reads_the_sdk_variables() {
+        let vars = [("ANTHROPIC_API_KEY", " sk-ant-123 "), ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/")];
+        let cfg = ProviderConfig::from_lookup(ProviderKind::Anthropic, |n| {
+            vars.iter().find(|(k, _)| *k == n).map(|(_, v)| v.to_string())
+        });
+        assert_eq!(cfg.api_key.as_ref().map(ApiKey::expose), Some("sk-ant-123"));
+        assert_eq!(cfg.base(), "http://127.0.0.1:9");
+        let debug = format!("{cfg:?}");
+        assert!(!debug.contains("sk-ant-123"), "{debug}");
+    }
+
+    #[test]
+    fn empty_variables_are_ignored() {
+        let cfg = ProviderConfig::from_lookup(ProviderKind::Openai, |_| Some("  ".into()));
+        assert_eq!(cfg.api_key, None);
+        assert_eq!(cfg.base_url, "https://api.openai.com/v1");
+    }
+}

@@ -1,0 +1,265 @@
+//! HTTP transport shared by the clients: sending with retries and mapping failures.
+
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+use http::HeaderMap;
+use serde_json::Value;
+use tackle_protocol::StreamEvent;
+
+use crate::retry::server_requested_wait;
+use crate::sse::{SseDecoder, SseEvent};
+use crate::{CallOptions, EventStream, ProviderConfig, ProviderError, RetryNotice};
+
+/// A reqwest client configured from a [`ProviderConfig`].
+pub(crate) fn build_client(config: &ProviderConfig) -> Result<reqwest::Client, ProviderError> {
+    reqwest::Client::builder()
+        .connect_timeout(config.timeouts.connect)
+        .read_timeout(config.timeouts.read)
+        .user_agent(concat!("tackle/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| ProviderError::Protocol { message: format!("cannot build the HTTP client: {e}") })
+}
+
+/// Posts `body` to `url`, retrying per the policy, until a successful response starts.
+pub(crate) async fn post_with_retry(
+    client: &reqwest::Client,
+    config: &ProviderConfig,
+    url: &str,
+    headers: &HeaderMap,
+    body: Bytes,
+    options: &CallOptions,
+) -> Result<reqwest::Response, ProviderError> {
+    let policy = &config.retry;
+    let mut attempt = 0u32;
+    loop {
+        let sent = client.post(url).headers(headers.clone()).body(body.clone()).send().await;
+        let (error, wait) = match sent {
+            Ok(resp) if resp.status().is_success() => return Ok(resp),
+            Ok(resp) => {
+                let status = resp.status().as_u16();
+                let resp_headers = resp.headers().clone();
+                let text = resp.text().await.unwrap_or_default();
+                let error = classify_http_error(status, &resp_headers, &text);
+                if !policy.should_retry_status(attempt, status, &resp_headers) {
+                    return Err(error);
+                }
+                (error, policy.delay(attempt, Some(&resp_headers)))
+            }
+            Err(e) => {
+                let error = ProviderError::from_reqwest(e);
+                if !policy.should_retry_transport(attempt) {
+                    return Err(error);
+                }
+                (error, policy.delay(attempt, None))
+            }
+        };
+        attempt += 1;
+        tracing::warn!(attempt = attempt + 1, wait_ms = wait.as_millis() as u64, error = %error, "retrying model request");
+        if let Some(cb) = &options.on_retry {
+            cb(&RetryNotice { attempt: attempt + 1, wait, error });
+        }
+        tokio::time::sleep(wait).await;
+    }
+}
+
+/// Maps a failed HTTP response to a [`ProviderError`], reading both providers' error shapes
+/// (`{"error":{"type","message","code"}}`) and recognizing HTML pages from proxies.
+pub(crate) fn classify_http_error(status: u16, headers: &HeaderMap, body: &str) -> ProviderError {
+    let parsed: Option<Value> = serde_json::from_str(body).ok();
+    let err = parsed.as_ref().and_then(|v| v.get("error"));
+    let field = |k: &str| err.and_then(|e| e.get(k)).and_then(Value::as_str).unwrap_or("");
+    let (kind, code) = (field("type"), field("code"));
+    let message = match err.and_then(|e| e.get("message")).and_then(Value::as_str) {
+        Some(m) => m.to_owned(),
+        None if looks_like_html(headers, body) => format!(
+            "HTTP {status} with an HTML page{} instead of JSON; check the base URL, or a proxy in between",
+            html_title(body).map(|t| format!(" ({t})")).unwrap_or_default()
+        ),
+        None => format!("HTTP {status}: {}", snippet(body)),
+    };
+    let lower = message.to_lowercase();
+    let context_exceeded = code == "context_length_exceeded"
+        || ["prompt is too long", "context length", "context window", "maximum context", "too many tokens"]
+            .iter()
+            .any(|p| lower.contains(p));
+    match status {
+        401 | 403 => ProviderError::Auth { message },
+        429 => ProviderError::RateLimited { retry_after: server_requested_wait(headers), message },
+        529 => ProviderError::Overloaded { message },
+        _ if kind == "overloaded_error" => ProviderError::Overloaded { message },
+        408 => ProviderError::Timeout { message },
+        _ if context_exceeded => ProviderError::ContextExceeded { message },
+        s if s >= 500 || s == 409 => ProviderError::Server { status: s, message },
+        _ => ProviderError::BadRequest { message },
+    }
+}
+
+fn looks_like_html(headers: &HeaderMap, body: &str) -> bool {
+    let ct = headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    ct.contains("text/html") || body.trim_start().starts_with('<')
+}
+
+fn html_title(body: &str) -> Option<String> {
+    let lower = body.to_lowercase();
+    let start = lower.find("<title>")? + "<title>".len();
+    let end = start + lower[start..].find("</title>")?;
+    let title = body.get(start..end)?.trim();
+    (!title.is_empty()).then(|| snippet(title))
+}
+
+/// At most 300 characters of `text`, on one line.
+pub(crate) fn snippet(text: &str) -> String {
+    let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match one_line.char_indices().nth(300) {
+        Some((i, _)) => format!("{}…", &one_line[..i]),
+        None => one_line,
+    }
+}
+
+/// A provider's stream format: turns SSE events into normalized [`StreamEvent`]s.
+pub trait WireDecoder: Send + 'static {
+    /// Handles one SSE event.
+    fn on_event(&mut self, event: &SseEvent, out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError>;
+
+    /// The byte stream ended; `Ok` only if the response was complete.
+    fn on_end(&mut self, out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError>;
+
+    /// The terminal event was seen; nothing after it matters.
+    fn is_done(&self) -> bool;
+}
+
+struct Driver<S, D> {
+    body: S,
+    sse: SseDecoder,
+    wire: D,
+    queue: VecDeque<StreamEvent>,
+    scratch: Vec<SseEvent>,
+    state: DriverState,
+}
+
+#[derive(PartialEq, Eq)]
+enum DriverState {
+    Reading,
+    Draining,
+    Done,
+}
+
+/// Decodes a byte stream of SSE into normalized events with the given wire decoder.
+pub fn decode_sse<S, D>(body: S, wire: D) -> EventStream
+where
+    S: Stream<Item = Result<Bytes, ProviderError>> + Send + Unpin + 'static,
+    D: WireDecoder,
+{
+    let driver = Driver {
+        body,
+        sse: SseDecoder::default(),
+        wire,
+        queue: VecDeque::new(),
+        scratch: Vec::new(),
+        state: DriverState::Reading,
+    };
+    Box::pin(futures::stream::unfold(driver, |mut d| async move {
+        loop {
+            if let Some(event) = d.queue.pop_front() {
+                return Some((Ok(event), d));
+            }
+            match d.state {
+                DriverState::Done => return None,
+                DriverState::Draining => {
+                    d.state = DriverState::Done;
+                    continue;
+                }
+                DriverState::Reading => {}
+            }
+            match d.body.next().await {
+                Some(Ok(chunk)) => {
+                    d.sse.push(&chunk, &mut d.scratch);
+                    let events = std::mem::take(&mut d.scratch);
+                    for ev in &events {
+                        if let Err(e) = d.wire.on_event(ev, &mut d.queue) {
+                            d.state = DriverState::Done;
+                            d.queue.clear();
+                            return Some((Err(e), d));
+                        }
+                        if d.wire.is_done() {
+                            d.state = DriverState::Draining;
+                            break;
+                        }
+                    }
+                    d.scratch = events;
+                    d.scratch.clear();
+                }
+                Some(Err(e)) => {
+                    d.state = DriverState::Done;
+                    d.queue.clear();
+                    return Some((Err(e), d));
+                }
+                None => {
+                    let cut = d.sse.finish();
+                    d.state = DriverState::Draining;
+                    let result = if cut && !d.wire.is_done() {
+                        Err(ProviderError::network("the stream ended in the middle of an event"))
+                    } else {
+                        d.wire.on_end(&mut d.queue)
+                    };
+                    if let Err(e) = result {
+                        d.state = DriverState::Done;
+                        d.queue.clear();
+                        return Some((Err(e), d));
+                    }
+                }
+            }
+        }
+    }))
+}
+
+/// The response body as a stream of chunks with typed errors.
+pub(crate) fn body_stream(
+    response: reqwest::Response,
+) -> impl Stream<Item = Result<Bytes, ProviderError>> + Send + Unpin + 'static {
+    response.bytes_stream().map(|r| r.map_err(ProviderError::from_reqwest))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_bodies_map_to_typed_errors() {
+        let h = HeaderMap::new();
+        let openai_ctx = r#"{"error":{"message":"This model's maximum context length is 128000 tokens","type":"invalid_request_error","code":"context_length_exceeded"}}"#;
+        assert!(matches!(classify_http_error(400, &h, openai_ctx), ProviderError::ContextExceeded { .. }));
+        let anthropic_ctx = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#;
+        assert!(matches!(classify_http_error(400, &h, anthropic_ctx), ProviderError::ContextExceeded { .. }));
+        let overloaded = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+        assert!(matches!(classify_http_error(529, &h, overloaded), ProviderError::Overloaded { .. }));
+        assert!(matches!(classify_http_error(401, &h, "{}"), ProviderError::Auth { .. }));
+        assert!(matches!(classify_http_error(400, &h, "nope"), ProviderError::BadRequest { .. }));
+        assert!(matches!(classify_http_error(503, &h, ""), ProviderError::Server { status: 503, .. }));
+    }
+
+    #[test]
+    fn html_pages_are_named_as_such() {
+        let body =
+            "<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>";
+        let e = classify_http_error(502, &HeaderMap::new(), body);
+        let text = e.to_string();
+        assert!(text.contains("HTML page (502 Bad Gateway)"), "{text}");
+        assert!(e.is_retryable());
+    }
+
+    #[test]
+    fn rate_limits_carry_the_requested_wait() {
+        let mut h = HeaderMap::new();
+        h.insert("retry-after", "3".parse().unwrap());
+        match classify_http_error(429, &h, r#"{"error":{"message":"slow down"}}"#) {
+            ProviderError::RateLimited { retry_after, message } => {
+                assert_eq!(retry_after, Some(std::time::Duration::from_secs(3)));
+                assert_eq!(message, "slow down");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

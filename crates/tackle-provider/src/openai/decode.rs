@@ -1,0 +1,254 @@
+//! OpenAI Chat Completions stream chunks -> normalized stream events.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use serde::Deserialize;
+use tackle_protocol::{StopReason, StreamEvent, ToolInput, ToolUse, Usage};
+
+use crate::ProviderError;
+use crate::http::{WireDecoder, classify_http_error};
+use crate::sse::SseEvent;
+
+#[derive(Deserialize)]
+struct Chunk<'a> {
+    #[serde(default, borrow)]
+    choices: Vec<Choice<'a>>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    #[serde(default)]
+    error: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct Choice<'a> {
+    #[serde(default)]
+    index: u32,
+    #[serde(default, borrow)]
+    delta: Option<Delta<'a>>,
+    #[serde(default, borrow)]
+    finish_reason: Option<std::borrow::Cow<'a, str>>,
+}
+
+#[derive(Deserialize, Default)]
+struct Delta<'a> {
+    #[serde(default, borrow)]
+    content: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    refusal: Option<std::borrow::Cow<'a, str>>,
+    /// Reasoning text of OpenAI-compatible servers (DeepSeek, vLLM: `reasoning_content`;
+    /// Ollama, OpenRouter: `reasoning`).
+    #[serde(default, borrow, alias = "reasoning")]
+    reasoning_content: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    tool_calls: Option<Vec<CallDelta<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct CallDelta<'a> {
+    #[serde(default)]
+    index: Option<u32>,
+    #[serde(default, borrow)]
+    id: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    function: Option<FunctionDelta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct FunctionDelta<'a> {
+    #[serde(default, borrow)]
+    name: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    arguments: Option<std::borrow::Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+pub(crate) struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    pub(crate) fn normalize(&self) -> Usage {
+        Usage {
+            input_tokens: self.prompt_tokens,
+            output_tokens: self.completion_tokens,
+            cache_read_tokens: self.prompt_tokens_details.as_ref().and_then(|d| d.cached_tokens).unwrap_or(0),
+            cache_write_tokens: 0,
+        }
+    }
+}
+
+#[derive(Default)]
+struct CallState {
+    id: String,
+    name: String,
+    args: String,
+    started: bool,
+}
+
+/// Decoder state of one Chat Completions stream.
+#[derive(Default)]
+pub struct OpenAiChatDecoder {
+    calls: BTreeMap<u32, CallState>,
+    finish: Option<String>,
+    calls_closed: bool,
+    had_calls: bool,
+    usage: Option<Usage>,
+    done: bool,
+}
+
+/// Maps a `finish_reason`. Some compatible servers say `stop` after tool calls; the calls decide.
+pub(crate) fn stop_reason(reason: &str, had_calls: bool) -> StopReason {
+    match reason {
+        "tool_calls" | "function_call" => StopReason::ToolUse,
+        "stop" if had_calls => StopReason::ToolUse,
+        "stop" => StopReason::EndTurn,
+        "length" => StopReason::MaxTokens,
+        "content_filter" => StopReason::Refusal,
+        other => StopReason::Other(other.to_owned()),
+    }
+}
+
+impl OpenAiChatDecoder {
+    fn close_calls(&mut self, out: &mut VecDeque<StreamEvent>) {
+        if self.calls_closed {
+            return;
+        }
+        self.calls_closed = true;
+        for (index, call) in std::mem::take(&mut self.calls) {
+            let id = if call.id.is_empty() { format!("call_{index}") } else { call.id };
+            if !call.started {
+                out.push_back(StreamEvent::ToolCallStart { index, id: id.clone(), name: call.name.clone() });
+                if !call.args.is_empty() {
+                    out.push_back(StreamEvent::ToolCallDelta { index, arguments: call.args.clone() });
+                }
+            }
+            let input = ToolInput::parse(&call.args);
+            out.push_back(StreamEvent::ToolCallEnd { index, call: ToolUse { id, name: call.name, input } });
+        }
+    }
+
+    fn finalize(&mut self, out: &mut VecDeque<StreamEvent>) {
+        let had_calls = self.had_calls;
+        self.close_calls(out);
+        if let Some(usage) = self.usage {
+            out.push_back(StreamEvent::Usage(usage));
+        }
+        let reason = match &self.finish {
+            Some(r) => stop_reason(r, had_calls),
+            None if had_calls => StopReason::ToolUse,
+            None => StopReason::EndTurn,
+        };
+        out.push_back(StreamEvent::Stop { reason });
+        self.done = true;
+    }
+
+    fn on_call_delta(&mut self, position: usize, delta: CallDelta<'_>, out: &mut VecDeque<StreamEvent>) {
+        // Servers that omit `index` send one call per chunk sequence; fall back to the position.
+        let index = delta.index.unwrap_or(position as u32);
+        self.had_calls = true;
+        let call = self.calls.entry(index).or_default();
+        if let Some(id) = delta.id.filter(|s| !s.is_empty())
+            && call.id.is_empty()
+        {
+            call.id = id.into_owned();
+        }
+        let (name, args) = match delta.function {
+            Some(f) => (f.name, f.arguments),
+            None => (None, None),
+        };
+        if let Some(name) = name.filter(|s| !s.is_empty())
+            && call.name.is_empty()
+        {
+            call.name = name.into_owned();
+        }
+        if !call.started && !call.name.is_empty() {
+            call.started = true;
+            let id = if call.id.is_empty() { format!("call_{index}") } else { call.id.clone() };
+            call.id = id.clone();
+            out.push_back(StreamEvent::ToolCallStart { index, id, name: call.name.clone() });
+            if !call.args.is_empty() {
+                out.push_back(StreamEvent::ToolCallDelta { index, arguments: call.args.clone() });
+            }
+        }
+        if let Some(args) = args.filter(|s| !s.is_empty()) {
+            call.args.push_str(&args);
+            if call.started {
+                out.push_back(StreamEvent::ToolCallDelta { index, arguments: args.into_owned() });
+            }
+        }
+    }
+}
+
+impl WireDecoder for OpenAiChatDecoder {
+    fn on_event(&mut self, event: &SseEvent, out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError> {
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            self.finalize(out);
+            return Ok(());
+        }
+        if data.is_empty() {
+            return Ok(());
+        }
+        let chunk: Chunk<'_> = serde_json::from_str(data).map_err(|e| {
+            ProviderError::protocol(format!("malformed stream chunk ({e}): {}", crate::http::snippet(data)))
+        })?;
+        if let Some(error) = chunk.error {
+            let body = serde_json::json!({ "error": error }).to_string();
+            let status = error.get("code").and_then(|c| c.as_u64()).and_then(|c| u16::try_from(c).ok());
+            return Err(classify_http_error(status.unwrap_or(500), &http::HeaderMap::new(), &body));
+        }
+        if let Some(usage) = chunk.usage {
+            self.usage = Some(usage.normalize());
+        }
+        for choice in chunk.choices {
+            if choice.index != 0 {
+                continue; // n > 1 is not requested; ignore extra choices
+            }
+            if let Some(delta) = choice.delta {
+                if let Some(text) = delta.reasoning_content.filter(|s| !s.is_empty()) {
+                    out.push_back(StreamEvent::ReasoningDelta { text: text.into_owned() });
+                }
+                for text in [delta.content, delta.refusal].into_iter().flatten() {
+                    if !text.is_empty() {
+                        out.push_back(StreamEvent::TextDelta { text: text.into_owned() });
+                    }
+                }
+                for (position, call) in delta.tool_calls.into_iter().flatten().enumerate() {
+                    self.on_call_delta(position, call, out);
+                }
+            }
+            if let Some(reason) = choice.finish_reason {
+                self.finish = Some(reason.into_owned());
+                self.close_calls(out);
+            }
+        }
+        Ok(())
+    }
+
+    fn on_end(&mut self, out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError> {
+        if self.done {
+            return Ok(());
+        }
+        if self.finish.is_some() {
+            // Some compatible servers close the stream without `[DONE]`; the response is complete.
+            self.finalize(out);
+            return Ok(());
+        }
+        Err(ProviderError::network("the stream ended before the response finished (no finish_reason)"))
+    }
+
+    fn is_done(&self) -> bool {
+        self.done
+    }
+}

@@ -1,0 +1,152 @@
+//! OpenAI Chat Completions client, also for OpenAI-compatible servers (Ollama, vLLM, llama.cpp,
+//! gateways).
+
+mod decode;
+mod encode;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, header};
+use serde::{Deserialize, Serialize};
+use tackle_protocol::ModelRequest;
+
+pub use decode::OpenAiChatDecoder;
+
+use crate::http::{body_stream, build_client, decode_sse, post_with_retry};
+use crate::tools_cache::ToolsCache;
+use crate::{
+    CallOptions, Capabilities, EncodedRequest, EventStream, Provider, ProviderConfig, ProviderError,
+};
+
+/// Which flavour of the Chat Completions API a server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpenAiDialect {
+    /// OpenAI itself: `allowed_tools`, `prompt_cache_key`, `max_completion_tokens`.
+    #[serde(rename = "openai")]
+    OpenAi,
+    /// A compatible server: plain `tool_choice` strings and `max_tokens`; unknown fields left out.
+    Compatible,
+}
+
+impl OpenAiDialect {
+    /// The dialect a base URL most likely speaks: OpenAI's own host, or a compatible server.
+    pub fn detect(base_url: &str) -> Self {
+        let host = base_url.split("://").nth(1).unwrap_or(base_url).split(['/', ':']).next().unwrap_or("");
+        if host.eq_ignore_ascii_case("api.openai.com") { Self::OpenAi } else { Self::Compatible }
+    }
+}
+
+/// OpenAI Chat Completions provider.
+///
+/// ```
+/// use tackle_provider::{OpenAiChat, OpenAiDialect, Provider, ProviderConfig, ProviderKind};
+/// let config = ProviderConfig::new(ProviderKind::Openai).with_api_key("sk-test");
+/// let client = OpenAiChat::new(config).unwrap();
+/// assert_eq!(client.dialect(), OpenAiDialect::OpenAi);
+/// assert!(client.capabilities().allowed_tools);
+/// ```
+pub struct OpenAiChat {
+    config: ProviderConfig,
+    dialect: OpenAiDialect,
+    client: reqwest::Client,
+    tools: ToolsCache,
+}
+
+impl std::fmt::Debug for OpenAiChat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiChat").field("config", &self.config).field("dialect", &self.dialect).finish()
+    }
+}
+
+impl OpenAiChat {
+    /// A client whose dialect is detected from the base URL.
+    pub fn new(config: ProviderConfig) -> Result<Self, ProviderError> {
+        let dialect = OpenAiDialect::detect(&config.base_url);
+        Self::with_dialect(config, dialect)
+    }
+
+    /// A client speaking the given dialect.
+    pub fn with_dialect(config: ProviderConfig, dialect: OpenAiDialect) -> Result<Self, ProviderError> {
+        let client = build_client(&config)?;
+        Ok(Self { config, dialect, client, tools: ToolsCache::default() })
+    }
+
+    /// The dialect in use.
+    pub fn dialect(&self) -> OpenAiDialect {
+        self.dialect
+    }
+
+    fn encode_body(&self, request: &ModelRequest, stream: bool) -> Result<Bytes, ProviderError> {
+        let tools = if request.tools.is_empty() {
+            None
+        } else {
+            Some(self.tools.get(&request.tools, 0, encode::render_tools)?)
+        };
+        let body = encode::body(request, tools.as_deref(), self.dialect, stream);
+        serde_json::to_vec(&body)
+            .map(Bytes::from)
+            .map_err(|e| ProviderError::protocol(format!("cannot serialize the request: {e}")))
+    }
+
+    fn headers(&self) -> Result<HeaderMap, ProviderError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(header::ACCEPT, HeaderValue::from_static("text/event-stream"));
+        if let Some(key) = &self.config.api_key {
+            let mut value = HeaderValue::try_from(format!("Bearer {}", key.expose())).map_err(|_| {
+                ProviderError::Auth { message: "the API key contains invalid characters".into() }
+            })?;
+            value.set_sensitive(true);
+            headers.insert(header::AUTHORIZATION, value);
+        }
+        Ok(headers)
+    }
+}
+
+#[async_trait]
+impl Provider for OpenAiChat {
+    fn name(&self) -> &str {
+        "openai"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        let official = self.dialect == OpenAiDialect::OpenAi;
+        Capabilities {
+            allowed_tools: official,
+            max_cache_breakpoints: 0,
+            parallel_tool_calls: true,
+            token_count_endpoint: false,
+            prompt_cache_key: official,
+            deferred_tools: false,
+        }
+    }
+
+    fn encode(&self, request: &ModelRequest) -> Result<EncodedRequest, ProviderError> {
+        Ok(EncodedRequest { path: "/chat/completions", body: self.encode_body(request, true)? })
+    }
+
+    async fn stream(
+        &self,
+        request: &ModelRequest,
+        options: &CallOptions,
+    ) -> Result<EventStream, ProviderError> {
+        let body = self.encode_body(request, true)?;
+        let url = format!("{}/chat/completions", self.config.base());
+        let response =
+            post_with_retry(&self.client, &self.config, &url, &self.headers()?, body, options).await?;
+        Ok(decode_sse(body_stream(response), OpenAiChatDecoder::default()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dialect_detection() {
+        assert_eq!(OpenAiDialect::detect("https://api.openai.com/v1"), OpenAiDialect::OpenAi);
+        assert_eq!(OpenAiDialect::detect("http://localhost:11434/v1"), OpenAiDialect::Compatible);
+        assert_eq!(OpenAiDialect::detect("garbage"), OpenAiDialect::Compatible);
+    }
+}

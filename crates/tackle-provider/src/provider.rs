@@ -1,0 +1,107 @@
+//! The [`Provider`] trait every model client implements.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+use serde::{Deserialize, Serialize};
+use tackle_protocol::{ModelRequest, ModelResponse, ResponseAccumulator, StreamEvent};
+
+use crate::ProviderError;
+
+/// A stream of normalized events from one model call.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ProviderError>> + Send>>;
+
+/// What a provider supports; the agent picks its strategies from this, never from the name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Capabilities {
+    /// Restricting callable tools without changing definitions (OpenAI `allowed_tools`).
+    pub allowed_tools: bool,
+    /// Explicit prompt-cache breakpoints per request (Anthropic: 4; 0 means automatic caching).
+    pub max_cache_breakpoints: u8,
+    /// Several tool calls in one response.
+    pub parallel_tool_calls: bool,
+    /// An endpoint that counts prompt tokens exactly.
+    pub token_count_endpoint: bool,
+    /// A request key that routes to the same prompt cache (OpenAI `prompt_cache_key`).
+    pub prompt_cache_key: bool,
+    /// Native deferred tool loading (Anthropic `defer_loading`).
+    pub deferred_tools: bool,
+}
+
+/// A retry about to happen, reported through [`CallOptions::on_retry`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryNotice {
+    /// The attempt about to be made (2 for the first retry).
+    pub attempt: u32,
+    /// Wait before it.
+    pub wait: Duration,
+    /// The failure that caused it.
+    pub error: ProviderError,
+}
+
+/// Callback told about each retry.
+pub type RetryHook = Arc<dyn Fn(&RetryNotice) + Send + Sync>;
+
+/// Per-call options.
+#[derive(Clone, Default)]
+pub struct CallOptions {
+    /// Called before each retry, e.g. to emit a `retry` event.
+    pub on_retry: Option<RetryHook>,
+}
+
+impl std::fmt::Debug for CallOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallOptions").field("on_retry", &self.on_retry.is_some()).finish()
+    }
+}
+
+/// A request encoded for the wire: the exact bytes a provider would send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EncodedRequest {
+    /// Path relative to the base URL (e.g. `/chat/completions`).
+    pub path: &'static str,
+    /// The JSON body.
+    pub body: Bytes,
+}
+
+/// A model provider: turns a [`ModelRequest`] into a stream of [`StreamEvent`]s.
+///
+/// Implementations retry failures that happen before the response starts (see
+/// [`crate::RetryPolicy`]); a stream that fails later ends with an error and never yields a
+/// half-parsed tool call.
+#[async_trait]
+pub trait Provider: Send + Sync {
+    /// Short name (`openai`, `anthropic`, ...).
+    fn name(&self) -> &str;
+
+    /// What this provider supports.
+    fn capabilities(&self) -> Capabilities;
+
+    /// Encodes a request exactly as it would be sent.
+    fn encode(&self, request: &ModelRequest) -> Result<EncodedRequest, ProviderError>;
+
+    /// Sends a request and streams the response.
+    async fn stream(
+        &self,
+        request: &ModelRequest,
+        options: &CallOptions,
+    ) -> Result<EventStream, ProviderError>;
+
+    /// Sends a request and waits for the whole response.
+    async fn complete(
+        &self,
+        request: &ModelRequest,
+        options: &CallOptions,
+    ) -> Result<ModelResponse, ProviderError> {
+        let mut stream = self.stream(request, options).await?;
+        let mut acc = ResponseAccumulator::default();
+        while let Some(event) = stream.next().await {
+            acc.push(&event?);
+        }
+        Ok(acc.finish())
+    }
+}

@@ -1,0 +1,191 @@
+//! Request serialization: snapshots of both wire formats, and byte stability.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tackle_protocol::{
+    AllowedToolsMode, CacheBreakpoint, ContentBlock, Message, ModelRequest, Reasoning, Role, SystemSection,
+    ToolChoice, ToolInput, ToolResult, ToolSpec, ToolUse,
+};
+use tackle_provider::{Anthropic, OpenAiChat, OpenAiDialect, Provider, ProviderConfig, ProviderKind};
+
+fn tools() -> Arc<[ToolSpec]> {
+    Arc::from(vec![
+        ToolSpec::new(
+            "read_file",
+            "Read a file.",
+            json!({"type": "object", "properties": {"path": {"type": "string", "description": "Path."}}, "required": ["path"]}),
+        ),
+        ToolSpec::new(
+            "shell",
+            "Run a command.",
+            json!({"type": "object", "properties": {"command": {"type": "string"}}}),
+        ),
+    ])
+}
+
+fn conversation() -> ModelRequest {
+    let mut req = ModelRequest::new(
+        "model-x",
+        vec![
+            Message::user("What is in a.txt?"),
+            Message {
+                role: Role::Assistant,
+                content: vec![
+                    ContentBlock::Reasoning(Reasoning {
+                        format: "anthropic".into(),
+                        text: "think".into(),
+                        data: json!({"type": "thinking", "thinking": "think", "signature": "sig"}),
+                    }),
+                    ContentBlock::text("Let me look."),
+                    ContentBlock::ToolUse(ToolUse {
+                        id: "call_1".into(),
+                        name: "read_file".into(),
+                        input: json!({"path": "a.txt"}).into(),
+                    }),
+                    ContentBlock::ToolUse(ToolUse {
+                        id: "call_2".into(),
+                        name: "shell".into(),
+                        input: ToolInput::parse("{\"command\": "),
+                    }),
+                ],
+            },
+            Message {
+                role: Role::Tool,
+                content: vec![
+                    ContentBlock::ToolResult(ToolResult::ok("call_1", "hello")),
+                    ContentBlock::ToolResult(ToolResult::error(
+                        "call_2",
+                        r#"{"tool":"shell","category":"invalid_args","retryable":false,"message":"arguments are not JSON"}"#,
+                    )),
+                ],
+            },
+            Message::user("[note] Active tools: read_file."),
+        ],
+    );
+    req.system = vec![
+        SystemSection::cacheable("base", "You are Tackle."),
+        SystemSection::cacheable("agents", "Project rules."),
+        SystemSection::dynamic("clock", "It is noon."),
+    ];
+    req.tools = tools();
+    req.tool_choice = ToolChoice::Allowed { tools: vec!["read_file".into()], mode: AllowedToolsMode::Auto };
+    req.parallel_tool_calls = Some(false);
+    req.max_output_tokens = Some(1024);
+    req.temperature = Some(0.0);
+    req.prompt_cache_key = Some("session-1".into());
+    req.cache_breakpoints = vec![CacheBreakpoint::System, CacheBreakpoint::Message { index: 2 }];
+    req
+}
+
+fn openai(dialect: OpenAiDialect) -> OpenAiChat {
+    OpenAiChat::with_dialect(ProviderConfig::new(ProviderKind::Openai), dialect).unwrap()
+}
+
+fn anthropic() -> Anthropic {
+    Anthropic::new(ProviderConfig::new(ProviderKind::Anthropic)).unwrap()
+}
+
+fn body(p: &dyn Provider, req: &ModelRequest) -> Value {
+    serde_json::from_slice(&p.encode(req).unwrap().body).unwrap()
+}
+
+#[test]
+fn openai_request_snapshot() {
+    insta::assert_json_snapshot!("openai_request", body(&openai(OpenAiDialect::OpenAi), &conversation()));
+}
+
+#[test]
+fn openai_compatible_request_snapshot() {
+    insta::assert_json_snapshot!(
+        "openai_compatible_request",
+        body(&openai(OpenAiDialect::Compatible), &conversation())
+    );
+}
+
+#[test]
+fn anthropic_request_snapshot() {
+    insta::assert_json_snapshot!("anthropic_request", body(&anthropic(), &conversation()));
+}
+
+#[test]
+fn equal_input_gives_equal_bytes() {
+    let providers: Vec<Box<dyn Provider>> =
+        vec![Box::new(openai(OpenAiDialect::OpenAi)), Box::new(anthropic())];
+    for p in providers {
+        let a = p.encode(&conversation()).unwrap().body;
+        let b = p.encode(&conversation()).unwrap().body;
+        assert_eq!(a, b, "{}", p.name());
+        // The same tool list encodes identically whether or not its rendering was cached.
+        let mut req = conversation();
+        req.tools = Arc::from(tools().to_vec());
+        assert_eq!(p.encode(&req).unwrap().body, a, "{}", p.name());
+    }
+}
+
+#[test]
+fn tool_choice_mappings() {
+    let cases = [
+        (ToolChoice::Auto, Value::Null, json!({"type": "auto"})),
+        (ToolChoice::None, json!("none"), json!({"type": "none"})),
+        (ToolChoice::Required, json!("required"), json!({"type": "any"})),
+        (
+            ToolChoice::Named { name: "shell".into() },
+            json!({"type": "function", "function": {"name": "shell"}}),
+            json!({"type": "tool", "name": "shell"}),
+        ),
+        (
+            ToolChoice::Allowed { tools: vec!["shell".into()], mode: AllowedToolsMode::Required },
+            json!({"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": [{"type": "function", "function": {"name": "shell"}}]}}),
+            json!({"type": "tool", "name": "shell"}),
+        ),
+    ];
+    for (choice, oa, an) in cases {
+        let mut req = conversation();
+        req.parallel_tool_calls = None;
+        req.tool_choice = choice.clone();
+        let o = body(&openai(OpenAiDialect::OpenAi), &req);
+        assert_eq!(o.get("tool_choice").cloned().unwrap_or(Value::Null), oa, "{choice:?}");
+        assert_eq!(body(&anthropic(), &req)["tool_choice"], an, "{choice:?}");
+    }
+}
+
+#[test]
+fn the_last_step_keeps_tools_and_says_none() {
+    let mut req = conversation();
+    req.tool_choice = ToolChoice::None;
+    let o = body(&openai(OpenAiDialect::OpenAi), &req);
+    assert_eq!(o["tools"].as_array().unwrap().len(), 2);
+    assert_eq!(o["tool_choice"], "none");
+    let a = body(&anthropic(), &req);
+    assert_eq!(a["tools"].as_array().unwrap().len(), 2);
+    assert_eq!(a["tool_choice"], json!({"type": "none"}));
+}
+
+#[test]
+fn anthropic_honours_at_most_four_breakpoints() {
+    let mut req = conversation();
+    req.cache_breakpoints = vec![
+        CacheBreakpoint::Tools,
+        CacheBreakpoint::System,
+        CacheBreakpoint::Message { index: 0 },
+        CacheBreakpoint::Message { index: 1 },
+        CacheBreakpoint::Message { index: 2 },
+        CacheBreakpoint::Message { index: 3 },
+    ];
+    let text = String::from_utf8(anthropic().encode(&req).unwrap().body.to_vec()).unwrap();
+    assert_eq!(text.matches("cache_control").count(), 4, "{text}");
+}
+
+#[test]
+fn requests_without_tools_send_no_tool_fields() {
+    let req = ModelRequest::new("m", vec![Message::user("hi")]);
+    let o = body(&openai(OpenAiDialect::OpenAi), &req);
+    assert!(
+        o.get("tools").is_none() && o.get("tool_choice").is_none() && o.get("parallel_tool_calls").is_none()
+    );
+    assert_eq!(o["stream_options"], json!({"include_usage": true}));
+    let a = body(&anthropic(), &req);
+    assert!(a.get("tools").is_none() && a.get("tool_choice").is_none());
+    assert_eq!(a["max_tokens"], 8192);
+}
