@@ -23,7 +23,10 @@ fn openai_stream(calls: usize) -> Vec<u8> {
             "data: {{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-4.1\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"word{i} \"}},\"finish_reason\":null}}]}}\n\n"
         ));
     }
-    let args = format!("{{\"path\":\"src/lib.rs\",\"content\":\"{}\"}}", "fn main() { println!(\\\"hi\\\"); }\\n".repeat(40));
+    let args = format!(
+        "{{\"path\":\"src/lib.rs\",\"content\":\"{}\"}}",
+        "fn main() { println!(\\\"hi\\\"); }\\n".repeat(40)
+    );
     for c in 0..calls {
         s.push_str(&format!("data: {{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-4.1\",\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":[{{\"index\":{c},\"id\":\"call_{c}\",\"type\":\"function\",\"function\":{{\"name\":\"write_file\",\"arguments\":\"\"}}}}]}},\"finish_reason\":null}}]}}\n\n"));
         let bytes = args.as_bytes();
@@ -45,13 +48,18 @@ fn openai_stream(calls: usize) -> Vec<u8> {
 
 /// The same content as an Anthropic Messages stream.
 fn anthropic_stream(calls: usize) -> Vec<u8> {
-    let mut s = String::from("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"claude\",\"usage\":{\"input_tokens\":5000,\"output_tokens\":1}}}\n\n");
+    let mut s = String::from(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"claude\",\"usage\":{\"input_tokens\":5000,\"output_tokens\":1}}}\n\n",
+    );
     s.push_str("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n");
     for i in 0..40 {
         s.push_str(&format!("event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"text_delta\",\"text\":\"word{i} \"}}}}\n\n"));
     }
     s.push_str("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n");
-    let args = format!("{{\"path\":\"src/lib.rs\",\"content\":\"{}\"}}", "fn main() { println!(\\\"hi\\\"); }\\n".repeat(40));
+    let args = format!(
+        "{{\"path\":\"src/lib.rs\",\"content\":\"{}\"}}",
+        "fn main() { println!(\\\"hi\\\"); }\\n".repeat(40)
+    );
     for c in 1..=calls {
         s.push_str(&format!("event: content_block_start\ndata: {{\"type\":\"content_block_start\",\"index\":{c},\"content_block\":{{\"type\":\"tool_use\",\"id\":\"toolu_{c}\",\"name\":\"write_file\",\"input\":{{}}}}}}\n\n"));
         let bytes = args.as_bytes();
@@ -65,7 +73,9 @@ fn anthropic_stream(calls: usize) -> Vec<u8> {
             s.push_str(&format!("event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":{c},\"delta\":{{\"type\":\"input_json_delta\",\"partial_json\":{frag}}}}}\n\n"));
             start = end;
         }
-        s.push_str(&format!("event: content_block_stop\ndata: {{\"type\":\"content_block_stop\",\"index\":{c}}}\n\n"));
+        s.push_str(&format!(
+            "event: content_block_stop\ndata: {{\"type\":\"content_block_stop\",\"index\":{c}}}\n\n"
+        ));
     }
     s.push_str("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":900}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
     s.into_bytes()
@@ -92,7 +102,9 @@ fn decode_all<D: WireDecoder>(bytes: &[u8], mut wire: D) -> usize {
 #[divan::bench]
 fn openai_chat(bencher: divan::Bencher) {
     let bytes = openai_stream(100);
-    bencher.counter(BytesCount::of_slice(&bytes)).bench(|| decode_all(divan::black_box(&bytes), OpenAiChatDecoder::default()));
+    bencher
+        .counter(BytesCount::of_slice(&bytes))
+        .bench(|| decode_all(divan::black_box(&bytes), OpenAiChatDecoder::default()));
 }
 
 #[divan::bench]

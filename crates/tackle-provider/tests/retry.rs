@@ -51,7 +51,8 @@ fn sse(body: &str) -> ResponseTemplate {
 fn recorder() -> (CallOptions, Arc<Mutex<Vec<RetryNotice>>>) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = seen.clone();
-    let options = CallOptions { on_retry: Some(Arc::new(move |n: &RetryNotice| sink.lock().unwrap().push(n.clone()))) };
+    let options =
+        CallOptions { on_retry: Some(Arc::new(move |n: &RetryNotice| sink.lock().unwrap().push(n.clone()))) };
     (options, seen)
 }
 
@@ -61,14 +62,18 @@ async fn rate_limit_with_retry_after_is_honoured() {
     Mock::given(method("POST"))
         .and(path("/v1/messages"))
         .respond_with(
-            ResponseTemplate::new(429)
-                .insert_header("retry-after", "1")
-                .set_body_string(r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#),
+            ResponseTemplate::new(429).insert_header("retry-after", "1").set_body_string(
+                r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#,
+            ),
         )
         .up_to_n_times(1)
         .mount(&server)
         .await;
-    Mock::given(method("POST")).and(path("/v1/messages")).respond_with(sse(ANTHROPIC_OK)).mount(&server).await;
+    Mock::given(method("POST"))
+        .and(path("/v1/messages"))
+        .respond_with(sse(ANTHROPIC_OK))
+        .mount(&server)
+        .await;
     let (options, seen) = recorder();
     let started = Instant::now();
     let response = anthropic(&server).complete(&request(), &options).await.unwrap();
@@ -85,10 +90,9 @@ async fn rate_limit_with_retry_after_is_honoured() {
 async fn overloaded_529_is_retried() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(529)
-                .set_body_string(r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#),
-        )
+        .respond_with(ResponseTemplate::new(529).set_body_string(
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        ))
         .up_to_n_times(2)
         .mount(&server)
         .await;
@@ -104,11 +108,18 @@ async fn server_error_then_success() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
-        .respond_with(ResponseTemplate::new(500).set_body_string(r#"{"error":{"message":"boom","type":"server_error"}}"#))
+        .respond_with(
+            ResponseTemplate::new(500)
+                .set_body_string(r#"{"error":{"message":"boom","type":"server_error"}}"#),
+        )
         .up_to_n_times(1)
         .mount(&server)
         .await;
-    Mock::given(method("POST")).and(path("/v1/chat/completions")).respond_with(sse(OPENAI_OK)).mount(&server).await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(sse(OPENAI_OK))
+        .mount(&server)
+        .await;
     let response = openai(&server).complete(&request(), &CallOptions::default()).await.unwrap();
     assert_eq!(response.text(), "ok");
     assert_eq!(server.received_requests().await.unwrap().len(), 2);
@@ -117,7 +128,10 @@ async fn server_error_then_success() {
 #[tokio::test]
 async fn retries_are_bounded() {
     let server = MockServer::start().await;
-    Mock::given(method("POST")).respond_with(ResponseTemplate::new(503).set_body_string("down")).mount(&server).await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(503).set_body_string("down"))
+        .mount(&server)
+        .await;
     let err = openai(&server).complete(&request(), &CallOptions::default()).await.unwrap_err();
     assert!(matches!(err, ProviderError::Server { status: 503, .. }), "{err:?}");
     assert_eq!(server.received_requests().await.unwrap().len(), 3, "first attempt + 2 retries");
@@ -130,7 +144,10 @@ async fn no_retry_on_400_or_401() {
         (401, r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}"#),
     ] {
         let server = MockServer::start().await;
-        Mock::given(method("POST")).respond_with(ResponseTemplate::new(status).set_body_string(body)).mount(&server).await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(status).set_body_string(body))
+            .mount(&server)
+            .await;
         let err = openai(&server).complete(&request(), &CallOptions::default()).await.unwrap_err();
         match status {
             400 => assert!(matches!(err, ProviderError::BadRequest { .. }), "{err:?}"),
@@ -144,7 +161,9 @@ async fn no_retry_on_400_or_401() {
 async fn x_should_retry_false_stops_retries() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(500).insert_header("x-should-retry", "false").set_body_string("{}"))
+        .respond_with(
+            ResponseTemplate::new(500).insert_header("x-should-retry", "false").set_body_string("{}"),
+        )
         .mount(&server)
         .await;
     openai(&server).complete(&request(), &CallOptions::default()).await.unwrap_err();
@@ -156,9 +175,9 @@ async fn html_error_pages_become_typed_errors() {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .respond_with(
-            ResponseTemplate::new(502)
-                .insert_header("content-type", "text/html")
-                .set_body_string("<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>"),
+            ResponseTemplate::new(502).insert_header("content-type", "text/html").set_body_string(
+                "<html><head><title>502 Bad Gateway</title></head><body>nginx</body></html>",
+            ),
         )
         .mount(&server)
         .await;

@@ -21,6 +21,12 @@ pub trait Tool: Send + Sync + 'static {
 
     /// Runs the call. `args` already passed schema validation.
     async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolFailure>;
+
+    /// The schema arguments are validated against, when it differs from the one sent to the
+    /// model (a tagged union is sent flattened but validated per variant).
+    fn validation_schema(&self) -> Option<&Value> {
+        None
+    }
 }
 
 /// What a successful call returns.

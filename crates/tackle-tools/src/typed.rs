@@ -63,18 +63,25 @@ pub trait TypedTool: Send + Sync + 'static {
 
 /// Wraps a [`TypedTool`] as a [`Tool`], deriving its input schema once.
 pub fn typed<T: TypedTool>(tool: T) -> Arc<dyn Tool> {
+    let derived = schema::derived_schema_for::<T::Args>();
+    let flat = schema::flatten_tagged_union(&derived);
+    let (input_schema, validation) = match flat {
+        Some(flat) => (flat, Some(derived)),
+        None => (derived, None),
+    };
     let spec = ToolSpec {
         name: tool.name().to_owned(),
         description: tool.description(),
-        input_schema: schema::input_schema_for::<T::Args>(),
+        input_schema,
         annotations: tool.annotations(),
     };
-    Arc::new(Typed { tool, spec, _args: PhantomData })
+    Arc::new(Typed { tool, spec, validation, _args: PhantomData })
 }
 
 struct Typed<T: TypedTool> {
     tool: T,
     spec: ToolSpec,
+    validation: Option<Value>,
     _args: PhantomData<fn() -> T::Args>,
 }
 
@@ -82,6 +89,10 @@ struct Typed<T: TypedTool> {
 impl<T: TypedTool> Tool for Typed<T> {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn validation_schema(&self) -> Option<&Value> {
+        self.validation.as_ref()
     }
 
     async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolFailure> {

@@ -1,0 +1,421 @@
+//! [`ToolExecutor`]: lookup, argument validation, hook policy, run with timeout and
+//! cancellation, output cap or offload, and the report the loop needs.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use serde_json::Value;
+use tackle_protocol::{AgentEvent, ErrorCategory, ToolError, ToolInput, ToolResult, ToolUse};
+
+use crate::hooks::{HookAction, HookPolicy};
+use crate::output_cap::{OutputCap, cap_output, count_lines};
+use crate::{ApprovalRequest, Approver, ToolContext, ToolFailure, ToolOutput, ToolRegistry};
+
+/// How long a cancelled or timed-out tool gets to clean up (kill its processes) before its
+/// task is aborted.
+const CLEANUP_GRACE: Duration = Duration::from_secs(3);
+
+/// Limits applied to every call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecLimits {
+    /// Default time limit of a call.
+    pub timeout: Duration,
+    /// Time limits by tool name.
+    pub per_tool_timeout: HashMap<String, Duration>,
+    /// Most bytes of output the model sees (head and tail kept).
+    pub max_output_bytes: usize,
+    /// Most lines of output the model sees.
+    pub max_output_lines: usize,
+    /// Largest arguments accepted, serialized.
+    pub max_argument_bytes: usize,
+}
+
+impl Default for ExecLimits {
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(120),
+            per_tool_timeout: HashMap::new(),
+            max_output_bytes: 16 * 1024,
+            max_output_lines: 400,
+            max_argument_bytes: 256 * 1024,
+        }
+    }
+}
+
+/// Options of one call.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CallOptions<'a> {
+    /// Tools callable in this step; `None` means every registered tool. Others get an
+    /// `inactive_tool` envelope naming the callable ones.
+    pub allowed: Option<&'a [String]>,
+}
+
+/// Stores large outputs outside the context and gives the model a reference instead.
+#[async_trait]
+pub trait OutputOffloader: Send + Sync {
+    /// Outputs larger than this many bytes are offloaded.
+    fn threshold_bytes(&self) -> usize;
+
+    /// Stores `output` of a call of `tool` and returns what the model sees instead.
+    async fn offload(&self, ctx: &ToolContext, tool: &str, output: &str) -> Result<Offloaded, ToolFailure>;
+}
+
+/// An offloaded output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Offloaded {
+    /// What the model sees: a preview and how to restore the rest.
+    pub reference: String,
+    /// The locator that restores the full output.
+    pub locator: String,
+}
+
+/// Everything about one finished call.
+#[derive(Debug, Clone)]
+pub struct CallReport {
+    /// Call id.
+    pub call_id: String,
+    /// Tool name as called.
+    pub tool: String,
+    /// The tool's output, or the envelope the model sees.
+    pub outcome: Result<ToolOutput, ToolError>,
+    /// Exactly what the model sees.
+    pub result: ToolResult,
+    /// Size of the full output (or of the envelope), in bytes.
+    pub bytes: u64,
+    /// Lines of the full output.
+    pub lines: u64,
+    /// Whether the model sees a capped or offloaded version.
+    pub truncated: bool,
+    /// Locator of the full output when it was offloaded.
+    pub locator: Option<String>,
+    /// Wall time, including any wait for approval.
+    pub duration: Duration,
+}
+
+/// Runs tool calls safely. Cheap to share behind an `Arc`.
+pub struct ToolExecutor {
+    registry: Arc<ToolRegistry>,
+    hooks: HookPolicy,
+    approver: Arc<dyn Approver>,
+    limits: ExecLimits,
+    offloader: Option<Arc<dyn OutputOffloader>>,
+}
+
+impl std::fmt::Debug for ToolExecutor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolExecutor")
+            .field("registry", &self.registry)
+            .field("limits", &self.limits)
+            .finish()
+    }
+}
+
+impl ToolExecutor {
+    /// An executor over `registry`.
+    pub fn new(
+        registry: Arc<ToolRegistry>,
+        hooks: HookPolicy,
+        approver: Arc<dyn Approver>,
+        limits: ExecLimits,
+    ) -> Self {
+        Self { registry, hooks, approver, limits, offloader: None }
+    }
+
+    /// Offloads outputs above the offloader's threshold instead of capping them.
+    pub fn with_offloader(mut self, offloader: Arc<dyn OutputOffloader>) -> Self {
+        self.offloader = Some(offloader);
+        self
+    }
+
+    /// The tools.
+    pub fn registry(&self) -> &ToolRegistry {
+        &self.registry
+    }
+
+    /// The shared registry.
+    pub fn registry_arc(&self) -> &Arc<ToolRegistry> {
+        &self.registry
+    }
+
+    /// The limits.
+    pub fn limits(&self) -> &ExecLimits {
+        &self.limits
+    }
+
+    /// Runs one call through the whole pipeline. Never panics, whatever the tool does: every
+    /// failure becomes an envelope in the report.
+    pub async fn execute(&self, call: &ToolUse, ctx: ToolContext, opts: &CallOptions<'_>) -> CallReport {
+        let started = Instant::now();
+        let outcome = self.run(call, &ctx, opts).await;
+        self.report(call, &ctx, outcome, started).await
+    }
+
+    async fn run(
+        &self,
+        call: &ToolUse,
+        ctx: &ToolContext,
+        opts: &CallOptions<'_>,
+    ) -> Result<ToolOutput, ToolError> {
+        let name = call.name.as_str();
+        let Some(entry) = self.registry.entry(name) else {
+            return Err(self.unknown_tool(name, opts));
+        };
+        if let Some(allowed) = opts.allowed
+            && !allowed.iter().any(|a| a == name)
+        {
+            let list = if allowed.is_empty() { "none".to_owned() } else { allowed.join(", ") };
+            return Err(ToolError::new(
+                name,
+                ErrorCategory::InactiveTool,
+                format!("`{name}` is not available in this step"),
+            )
+            .with_hint(format!("tools available now: {list}")));
+        }
+        let args = match &call.input {
+            ToolInput::Json { value } => value.clone(),
+            ToolInput::Invalid { raw, error } => {
+                return Err(ToolError::new(
+                    name,
+                    ErrorCategory::InvalidArgs,
+                    format!("the arguments are not valid JSON ({error}): {}", shorten(raw, 200)),
+                )
+                .with_hint("send the arguments as one JSON object matching the tool's schema"));
+            }
+        };
+        let size = args.to_string().len();
+        if size > self.limits.max_argument_bytes {
+            return Err(ToolError::new(
+                name,
+                ErrorCategory::InvalidArgs,
+                format!("the arguments are {size} bytes; the limit is {}", self.limits.max_argument_bytes),
+            )
+            .with_hint("send less data per call, e.g. write a large file in parts"));
+        }
+        if let Err(message) = entry.validator.validate(&args) {
+            return Err(ToolError::new(name, ErrorCategory::InvalidArgs, message)
+                .with_hint(format!("fix the arguments to match the schema of `{name}`")));
+        }
+
+        let decision = self.hooks.decide(entry.tool.spec());
+        match decision.action {
+            HookAction::Deny => {
+                return Err(ToolError::new(
+                    name,
+                    ErrorCategory::Denied,
+                    format!("denied by {}", decision.rule),
+                )
+                .with_hint("this tool is not allowed here; use another approach"));
+            }
+            HookAction::Confirm => self.confirm(call, ctx, &args, &decision.rule).await?,
+            HookAction::Log => {
+                tracing::info!(tool = name, call_id = %call.id, arg_bytes = size, "tool call");
+            }
+            HookAction::Silent => {}
+        }
+
+        let timeout = self.limits.per_tool_timeout.get(name).copied().unwrap_or(self.limits.timeout);
+        let tool = entry.tool.clone();
+        let task_ctx = ctx.clone();
+        let mut task = tokio::spawn(async move { tool.call(args, task_ctx).await });
+        let cancel = ctx.cancel.clone();
+        let joined = tokio::select! {
+            r = &mut task => Some(r),
+            _ = tokio::time::sleep(timeout) => None,
+            _ = cancel.cancelled() => None,
+        };
+        let joined = match joined {
+            Some(r) => r,
+            None => {
+                let timed_out = !cancel.is_cancelled();
+                cancel.cancel();
+                // Let the tool clean up (kill its process group) before aborting it.
+                if tokio::time::timeout(CLEANUP_GRACE, &mut task).await.is_err() {
+                    task.abort();
+                }
+                return Err(if timed_out {
+                    ToolError::new(
+                        name,
+                        ErrorCategory::Timeout,
+                        format!("no result after {}s; the call was stopped", timeout.as_secs_f64()),
+                    )
+                    .with_hint(
+                        "narrow the work (smaller input, a filter) or raise the tool timeout in tackle.toml",
+                    )
+                } else {
+                    ToolError::new(
+                        name,
+                        ErrorCategory::Interrupted,
+                        "the turn was cancelled while the call ran",
+                    )
+                });
+            }
+        };
+        match joined {
+            Ok(Ok(output)) => Ok(output),
+            // A tool that gave up because the turn was cancelled reports its own error; the
+            // model should learn that the call was interrupted.
+            Ok(Err(_)) if cancel.is_cancelled() => {
+                Err(ToolError::new(name, ErrorCategory::Interrupted, "the turn was cancelled while the call ran"))
+            }
+            Ok(Err(failure)) => Err(failure.into_envelope(name)),
+            Err(e) if e.is_panic() => {
+                let message = panic_message(e.into_panic());
+                tracing::error!(tool = name, %message, "tool panicked");
+                Err(ToolError::new(name, ErrorCategory::Internal, format!("the tool crashed: {message}"))
+                    .with_hint("this is a bug in the tool; try another approach"))
+            }
+            Err(_) => Err(ToolError::new(name, ErrorCategory::Interrupted, "the call was aborted")),
+        }
+    }
+
+    async fn confirm(
+        &self,
+        call: &ToolUse,
+        ctx: &ToolContext,
+        args: &Value,
+        rule: &str,
+    ) -> Result<(), ToolError> {
+        let request = ApprovalRequest {
+            id: uuid::Uuid::now_v7().to_string(),
+            session_id: ctx.session_id.clone(),
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            args: args.clone(),
+            rule: rule.to_owned(),
+        };
+        let approval_id = request.id.clone();
+        ctx.events.emit(AgentEvent::ApprovalRequested {
+            approval_id: approval_id.clone(),
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            args: args.clone(),
+        });
+        let decision = tokio::select! {
+            d = self.approver.decide(request) => d,
+            _ = ctx.cancel.cancelled() => {
+                return Err(ToolError::new(&call.name, ErrorCategory::Interrupted, "the turn was cancelled while waiting for approval"));
+            }
+        };
+        ctx.events.emit(AgentEvent::ApprovalResolved {
+            approval_id,
+            approved: decision.approved,
+            reason: decision.reason.clone(),
+        });
+        if decision.approved {
+            return Ok(());
+        }
+        let reason = decision.reason.unwrap_or_else(|| "no reason given".into());
+        Err(ToolError::new(&call.name, ErrorCategory::Denied, format!("the user denied this call: {reason}"))
+            .with_hint("do not retry it unchanged; ask the user or take another approach"))
+    }
+
+    fn unknown_tool(&self, name: &str, opts: &CallOptions<'_>) -> ToolError {
+        let names = self.registry.names();
+        let candidates: Vec<&String> = match opts.allowed {
+            Some(allowed) => names.iter().filter(|n| allowed.contains(n)).collect(),
+            None => names.iter().collect(),
+        };
+        let mut scored: Vec<(usize, &String)> = candidates
+            .iter()
+            .map(|n| (edit_distance(&name.to_lowercase(), &n.to_lowercase()), *n))
+            .filter(|(d, n)| *d <= (n.len() / 3).max(2) || n.contains(name) || name.contains(n.as_str()))
+            .collect();
+        scored.sort();
+        let mut hint = format!(
+            "available tools: {}",
+            candidates.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+        );
+        if let Some((_, best)) = scored.first() {
+            hint = format!("did you mean `{best}`? {hint}");
+        }
+        ToolError::new(name, ErrorCategory::UnknownTool, format!("there is no tool named `{name}`"))
+            .with_hint(hint)
+    }
+
+    async fn report(
+        &self,
+        call: &ToolUse,
+        ctx: &ToolContext,
+        outcome: Result<ToolOutput, ToolError>,
+        started: Instant,
+    ) -> CallReport {
+        let (result, bytes, lines, truncated, locator) = match &outcome {
+            Ok(output) => {
+                let text = if output.text.is_empty() { "(no output)" } else { output.text.as_str() };
+                let (bytes, lines) = (text.len(), count_lines(text));
+                let mut shown = None;
+                if let Some(off) = &self.offloader
+                    && bytes > off.threshold_bytes()
+                {
+                    match off.offload(ctx, &call.name, text).await {
+                        Ok(o) => shown = Some((o.reference, Some(o.locator))),
+                        Err(e) => {
+                            tracing::warn!(tool = %call.name, error = %e, "offloading failed; capping instead")
+                        }
+                    }
+                }
+                let (text, truncated, locator) = match shown {
+                    Some((reference, locator)) => (reference, true, locator),
+                    None => {
+                        let cap = OutputCap {
+                            max_bytes: self.limits.max_output_bytes,
+                            max_lines: self.limits.max_output_lines,
+                        };
+                        let capped = cap_output(text, cap);
+                        (capped.text, capped.truncated, None)
+                    }
+                };
+                (ToolResult::ok(&call.id, text), bytes as u64, lines as u64, truncated, locator)
+            }
+            Err(envelope) => {
+                let json = envelope.to_json();
+                let bytes = json.len() as u64;
+                (ToolResult::error(&call.id, json), bytes, 1, false, None)
+            }
+        };
+        CallReport {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            outcome,
+            result,
+            bytes,
+            lines,
+            truncated,
+            locator,
+            duration: started.elapsed(),
+        }
+    }
+}
+
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_owned()
+    }
+}
+
+fn shorten(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => format!("{}… ({} bytes)", &text[..i], text.len()),
+        None => text.to_owned(),
+    }
+}
+
+/// Levenshtein distance, for "did you mean" suggestions.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
