@@ -1,1 +1,76 @@
-//! tackle-store
+//! Durable storage for Tackle on SQLite (sqlx, WAL, embedded migrations).
+//!
+//! One [`Store`] holds sessions and everything that belongs to them: messages in order, the
+//! tool-call audit (which also makes each call id run at most once), offloaded outputs
+//! (zstd-compressed, blake3-checked, per session, with a time to live), todo items, session
+//! state and compaction snapshots. Deleting a session deletes all of it.
+
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
+mod blobs;
+mod db;
+mod error;
+mod messages;
+mod sessions;
+mod snapshots;
+mod state;
+mod todos;
+mod tool_calls;
+
+use std::path::Path;
+
+use sqlx::sqlite::SqlitePool;
+
+pub use blobs::{Blob, BlobMeta, NewBlob};
+pub use error::StoreError;
+pub use messages::{MessageFilter, StoredMessage};
+pub use sessions::{NewSession, SessionFilter, SessionRecord, SessionStatus, SessionSummary, SessionUpdate};
+pub use snapshots::{LoadedContext, Snapshot};
+pub use todos::{TodoItem, TodoPage, TodoStatus, TodoUpdate};
+pub use tool_calls::{BeginOutcome, ToolCallFinish, ToolCallRecord, ToolCallStatus};
+
+/// The store. Cheap to clone: clones share one connection pool.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// use tackle_store::{NewSession, Store};
+/// let store = Store::open_in_memory().await.unwrap();
+/// let s = store.create_session(NewSession { owner: "local".into(), ..Default::default() }).await.unwrap();
+/// store.append_message(&s.id, 1, &tackle_protocol::Message::user("hi")).await.unwrap();
+/// assert_eq!(store.message_count(&s.id).await.unwrap(), 1);
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct Store {
+    pool: SqlitePool,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Opens (creating it and its directory if needed) the database file at `path`.
+    pub async fn open(path: &Path) -> Result<Self, StoreError> {
+        Ok(Self { pool: db::open_file(path).await? })
+    }
+
+    /// A private in-memory database, for tests and throwaway runs.
+    pub async fn open_in_memory() -> Result<Self, StoreError> {
+        Ok(Self { pool: db::open_memory().await? })
+    }
+
+    /// Closes the pool, waiting for running queries; later calls fail.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// The SQLite journal mode in use (`wal` for files).
+    pub async fn journal_mode(&self) -> Result<String, StoreError> {
+        use sqlx::Row;
+        let row = sqlx::query("PRAGMA journal_mode").fetch_one(&self.pool).await?;
+        Ok(row.try_get::<String, _>(0)?)
+    }
+}

@@ -1,0 +1,167 @@
+//! Offloaded outputs: large tool outputs kept out of the context, compressed, checked by
+//! digest, valid only in their own session, with a time to live.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+use sqlx::sqlite::SqliteRow;
+
+use crate::db::now_ms;
+use crate::{Store, StoreError};
+
+/// zstd level: fast, and tool output (logs, JSON, code) compresses well even at low levels.
+const ZSTD_LEVEL: i32 = 3;
+
+/// Metadata of a stored output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlobMeta {
+    /// Opaque, unguessable locator (`out_` + 32 hex digits).
+    pub locator: String,
+    /// Session it belongs to.
+    pub session_id: String,
+    /// Tool that produced it.
+    pub tool: String,
+    /// Call that produced it.
+    pub call_id: String,
+    /// blake3 of the raw bytes, hex.
+    pub digest: String,
+    /// Size of the raw bytes.
+    pub raw_bytes: u64,
+    /// Lines of the raw text.
+    pub lines: u64,
+    /// Creation, unix ms.
+    pub created_at: i64,
+    /// Expiry, unix ms.
+    pub expires_at: i64,
+}
+
+/// A stored output with its bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blob {
+    /// Metadata.
+    pub meta: BlobMeta,
+    /// The raw bytes, exactly as stored.
+    pub data: Vec<u8>,
+}
+
+/// An output to store.
+#[derive(Debug, Clone, Copy)]
+pub struct NewBlob<'a> {
+    /// Tool that produced it.
+    pub tool: &'a str,
+    /// Call that produced it.
+    pub call_id: &'a str,
+    /// The bytes.
+    pub bytes: &'a [u8],
+    /// Time to live.
+    pub ttl: Duration,
+}
+
+fn meta(row: &SqliteRow) -> Result<BlobMeta, StoreError> {
+    Ok(BlobMeta {
+        locator: row.try_get("locator")?,
+        session_id: row.try_get("session_id")?,
+        tool: row.try_get("tool")?,
+        call_id: row.try_get("call_id")?,
+        digest: row.try_get("digest")?,
+        raw_bytes: row.try_get::<i64, _>("raw_bytes")?.max(0) as u64,
+        lines: row.try_get::<i64, _>("lines")?.max(0) as u64,
+        created_at: row.try_get("created_at")?,
+        expires_at: row.try_get("expires_at")?,
+    })
+}
+
+fn count_lines(bytes: &[u8]) -> u64 {
+    if bytes.is_empty() {
+        return 0;
+    }
+    bytes.iter().filter(|b| **b == b'\n').count() as u64 + u64::from(!bytes.ends_with(b"\n"))
+}
+
+impl Store {
+    /// Stores an output and returns its metadata (with a new locator).
+    pub async fn put_blob(&self, session_id: &str, new: NewBlob<'_>) -> Result<BlobMeta, StoreError> {
+        let digest = blake3::hash(new.bytes).to_hex().to_string();
+        let compressed = zstd::bulk::compress(new.bytes, ZSTD_LEVEL)?;
+        let locator = format!("out_{}", uuid::Uuid::new_v4().simple());
+        let now = now_ms();
+        let ttl_ms = i64::try_from(new.ttl.as_millis()).unwrap_or(i64::MAX);
+        sqlx::query(
+            "INSERT INTO blobs (locator, session_id, tool, call_id, digest, raw_bytes, lines, data, created_at, expires_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&locator)
+        .bind(session_id)
+        .bind(new.tool)
+        .bind(new.call_id)
+        .bind(&digest)
+        .bind(i64::try_from(new.bytes.len()).unwrap_or(i64::MAX))
+        .bind(i64::try_from(count_lines(new.bytes)).unwrap_or(i64::MAX))
+        .bind(compressed)
+        .bind(now)
+        .bind(now.saturating_add(ttl_ms))
+        .execute(&self.pool)
+        .await
+        .map_err(|e| match &e {
+            sqlx::Error::Database(d) if d.is_foreign_key_violation() => StoreError::not_found("session", session_id),
+            _ => StoreError::Database(e),
+        })?;
+        self.blob_meta(session_id, &locator).await
+    }
+
+    /// Metadata of a stored output, even after it expired.
+    pub async fn blob_meta(&self, session_id: &str, locator: &str) -> Result<BlobMeta, StoreError> {
+        let row = sqlx::query(
+            "SELECT locator, session_id, tool, call_id, digest, raw_bytes, lines, created_at, expires_at
+             FROM blobs WHERE locator = ? AND session_id = ?",
+        )
+        .bind(locator)
+        .bind(session_id)
+        .fetch_optional(&self.pool)
+        .await?
+        // Another session's locator is reported exactly like a missing one.
+        .ok_or_else(|| StoreError::not_found("locator", locator))?;
+        meta(&row)
+    }
+
+    /// The stored output, byte-exact. A locator of another session is not found; an expired
+    /// one is [`StoreError::Expired`]; data that does not match its digest is corrupt.
+    pub async fn get_blob(&self, session_id: &str, locator: &str) -> Result<Blob, StoreError> {
+        let row = sqlx::query(
+            "SELECT locator, session_id, tool, call_id, digest, raw_bytes, lines, created_at, expires_at, data
+             FROM blobs WHERE locator = ? AND session_id = ?",
+        )
+        .bind(locator)
+        .bind(session_id)
+        .fetch_optional(&self.pool)
+        .await?
+        .ok_or_else(|| StoreError::not_found("locator", locator))?;
+        let meta = meta(&row)?;
+        let data: Option<Vec<u8>> = row.try_get("data")?;
+        let data = match data {
+            Some(d) if meta.expires_at > now_ms() => d,
+            _ => return Err(StoreError::Expired { locator: meta.locator, expired_at: meta.expires_at }),
+        };
+        let capacity = usize::try_from(meta.raw_bytes).unwrap_or(0);
+        let raw = zstd::bulk::decompress(&data, capacity)
+            .map_err(|e| StoreError::Corrupt { what: "output", detail: format!("{locator}: {e}") })?;
+        if blake3::hash(&raw).to_hex().as_str() != meta.digest {
+            return Err(StoreError::Corrupt {
+                what: "output",
+                detail: format!("{locator}: digest mismatch"),
+            });
+        }
+        Ok(Blob { meta, data: raw })
+    }
+
+    /// Removes the data of outputs expired at `now_ms`, keeping their metadata so a later read
+    /// says "expired" rather than "not found". Returns how many were purged.
+    pub async fn purge_expired(&self, now_ms: i64) -> Result<u64, StoreError> {
+        let done = sqlx::query("UPDATE blobs SET data = NULL WHERE expires_at <= ? AND data IS NOT NULL")
+            .bind(now_ms)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
+    }
+}

@@ -1,0 +1,69 @@
+//! Errors of the store.
+
+use thiserror::Error;
+
+/// Why a store operation failed. Messages say what to do.
+#[derive(Debug, Error)]
+pub enum StoreError {
+    /// The record does not exist (or belongs to someone else, which is reported the same way).
+    #[error("{what} {id} not found{}", hint_for(what))]
+    NotFound {
+        /// Kind of record (`session`, `todo item`, `locator`, ...).
+        what: &'static str,
+        /// The id asked for.
+        id: String,
+    },
+    /// A session id prefix matches several sessions.
+    #[error("session prefix {prefix:?} is ambiguous: it matches {}; use more characters", candidates.join(", "))]
+    Ambiguous {
+        /// The prefix given.
+        prefix: String,
+        /// Matching ids (at most a few).
+        candidates: Vec<String>,
+    },
+    /// Stored output whose time to live has passed.
+    #[error(
+        "stored output {locator} expired (its time to live ended at {expired_at} ms since the epoch); run the tool again to get fresh output"
+    )]
+    Expired {
+        /// The locator.
+        locator: String,
+        /// When it expired, unix milliseconds.
+        expired_at: i64,
+    },
+    /// Stored data does not match its digest or cannot be decoded.
+    #[error("stored {what} is corrupt: {detail}")]
+    Corrupt {
+        /// What.
+        what: &'static str,
+        /// How.
+        detail: String,
+    },
+    /// The database failed.
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    /// Migrating the schema failed.
+    #[error("cannot migrate the database schema: {0}; a newer tackle may have created this database")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// A stored JSON value could not be read or written.
+    #[error("stored JSON is invalid: {0}")]
+    Json(#[from] serde_json::Error),
+    /// A file system error (creating the data directory).
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+fn hint_for(what: &str) -> &'static str {
+    match what {
+        "session" => "; `tackle sessions list` shows the ids",
+        "todo item" => "; list the todo items to see the ids",
+        "locator" => "; locators are valid only in the session that created them",
+        _ => "",
+    }
+}
+
+impl StoreError {
+    pub(crate) fn not_found(what: &'static str, id: impl Into<String>) -> Self {
+        Self::NotFound { what, id: id.into() }
+    }
+}

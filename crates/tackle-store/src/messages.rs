@@ -1,0 +1,201 @@
+//! Messages: the conversation of a session, in order, each committed as it happens.
+
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+use sqlx::sqlite::SqliteRow;
+use tackle_protocol::{ContentBlock, Message, Role};
+
+use crate::db::now_ms;
+use crate::{Store, StoreError};
+
+/// A stored message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredMessage {
+    /// Position in the session, from 0, dense.
+    pub seq: i64,
+    /// Turn it belongs to, from 1.
+    pub turn: i64,
+    /// The message.
+    pub message: Message,
+    /// Hidden from the model (summarized or cleared by compaction); never deleted.
+    pub hidden: bool,
+    /// Token count, once measured.
+    pub token_count: Option<i64>,
+    /// When it was stored, unix ms.
+    pub created_at: i64,
+}
+
+/// Which messages to load.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MessageFilter {
+    /// Include messages hidden by compaction.
+    pub include_hidden: bool,
+}
+
+fn role_str(role: Role) -> &'static str {
+    match role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::Tool => "tool",
+    }
+}
+
+pub(crate) fn stored(row: &SqliteRow) -> Result<StoredMessage, StoreError> {
+    let role = match row.try_get::<&str, _>("role")? {
+        "user" => Role::User,
+        "assistant" => Role::Assistant,
+        "tool" => Role::Tool,
+        other => return Err(StoreError::Corrupt { what: "message role", detail: other.to_owned() }),
+    };
+    let content: Vec<ContentBlock> = serde_json::from_str(row.try_get::<&str, _>("content")?)?;
+    Ok(StoredMessage {
+        seq: row.try_get("seq")?,
+        turn: row.try_get("turn")?,
+        message: Message { role, content },
+        hidden: row.try_get::<i64, _>("hidden")? != 0,
+        token_count: row.try_get("token_count")?,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+impl Store {
+    /// Appends a message and commits it; returns its `seq`.
+    pub async fn append_message(
+        &self,
+        session_id: &str,
+        turn: i64,
+        message: &Message,
+    ) -> Result<i64, StoreError> {
+        let content = serde_json::to_string(&message.content)?;
+        let row = sqlx::query(
+            "INSERT INTO messages (session_id, seq, turn, role, content, created_at)
+             VALUES (?1, (SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE session_id = ?1), ?2, ?3, ?4, ?5)
+             RETURNING seq",
+        )
+        .bind(session_id)
+        .bind(turn)
+        .bind(role_str(message.role))
+        .bind(content)
+        .bind(now_ms())
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|e| match &e {
+            sqlx::Error::Database(d) if d.is_foreign_key_violation() => StoreError::not_found("session", session_id),
+            _ => StoreError::Database(e),
+        })?;
+        self.touch_session(session_id).await?;
+        Ok(row.try_get("seq")?)
+    }
+
+    /// Appends several messages in one transaction; returns their `seq`s.
+    pub async fn append_messages(
+        &self,
+        session_id: &str,
+        turn: i64,
+        messages: &[Message],
+    ) -> Result<Vec<i64>, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let mut seqs = Vec::with_capacity(messages.len());
+        for message in messages {
+            let row = sqlx::query(
+                "INSERT INTO messages (session_id, seq, turn, role, content, created_at)
+                 VALUES (?1, (SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE session_id = ?1), ?2, ?3, ?4, ?5)
+                 RETURNING seq",
+            )
+            .bind(session_id)
+            .bind(turn)
+            .bind(role_str(message.role))
+            .bind(serde_json::to_string(&message.content)?)
+            .bind(now_ms())
+            .fetch_one(&mut *tx)
+            .await?;
+            seqs.push(row.try_get("seq")?);
+        }
+        tx.commit().await?;
+        self.touch_session(session_id).await?;
+        Ok(seqs)
+    }
+
+    /// Messages of a session in order.
+    pub async fn load_messages(
+        &self,
+        session_id: &str,
+        filter: MessageFilter,
+    ) -> Result<Vec<StoredMessage>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT seq, turn, role, content, hidden, token_count, created_at FROM messages
+             WHERE session_id = ? AND (? OR hidden = 0) ORDER BY seq",
+        )
+        .bind(session_id)
+        .bind(filter.include_hidden)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(stored).collect()
+    }
+
+    /// Messages with `seq` greater than `after`, visible ones only, in order.
+    pub(crate) async fn visible_messages_after(
+        &self,
+        session_id: &str,
+        after: i64,
+    ) -> Result<Vec<StoredMessage>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT seq, turn, role, content, hidden, token_count, created_at FROM messages
+             WHERE session_id = ? AND seq > ? AND hidden = 0 ORDER BY seq",
+        )
+        .bind(session_id)
+        .bind(after)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(stored).collect()
+    }
+
+    /// Hides messages from the model (compaction); they stay stored.
+    pub async fn hide_messages(&self, session_id: &str, seqs: &[i64]) -> Result<u64, StoreError> {
+        let mut tx = self.pool.begin().await?;
+        let mut n = 0;
+        for seq in seqs {
+            n += sqlx::query("UPDATE messages SET hidden = 1 WHERE session_id = ? AND seq = ?")
+                .bind(session_id)
+                .bind(seq)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+        }
+        tx.commit().await?;
+        Ok(n)
+    }
+
+    /// Records measured token counts of messages.
+    pub async fn set_token_counts(&self, session_id: &str, counts: &[(i64, i64)]) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await?;
+        for (seq, count) in counts {
+            sqlx::query("UPDATE messages SET token_count = ? WHERE session_id = ? AND seq = ?")
+                .bind(count)
+                .bind(session_id)
+                .bind(seq)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Number of stored messages (hidden included).
+    pub async fn message_count(&self, session_id: &str) -> Result<i64, StoreError> {
+        let row = sqlx::query("SELECT COUNT(*) AS n FROM messages WHERE session_id = ?")
+            .bind(session_id)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(row.try_get("n")?)
+    }
+
+    /// The highest turn number stored, if any.
+    pub async fn last_turn(&self, session_id: &str) -> Result<Option<i64>, StoreError> {
+        let row = sqlx::query("SELECT MAX(turn) AS t FROM messages WHERE session_id = ?")
+            .bind(session_id)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(row.try_get("t")?)
+    }
+}

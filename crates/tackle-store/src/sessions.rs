@@ -1,0 +1,305 @@
+//! Sessions: one conversation each, owned by a user.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sqlx::Row;
+use sqlx::sqlite::SqliteRow;
+
+use crate::db::now_ms;
+use crate::{Store, StoreError};
+
+/// Lifecycle state of a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionStatus {
+    /// No turn running.
+    Idle,
+    /// A turn is running (or the process died during one).
+    Running,
+    /// The last turn failed.
+    Failed,
+    /// Kept for reference; not offered for new turns by front ends.
+    Archived,
+}
+
+impl SessionStatus {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Idle => "idle",
+            Self::Running => "running",
+            Self::Failed => "failed",
+            Self::Archived => "archived",
+        }
+    }
+
+    fn parse(s: &str) -> Result<Self, StoreError> {
+        Ok(match s {
+            "idle" => Self::Idle,
+            "running" => Self::Running,
+            "failed" => Self::Failed,
+            "archived" => Self::Archived,
+            other => return Err(StoreError::Corrupt { what: "session status", detail: other.to_owned() }),
+        })
+    }
+}
+
+impl fmt::Display for SessionStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A stored session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    /// UUIDv7.
+    pub id: String,
+    /// Owner (user id); `local` for the CLI.
+    pub owner: String,
+    /// Title.
+    pub title: String,
+    /// Provider name.
+    pub provider: String,
+    /// Model name.
+    pub model: String,
+    /// Workspace root.
+    pub workspace: String,
+    /// Lifecycle state.
+    pub status: SessionStatus,
+    /// Free-form settings of front ends.
+    pub metadata: Value,
+    /// Creation time, unix ms.
+    pub created_at: i64,
+    /// Last change, unix ms.
+    pub updated_at: i64,
+}
+
+/// What a new session needs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NewSession {
+    /// Owner.
+    pub owner: String,
+    /// Title (may be empty).
+    pub title: String,
+    /// Provider name.
+    pub provider: String,
+    /// Model name.
+    pub model: String,
+    /// Workspace root.
+    pub workspace: String,
+    /// Metadata.
+    pub metadata: Value,
+}
+
+/// Changes to a session; `None` fields stay as they are.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionUpdate {
+    /// New title.
+    pub title: Option<String>,
+    /// New status.
+    pub status: Option<SessionStatus>,
+    /// New model.
+    pub model: Option<String>,
+    /// New metadata.
+    pub metadata: Option<Value>,
+}
+
+/// Which sessions to list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionFilter {
+    /// Only this owner's.
+    pub owner: Option<String>,
+    /// At most this many (default 100).
+    pub limit: Option<u32>,
+    /// Skip this many.
+    pub offset: u32,
+}
+
+/// A session in a listing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionSummary {
+    /// UUIDv7.
+    pub id: String,
+    /// Owner.
+    pub owner: String,
+    /// Title.
+    pub title: String,
+    /// Provider name.
+    pub provider: String,
+    /// Model name.
+    pub model: String,
+    /// Workspace root.
+    pub workspace: String,
+    /// Lifecycle state.
+    pub status: SessionStatus,
+    /// Creation time, unix ms.
+    pub created_at: i64,
+    /// Last activity, unix ms.
+    pub updated_at: i64,
+    /// Messages stored (hidden ones included).
+    pub message_count: i64,
+}
+
+macro_rules! session_columns {
+    () => {
+        "id, owner, title, provider, model, workspace, status, metadata, created_at, updated_at"
+    };
+}
+
+fn record(row: &SqliteRow) -> Result<SessionRecord, StoreError> {
+    Ok(SessionRecord {
+        id: row.try_get("id")?,
+        owner: row.try_get("owner")?,
+        title: row.try_get("title")?,
+        provider: row.try_get("provider")?,
+        model: row.try_get("model")?,
+        workspace: row.try_get("workspace")?,
+        status: SessionStatus::parse(row.try_get::<&str, _>("status")?)?,
+        metadata: serde_json::from_str(row.try_get::<&str, _>("metadata")?)?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+    })
+}
+
+impl Store {
+    /// Creates a session with a new UUIDv7 id, status `idle`.
+    pub async fn create_session(&self, new: NewSession) -> Result<SessionRecord, StoreError> {
+        let id = uuid::Uuid::now_v7().to_string();
+        let now = now_ms();
+        sqlx::query(
+            "INSERT INTO sessions (id, owner, title, provider, model, workspace, status, metadata, created_at, updated_at)
+             VALUES (?, ?, ?, ?, ?, ?, 'idle', ?, ?, ?)",
+        )
+        .bind(&id)
+        .bind(&new.owner)
+        .bind(&new.title)
+        .bind(&new.provider)
+        .bind(&new.model)
+        .bind(&new.workspace)
+        .bind(serde_json::to_string(&new.metadata)?)
+        .bind(now)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        self.get_session(&id).await
+    }
+
+    /// The session `id`.
+    pub async fn get_session(&self, id: &str) -> Result<SessionRecord, StoreError> {
+        let row = sqlx::query(concat!("SELECT ", session_columns!(), " FROM sessions WHERE id = ?"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or_else(|| StoreError::not_found("session", id))?;
+        record(&row)
+    }
+
+    /// The session `id` if `owner` owns it; another owner's session is reported as not found.
+    pub async fn get_session_for_owner(&self, id: &str, owner: &str) -> Result<SessionRecord, StoreError> {
+        let r = self.get_session(id).await?;
+        if r.owner != owner {
+            return Err(StoreError::not_found("session", id));
+        }
+        Ok(r)
+    }
+
+    /// The session whose id starts with `prefix` (like git's short hashes).
+    pub async fn find_session_by_prefix(&self, prefix: &str) -> Result<SessionRecord, StoreError> {
+        let prefix = prefix.trim();
+        if prefix.is_empty() {
+            return Err(StoreError::not_found("session", "(empty id)"));
+        }
+        let escaped = prefix.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
+        let rows = sqlx::query("SELECT id FROM sessions WHERE id LIKE ? ESCAPE '\\' ORDER BY id LIMIT 6")
+            .bind(format!("{escaped}%"))
+            .fetch_all(&self.pool)
+            .await?;
+        let ids: Vec<String> = rows.iter().map(|r| r.try_get("id")).collect::<Result<_, _>>()?;
+        match ids.as_slice() {
+            [] => Err(StoreError::not_found("session", prefix)),
+            [one] => self.get_session(one).await,
+            _ if ids.iter().any(|i| i == prefix) => self.get_session(prefix).await,
+            _ => Err(StoreError::Ambiguous { prefix: prefix.to_owned(), candidates: ids }),
+        }
+    }
+
+    /// Sessions, most recently active first.
+    pub async fn list_sessions(&self, filter: SessionFilter) -> Result<Vec<SessionSummary>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT s.id, s.owner, s.title, s.provider, s.model, s.workspace, s.status, s.created_at, s.updated_at,
+                    (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS message_count
+             FROM sessions s
+             WHERE (?1 IS NULL OR s.owner = ?1)
+             ORDER BY s.updated_at DESC, s.id DESC
+             LIMIT ?2 OFFSET ?3",
+        )
+        .bind(filter.owner.as_deref())
+        .bind(i64::from(filter.limit.unwrap_or(100)))
+        .bind(i64::from(filter.offset))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(SessionSummary {
+                    id: row.try_get("id")?,
+                    owner: row.try_get("owner")?,
+                    title: row.try_get("title")?,
+                    provider: row.try_get("provider")?,
+                    model: row.try_get("model")?,
+                    workspace: row.try_get("workspace")?,
+                    status: SessionStatus::parse(row.try_get::<&str, _>("status")?)?,
+                    created_at: row.try_get("created_at")?,
+                    updated_at: row.try_get("updated_at")?,
+                    message_count: row.try_get("message_count")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Applies `update` and returns the new record.
+    pub async fn update_session(&self, id: &str, update: SessionUpdate) -> Result<SessionRecord, StoreError> {
+        let metadata = update.metadata.as_ref().map(serde_json::to_string).transpose()?;
+        let done = sqlx::query(
+            "UPDATE sessions SET
+                title = COALESCE(?, title),
+                status = COALESCE(?, status),
+                model = COALESCE(?, model),
+                metadata = COALESCE(?, metadata),
+                updated_at = ?
+             WHERE id = ?",
+        )
+        .bind(update.title)
+        .bind(update.status.map(SessionStatus::as_str))
+        .bind(update.model)
+        .bind(metadata)
+        .bind(now_ms())
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::not_found("session", id));
+        }
+        self.get_session(id).await
+    }
+
+    /// Deletes a session and everything stored with it.
+    pub async fn delete_session(&self, id: &str) -> Result<(), StoreError> {
+        let done = sqlx::query("DELETE FROM sessions WHERE id = ?").bind(id).execute(&self.pool).await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::not_found("session", id));
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn touch_session(&self, id: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE sessions SET updated_at = ? WHERE id = ?")
+            .bind(now_ms())
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+}

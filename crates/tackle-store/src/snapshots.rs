@@ -1,0 +1,107 @@
+//! Snapshots: the conversation as the model should see it after a compaction. Resume starts
+//! from the latest snapshot plus the messages stored after it.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sqlx::Row;
+use sqlx::sqlite::SqliteRow;
+use tackle_protocol::Message;
+
+use crate::db::now_ms;
+use crate::{Store, StoreError, StoredMessage};
+
+/// A stored snapshot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// Id, increasing.
+    pub id: i64,
+    /// Session.
+    pub session_id: String,
+    /// Creation, unix ms.
+    pub created_at: i64,
+    /// Seq of the last message the snapshot covers.
+    pub upto_seq: i64,
+    /// The conversation the model sees.
+    pub messages: Vec<Message>,
+    /// Compaction statistics.
+    pub stats: Value,
+}
+
+/// What resume loads: the latest snapshot and the visible messages after it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedContext {
+    /// The latest snapshot, if the session was ever compacted.
+    pub snapshot: Option<Snapshot>,
+    /// Visible messages after the snapshot (all visible messages without one).
+    pub later: Vec<StoredMessage>,
+}
+
+impl LoadedContext {
+    /// The conversation as the model should see it.
+    pub fn messages(&self) -> Vec<Message> {
+        let mut out = self.snapshot.as_ref().map(|s| s.messages.clone()).unwrap_or_default();
+        out.extend(self.later.iter().map(|m| m.message.clone()));
+        out
+    }
+}
+
+fn snapshot(row: &SqliteRow) -> Result<Snapshot, StoreError> {
+    Ok(Snapshot {
+        id: row.try_get("id")?,
+        session_id: row.try_get("session_id")?,
+        created_at: row.try_get("created_at")?,
+        upto_seq: row.try_get("upto_seq")?,
+        messages: serde_json::from_str(row.try_get::<&str, _>("messages")?)?,
+        stats: serde_json::from_str(row.try_get::<&str, _>("stats")?)?,
+    })
+}
+
+impl Store {
+    /// Saves a snapshot covering messages up to `upto_seq`.
+    pub async fn save_snapshot(
+        &self,
+        session_id: &str,
+        upto_seq: i64,
+        messages: &[Message],
+        stats: &Value,
+    ) -> Result<Snapshot, StoreError> {
+        let row = sqlx::query(
+            "INSERT INTO snapshots (session_id, created_at, upto_seq, messages, stats) VALUES (?, ?, ?, ?, ?)
+             RETURNING id, session_id, created_at, upto_seq, messages, stats",
+        )
+        .bind(session_id)
+        .bind(now_ms())
+        .bind(upto_seq)
+        .bind(serde_json::to_string(messages)?)
+        .bind(serde_json::to_string(stats)?)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|e| match &e {
+            sqlx::Error::Database(d) if d.is_foreign_key_violation() => {
+                StoreError::not_found("session", session_id)
+            }
+            _ => StoreError::Database(e),
+        })?;
+        snapshot(&row)
+    }
+
+    /// The most recent snapshot.
+    pub async fn latest_snapshot(&self, session_id: &str) -> Result<Option<Snapshot>, StoreError> {
+        let row = sqlx::query(
+            "SELECT id, session_id, created_at, upto_seq, messages, stats FROM snapshots
+             WHERE session_id = ? ORDER BY id DESC LIMIT 1",
+        )
+        .bind(session_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(snapshot).transpose()
+    }
+
+    /// The latest snapshot plus the visible messages stored after it.
+    pub async fn load_context(&self, session_id: &str) -> Result<LoadedContext, StoreError> {
+        let snapshot = self.latest_snapshot(session_id).await?;
+        let after = snapshot.as_ref().map(|s| s.upto_seq).unwrap_or(-1);
+        let later = self.visible_messages_after(session_id, after).await?;
+        Ok(LoadedContext { snapshot, later })
+    }
+}

@@ -1,0 +1,182 @@
+//! Todo items of a session (the `todo` tool's list).
+
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+use sqlx::sqlite::SqliteRow;
+
+use crate::db::now_ms;
+use crate::{Store, StoreError};
+
+/// State of a todo item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoStatus {
+    /// Not started.
+    Open,
+    /// Being worked on.
+    InProgress,
+    /// Finished.
+    Done,
+}
+
+impl TodoStatus {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Open => "open",
+            Self::InProgress => "in_progress",
+            Self::Done => "done",
+        }
+    }
+
+    fn parse(s: &str) -> Result<Self, StoreError> {
+        Ok(match s {
+            "open" => Self::Open,
+            "in_progress" => Self::InProgress,
+            "done" => Self::Done,
+            other => return Err(StoreError::Corrupt { what: "todo status", detail: other.to_owned() }),
+        })
+    }
+}
+
+/// A todo item.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TodoItem {
+    /// Id within the session, from 1.
+    pub id: i64,
+    /// What to do.
+    pub text: String,
+    /// State.
+    pub status: TodoStatus,
+    /// Creation, unix ms.
+    pub created_at: i64,
+    /// Last change, unix ms.
+    pub updated_at: i64,
+}
+
+/// Changes to an item.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TodoUpdate {
+    /// New text.
+    pub text: Option<String>,
+    /// New status.
+    pub status: Option<TodoStatus>,
+}
+
+/// A page of items.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TodoPage {
+    /// The items of the page, in list order.
+    pub items: Vec<TodoItem>,
+    /// Items in the whole list.
+    pub total_count: u64,
+}
+
+fn item(row: &SqliteRow) -> Result<TodoItem, StoreError> {
+    Ok(TodoItem {
+        id: row.try_get("id")?,
+        text: row.try_get("text")?,
+        status: TodoStatus::parse(row.try_get::<&str, _>("status")?)?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+    })
+}
+
+impl Store {
+    /// Adds an item at the end.
+    pub async fn add_todo(&self, session_id: &str, text: &str) -> Result<TodoItem, StoreError> {
+        let now = now_ms();
+        let row = sqlx::query(
+            "INSERT INTO todos (session_id, id, text, status, position, created_at, updated_at)
+             VALUES (?1,
+                     (SELECT COALESCE(MAX(id), 0) + 1 FROM todos WHERE session_id = ?1), ?2, 'open',
+                     (SELECT COALESCE(MAX(position), 0) + 1 FROM todos WHERE session_id = ?1), ?3, ?3)
+             RETURNING id, text, status, created_at, updated_at",
+        )
+        .bind(session_id)
+        .bind(text)
+        .bind(now)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|e| match &e {
+            sqlx::Error::Database(d) if d.is_foreign_key_violation() => {
+                StoreError::not_found("session", session_id)
+            }
+            _ => StoreError::Database(e),
+        })?;
+        item(&row)
+    }
+
+    /// Changes an item.
+    pub async fn update_todo(
+        &self,
+        session_id: &str,
+        id: i64,
+        update: TodoUpdate,
+    ) -> Result<TodoItem, StoreError> {
+        let row = sqlx::query(
+            "UPDATE todos SET text = COALESCE(?, text), status = COALESCE(?, status), updated_at = ?
+             WHERE session_id = ? AND id = ? RETURNING id, text, status, created_at, updated_at",
+        )
+        .bind(update.text)
+        .bind(update.status.map(TodoStatus::as_str))
+        .bind(now_ms())
+        .bind(session_id)
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?
+        .ok_or_else(|| StoreError::not_found("todo item", id.to_string()))?;
+        item(&row)
+    }
+
+    /// Removes an item and returns it.
+    pub async fn remove_todo(&self, session_id: &str, id: i64) -> Result<TodoItem, StoreError> {
+        let row = sqlx::query(
+            "DELETE FROM todos WHERE session_id = ? AND id = ? RETURNING id, text, status, created_at, updated_at",
+        )
+        .bind(session_id)
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?
+        .ok_or_else(|| StoreError::not_found("todo item", id.to_string()))?;
+        item(&row)
+    }
+
+    /// A page of items in list order.
+    pub async fn list_todos(
+        &self,
+        session_id: &str,
+        offset: u32,
+        limit: u32,
+    ) -> Result<TodoPage, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, text, status, created_at, updated_at FROM todos WHERE session_id = ?
+             ORDER BY position LIMIT ? OFFSET ?",
+        )
+        .bind(session_id)
+        .bind(i64::from(limit))
+        .bind(i64::from(offset))
+        .fetch_all(&self.pool)
+        .await?;
+        let total: i64 = sqlx::query("SELECT COUNT(*) AS n FROM todos WHERE session_id = ?")
+            .bind(session_id)
+            .fetch_one(&self.pool)
+            .await?
+            .try_get("n")?;
+        Ok(TodoPage {
+            items: rows.iter().map(item).collect::<Result<_, _>>()?,
+            total_count: total.max(0) as u64,
+        })
+    }
+
+    /// Items not done, in list order.
+    pub async fn open_todos(&self, session_id: &str) -> Result<Vec<TodoItem>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, text, status, created_at, updated_at FROM todos WHERE session_id = ? AND status != 'done'
+             ORDER BY position",
+        )
+        .bind(session_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(item).collect()
+    }
+}
