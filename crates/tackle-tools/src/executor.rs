@@ -256,9 +256,11 @@ impl ToolExecutor {
             Ok(Ok(output)) => Ok(output),
             // A tool that gave up because the turn was cancelled reports its own error; the
             // model should learn that the call was interrupted.
-            Ok(Err(_)) if cancel.is_cancelled() => {
-                Err(ToolError::new(name, ErrorCategory::Interrupted, "the turn was cancelled while the call ran"))
-            }
+            Ok(Err(_)) if cancel.is_cancelled() => Err(ToolError::new(
+                name,
+                ErrorCategory::Interrupted,
+                "the turn was cancelled while the call ran",
+            )),
             Ok(Err(failure)) => Err(failure.into_envelope(name)),
             Err(e) if e.is_panic() => {
                 let message = panic_message(e.into_panic());

@@ -9,9 +9,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tackle_protocol::{AgentEvent, ErrorCategory, ToolAnnotations, ToolError, ToolInput, ToolUse};
 use tackle_tools::{
-    ApprovalMode, ApprovalQueue, Approver, AutoApprove, CallOptions, DenyAll, EventSink, ExecLimits, HookAction,
-    HookPolicy, HookRule, Offloaded, OutputOffloader, ToolContext, ToolExecutor, ToolFailure, ToolOutput,
-    ToolRegistry, TypedTool, typed,
+    ApprovalMode, ApprovalQueue, Approver, AutoApprove, CallOptions, DenyAll, EventSink, ExecLimits,
+    HookAction, HookPolicy, HookRule, Offloaded, OutputOffloader, ToolContext, ToolExecutor, ToolFailure,
+    ToolOutput, ToolRegistry, TypedTool, typed,
 };
 
 /// Arguments of echo.
@@ -129,7 +129,12 @@ fn registry(cancelled: Arc<Mutex<bool>>) -> Arc<ToolRegistry> {
 }
 
 fn executor(approver: Arc<dyn Approver>, rules: Vec<HookRule>) -> ToolExecutor {
-    let limits = ExecLimits { timeout: Duration::from_millis(200), max_output_bytes: 200, max_output_lines: 10, ..ExecLimits::default() };
+    let limits = ExecLimits {
+        timeout: Duration::from_millis(200),
+        max_output_bytes: 200,
+        max_output_lines: 10,
+        ..ExecLimits::default()
+    };
     ToolExecutor::new(
         registry(Arc::default()),
         HookPolicy::new(rules, ApprovalMode::Server).unwrap(),
@@ -209,7 +214,12 @@ async fn a_timeout_cancels_the_call() {
     let mut reg = ToolRegistry::new();
     reg.register(typed(Slow { cancelled: cancelled.clone() })).unwrap();
     let limits = ExecLimits { timeout: Duration::from_millis(50), ..ExecLimits::default() };
-    let ex = ToolExecutor::new(Arc::new(reg), HookPolicy::defaults(ApprovalMode::Headless), Arc::new(AutoApprove), limits);
+    let ex = ToolExecutor::new(
+        Arc::new(reg),
+        HookPolicy::defaults(ApprovalMode::Headless),
+        Arc::new(AutoApprove),
+        limits,
+    );
     let context = ctx();
     let r = ex.execute(&call("slow", json!({})), context.clone(), &CallOptions::default()).await;
     assert_eq!(envelope(&r).category, ErrorCategory::Timeout);
@@ -227,14 +237,17 @@ async fn turn_cancellation_interrupts() {
         tokio::time::sleep(Duration::from_millis(10)).await;
         token.cancel();
     });
-    let limits_timeout_is_200ms = ex.execute(&call("slow", json!({})), context, &CallOptions::default()).await;
+    let limits_timeout_is_200ms =
+        ex.execute(&call("slow", json!({})), context, &CallOptions::default()).await;
     assert_eq!(envelope(&limits_timeout_is_200ms).category, ErrorCategory::Interrupted);
 }
 
 #[tokio::test]
 async fn large_outputs_keep_head_and_tail() {
     let ex = executor(Arc::new(AutoApprove), vec![]);
-    let r = ex.execute(&call("echo", json!({"text": "0123456789\n", "times": 100})), ctx(), &CallOptions::default()).await;
+    let r = ex
+        .execute(&call("echo", json!({"text": "0123456789\n", "times": 100})), ctx(), &CallOptions::default())
+        .await;
     assert!(r.truncated);
     assert_eq!((r.bytes, r.lines), (1100, 100));
     assert!(r.result.content.contains("cut; output was 1100 bytes, 100 lines"), "{}", r.result.content);
@@ -304,14 +317,18 @@ impl OutputOffloader for Offload {
         100
     }
     async fn offload(&self, _ctx: &ToolContext, tool: &str, output: &str) -> Result<Offloaded, ToolFailure> {
-        Ok(Offloaded { reference: format!("{tool}: {} bytes stored\nlocator: out_1", output.len()), locator: "out_1".into() })
+        Ok(Offloaded {
+            reference: format!("{tool}: {} bytes stored\nlocator: out_1", output.len()),
+            locator: "out_1".into(),
+        })
     }
 }
 
 #[tokio::test]
 async fn offloading_replaces_large_outputs_with_a_reference() {
     let ex = executor(Arc::new(AutoApprove), vec![]).with_offloader(Arc::new(Offload));
-    let r = ex.execute(&call("echo", json!({"text": "x", "times": 500})), ctx(), &CallOptions::default()).await;
+    let r =
+        ex.execute(&call("echo", json!({"text": "x", "times": 500})), ctx(), &CallOptions::default()).await;
     assert_eq!(r.locator.as_deref(), Some("out_1"));
     assert_eq!(r.result.content, "echo: 500 bytes stored\nlocator: out_1");
     assert!(r.truncated);
