@@ -1,1 +1,47 @@
-//! tackle-builtins
+//! Builtin tools: `shell`, `read_file`, `write_file`, `edit_file`, `list_files`, `web_fetch`.
+//!
+//! Every file tool and the shell's working directory go through the [`WorkspaceJail`];
+//! `web_fetch` goes through an SSRF guard ([`blocked_reason`]) that checks literal addresses,
+//! every resolved address, and every redirect hop.
+
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
+mod capture;
+mod config;
+mod edit_file;
+mod env;
+mod jail;
+mod list_files;
+mod read_file;
+mod shell;
+mod ssrf;
+mod web_fetch;
+mod write_file;
+
+use std::sync::Arc;
+
+pub use config::BuiltinConfig;
+pub use edit_file::{EditFile, EditFileArgs};
+pub use env::{SECRET_FRAGMENTS, SECRET_PREFIXES, is_secret_var, without_secrets};
+pub use jail::{JailError, WorkspaceJail};
+pub use list_files::{ListFiles, ListFilesArgs};
+pub use read_file::{ReadFile, ReadFileArgs};
+pub use shell::{Shell, ShellArgs};
+pub use ssrf::blocked_reason;
+pub use web_fetch::{Lookup, WebFetch, WebFetchArgs};
+pub use write_file::{WriteFile, WriteFileArgs};
+
+use tackle_tools::{Tool, typed};
+
+/// The builtin tools in their stable order: shell, read_file, write_file, edit_file,
+/// list_files, web_fetch.
+pub fn builtin_tools(config: &BuiltinConfig) -> Vec<Arc<dyn Tool>> {
+    vec![
+        typed(Shell::new(config.clone())),
+        typed(ReadFile::new(config.clone())),
+        typed(WriteFile),
+        typed(EditFile),
+        typed(ListFiles::new(config.clone())),
+        typed(WebFetch::new(config.clone())),
+    ]
+}

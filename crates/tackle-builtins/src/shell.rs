@@ -1,0 +1,233 @@
+//! `shell`: run a command with bash in the workspace.
+
+use std::ffi::OsString;
+use std::process::Stdio;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use tackle_protocol::ToolAnnotations;
+use tackle_tools::{ToolContext, ToolDoc, ToolFailure, ToolOutput, TypedTool};
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::Command;
+
+use crate::capture::Capture;
+use crate::env::without_secrets;
+use crate::{BuiltinConfig, WorkspaceJail};
+
+/// How long readers may wait for pipes after bash exits before leftover background processes of
+/// its group are stopped (they hold the pipes open).
+const PIPE_GRACE: Duration = Duration::from_millis(500);
+
+/// Arguments of `shell`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ShellArgs {
+    /// The command line, run with `bash -c`. Example: "cargo test -p parser 2>&1 | tail -20".
+    pub command: String,
+    /// Directory to run in, relative to the workspace root. Defaults to the root.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Time limit in seconds. Defaults to the configured limit (60 s).
+    #[serde(default)]
+    pub timeout_secs: Option<u64>,
+}
+
+/// The `shell` tool.
+#[derive(Debug, Clone)]
+pub struct Shell {
+    config: BuiltinConfig,
+    /// Environment the child starts from (before secrets are removed); the process's own when
+    /// `None`.
+    base_env: Option<Vec<(OsString, OsString)>>,
+}
+
+impl Shell {
+    /// A shell tool with these limits, children starting from this process's environment.
+    pub fn new(config: BuiltinConfig) -> Self {
+        Self { config, base_env: None }
+    }
+
+    /// Children start from `vars` instead of this process's environment (secrets are still
+    /// removed). For embedding and tests.
+    pub fn with_base_env(mut self, vars: Vec<(OsString, OsString)>) -> Self {
+        self.base_env = Some(vars);
+        self
+    }
+}
+
+async fn drain(mut reader: impl AsyncRead + Unpin, limit: usize) -> Capture {
+    let mut capture = Capture::new(limit);
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        match reader.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => capture.push(&buf[..n]),
+        }
+    }
+    capture
+}
+
+/// Kills every process of the group. `nix::sys::signal::killpg` is a safe wrapper (this
+/// workspace forbids `unsafe`), and a process group is the only handle that reaches the
+/// grandchildren of `bash -c`.
+fn kill_group(pgid: u32) {
+    if let Ok(pid) = i32::try_from(pgid) {
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+    }
+}
+
+/// The two pipe readers of a child; results are kept as they finish so waiting can resume.
+struct Readers {
+    stdout: Option<tokio::task::JoinHandle<Capture>>,
+    stderr: Option<tokio::task::JoinHandle<Capture>>,
+    done: (Option<Capture>, Option<Capture>),
+}
+
+impl Readers {
+    async fn finish(&mut self) {
+        if let Some(h) = self.stdout.as_mut() {
+            self.done.0 = Some(h.await.unwrap_or_else(|_| Capture::new(0)));
+            self.stdout = None;
+        }
+        if let Some(h) = self.stderr.as_mut() {
+            self.done.1 = Some(h.await.unwrap_or_else(|_| Capture::new(0)));
+            self.stderr = None;
+        }
+    }
+
+    fn abort(&mut self) {
+        for h in [self.stdout.take(), self.stderr.take()].into_iter().flatten() {
+            h.abort();
+        }
+    }
+
+    fn take(self) -> (Capture, Capture) {
+        (self.done.0.unwrap_or_else(|| Capture::new(0)), self.done.1.unwrap_or_else(|| Capture::new(0)))
+    }
+}
+
+fn render(code: Option<i32>, stdout: &Capture, stderr: &Capture, note: Option<&str>) -> String {
+    let mut out = match code {
+        Some(c) => format!("exit code: {c}\n"),
+        None => "exit code: none (killed by a signal)\n".to_owned(),
+    };
+    if let Some(n) = note {
+        out.push_str(n);
+        out.push('\n');
+    }
+    out.push_str("stdout:\n");
+    out.push_str(&stdout.render());
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    if stderr.total() > 0 {
+        out.push_str("stderr:\n");
+        out.push_str(&stderr.render());
+    }
+    out
+}
+
+#[async_trait]
+impl TypedTool for Shell {
+    type Args = ShellArgs;
+
+    fn name(&self) -> &str {
+        "shell"
+    }
+
+    fn description(&self) -> String {
+        ToolDoc::new("Run a shell command with bash in the workspace and return its exit code, stdout and stderr.")
+            .use_when("you need to build, test, search (grep, rg), run git, or use any command-line program")
+            .use_when("a task needs several commands chained with && or pipes")
+            .does_not("read or edit single files well: use read_file, write_file and edit_file for that")
+            .does_not("keep state between calls: each call is a new bash; cd only lasts for that call")
+            .does_not("see secrets: API keys and tokens are removed from its environment")
+            .arg("command", "The command line for bash -c. Example: \"ls -la src\"")
+            .arg("cwd", "Directory relative to the workspace root. Example: \"crates/core\"")
+            .arg("timeout_secs", "Time limit in seconds, default 60, at most 600. Example: 300")
+            .returns("\"exit code: N\", then stdout and stderr; very long output keeps its start and end. A non-zero exit code is a normal result, not an error; a timeout is an error.")
+            .example(r#"{"command": "cargo test 2>&1 | tail -30"}"#)
+            .example(r#"{"command": "git status --short", "cwd": "."}"#)
+            .render()
+    }
+
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations { read_only: false, destructive: true, idempotent: false, open_world: true }
+    }
+
+    async fn run(&self, args: ShellArgs, ctx: ToolContext) -> Result<ToolOutput, ToolFailure> {
+        if args.command.trim().is_empty() {
+            return Err(ToolFailure::invalid_args("command is empty"));
+        }
+        let jail = WorkspaceJail::new(&ctx.workspace)?;
+        let cwd = jail.resolve(args.cwd.as_deref().unwrap_or("."))?;
+        if !cwd.is_dir() {
+            return Err(ToolFailure::not_found(format!("cwd {} is not a directory", jail.display(&cwd))));
+        }
+        let timeout = Duration::from_secs(
+            args.timeout_secs
+                .unwrap_or(self.config.shell_timeout_secs)
+                .clamp(1, self.config.shell_max_timeout_secs),
+        );
+
+        let mut command = Command::new("bash");
+        command
+            .arg("-c")
+            .arg(&args.command)
+            .current_dir(&cwd)
+            .env_clear()
+            .envs(without_secrets(self.base_env.clone().unwrap_or_else(|| std::env::vars_os().collect())))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = command.spawn().map_err(|e| ToolFailure::from(e).with_hint("is bash installed?"))?;
+        let pgid = child.id().unwrap_or(0);
+        let limit = self.config.shell_capture_bytes;
+        let stdout = child.stdout.take().map(|s| tokio::spawn(drain(s, limit)));
+        let stderr = child.stderr.take().map(|s| tokio::spawn(drain(s, limit)));
+
+        enum End {
+            Exited(Option<i32>),
+            TimedOut,
+            Cancelled,
+        }
+        let end = tokio::select! {
+            status = child.wait() => End::Exited(status.ok().and_then(|s| s.code())),
+            _ = tokio::time::sleep(timeout) => End::TimedOut,
+            _ = ctx.cancel.cancelled() => End::Cancelled,
+        };
+        let mut note = None;
+        if !matches!(end, End::Exited(_)) {
+            kill_group(pgid);
+            let _ = child.wait().await;
+        }
+        let mut readers = Readers { stdout, stderr, done: (None, None) };
+        if tokio::time::timeout(PIPE_GRACE, readers.finish()).await.is_err() {
+            // Background processes of the command still hold the pipes open: stop them.
+            kill_group(pgid);
+            note = Some("[background processes still running when the command exited were stopped]");
+            if tokio::time::timeout(PIPE_GRACE * 4, readers.finish()).await.is_err() {
+                readers.abort();
+            }
+        }
+        let (stdout, stderr) = readers.take();
+        match end {
+            End::Exited(code) => Ok(ToolOutput::text(render(code, &stdout, &stderr, note))),
+            End::TimedOut => Err(ToolFailure::timeout(format!(
+                "the command ran past {}s and was stopped (with its child processes). Output so far:\n{}",
+                timeout.as_secs(),
+                render(None, &stdout, &stderr, None)
+            ))
+            .with_hint("raise timeout_secs, run less at once, or limit the output")
+            .with_retryable(true)),
+            End::Cancelled => Err(ToolFailure::new(
+                tackle_protocol::ErrorCategory::Interrupted,
+                "the turn was cancelled; the command was stopped",
+            )),
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! The shell tool: exit codes, capture, timeouts without orphans, secret-free environment.
+
+mod common;
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use serde_json::json;
+use tackle_builtins::{BuiltinConfig, Shell, ShellArgs};
+use tackle_protocol::ErrorCategory;
+use tackle_tools::{ToolContext, TypedTool};
+
+#[tokio::test]
+async fn runs_in_the_workspace_and_reports_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let ex = common::executor(&BuiltinConfig::default());
+    let r =
+        common::call(&ex, dir.path(), "shell", json!({"command": "pwd; echo err >&2; exit 3", "cwd": "sub"}))
+            .await;
+    let out = common::ok(&r);
+    assert!(out.starts_with("exit code: 3\nstdout:\n"), "{out}");
+    assert!(out.contains(&format!("{}/sub\n", dir.path().canonicalize().unwrap().display())));
+    assert!(out.ends_with("stderr:\nerr\n"), "{out}");
+}
+
+#[tokio::test]
+async fn secrets_are_not_in_the_child_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut parent: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    for (k, v) in [
+        ("OPENAI_API_KEY", "sk-parent-secret"),
+        ("ANTHROPIC_API_KEY", "sk-ant-parent"),
+        ("GITHUB_TOKEN", "ghp_x"),
+        ("DB_PASSWORD", "hunter2"),
+        ("TACKLE_TEST_VISIBLE_NAME", "kept"),
+        ("MY_PLAIN_SETTING", "kept-too"),
+    ] {
+        parent.push((k.into(), v.into()));
+    }
+    let shell = Shell::new(BuiltinConfig::default()).with_base_env(parent);
+    let ctx = ToolContext::new("s", "c", dir.path().to_path_buf());
+    let out = shell
+        .run(ShellArgs { command: "env".into(), cwd: None, timeout_secs: None }, ctx)
+        .await
+        .unwrap()
+        .text;
+    for secret in ["sk-parent-secret", "sk-ant-parent", "ghp_x", "hunter2", "TACKLE_TEST_VISIBLE_NAME"] {
+        assert!(!out.contains(secret), "{secret} leaked");
+    }
+    assert!(out.contains("MY_PLAIN_SETTING=kept-too"));
+    for line in out.lines() {
+        if let Some((name, _)) = line.split_once('=') {
+            assert!(!tackle_builtins::is_secret_var(name), "{name} leaked");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_flood_is_captured_head_and_tail_without_exhausting_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = BuiltinConfig { shell_capture_bytes: 1000, ..BuiltinConfig::default() };
+    let ex = common::executor(&config);
+    let r =
+        common::call(&ex, dir.path(), "shell", json!({"command": "yes | head -c 50000000; echo; echo END"}))
+            .await;
+    let out = common::ok(&r);
+    assert!(out.contains("bytes cut ...]"), "{}", &out[..200]);
+    assert!(out.trim_end().ends_with("END"));
+    assert!(out.len() < 3000);
+}
+
+/// Whether a live (not zombie) process of group `pgid` exists. Killed processes whose parent
+/// died are reparented to PID 1, which in a container may never reap them: zombies are dead.
+fn group_alive(pgid: i32) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        // After the comm field (which may hold spaces): state, ppid, pgrp, ...
+        let Some((_, rest)) = stat.rsplit_once(')') else { return false };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        fields.len() > 2 && !matches!(fields[0], "Z" | "X") && fields[2].parse::<i32>().ok() == Some(pgid)
+    })
+}
+
+#[tokio::test]
+async fn a_timed_out_command_leaves_no_orphans() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = common::executor(&BuiltinConfig::default());
+    let pid_file = dir.path().join("pgid");
+    let command = format!("echo $$ > {}; sleep 300 & sleep 300; wait", pid_file.display());
+    let r = common::call(&ex, dir.path(), "shell", json!({"command": command, "timeout_secs": 1})).await;
+    let e = common::err(&r);
+    assert_eq!(e.category, ErrorCategory::Timeout);
+    assert!(e.retryable);
+    let pgid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    for _ in 0..50 {
+        if !group_alive(pgid) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("processes of group {pgid} survived the timeout");
+}
+
+#[tokio::test]
+async fn background_processes_left_at_exit_are_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let ex = common::executor(&BuiltinConfig::default());
+    let pid_file = dir.path().join("pgid");
+    let command = format!("echo $$ > {}; sleep 300 & echo started", pid_file.display());
+    let r = common::call(&ex, dir.path(), "shell", json!({"command": command})).await;
+    let out = common::ok(&r);
+    assert!(out.contains("started") && out.contains("were stopped"), "{out}");
+    let pgid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    for _ in 0..50 {
+        if !group_alive(pgid) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("background process survived");
+}
