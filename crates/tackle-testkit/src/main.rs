@@ -1,1 +1,49 @@
-fn main() {}
+//! `tackle-fake-model`: the scripted fake model server as a program, for benchmarking Tackle
+//! and other frameworks against the same traffic.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use tackle_testkit::{FakeModel, Script, ScriptMode};
+
+/// Serve a scripted fake model (OpenAI Chat Completions, Anthropic Messages, OpenAI Responses).
+#[derive(Debug, Parser)]
+#[command(name = "tackle-fake-model", version)]
+struct Args {
+    /// Script file (JSON: {"turns": [{"text": ..., "tool_calls": [{"name": ..., "arguments": ...}], "usage": {...}}]}).
+    #[arg(long)]
+    script: PathBuf,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8089")]
+    addr: SocketAddr,
+    /// Match turns by counting tool results in each request (repeatable traffic).
+    #[arg(long)]
+    stateless: bool,
+    /// Delay every answer by this many milliseconds.
+    #[arg(long)]
+    latency_ms: Option<u64>,
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let args = Args::parse();
+    let text = std::fs::read_to_string(&args.script)
+        .with_context(|| format!("cannot read {}", args.script.display()))?;
+    let mut script: Script = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a valid script", args.script.display()))?;
+    if args.stateless {
+        script.mode = ScriptMode::Stateless;
+    }
+    if args.latency_ms.is_some() {
+        script.latency_ms = args.latency_ms;
+    }
+    let fake = FakeModel::start_on(args.addr, script)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.addr))?;
+    println!("{}", fake.base_url());
+    tokio::signal::ctrl_c().await.context("cannot wait for Ctrl-C")?;
+    fake.shutdown().await;
+    Ok(())
+}

@@ -1,0 +1,187 @@
+//! Both clients against the scripted fake model server: a two-step tool conversation, and every
+//! fault ending in the right typed error or a successful retry.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use tackle_protocol::{ContentBlock, Message, ModelRequest, Role, StopReason, ToolResult, ToolSpec, Usage};
+use tackle_provider::{
+    Anthropic, CallOptions, OpenAiChat, OpenAiDialect, Provider, ProviderConfig, ProviderError, ProviderKind,
+    RetryPolicy,
+};
+use tackle_testkit::{FakeModel, Fault, Script, Turn};
+
+fn retry() -> RetryPolicy {
+    RetryPolicy {
+        max_retries: 2,
+        initial_delay: Duration::from_millis(5),
+        max_delay: Duration::from_millis(20),
+        ..RetryPolicy::default()
+    }
+}
+
+fn clients(fake: &FakeModel) -> Vec<Box<dyn Provider>> {
+    let openai = ProviderConfig::new(ProviderKind::Openai)
+        .with_base_url(format!("{}/v1", fake.base_url()))
+        .with_api_key("sk-x")
+        .with_retry(retry());
+    let anthropic = ProviderConfig::new(ProviderKind::Anthropic)
+        .with_base_url(fake.base_url())
+        .with_api_key("sk-ant-x")
+        .with_retry(retry());
+    vec![
+        Box::new(OpenAiChat::with_dialect(openai, OpenAiDialect::OpenAi).unwrap()),
+        Box::new(Anthropic::new(anthropic).unwrap()),
+    ]
+}
+
+fn tools() -> Arc<[ToolSpec]> {
+    Arc::from(vec![ToolSpec::new(
+        "read_file",
+        "Read a file.",
+        json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+    )])
+}
+
+fn two_step_script() -> Script {
+    Script::new(vec![
+        Turn::text("Let me read it.")
+            .with_call("read_file", r#"{"path": "notes/a_file_with_a_long_name.md"}"#)
+            .with_usage(Usage {
+                input_tokens: 1200,
+                output_tokens: 30,
+                cache_read_tokens: 0,
+                cache_write_tokens: 1024,
+            }),
+        Turn::text("The file says hello.").with_usage(Usage {
+            input_tokens: 1300,
+            output_tokens: 12,
+            cache_read_tokens: 1024,
+            cache_write_tokens: 0,
+        }),
+    ])
+}
+
+#[tokio::test]
+async fn a_streamed_two_step_tool_conversation_in_both_formats() {
+    for i in 0..2 {
+        let fake = FakeModel::start(two_step_script()).await.unwrap();
+        let client = clients(&fake).remove(i);
+        let mut request =
+            ModelRequest::new("model-x", vec![Message::user("What is in notes/a_file_with_a_long_name.md?")]);
+        request.tools = tools();
+
+        let first = client.complete(&request, &CallOptions::default()).await.unwrap();
+        assert_eq!(first.stop_reason, StopReason::ToolUse, "{}", client.name());
+        let call = first.tool_uses().next().unwrap().clone();
+        assert_eq!(call.input.as_json(), Some(&json!({"path": "notes/a_file_with_a_long_name.md"})));
+        // Only Anthropic reports cache writes; OpenAI caches implicitly and reports reads.
+        let expected_write = if client.name() == "anthropic" { 1024 } else { 0 };
+        assert_eq!(first.usage.cache_write_tokens, expected_write, "{}", client.name());
+        assert_eq!(first.usage.input_tokens, 1200);
+
+        request.messages.push(first.into_message());
+        request.messages.push(Message {
+            role: Role::Tool,
+            content: vec![ContentBlock::ToolResult(ToolResult::ok(&call.id, "hello"))],
+        });
+        let second = client.complete(&request, &CallOptions::default()).await.unwrap();
+        assert_eq!(second.text(), "The file says hello.");
+        assert_eq!(second.stop_reason, StopReason::EndTurn);
+        assert_eq!(
+            second.usage,
+            Usage { input_tokens: 1300, output_tokens: 12, cache_read_tokens: 1024, cache_write_tokens: 0 },
+            "{}",
+            client.name()
+        );
+
+        // The fake validated the history: the tool result answered the call by id.
+        let sent = fake.requests();
+        assert_eq!(sent.len(), 2);
+        let body = sent[1].body.to_string();
+        assert!(body.contains(&call.id), "{body}");
+    }
+}
+
+async fn fault_outcome(i: usize, fault: Fault) -> (Result<String, ProviderError>, usize) {
+    let fake = FakeModel::start(Script::new(vec![Turn::text("recovered"); 3])).await.unwrap();
+    fake.push_fault(fault);
+    let client = clients(&fake).remove(i);
+    let request = ModelRequest::new("m", vec![Message::user("hi")]);
+    let result = client.complete(&request, &CallOptions::default()).await.map(|r| r.text());
+    (result, fake.requests().len())
+}
+
+#[tokio::test]
+async fn retryable_statuses_are_retried_to_success() {
+    for i in 0..2 {
+        for status in [429, 500, 503, 529] {
+            let fault = Fault::Status {
+                status,
+                body: None,
+                retry_after: None,
+                retry_after_ms: Some(10),
+                should_retry: None,
+            };
+            let (result, requests) = fault_outcome(i, fault).await;
+            assert_eq!(result.unwrap(), "recovered", "client {i} status {status}");
+            assert_eq!(requests, 2);
+        }
+        let (result, _) = fault_outcome(i, Fault::Html { status: 502 }).await;
+        assert_eq!(result.unwrap(), "recovered");
+        let (result, _) = fault_outcome(i, Fault::Latency { ms: 20 }).await;
+        assert_eq!(result.unwrap(), "recovered");
+    }
+}
+
+#[tokio::test]
+async fn non_retryable_faults_end_in_typed_errors() {
+    for i in 0..2 {
+        let (result, requests) = fault_outcome(i, Fault::status(400)).await;
+        assert!(matches!(result, Err(ProviderError::BadRequest { .. })), "{result:?}");
+        assert_eq!(requests, 1);
+        let (result, _) = fault_outcome(i, Fault::status(401)).await;
+        assert!(matches!(result, Err(ProviderError::Auth { .. })), "{result:?}");
+        let (result, _) = fault_outcome(i, Fault::CutAfter { events: 2 }).await;
+        assert!(matches!(result, Err(ProviderError::Network { .. })), "client {i}: {result:?}");
+        let (result, _) = fault_outcome(i, Fault::MalformedChunk { after_events: 2 }).await;
+        assert!(matches!(result, Err(ProviderError::Protocol { .. })), "client {i}: {result:?}");
+    }
+}
+
+#[tokio::test]
+async fn malformed_tool_arguments_are_kept_raw() {
+    for i in 0..2 {
+        let fake = FakeModel::start(Script::new(vec![Turn::call("read_file", r#"{"path": "a.txt""#)]))
+            .await
+            .unwrap();
+        let client = clients(&fake).remove(i);
+        let mut request = ModelRequest::new("m", vec![Message::user("hi")]);
+        request.tools = tools();
+        let response = client.complete(&request, &CallOptions::default()).await.unwrap();
+        let call = response.tool_uses().next().unwrap();
+        assert!(call.input.as_json().is_none(), "{}: {:?}", client.name(), call.input);
+        assert_eq!(call.input.to_wire_string(), r#"{"path": "a.txt""#);
+    }
+}
+
+#[tokio::test]
+async fn context_exceeded_is_recognized() {
+    for i in 0..2 {
+        let body = if i == 0 {
+            r#"{"error":{"message":"This model's maximum context length is 128000 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}"#
+        } else {
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#
+        };
+        let fault = Fault::Status {
+            status: 400,
+            body: Some(body.into()),
+            retry_after: None,
+            retry_after_ms: None,
+            should_retry: None,
+        };
+        let (result, _) = fault_outcome(i, fault).await;
+        assert!(matches!(result, Err(ProviderError::ContextExceeded { .. })), "{result:?}");
+    }
+}

@@ -1,0 +1,175 @@
+//! Scripts: what the fake model answers, turn by turn.
+
+use serde::{Deserialize, Serialize};
+use tackle_protocol::{StopReason, Usage};
+
+/// One scripted tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScriptedCall {
+    /// Call id; generated per wire format when absent (`call_…`, `toolu_…`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Tool name.
+    pub name: String,
+    /// Argument text, sent as is (may be invalid JSON on purpose).
+    pub arguments: String,
+}
+
+/// One answer of the model.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Turn {
+    /// Answer text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Reasoning (an Anthropic thinking block with a signature; other formats ignore it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
+    /// Tool calls, in order.
+    pub tool_calls: Vec<ScriptedCall>,
+    /// Usage reported with the answer.
+    pub usage: Usage,
+    /// Stop reason; `tool_use` when there are calls, else `end_turn`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop: Option<StopReason>,
+}
+
+impl Turn {
+    /// A text answer.
+    ///
+    /// ```
+    /// use tackle_testkit::Turn;
+    /// let t = Turn::text("Done.").with_call("read_file", r#"{"path":"a"}"#);
+    /// assert_eq!(t.tool_calls.len(), 1);
+    /// ```
+    pub fn text(text: impl Into<String>) -> Self {
+        Self { text: Some(text.into()), ..Self::default() }
+    }
+
+    /// An answer that only calls one tool.
+    pub fn call(name: impl Into<String>, arguments: impl Into<String>) -> Self {
+        Self::default().with_call(name, arguments)
+    }
+
+    /// Adds a tool call.
+    pub fn with_call(mut self, name: impl Into<String>, arguments: impl Into<String>) -> Self {
+        self.tool_calls.push(ScriptedCall { id: None, name: name.into(), arguments: arguments.into() });
+        self
+    }
+
+    /// Adds a tool call with a fixed id.
+    pub fn with_call_id(
+        mut self,
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> Self {
+        self.tool_calls.push(ScriptedCall {
+            id: Some(id.into()),
+            name: name.into(),
+            arguments: arguments.into(),
+        });
+        self
+    }
+
+    /// Sets the usage.
+    pub fn with_usage(mut self, usage: Usage) -> Self {
+        self.usage = usage;
+        self
+    }
+
+    /// Sets reasoning text.
+    pub fn with_reasoning(mut self, text: impl Into<String>) -> Self {
+        self.reasoning = Some(text.into());
+        self
+    }
+
+    /// Sets the stop reason.
+    pub fn with_stop(mut self, stop: StopReason) -> Self {
+        self.stop = Some(stop);
+        self
+    }
+
+    /// The stop reason to report.
+    pub fn stop_reason(&self) -> StopReason {
+        self.stop.clone().unwrap_or(if self.tool_calls.is_empty() {
+            StopReason::EndTurn
+        } else {
+            StopReason::ToolUse
+        })
+    }
+}
+
+/// How requests are matched to turns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScriptMode {
+    /// The n-th model request gets turn n.
+    #[default]
+    Sequential,
+    /// A request gets the turn after the tool calls its tool results answer: turn k when the
+    /// request carries as many tool results as turns 0..k made calls. Repeated runs (and
+    /// retries) see the same traffic.
+    Stateless,
+}
+
+/// A script of turns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Script {
+    /// The turns.
+    pub turns: Vec<Turn>,
+    /// Matching of requests to turns.
+    pub mode: ScriptMode,
+    /// Size of streamed text and argument fragments, in characters.
+    pub chunk_chars: usize,
+    /// Model name reported (defaults to the request's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Delay before every answer, in milliseconds (simulated model latency).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<u64>,
+}
+
+impl Default for Script {
+    fn default() -> Self {
+        Self {
+            turns: Vec::new(),
+            mode: ScriptMode::Sequential,
+            chunk_chars: 16,
+            model: None,
+            latency_ms: None,
+        }
+    }
+}
+
+impl Script {
+    /// A sequential script of `turns`.
+    pub fn new(turns: Vec<Turn>) -> Self {
+        Self { turns, ..Self::default() }
+    }
+
+    /// A stateless script of `turns`.
+    pub fn stateless(turns: Vec<Turn>) -> Self {
+        Self { turns, mode: ScriptMode::Stateless, ..Self::default() }
+    }
+
+    /// The turn answering a request that carries `tool_results` results (stateless mode).
+    pub(crate) fn stateless_index(&self, tool_results: usize) -> Option<usize> {
+        let mut calls = 0;
+        for (i, turn) in self.turns.iter().enumerate() {
+            if calls == tool_results {
+                return Some(i);
+            }
+            calls += turn.tool_calls.len();
+        }
+        None
+    }
+}
+
+/// Splits `text` into pieces of at most `n` characters (never splitting a character).
+pub(crate) fn chunks(text: &str, n: usize) -> Vec<String> {
+    let n = n.max(1);
+    let chars: Vec<char> = text.chars().collect();
+    chars.chunks(n).map(|c| c.iter().collect()).collect()
+}

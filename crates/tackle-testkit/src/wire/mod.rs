@@ -1,0 +1,44 @@
+//! Rendering scripted turns in each provider's wire format.
+
+pub(crate) mod anthropic;
+pub(crate) mod openai_chat;
+pub(crate) mod responses;
+
+use serde_json::Value;
+
+/// One server-sent event.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Frame {
+    pub(crate) event: Option<&'static str>,
+    pub(crate) data: String,
+}
+
+impl Frame {
+    pub(crate) fn data(value: &Value) -> Self {
+        Self { event: None, data: value.to_string() }
+    }
+
+    pub(crate) fn named(event: &'static str, value: &Value) -> Self {
+        Self { event: Some(event), data: value.to_string() }
+    }
+
+    pub(crate) fn render(&self) -> String {
+        match self.event {
+            Some(e) => format!("event: {e}\ndata: {}\n\n", self.data),
+            None => format!("data: {}\n\n", self.data),
+        }
+    }
+}
+
+/// Everything a renderer needs besides the turn.
+#[derive(Debug, Clone)]
+pub(crate) struct RenderCtx {
+    /// Index of the turn in the script (for deterministic ids).
+    pub(crate) turn: usize,
+    /// Model name to report.
+    pub(crate) model: String,
+    /// Fragment size.
+    pub(crate) chunk: usize,
+    /// OpenAI: whether the request asked for the usage chunk.
+    pub(crate) include_usage: bool,
+}
