@@ -1,1 +1,39 @@
-//! tackle-agent
+//! The Tackle agent: sessions, the loop, and the runtime rules around it.
+//!
+//! An [`Agent`] holds a provider, a tool executor and a store. A [`Session`] is one
+//! conversation; [`Session::run_turn`] runs the loop: request, stream, tool calls, results,
+//! until the model answers without tools, the step limit, cancellation or a doom-loop stop.
+//! Everything a front end shows comes through an [`tackle_tools::EventSink`] as
+//! [`tackle_protocol::AgentEvent`]s.
+
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
+mod agent;
+mod catalog;
+mod error;
+pub mod invariants;
+mod loop_guard;
+mod mask;
+mod model_call;
+mod prefix;
+mod session;
+mod settings;
+mod system_prompt;
+mod tail_note;
+mod todo;
+mod tool_calls;
+mod tool_repair;
+mod turn;
+
+pub use agent::{Agent, AgentConfig, NewSessionOptions};
+pub use catalog::ToolCatalog;
+pub use error::AgentError;
+pub use loop_guard::{LoopGuard, LoopGuardConfig, Verdict, canonical_json};
+pub use mask::ToolMask;
+pub use prefix::{PrefixStats, PrefixTracker};
+pub use session::{Session, TurnInput, TurnOutcome};
+pub use settings::{CONFIG_FILE, LoadedSettings, Settings, SettingsError, ToolSettings, default_model};
+pub use system_prompt::{BASE_PROMPT, system_sections};
+pub use tail_note::{NOTE_PREFIX, TailNotes, TailState};
+pub use todo::{TodoArgs, TodoTool};
+pub use tool_repair::repair_tool_name;

@@ -1,1 +1,86 @@
-fn main() {}
+//! The `tackle` command.
+
+mod approver;
+mod chat;
+mod cli;
+mod config_cmd;
+mod demo;
+mod render;
+mod run;
+mod runtime;
+mod sessions;
+mod terminal;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+use crate::cli::{Cli, Command};
+
+/// A usage or configuration error: exit code 2, and the message says what to do.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let result = runtime.block_on(async move {
+        match cli.command {
+            Command::Run(args) => run::run(args).await,
+            Command::Chat(args) => chat::run(args).await,
+            Command::Sessions { command } => sessions::run(command).await,
+            Command::Demo(args) => demo::run(args).await,
+            Command::Config(args) => config_cmd::run(args).await,
+        }
+    });
+    // Don't wait for lingering tasks (e.g. a Ctrl-C listener) on the way out.
+    runtime.shutdown_background();
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            let usage = e.chain().any(|c| {
+                c.is::<UsageError>()
+                    || c.is::<tackle_agent::SettingsError>()
+                    || matches!(
+                        c.downcast_ref::<tackle_agent::AgentError>(),
+                        Some(
+                            tackle_agent::AgentError::Settings(_)
+                                | tackle_agent::AgentError::Workspace { .. }
+                        )
+                    )
+            });
+            eprintln!("error: {e:#}");
+            ExitCode::from(if usage { 2 } else { 1 })
+        }
+    }
+}
+
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info,tackle=info",
+        _ => "debug",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}

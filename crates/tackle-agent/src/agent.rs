@@ -1,0 +1,144 @@
+//! [`Agent`]: the long-lived parts shared by every session (provider, tools, store).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use tackle_protocol::ToolSpec;
+use tackle_provider::Provider;
+use tackle_store::{NewSession, Store};
+use tackle_tools::ToolExecutor;
+
+use crate::{AgentError, LoopGuardConfig, Session};
+
+/// Per-agent settings of the loop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentConfig {
+    /// Model name sent to the provider.
+    pub model: String,
+    /// Steps per turn unless a turn asks for fewer or more.
+    pub max_steps: u32,
+    /// Output token limit per model call.
+    pub max_output_tokens: Option<u32>,
+    /// Doom-loop thresholds.
+    pub loop_guard: LoopGuardConfig,
+}
+
+impl AgentConfig {
+    /// Defaults for `model`: 25 steps, provider default output limit, default guard.
+    pub fn new(model: impl Into<String>) -> Self {
+        Self {
+            model: model.into(),
+            max_steps: 25,
+            max_output_tokens: None,
+            loop_guard: LoopGuardConfig::default(),
+        }
+    }
+}
+
+pub(crate) struct AgentInner {
+    pub(crate) provider: Arc<dyn Provider>,
+    pub(crate) executor: Arc<ToolExecutor>,
+    pub(crate) store: Store,
+    pub(crate) config: AgentConfig,
+}
+
+/// An agent: a provider, a tool executor and a store, shared by its sessions. Cheap to clone.
+#[derive(Clone)]
+pub struct Agent {
+    pub(crate) inner: Arc<AgentInner>,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("provider", &self.inner.provider.name())
+            .field("config", &self.inner.config)
+            .finish()
+    }
+}
+
+/// What a new session needs.
+#[derive(Debug, Clone, Default)]
+pub struct NewSessionOptions {
+    /// Title; derived from the first message when empty.
+    pub title: Option<String>,
+    /// Workspace root the tools work in.
+    pub workspace: PathBuf,
+    /// Owner (user id) for multi-user servers; `local` otherwise.
+    pub owner: Option<String>,
+}
+
+impl Agent {
+    /// An agent from its parts.
+    pub fn new(
+        provider: Arc<dyn Provider>,
+        executor: Arc<ToolExecutor>,
+        store: Store,
+        config: AgentConfig,
+    ) -> Self {
+        Self { inner: Arc::new(AgentInner { provider, executor, store, config }) }
+    }
+
+    /// The store sessions are kept in.
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    /// The provider.
+    pub fn provider(&self) -> &Arc<dyn Provider> {
+        &self.inner.provider
+    }
+
+    /// The tool executor.
+    pub fn executor(&self) -> &Arc<ToolExecutor> {
+        &self.inner.executor
+    }
+
+    /// The loop settings.
+    pub fn config(&self) -> &AgentConfig {
+        &self.inner.config
+    }
+
+    /// Tool definitions of the registry, in order.
+    pub fn tool_specs(&self) -> Vec<ToolSpec> {
+        self.inner.executor.registry().specs()
+    }
+
+    /// Creates a session in the store.
+    pub async fn create_session(&self, options: NewSessionOptions) -> Result<Session, AgentError> {
+        let workspace = canonical_workspace(&options.workspace)?;
+        let record = self
+            .inner
+            .store
+            .create_session(NewSession {
+                owner: options.owner.unwrap_or_else(|| "local".to_owned()),
+                title: options.title.unwrap_or_default(),
+                provider: self.inner.provider.name().to_owned(),
+                model: self.inner.config.model.clone(),
+                workspace: workspace.display().to_string(),
+                metadata: serde_json::Value::Null,
+            })
+            .await?;
+        Session::start(self.clone(), record, Vec::new()).await
+    }
+
+    /// Opens an existing session, reloading its history (latest snapshot plus later messages).
+    pub async fn open_session(&self, id: &str) -> Result<Session, AgentError> {
+        let record = self.inner.store.get_session(id).await?;
+        let context = self.inner.store.load_context(&record.id).await?;
+        let mut history = context.snapshot.map(|s| s.messages).unwrap_or_default();
+        history.extend(context.later.into_iter().map(|m| m.message));
+        Session::start(self.clone(), record, history).await
+    }
+}
+
+fn canonical_workspace(path: &Path) -> Result<PathBuf, AgentError> {
+    let err = |message: String| AgentError::Workspace { path: path.display().to_string(), message };
+    let canonical =
+        path.canonicalize().map_err(|e| err(format!("{e}; create it or pass an existing --workspace")))?;
+    if !canonical.is_dir() {
+        return Err(err("it is not a directory".into()));
+    }
+    Ok(canonical)
+}

@@ -1,0 +1,29 @@
+//! Errors of the agent runtime.
+
+use thiserror::Error;
+
+/// Why an agent operation failed. Failures inside a turn (provider errors, doom loops) do not
+/// use this type: they end the turn with an `error` event and a [`crate::TurnOutcome`].
+#[derive(Debug, Error)]
+pub enum AgentError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] tackle_store::StoreError),
+    /// The configuration is unusable.
+    #[error(transparent)]
+    Settings(#[from] crate::SettingsError),
+    /// The provider could not be set up.
+    #[error(transparent)]
+    Provider(#[from] tackle_provider::ProviderError),
+    /// A tool could not be registered.
+    #[error("tool setup failed: {0}")]
+    Tools(String),
+    /// The workspace directory is unusable.
+    #[error("workspace {path} is not usable: {message}")]
+    Workspace {
+        /// The path given.
+        path: String,
+        /// Why.
+        message: String,
+    },
+}

@@ -1,0 +1,199 @@
+//! Prefix stability: how much of each request is byte-identical to the previous one, measured
+//! the way providers cache (tools, then system, then messages), and where it broke.
+
+use serde_json::Value;
+
+/// Cache-relevant view of a request body: what the provider hashes for its prompt cache, in
+/// the order it does, without what only steers caching.
+fn cache_view(path: &str, body: &Value) -> Value {
+    let get = |k: &str| body.get(k).cloned().unwrap_or(Value::Null);
+    let mut view = serde_json::Map::new();
+    if path.ends_with("/messages") {
+        // Anthropic renders tools, then system, then messages. A tool_choice change
+        // invalidates the message cache, so it sits right before the messages.
+        view.insert("tools".into(), get("tools"));
+        view.insert("system".into(), get("system"));
+        view.insert("tool_choice".into(), get("tool_choice"));
+        view.insert("messages".into(), get("messages"));
+    } else {
+        // OpenAI: tools and messages (system is a message); tool_choice is not part of the
+        // cached prefix.
+        view.insert("tools".into(), get("tools"));
+        view.insert("messages".into(), get("messages"));
+    }
+    let mut view = Value::Object(view);
+    strip_cache_control(&mut view);
+    view
+}
+
+fn strip_cache_control(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.remove("cache_control");
+            m.values_mut().for_each(strip_cache_control);
+        }
+        Value::Array(a) => a.iter_mut().for_each(strip_cache_control),
+        _ => {}
+    }
+}
+
+/// Prefix measurement of one request against the previous one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrefixStats {
+    /// Bytes of the cache view shared with the previous request, from the start.
+    pub prefix_bytes: u64,
+    /// `prefix_bytes` over the previous request's cache-view size (1.0 when nothing broke).
+    pub ratio: f64,
+    /// Size of this request's cache view.
+    pub request_bytes: u64,
+    /// First JSON path that differs, when the shared prefix ends before the previous request's
+    /// end (a cache break).
+    pub cache_break: Option<String>,
+}
+
+/// Remembers the previous request of a session and measures each new one against it.
+#[derive(Debug, Default)]
+pub struct PrefixTracker {
+    previous: Option<(Value, Vec<u8>)>,
+}
+
+impl PrefixTracker {
+    /// Measures `body` (the exact bytes sent to `path`) against the previous request and keeps
+    /// it as the new previous. `None` for the first request or an unparseable body.
+    pub fn observe(&mut self, path: &str, body: &[u8]) -> Option<PrefixStats> {
+        let value: Value = serde_json::from_slice(body).ok()?;
+        let view = cache_view(path, &value);
+        let bytes = serde_json::to_vec(&view).ok()?;
+        let stats = self.previous.as_ref().map(|(prev_view, prev_bytes)| {
+            let shared = common_prefix(prev_bytes, &bytes);
+            // The view ends with `]}` (the messages array, then the view object), which any
+            // appended message moves; the prefix is unbroken when everything before is shared.
+            let prev_open = if prev_bytes.ends_with(b"]}") { prev_bytes.len() - 2 } else { prev_bytes.len() };
+            let unbroken = shared >= prev_open;
+            PrefixStats {
+                prefix_bytes: if unbroken { prev_bytes.len() as u64 } else { shared as u64 },
+                ratio: if unbroken || prev_bytes.is_empty() {
+                    1.0
+                } else {
+                    shared as f64 / prev_bytes.len() as f64
+                },
+                request_bytes: bytes.len() as u64,
+                cache_break: (!unbroken).then(|| first_difference(prev_view, &view, String::new())).flatten(),
+            }
+        });
+        self.previous = Some((view, bytes));
+        stats
+    }
+}
+
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// The first path (in serialization order) where `a` and `b` differ; `None` if `a` is a prefix
+/// of `b` (only appended items).
+fn first_difference(a: &Value, b: &Value, path: String) -> Option<String> {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for ((ka, va), (kb, vb)) in x.iter().zip(y.iter()) {
+                if ka != kb {
+                    return Some(join(&path, ka));
+                }
+                if let Some(p) = first_difference(va, vb, join(&path, ka)) {
+                    return Some(p);
+                }
+            }
+            (x.len() != y.len()).then(|| {
+                let longer = if x.len() > y.len() { x } else { y };
+                join(&path, longer.keys().nth(x.len().min(y.len())).map(String::as_str).unwrap_or(""))
+            })
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            for (i, (va, vb)) in x.iter().zip(y.iter()).enumerate() {
+                if let Some(p) = first_difference(va, vb, format!("{path}[{i}]")) {
+                    return Some(p);
+                }
+            }
+            // A longer array in the new request is fine only for the message list itself.
+            let appended_ok = path == "messages";
+            (x.len() > y.len() || (x.len() < y.len() && !appended_ok))
+                .then(|| format!("{path}[{}]", x.len().min(y.len())))
+        }
+        _ if a == b => None,
+        _ => Some(if path.is_empty() { "(root)".to_owned() } else { path }),
+    }
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() { key.to_owned() } else { format!("{path}.{key}") }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn body(tools: Value, messages: Value, tool_choice: Value) -> Vec<u8> {
+        serde_json::to_vec(
+            &json!({"model": "m", "tools": tools, "messages": messages, "tool_choice": tool_choice}),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn appended_messages_keep_the_whole_prefix() {
+        let mut t = PrefixTracker::default();
+        let tools = json!([{"name": "a"}]);
+        assert_eq!(
+            t.observe("/chat/completions", &body(tools.clone(), json!([{"role": "user"}]), json!("auto"))),
+            None
+        );
+        let s = t
+            .observe(
+                "/chat/completions",
+                &body(tools, json!([{"role": "user"}, {"role": "assistant"}]), json!("none")),
+            )
+            .unwrap();
+        assert_eq!(s.ratio, 1.0, "OpenAI tool_choice is not in the cached prefix");
+        assert_eq!(s.cache_break, None);
+    }
+
+    #[test]
+    fn a_changed_tool_is_named() {
+        let mut t = PrefixTracker::default();
+        let m = json!([{"role": "user", "content": "hi"}]);
+        t.observe(
+            "/chat/completions",
+            &body(json!([{"name": "a", "description": "x"}, {"name": "b"}]), m.clone(), json!(null)),
+        );
+        let s = t
+            .observe(
+                "/chat/completions",
+                &body(json!([{"name": "a", "description": "y"}, {"name": "b"}]), m, json!(null)),
+            )
+            .unwrap();
+        assert!(s.ratio < 0.5);
+        assert_eq!(s.cache_break.as_deref(), Some("tools[0].description"));
+    }
+
+    #[test]
+    fn anthropic_tool_choice_breaks_at_the_messages_and_cache_control_is_ignored() {
+        let mut t = PrefixTracker::default();
+        let sys = |cc: bool| {
+            if cc {
+                json!([{"type": "text", "text": "s", "cache_control": {"type": "ephemeral"}}])
+            } else {
+                json!([{"type": "text", "text": "s"}])
+            }
+        };
+        let b = |choice: Value, cc: bool| {
+            serde_json::to_vec(&json!({"tools": [], "system": sys(cc), "messages": [{"role": "user"}], "tool_choice": choice})).unwrap()
+        };
+        t.observe("/v1/messages", &b(json!({"type": "auto"}), true));
+        let s = t.observe("/v1/messages", &b(json!({"type": "auto"}), false)).unwrap();
+        assert_eq!((s.ratio, s.cache_break.clone()), (1.0, None), "cache_control does not count");
+        let s = t.observe("/v1/messages", &b(json!({"type": "none"}), false)).unwrap();
+        assert_eq!(s.cache_break.as_deref(), Some("tool_choice.type"));
+    }
+}

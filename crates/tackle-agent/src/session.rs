@@ -1,0 +1,143 @@
+//! [`Session`]: one conversation, its history, and the turns run on it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use tackle_protocol::{ContentBlock, Message, Role, ToolResult, ToolSpec, TurnEnd, Usage};
+use tackle_store::{SessionRecord, ToolCallStatus};
+
+use crate::invariants::interrupted_result;
+use crate::tail_note::TailNotes;
+use crate::{Agent, AgentError};
+
+/// What the user sends in a turn.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TurnInput {
+    /// The user's message.
+    pub message: String,
+    /// Steps for this turn instead of the agent's default.
+    pub max_steps: Option<u32>,
+}
+
+impl TurnInput {
+    /// A turn with this message and default limits.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self { message: message.into(), max_steps: None }
+    }
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnOutcome {
+    /// Session id.
+    pub session_id: String,
+    /// Steps taken.
+    pub steps: u32,
+    /// How it ended.
+    pub end: TurnEnd,
+    /// Final answer text (of the last step).
+    pub text: String,
+    /// Usage summed over the turn.
+    pub usage: Usage,
+    /// Error message when the turn failed or was stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A conversation with its history, loaded in memory and persisted message by message.
+pub struct Session {
+    pub(crate) agent: Agent,
+    pub(crate) record: SessionRecord,
+    pub(crate) history: Vec<Message>,
+    pub(crate) next_turn: i64,
+    pub(crate) workspace: PathBuf,
+    pub(crate) tools: Arc<[ToolSpec]>,
+    pub(crate) notes: TailNotes,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").field("id", &self.record.id).field("messages", &self.history.len()).finish()
+    }
+}
+
+impl Session {
+    pub(crate) async fn start(
+        agent: Agent,
+        record: SessionRecord,
+        history: Vec<Message>,
+    ) -> Result<Self, AgentError> {
+        let workspace = PathBuf::from(&record.workspace);
+        // The tool list is frozen for the session's life: every request sends these exact specs.
+        let tools: Arc<[ToolSpec]> = Arc::from(agent.tool_specs());
+        let next_turn = agent.store().last_turn(&record.id).await?.map(|t| t + 1).unwrap_or(1);
+        let notes = TailNotes::from_history(&history);
+        Ok(Self { agent, record, history, next_turn, workspace, tools, notes })
+    }
+
+    /// Session id.
+    pub fn id(&self) -> &str {
+        &self.record.id
+    }
+
+    /// The stored record (title, provider, model, status, ...).
+    pub fn record(&self) -> &SessionRecord {
+        &self.record
+    }
+
+    /// The conversation as the model sees it.
+    pub fn history(&self) -> &[Message] {
+        &self.history
+    }
+
+    /// The workspace root.
+    pub fn workspace(&self) -> &std::path::Path {
+        &self.workspace
+    }
+
+    /// Appends a message to the history and commits it to the store before returning.
+    pub(crate) async fn append(&mut self, turn: i64, message: Message) -> Result<(), AgentError> {
+        self.agent.store().append_message(&self.record.id, turn, &message).await?;
+        self.history.push(message);
+        Ok(())
+    }
+
+    /// Answers tool calls left open by a crash or a cancelled turn: with the recorded result if
+    /// the call finished (it never runs twice), else with an `interrupted` error.
+    pub(crate) async fn close_open_calls(&mut self, turn: i64) -> Result<(), AgentError> {
+        let Some(pos) = self.history.iter().rposition(|m| m.role == Role::Assistant) else { return Ok(()) };
+        let answered: Vec<String> = self.history[pos + 1..]
+            .iter()
+            .flat_map(|m| m.tool_results_iter().map(|r| r.tool_use_id.clone()))
+            .collect();
+        let open: Vec<(String, String)> = self.history[pos]
+            .tool_uses()
+            .filter(|u| !answered.contains(&u.id))
+            .map(|u| (u.id.clone(), u.name.clone()))
+            .collect();
+        if open.is_empty() {
+            return Ok(());
+        }
+        let store = self.agent.store().clone();
+        let mut results: Vec<ToolResult> = Vec::new();
+        for (id, name) in open {
+            let recorded = store.get_tool_call(&self.record.id, &id).await?;
+            let result = match recorded {
+                Some(rec)
+                    if rec.status != ToolCallStatus::Running && rec.status != ToolCallStatus::Interrupted =>
+                {
+                    rec.result.unwrap_or_else(|| interrupted_result(&id, &name))
+                }
+                _ => interrupted_result(&id, &name),
+            };
+            results.push(result);
+        }
+        store.mark_running_as_interrupted(&self.record.id).await?;
+        let message = Message {
+            role: Role::Tool,
+            content: results.into_iter().map(ContentBlock::ToolResult).collect(),
+        };
+        self.append(turn, message).await
+    }
+}

@@ -1,0 +1,304 @@
+//! Configuration: `tackle.toml` in the user config dir and the workspace, then the environment.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use tackle_builtins::BuiltinConfig;
+use tackle_provider::{OpenAiDialect, ProviderConfig, ProviderKind};
+use tackle_tools::HookRule;
+use thiserror::Error;
+
+use crate::LoopGuardConfig;
+
+/// The configuration file name, looked up in the user config dir and the workspace.
+pub const CONFIG_FILE: &str = "tackle.toml";
+
+/// Effective configuration of an agent.
+///
+/// Later sources override earlier ones: built-in defaults, `~/.config/tackle/tackle.toml`,
+/// `<workspace>/tackle.toml`, then environment variables (`TACKLE_HOME`, `TACKLE_PROVIDER`,
+/// `TACKLE_MODEL`, and the SDK variables `OPENAI_*` / `ANTHROPIC_*` for keys and base URLs),
+/// then command-line flags.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// Model provider; when unset, the one whose API key is present.
+    pub provider: Option<ProviderKind>,
+    /// Model name; defaults per provider.
+    pub model: Option<String>,
+    /// Base URL of the provider (e.g. a local OpenAI-compatible server).
+    pub base_url: Option<String>,
+    /// Chat Completions dialect; detected from the base URL when unset.
+    pub openai_dialect: Option<OpenAiDialect>,
+    /// Steps (model calls) per turn; the last one runs without tools.
+    pub max_steps: u32,
+    /// Output token limit per model call.
+    pub max_output_tokens: Option<u32>,
+    /// Retries of a failed model request.
+    pub max_retries: u32,
+    /// Where sessions are stored (`TACKLE_HOME` overrides it).
+    pub data_dir: Option<PathBuf>,
+    /// Tool execution limits.
+    pub tools: ToolSettings,
+    /// Limits and policies of the builtin tools.
+    pub builtins: BuiltinConfig,
+    /// Hook rules, first match wins (`[[hooks]]` tables).
+    pub hooks: Vec<HookRule>,
+    /// Doom-loop thresholds.
+    #[serde(rename = "loop")]
+    pub loop_guard: LoopGuardConfig,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            provider: None,
+            model: None,
+            base_url: None,
+            openai_dialect: None,
+            max_steps: 25,
+            max_output_tokens: None,
+            max_retries: 2,
+            data_dir: None,
+            tools: ToolSettings::default(),
+            builtins: BuiltinConfig::default(),
+            hooks: Vec::new(),
+            loop_guard: LoopGuardConfig::default(),
+        }
+    }
+}
+
+/// Limits applied by the tool executor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolSettings {
+    /// Default time limit of a tool call, in seconds.
+    pub timeout_secs: u64,
+    /// Largest output the model sees from one call, in bytes (head and tail are kept).
+    pub max_output_bytes: usize,
+    /// Largest output the model sees from one call, in lines.
+    pub max_output_lines: usize,
+}
+
+impl Default for ToolSettings {
+    fn default() -> Self {
+        Self { timeout_secs: 120, max_output_bytes: 16 * 1024, max_output_lines: 400 }
+    }
+}
+
+/// A configuration problem; the message names the file or variable and what to change.
+#[derive(Debug, Error)]
+pub enum SettingsError {
+    /// A configuration file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A configuration file is not valid TOML or has unknown or mistyped keys.
+    #[error("invalid configuration in {path}: {message}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// An environment variable has a value Tackle cannot use.
+    #[error("invalid value of {var}: {message}")]
+    InvalidEnv {
+        /// The variable.
+        var: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// No provider could be chosen.
+    #[error(
+        "no model provider configured: set OPENAI_API_KEY or ANTHROPIC_API_KEY, pass --base-url for a local \
+         OpenAI-compatible server, or try `tackle demo`"
+    )]
+    NoProvider,
+    /// No data directory could be determined.
+    #[error("cannot determine a data directory: set TACKLE_HOME")]
+    NoDataDir,
+}
+
+/// Settings with where they came from.
+#[derive(Debug, Clone)]
+pub struct LoadedSettings {
+    /// The merged settings.
+    pub settings: Settings,
+    /// Files that were read, in order.
+    pub sources: Vec<PathBuf>,
+}
+
+/// Reads environment variables; a function so tests need not touch the process environment.
+pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+impl Settings {
+    /// Loads the user and workspace configuration files and applies the environment.
+    pub fn load(workspace: &Path) -> Result<LoadedSettings, SettingsError> {
+        let user = dirs::config_dir().map(|d| d.join("tackle").join(CONFIG_FILE));
+        Self::load_from(user.as_deref(), workspace, &|k| std::env::var(k).ok())
+    }
+
+    /// Like [`Settings::load`] with an explicit user config path and environment.
+    pub fn load_from(
+        user_file: Option<&Path>,
+        workspace: &Path,
+        env: EnvLookup<'_>,
+    ) -> Result<LoadedSettings, SettingsError> {
+        let mut merged = toml::Table::new();
+        let mut sources = Vec::new();
+        let workspace_file = workspace.join(CONFIG_FILE);
+        for path in user_file.into_iter().chain(std::iter::once(workspace_file.as_path())) {
+            if !path.is_file() {
+                continue;
+            }
+            let text = std::fs::read_to_string(path)
+                .map_err(|source| SettingsError::Read { path: path.to_owned(), source })?;
+            let table: toml::Table = text.parse().map_err(|e: toml::de::Error| SettingsError::Invalid {
+                path: path.to_owned(),
+                message: e.to_string(),
+            })?;
+            // Validate each file on its own so an error names the file that has it.
+            Settings::deserialize(toml::Value::Table(table.clone()))
+                .map_err(|e| SettingsError::Invalid { path: path.to_owned(), message: e.to_string() })?;
+            deep_merge(&mut merged, table);
+            sources.push(path.to_owned());
+        }
+        let mut settings =
+            Settings::deserialize(toml::Value::Table(merged)).map_err(|e| SettingsError::Invalid {
+                path: sources.last().cloned().unwrap_or_default(),
+                message: e.to_string(),
+            })?;
+        settings.apply_env(env)?;
+        Ok(LoadedSettings { settings, sources })
+    }
+
+    fn apply_env(&mut self, env: EnvLookup<'_>) -> Result<(), SettingsError> {
+        let get = |k: &str| env(k).filter(|v| !v.trim().is_empty());
+        if let Some(home) = get("TACKLE_HOME") {
+            self.data_dir = Some(PathBuf::from(home));
+        }
+        if let Some(p) = get("TACKLE_PROVIDER") {
+            self.provider =
+                Some(p.parse().map_err(|message| SettingsError::InvalidEnv {
+                    var: "TACKLE_PROVIDER".into(),
+                    message,
+                })?);
+        }
+        if let Some(m) = get("TACKLE_MODEL") {
+            self.model = Some(m);
+        }
+        Ok(())
+    }
+
+    /// The data directory: `TACKLE_HOME`, the configured one, or the platform data dir.
+    pub fn data_dir(&self) -> Result<PathBuf, SettingsError> {
+        if let Some(d) = &self.data_dir {
+            return Ok(d.clone());
+        }
+        dirs::data_dir().map(|d| d.join("tackle")).ok_or(SettingsError::NoDataDir)
+    }
+
+    /// The SQLite database file inside the data directory.
+    pub fn database_path(&self) -> Result<PathBuf, SettingsError> {
+        Ok(self.data_dir()?.join("tackle.db"))
+    }
+
+    /// The provider to use: the configured one, else the one whose key is set (Anthropic first
+    /// when both are), else OpenAI-compatible when a base URL is given.
+    pub fn provider_config(&self, env: EnvLookup<'_>) -> Result<ProviderConfig, SettingsError> {
+        let has = |k: &str| env(k).is_some_and(|v| !v.trim().is_empty());
+        let kind = match self.provider {
+            Some(k) => k,
+            None if has("ANTHROPIC_API_KEY") => ProviderKind::Anthropic,
+            None if has("OPENAI_API_KEY") => ProviderKind::Openai,
+            None if self.base_url.is_some() || has("OPENAI_BASE_URL") => ProviderKind::Openai,
+            None => return Err(SettingsError::NoProvider),
+        };
+        let mut config = ProviderConfig::from_lookup(kind, |k| env(k));
+        if let Some(url) = &self.base_url {
+            config.base_url = url.clone();
+        }
+        config.retry.max_retries = self.max_retries;
+        Ok(config)
+    }
+
+    /// The model to use with `kind`.
+    pub fn model_for(&self, kind: ProviderKind) -> String {
+        self.model.clone().unwrap_or_else(|| default_model(kind).to_owned())
+    }
+}
+
+/// Model used when none is configured.
+pub fn default_model(kind: ProviderKind) -> &'static str {
+    match kind {
+        ProviderKind::Openai => "gpt-4.1",
+        ProviderKind::Anthropic => "claude-sonnet-4-5",
+    }
+}
+
+fn deep_merge(base: &mut toml::Table, overlay: toml::Table) {
+    for (key, value) in overlay {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => deep_merge(b, o),
+            (_, v) => {
+                base.insert(key, v);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+    }
+
+    #[test]
+    fn workspace_overrides_user_and_env_overrides_both() {
+        let dir = tempfile::tempdir().unwrap();
+        let user = dir.path().join("user.toml");
+        std::fs::write(&user, "model = \"a\"\nmax_steps = 3\n[tools]\ntimeout_secs = 5\n").unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        std::fs::write(ws.join(CONFIG_FILE), "model = \"b\"\n[tools]\nmax_output_lines = 7\n").unwrap();
+        let vars = [("TACKLE_MODEL", "c"), ("TACKLE_HOME", "/tmp/th")];
+        let loaded = Settings::load_from(Some(&user), &ws, &env(&vars)).unwrap();
+        let s = loaded.settings;
+        assert_eq!(s.model.as_deref(), Some("c"));
+        assert_eq!(s.max_steps, 3);
+        assert_eq!(s.tools.timeout_secs, 5, "tables merge key by key");
+        assert_eq!(s.tools.max_output_lines, 7);
+        assert_eq!(s.data_dir().unwrap(), PathBuf::from("/tmp/th"));
+        assert_eq!(loaded.sources.len(), 2);
+    }
+
+    #[test]
+    fn unknown_keys_name_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(CONFIG_FILE), "max_step = 3\n").unwrap();
+        let err = Settings::load_from(None, dir.path(), &env(&[])).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("tackle.toml") && text.contains("max_step"), "{text}");
+    }
+
+    #[test]
+    fn provider_is_chosen_by_key() {
+        let s = Settings::default();
+        assert!(matches!(s.provider_config(&env(&[])), Err(SettingsError::NoProvider)));
+        let c = s.provider_config(&env(&[("OPENAI_API_KEY", "k")])).unwrap();
+        assert_eq!(c.kind, ProviderKind::Openai);
+        let c = s.provider_config(&env(&[("OPENAI_API_KEY", "k"), ("ANTHROPIC_API_KEY", "a")])).unwrap();
+        assert_eq!(c.kind, ProviderKind::Anthropic);
+        let s = Settings { base_url: Some("http://localhost:11434/v1".into()), ..Settings::default() };
+        let c = s.provider_config(&env(&[])).unwrap();
+        assert_eq!((c.kind, c.base_url.as_str()), (ProviderKind::Openai, "http://localhost:11434/v1"));
+        assert!(SettingsError::NoProvider.to_string().contains("tackle demo"));
+    }
+}

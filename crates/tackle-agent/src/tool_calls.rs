@@ -1,0 +1,213 @@
+//! Running the tool calls of one step: name repair, at-most-once audit, concurrency, events.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use tackle_protocol::{AgentEvent, ToolError, ToolInput, ToolOutcome, ToolResult, ToolUse};
+use tackle_store::{BeginOutcome, ToolCallFinish, ToolCallStatus};
+use tackle_tools::{CallOptions, EventSink, ToolContext, TurnState};
+use tokio_util::sync::CancellationToken;
+
+use crate::invariants::interrupted_result;
+use crate::{AgentError, Session, repair_tool_name};
+
+/// Characters of a successful output shown in `tool_result` events.
+const PREVIEW_CHARS: usize = 300;
+
+/// What the calls of one step share.
+pub(crate) struct CallBatch<'a> {
+    pub(crate) session: &'a Session,
+    pub(crate) turn_state: &'a TurnState,
+    pub(crate) sink: &'a EventSink,
+    pub(crate) cancel: &'a CancellationToken,
+}
+
+/// One finished call, as the loop needs it.
+pub(crate) struct ExecutedCall {
+    /// The tool that ran (after name repair).
+    pub(crate) tool: String,
+    /// `Err` with the envelope when it failed.
+    pub(crate) outcome: Result<(), ToolError>,
+    /// What the model sees.
+    pub(crate) result: ToolResult,
+}
+
+/// Runs `calls` concurrently when every one is read-only or idempotent, else in order; results
+/// come back in call order.
+pub(crate) async fn run_calls(
+    batch: CallBatch<'_>,
+    calls: &[ToolUse],
+) -> Result<Vec<ExecutedCall>, AgentError> {
+    let registry = batch.session.agent.executor().registry();
+    let names = registry.names();
+    let resolved: Vec<ToolUse> = calls
+        .iter()
+        .map(|c| match repair_tool_name(&c.name, &names) {
+            Some(fixed) => {
+                batch.sink.emit(AgentEvent::Warning {
+                    code: "tool_name_repaired".into(),
+                    message: format!("the model called `{}`; ran `{fixed}`", c.name),
+                });
+                ToolUse { name: fixed.to_owned(), ..c.clone() }
+            }
+            None => c.clone(),
+        })
+        .collect();
+    let parallel = resolved.len() > 1
+        && resolved.iter().all(|c| {
+            registry.get(&c.name).is_some_and(|t| {
+                let a = t.spec().annotations;
+                a.read_only || a.idempotent
+            })
+        });
+    if parallel {
+        let futures = resolved.iter().map(|c| run_one(&batch, c));
+        futures::future::join_all(futures).await.into_iter().collect()
+    } else {
+        let mut out = Vec::with_capacity(resolved.len());
+        for call in &resolved {
+            out.push(run_one(&batch, call).await?);
+        }
+        Ok(out)
+    }
+}
+
+fn args_value(input: &ToolInput) -> Value {
+    match input {
+        ToolInput::Json { value } => value.clone(),
+        ToolInput::Invalid { raw, .. } => Value::String(raw.clone()),
+    }
+}
+
+async fn run_one(batch: &CallBatch<'_>, call: &ToolUse) -> Result<ExecutedCall, AgentError> {
+    let session = batch.session;
+    let store = session.agent.store();
+    let sid = &session.record.id;
+    let args = args_value(&call.input);
+    batch.sink.emit(AgentEvent::ToolCall {
+        id: call.id.clone(),
+        name: call.name.clone(),
+        args: args.clone(),
+    });
+
+    match store.begin_tool_call(sid, &call.id, &call.name, &args).await? {
+        BeginOutcome::Started => {}
+        BeginOutcome::AlreadyFinished(record) => {
+            // This call id already ran (a retried step or a resumed session): never run it twice.
+            let result = record.result.unwrap_or_else(|| interrupted_result(&call.id, &call.name));
+            let outcome = match record.envelope {
+                Some(e) => Err(e),
+                None => Ok(()),
+            };
+            emit_result(
+                batch.sink,
+                call,
+                &result,
+                &outcome,
+                record.bytes,
+                false,
+                record.locator,
+                Duration::ZERO,
+            );
+            return Ok(ExecutedCall { tool: call.name.clone(), outcome, result });
+        }
+        BeginOutcome::AlreadyRunning(_) => {
+            let result = interrupted_result(&call.id, &call.name);
+            let envelope: ToolError = serde_json::from_str(&result.content).unwrap_or_else(|_| {
+                ToolError::new(&call.name, tackle_protocol::ErrorCategory::Interrupted, "interrupted")
+            });
+            return Ok(ExecutedCall { tool: call.name.clone(), outcome: Err(envelope), result });
+        }
+    }
+
+    let ctx = ToolContext {
+        session_id: sid.clone(),
+        call_id: call.id.clone(),
+        workspace: session.workspace.clone(),
+        cancel: batch.cancel.child_token(),
+        turn: batch.turn_state.clone(),
+        progress: progress_sink(batch.sink),
+        events: batch.sink.clone(),
+    };
+    let report = session.agent.executor().execute(call, ctx, &CallOptions::default()).await;
+    let outcome = match &report.outcome {
+        Ok(_) => Ok(()),
+        Err(e) => Err(e.clone()),
+    };
+    let status = match &outcome {
+        Ok(()) => ToolCallStatus::Ok,
+        Err(e) if e.category == tackle_protocol::ErrorCategory::Interrupted => ToolCallStatus::Interrupted,
+        Err(_) => ToolCallStatus::Error,
+    };
+    store
+        .finish_tool_call(
+            sid,
+            &call.id,
+            ToolCallFinish {
+                status,
+                result: report.result.clone(),
+                envelope: outcome.clone().err(),
+                bytes: report.bytes,
+                truncated: report.truncated,
+                locator: report.locator.clone(),
+                duration_ms: u64::try_from(report.duration.as_millis()).unwrap_or(u64::MAX),
+            },
+        )
+        .await?;
+    emit_result(
+        batch.sink,
+        call,
+        &report.result,
+        &outcome,
+        report.bytes,
+        report.truncated,
+        report.locator.clone(),
+        report.duration,
+    );
+    let _ = report.lines;
+    Ok(ExecutedCall { tool: report.tool.clone(), outcome, result: report.result })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn emit_result(
+    sink: &EventSink,
+    call: &ToolUse,
+    result: &ToolResult,
+    outcome: &Result<(), ToolError>,
+    bytes: u64,
+    truncated: bool,
+    locator: Option<String>,
+    duration: Duration,
+) {
+    let outcome = match outcome {
+        Ok(()) => ToolOutcome::Ok { preview: preview(&result.content) },
+        Err(e) => ToolOutcome::Error { envelope: e.clone() },
+    };
+    sink.emit(AgentEvent::ToolResult {
+        id: call.id.clone(),
+        name: call.name.clone(),
+        outcome,
+        bytes,
+        lines: result.content.lines().count() as u64,
+        truncated,
+        locator,
+        duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
+    });
+}
+
+fn preview(text: &str) -> String {
+    match text.char_indices().nth(PREVIEW_CHARS) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_owned(),
+    }
+}
+
+fn progress_sink(sink: &EventSink) -> tackle_tools::ProgressSink {
+    let sink = sink.clone();
+    tackle_tools::ProgressSink::new(move |p| {
+        sink.emit(AgentEvent::Custom {
+            name: "tool_progress".into(),
+            data: serde_json::json!({ "call_id": p.call_id, "message": p.message }),
+        })
+    })
+}

@@ -1,0 +1,97 @@
+//! `tackle sessions list|show|rm`.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use serde_json::json;
+use tackle_protocol::{ContentBlock, Role};
+use tackle_store::{MessageFilter, SessionFilter};
+
+use crate::UsageError;
+use crate::cli::SessionsCommand;
+use crate::render::summarize_args;
+use crate::runtime::{open_store, workspace_dir};
+
+pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
+    let workspace = workspace_dir(None)?;
+    let settings = tackle_agent::Settings::load(&workspace).map_err(|e| UsageError(e.to_string()))?.settings;
+    let store = open_store(&settings).await?;
+    match command {
+        SessionsCommand::List { json, limit } => {
+            let sessions =
+                store.list_sessions(SessionFilter { limit: Some(limit), ..SessionFilter::default() }).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&sessions)?);
+            } else if sessions.is_empty() {
+                eprintln!("no sessions yet; try `tackle demo` or `tackle run \"...\"`");
+            } else {
+                println!("{:<36}  {:<9}  {:>5}  {:<20}  title", "id", "status", "msgs", "model");
+                for s in sessions {
+                    println!(
+                        "{:<36}  {:<8}  {:>5}  {:<20}  {}",
+                        s.id, s.status, s.message_count, s.model, s.title
+                    );
+                }
+            }
+        }
+        SessionsCommand::Show { id, json } => {
+            let record = store.find_session_by_prefix(&id).await.map_err(|e| UsageError(e.to_string()))?;
+            let messages = store.load_messages(&record.id, MessageFilter { include_hidden: true }).await?;
+            let calls = store.list_tool_calls(&record.id).await?;
+            if json {
+                let value = json!({ "session": record, "messages": messages, "tool_calls": calls });
+                println!("{}", serde_json::to_string_pretty(&value)?);
+            } else {
+                println!(
+                    "session   {}\ntitle     {}\nstatus    {}\nmodel     {} ({})\nworkspace {}\nmessages  {}\ntool calls {}",
+                    record.id,
+                    record.title,
+                    record.status,
+                    record.model,
+                    record.provider,
+                    record.workspace,
+                    messages.len(),
+                    calls.len()
+                );
+                println!();
+                for m in &messages {
+                    let who = match m.message.role {
+                        Role::User => "user",
+                        Role::Assistant => "assistant",
+                        Role::Tool => "tool",
+                    };
+                    for block in &m.message.content {
+                        let line = match block {
+                            ContentBlock::Text { text } => text.replace('\n', "\n          "),
+                            ContentBlock::ToolUse(u) => format!(
+                                "→ {} {}",
+                                u.name,
+                                summarize_args(&u.input.as_json().cloned().unwrap_or_default())
+                            ),
+                            ContentBlock::ToolResult(r) => {
+                                let first = r.content.lines().next().unwrap_or("");
+                                format!(
+                                    "{} {}",
+                                    if r.is_error { "✗" } else { "✓" },
+                                    first.chars().take(100).collect::<String>()
+                                )
+                            }
+                            ContentBlock::Reasoning(_) => "(reasoning)".to_owned(),
+                        };
+                        println!("{:>4} {:<9} {line}", m.seq, who);
+                    }
+                }
+            }
+        }
+        SessionsCommand::Rm { id, json } => {
+            let record = store.find_session_by_prefix(&id).await.map_err(|e| UsageError(e.to_string()))?;
+            store.delete_session(&record.id).await?;
+            if json {
+                println!("{}", json!({ "deleted": record.id }));
+            } else {
+                eprintln!("deleted session {}", record.id);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
