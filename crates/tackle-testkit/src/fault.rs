@@ -6,6 +6,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Fault {
+    /// No fault: answer this request normally (to place later faults on later requests).
+    Pass,
     /// Answer with this status instead (a provider-shaped error body unless `body` is given).
     Status {
         /// HTTP status.

@@ -253,7 +253,7 @@ async fn handle(State(inner): State<Shared>, headers: HeaderMap, raw: Bytes, wir
         }
         Some(Fault::Latency { ms }) => tokio::time::sleep(Duration::from_millis(ms)).await,
         Some(f @ (Fault::CutAfter { .. } | Fault::MalformedChunk { .. })) => stream_fault = Some(f),
-        None => {}
+        Some(Fault::Pass) | None => {}
     }
 
     if body.is_null() {

@@ -1,0 +1,194 @@
+//! A harness running real sessions against the scripted fake model.
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use tackle_agent::{Agent, AgentConfig, NewSessionOptions, Session, TodoTool};
+use tackle_builtins::{BuiltinConfig, builtin_tools};
+use tackle_protocol::{AgentEvent, ToolAnnotations};
+use tackle_provider::{
+    Anthropic, OpenAiChat, OpenAiDialect, Provider, ProviderConfig, ProviderKind, RetryPolicy,
+};
+use tackle_store::Store;
+use tackle_testkit::{FakeModel, Script};
+use tackle_tools::{
+    ApprovalMode, AutoApprove, EventSink, ExecLimits, HookPolicy, ToolContext, ToolExecutor, ToolFailure,
+    ToolOutput, ToolRegistry, TypedTool, typed,
+};
+
+/// Both wire formats, for tests that must pass in each.
+pub const FORMATS: [ProviderKind; 2] = [ProviderKind::Openai, ProviderKind::Anthropic];
+
+/// Arguments of `count`.
+#[derive(Deserialize, JsonSchema)]
+pub struct CountArgs {
+    /// Label.
+    #[serde(default)]
+    pub label: Option<String>,
+}
+
+/// A tool counting its runs (to prove calls run at most once).
+pub struct Count(pub Arc<AtomicUsize>);
+
+#[async_trait]
+impl TypedTool for Count {
+    type Args = CountArgs;
+    fn name(&self) -> &str {
+        "count"
+    }
+    fn description(&self) -> String {
+        "Count.".into()
+    }
+    async fn run(&self, _: CountArgs, _: ToolContext) -> Result<ToolOutput, ToolFailure> {
+        let n = self.0.fetch_add(1, Ordering::SeqCst) + 1;
+        Ok(ToolOutput::text(format!("count is {n}")))
+    }
+}
+
+/// Arguments of `meet`.
+#[derive(Deserialize, JsonSchema)]
+pub struct MeetArgs {}
+
+/// A read-only tool that only returns once two calls run at the same time.
+pub struct Meet(pub Arc<tokio::sync::Barrier>);
+
+#[async_trait]
+impl TypedTool for Meet {
+    type Args = MeetArgs;
+    fn name(&self) -> &str {
+        "meet"
+    }
+    fn description(&self) -> String {
+        "Wait for a second concurrent call.".into()
+    }
+    fn annotations(&self) -> ToolAnnotations {
+        ToolAnnotations::read_only()
+    }
+    async fn run(&self, _: MeetArgs, _: ToolContext) -> Result<ToolOutput, ToolFailure> {
+        tokio::time::timeout(Duration::from_secs(5), self.0.wait())
+            .await
+            .map_err(|_| ToolFailure::timeout("the other call never came: calls ran one after the other"))?;
+        Ok("met".into())
+    }
+}
+
+/// Everything a loop test needs.
+pub struct Harness {
+    pub fake: FakeModel,
+    pub agent: Agent,
+    pub store: Store,
+    pub workspace: tempfile::TempDir,
+    pub db_dir: tempfile::TempDir,
+    pub counter: Arc<AtomicUsize>,
+    pub events: Arc<Mutex<Vec<AgentEvent>>>,
+    pub kind: ProviderKind,
+}
+
+pub fn provider(kind: ProviderKind, fake: &FakeModel) -> Arc<dyn Provider> {
+    let retry = RetryPolicy {
+        max_retries: 2,
+        initial_delay: Duration::from_millis(5),
+        max_delay: Duration::from_millis(10),
+        ..RetryPolicy::default()
+    };
+    match kind {
+        ProviderKind::Openai => {
+            let c = ProviderConfig::new(kind)
+                .with_base_url(format!("{}/v1", fake.base_url()))
+                .with_api_key("sk-test")
+                .with_retry(retry);
+            Arc::new(OpenAiChat::with_dialect(c, OpenAiDialect::OpenAi).unwrap())
+        }
+        ProviderKind::Anthropic => {
+            let c = ProviderConfig::new(kind)
+                .with_base_url(fake.base_url())
+                .with_api_key("sk-ant-test")
+                .with_retry(retry);
+            Arc::new(Anthropic::new(c).unwrap())
+        }
+    }
+}
+
+impl Harness {
+    pub async fn new(kind: ProviderKind, script: Script) -> Self {
+        Self::with_config(kind, script, |c| c).await
+    }
+
+    pub async fn with_config(
+        kind: ProviderKind,
+        script: Script,
+        config: impl FnOnce(AgentConfig) -> AgentConfig,
+    ) -> Self {
+        let fake = FakeModel::start(script).await.unwrap();
+        let db_dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&db_dir.path().join("tackle.db")).await.unwrap();
+        let counter = Arc::new(AtomicUsize::new(0));
+        let agent = Self::build_agent(kind, &fake, &store, counter.clone(), config);
+        Self {
+            fake,
+            agent,
+            store,
+            workspace: tempfile::tempdir().unwrap(),
+            db_dir,
+            counter,
+            events: Arc::default(),
+            kind,
+        }
+    }
+
+    pub fn build_agent(
+        kind: ProviderKind,
+        fake: &FakeModel,
+        store: &Store,
+        counter: Arc<AtomicUsize>,
+        config: impl FnOnce(AgentConfig) -> AgentConfig,
+    ) -> Agent {
+        let mut registry = ToolRegistry::new();
+        for tool in builtin_tools(&BuiltinConfig::default()) {
+            registry.register(tool).unwrap();
+        }
+        registry.register(typed(TodoTool::new(store.clone()))).unwrap();
+        registry.register(typed(Count(counter))).unwrap();
+        registry.register(typed(Meet(Arc::new(tokio::sync::Barrier::new(2))))).unwrap();
+        let executor = ToolExecutor::new(
+            Arc::new(registry),
+            HookPolicy::defaults(ApprovalMode::Headless),
+            Arc::new(AutoApprove),
+            ExecLimits::default(),
+        );
+        Agent::new(
+            provider(kind, fake),
+            Arc::new(executor),
+            store.clone(),
+            config(AgentConfig::new("model-x")),
+        )
+    }
+
+    pub async fn session(&self) -> Session {
+        self.agent
+            .create_session(NewSessionOptions {
+                workspace: self.workspace.path().to_owned(),
+                ..NewSessionOptions::default()
+            })
+            .await
+            .unwrap()
+    }
+
+    pub fn sink(&self) -> EventSink {
+        let events = self.events.clone();
+        EventSink::new(move |e| events.lock().unwrap().push(e))
+    }
+
+    pub fn event_names(&self) -> Vec<&'static str> {
+        self.events.lock().unwrap().iter().map(AgentEvent::name).collect()
+    }
+
+    pub fn events(&self) -> Vec<AgentEvent> {
+        self.events.lock().unwrap().clone()
+    }
+}
