@@ -81,7 +81,7 @@ async fn read_only_calls_of_a_step_run_concurrently() {
 async fn the_last_step_keeps_the_tools_and_says_none() {
     for kind in FORMATS {
         let looping = (0..3)
-            .map(|i| Turn::call("count", &format!(r#"{{"label": "{i}"}}"#)))
+            .map(|i| Turn::call("count", format!(r#"{{"label": "{i}"}}"#)))
             .chain([Turn::text("stopping here")]);
         let h = Harness::new(kind, Script::new(looping.collect())).await;
         let mut session = h.session().await;
