@@ -27,6 +27,9 @@ pub enum Repair {
     AssistantsMerged,
     /// Text in a tool-results message was moved to a user message after it.
     TextMovedFromTool,
+    /// A block in a message of the wrong role (a tool result from the assistant, text or
+    /// reasoning among tool results) was dropped or moved.
+    MisplacedBlock,
     /// A tool use repeated an id already used in the same assistant turn; it was dropped.
     DuplicateCall {
         /// The repeated id.
@@ -88,6 +91,14 @@ pub fn enforce(messages: &[Message]) -> (Vec<Message>, Vec<Repair>) {
                 }
             }
             Role::Assistant => {
+                let before = message.content.len();
+                message.content.retain(|b| !matches!(b, ContentBlock::ToolResult(_)));
+                if message.content.len() != before {
+                    repairs.push(Repair::MisplacedBlock);
+                }
+                if message.content.is_empty() {
+                    continue;
+                }
                 close_open_calls(&mut out, &mut repairs);
                 match out.last_mut() {
                     Some(last) if last.role == Role::Assistant => {
@@ -175,7 +186,10 @@ fn push_results(out: &mut Vec<Message>, message: Message, repairs: &mut Vec<Repa
         out[tail_start..].iter().flat_map(|m| m.tool_results_iter().map(|r| r.tool_use_id.clone())).collect();
     let mut kept = Vec::new();
     for block in message.content {
-        let ContentBlock::ToolResult(r) = &block else { continue };
+        let ContentBlock::ToolResult(r) = &block else {
+            repairs.push(Repair::MisplacedBlock);
+            continue;
+        };
         if expected.contains(&r.tool_use_id) && seen.insert(r.tool_use_id.clone()) {
             kept.push(block);
         } else {
@@ -191,9 +205,62 @@ fn push_results(out: &mut Vec<Message>, message: Message, repairs: &mut Vec<Repa
     }
 }
 
-/// Whether `messages` already satisfies every invariant.
+/// Whether `messages` already satisfies every invariant, without copying anything (the loop
+/// checks this before every request; [`enforce`] runs only when it fails).
 pub fn is_valid(messages: &[Message]) -> bool {
-    enforce(messages).1.is_empty()
+    if messages.first().is_some_and(|m| m.role != Role::User) {
+        return false;
+    }
+    let mut i = 0;
+    while i < messages.len() {
+        let m = &messages[i];
+        if m.content.is_empty() || m.content.iter().any(ContentBlock::is_empty) {
+            return false;
+        }
+        match m.role {
+            Role::Tool => return false, // a tool message not right after an assistant message
+            Role::User => {
+                if m.content.iter().any(|b| matches!(b, ContentBlock::ToolResult(_))) {
+                    return false;
+                }
+                i += 1;
+            }
+            Role::Assistant => {
+                if i > 0 && messages[i - 1].role == Role::Assistant {
+                    return false;
+                }
+                if m.content.iter().any(|b| matches!(b, ContentBlock::ToolResult(_))) {
+                    return false;
+                }
+                let ids: Vec<&str> = m.tool_uses().map(|u| u.id.as_str()).collect();
+                if ids.iter().enumerate().any(|(k, id)| ids[..k].contains(id)) {
+                    return false;
+                }
+                let mut answered: Vec<&str> = Vec::with_capacity(ids.len());
+                let mut j = i + 1;
+                while j < messages.len() && messages[j].role == Role::Tool {
+                    let t = &messages[j];
+                    if t.content.is_empty() {
+                        return false;
+                    }
+                    for block in &t.content {
+                        let ContentBlock::ToolResult(r) = block else { return false };
+                        let id = r.tool_use_id.as_str();
+                        if !ids.contains(&id) || answered.contains(&id) {
+                            return false;
+                        }
+                        answered.push(id);
+                    }
+                    j += 1;
+                }
+                if answered.len() != ids.len() {
+                    return false;
+                }
+                i = j;
+            }
+        }
+    }
+    true
 }
 
 #[cfg(test)]

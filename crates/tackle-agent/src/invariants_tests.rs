@@ -91,6 +91,11 @@ fn arb_message() -> impl Strategy<Value = Message> {
     let id = prop_oneof![Just("a"), Just("b"), Just("c"), Just("d")];
     let block = prop_oneof![
         "[a-z ]{0,5}".prop_map(ContentBlock::text),
+        Just(ContentBlock::Reasoning(tackle_protocol::Reasoning {
+            format: "anthropic".into(),
+            text: String::new(),
+            data: json!({})
+        })),
         id.clone().prop_map(call),
         id.prop_map(|i| ContentBlock::ToolResult(ToolResult::ok(i, "r"))),
     ];
@@ -105,7 +110,9 @@ proptest! {
     /// Any history becomes valid, and enforcing twice changes nothing more.
     #[test]
     fn enforce_always_yields_a_valid_conversation(msgs in prop::collection::vec(arb_message(), 0..12)) {
-        let (once, _) = enforce(&msgs);
+        let (once, first_repairs) = enforce(&msgs);
+        prop_assert_eq!(is_valid(&msgs), first_repairs.is_empty(), "is_valid agrees with enforce");
+        prop_assert!(is_valid(&once));
         let (twice, repairs) = enforce(&once);
         prop_assert!(repairs.is_empty(), "not idempotent: {:?}", repairs);
         prop_assert_eq!(&once, &twice);

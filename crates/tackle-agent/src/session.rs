@@ -4,10 +4,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use tackle_protocol::{ContentBlock, Message, Role, ToolResult, ToolSpec, TurnEnd, Usage};
+use tackle_protocol::{ContentBlock, Message, Role, SystemSection, ToolResult, ToolSpec, TurnEnd, Usage};
 use tackle_store::{SessionRecord, ToolCallStatus};
 
 use crate::invariants::interrupted_result;
+use crate::system_prompt::system_sections;
 use crate::tail_note::TailNotes;
 use crate::{Agent, AgentError};
 
@@ -53,6 +54,9 @@ pub struct Session {
     pub(crate) next_turn: i64,
     pub(crate) workspace: PathBuf,
     pub(crate) tools: Arc<[ToolSpec]>,
+    /// System sections, read once when the session is opened so every request of the session
+    /// shares them byte for byte.
+    pub(crate) system: Vec<SystemSection>,
     pub(crate) notes: TailNotes,
 }
 
@@ -73,7 +77,8 @@ impl Session {
         let tools: Arc<[ToolSpec]> = Arc::from(agent.tool_specs());
         let next_turn = agent.store().last_turn(&record.id).await?.map(|t| t + 1).unwrap_or(1);
         let notes = TailNotes::from_history(&history);
-        Ok(Self { agent, record, history, next_turn, workspace, tools, notes })
+        let system = system_sections(&workspace);
+        Ok(Self { agent, record, history, next_turn, workspace, tools, system, notes })
     }
 
     /// Session id.

@@ -16,7 +16,6 @@ use tokio_util::sync::CancellationToken;
 use crate::invariants;
 use crate::loop_guard::{LoopGuard, Verdict};
 use crate::model_call::{ModelCallError, call_model};
-use crate::system_prompt::system_sections;
 use crate::tail_note::TailState;
 use crate::tool_calls::{CallBatch, run_calls};
 use crate::{AgentError, Session, TurnInput, TurnOutcome};
@@ -119,8 +118,11 @@ impl Session {
             sink.emit(AgentEvent::StepStarted { step, max_steps });
             let started = Instant::now();
             let request = self.build_request(last);
+            let called = call_model(self.agent.provider(), &request, sink, cancel).await;
+            // The request borrowed the history for the call; take it back.
+            self.history = request.messages;
 
-            let response = match call_model(self.agent.provider(), &request, sink, cancel).await {
+            let response = match called {
                 Ok(r) => r,
                 Err(ModelCallError::Cancelled { partial }) => {
                     let text = partial.text();
@@ -220,15 +222,20 @@ impl Session {
     }
 
     /// The request of the next step: frozen tools, repaired history, and on the last step tool
-    /// choice `none` with the definitions unchanged.
-    pub(crate) fn build_request(&self, last_step: bool) -> ModelRequest {
-        let (messages, repairs) = invariants::enforce(&self.history);
-        if !repairs.is_empty() {
+    /// choice `none` with the definitions unchanged. The history moves into the request (no copy
+    /// of a long conversation per step); the caller moves it back after the call.
+    pub(crate) fn build_request(&mut self, last_step: bool) -> ModelRequest {
+        let history = std::mem::take(&mut self.history);
+        let messages = if invariants::is_valid(&history) {
+            history
+        } else {
+            let (repaired, repairs) = invariants::enforce(&history);
             tracing::warn!(session = %self.record.id, ?repairs, "history repaired before the request");
-        }
+            repaired
+        };
         let config = self.agent.config();
         let mut request = ModelRequest::new(config.model.clone(), messages);
-        request.system = system_sections(&self.workspace);
+        request.system = self.system.clone();
         request.tools = self.tools.clone();
         request.tool_choice = if last_step { ToolChoice::None } else { ToolChoice::Auto };
         request.max_output_tokens = config.max_output_tokens;

@@ -25,6 +25,13 @@ CREATE TABLE messages (
     PRIMARY KEY (session_id, seq)
 );
 
+-- Appending a message is activity: keep sessions.updated_at current in the same statement,
+-- so an append is one write transaction.
+CREATE TRIGGER messages_touch_session AFTER INSERT ON messages
+BEGIN
+    UPDATE sessions SET updated_at = NEW.created_at WHERE id = NEW.session_id;
+END;
+
 CREATE TABLE tool_calls (
     session_id  TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
     call_id     TEXT NOT NULL,

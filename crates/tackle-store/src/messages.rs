@@ -83,7 +83,6 @@ impl Store {
             sqlx::Error::Database(d) if d.is_foreign_key_violation() => StoreError::not_found("session", session_id),
             _ => StoreError::Database(e),
         })?;
-        self.touch_session(session_id).await?;
         Ok(row.try_get("seq")?)
     }
 
@@ -112,7 +111,6 @@ impl Store {
             seqs.push(row.try_get("seq")?);
         }
         tx.commit().await?;
-        self.touch_session(session_id).await?;
         Ok(seqs)
     }
 

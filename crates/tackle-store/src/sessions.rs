@@ -293,13 +293,4 @@ impl Store {
         }
         Ok(())
     }
-
-    pub(crate) async fn touch_session(&self, id: &str) -> Result<(), StoreError> {
-        sqlx::query("UPDATE sessions SET updated_at = ? WHERE id = ?")
-            .bind(now_ms())
-            .bind(id)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
-    }
 }
