@@ -87,7 +87,7 @@ impl Provider for InstantModel {
             cache_read_tokens: 49_000,
             cache_write_tokens: 0,
         };
-        let events = if n % 2 == 0 {
+        let events = if n.is_multiple_of(2) {
             let call =
                 ToolUse { id: format!("call_{n}"), name: "noop".into(), input: ToolInput::parse("{}") };
             vec![
