@@ -218,6 +218,41 @@ async fn cancellation_during_the_model_call_ends_the_turn() {
 }
 
 #[tokio::test]
+async fn cancellation_mid_stream_keeps_the_text_seen_so_far() {
+    for kind in FORMATS {
+        let long = "word ".repeat(200);
+        let h = Harness::new(kind, Script::new(vec![Turn::text(long), Turn::text("next")])).await;
+        h.fake.push_fault(Fault::Trickle { ms: 20 });
+        let mut session = h.session().await;
+        let cancel = CancellationToken::new();
+        let trigger = cancel.clone();
+        let events = h.events.clone();
+        tokio::spawn(async move {
+            // Cancel once some text has streamed.
+            loop {
+                if events.lock().unwrap().iter().filter(|e| matches!(e, AgentEvent::TextDelta { .. })).count()
+                    >= 3
+                {
+                    trigger.cancel();
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        });
+        let outcome = session.run_turn(TurnInput::new("talk"), &h.sink(), &cancel).await.unwrap();
+        assert_eq!(outcome.end, TurnEnd::Cancelled, "{kind}");
+        assert!(outcome.text.starts_with("word word"), "{kind}: {:?}", outcome.text);
+        assert!(outcome.text.len() < 1000, "the stream was cut short");
+        let last = session.history().last().unwrap().text();
+        assert!(last.ends_with("[cancelled]"), "{kind}: partial text is kept: {last}");
+        // The next turn's request is still valid for the provider.
+        let outcome =
+            session.run_turn(TurnInput::new("go on"), &h.sink(), &CancellationToken::new()).await.unwrap();
+        assert_eq!(outcome.text, "next", "{kind}");
+    }
+}
+
+#[tokio::test]
 async fn a_provider_failure_then_resume_does_not_rerun_finished_tools() {
     for kind in FORMATS {
         let script = Script::new(vec![Turn::call("count", "{}"), Turn::text("counted once")]);

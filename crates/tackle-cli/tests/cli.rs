@@ -294,3 +294,41 @@ async fn config_masks_secrets() {
     let v: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(v["provider"]["api_key"], "sk-…(25)");
 }
+
+#[tokio::test]
+async fn ctrl_c_cancels_the_turn_not_the_repl() {
+    let home = tempfile::tempdir().unwrap();
+    let fake =
+        FakeModel::start(Script::new(vec![Turn::text(&"slow ".repeat(500)), Turn::text("after the cancel")]))
+            .await
+            .unwrap();
+    fake.push_fault(Fault::Trickle { ms: 20 });
+    let mut cmd = tackle(home.path());
+    with_fake(&mut cmd, "openai", &fake);
+    cmd.args(["chat", "--workspace"])
+        .arg(home.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"talk slowly\n").unwrap();
+    stdin.flush().unwrap();
+    for _ in 0..200 {
+        if !fake.requests().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    stdin.write_all(b"again\n/quit\n").unwrap();
+    drop(stdin);
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap()).await.unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "the REPL survived Ctrl-C: {stderr}");
+    assert!(stderr.contains("cancelling the turn"), "{stderr}");
+    assert!(stdout.contains("after the cancel"), "the next message worked: {stdout}");
+}

@@ -35,6 +35,11 @@ pub enum Fault {
         /// Milliseconds.
         ms: u64,
     },
+    /// Stream slowly: wait this long before each SSE event (a model that is still generating).
+    Trickle {
+        /// Milliseconds between events.
+        ms: u64,
+    },
     /// Drop the connection after this many SSE events.
     CutAfter {
         /// Events sent before the cut.

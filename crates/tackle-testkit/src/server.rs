@@ -252,7 +252,9 @@ async fn handle(State(inner): State<Shared>, headers: HeaderMap, raw: Bytes, wir
             return (code, [(header::CONTENT_TYPE, "text/html")], page).into_response();
         }
         Some(Fault::Latency { ms }) => tokio::time::sleep(Duration::from_millis(ms)).await,
-        Some(f @ (Fault::CutAfter { .. } | Fault::MalformedChunk { .. })) => stream_fault = Some(f),
+        Some(f @ (Fault::CutAfter { .. } | Fault::MalformedChunk { .. } | Fault::Trickle { .. })) => {
+            stream_fault = Some(f)
+        }
         Some(Fault::Pass) | None => {}
     }
 
@@ -371,9 +373,15 @@ fn sse_response(frames: Vec<Frame>, fault: Option<Fault>) -> Response {
     }
     // Each frame is its own chunk, as a real server flushes them. Before a cut, pause so what
     // was sent reaches the client first (a real connection dies after the bytes left).
-    let stream = futures::stream::iter(items).then(|item| async move {
+    let trickle = match fault {
+        Some(Fault::Trickle { ms }) => Duration::from_millis(ms),
+        _ => Duration::ZERO,
+    };
+    let stream = futures::stream::iter(items).then(move |item| async move {
         if item.is_err() {
             tokio::time::sleep(Duration::from_millis(30)).await;
+        } else if !trickle.is_zero() {
+            tokio::time::sleep(trickle).await;
         }
         item
     });
