@@ -299,7 +299,7 @@ async fn config_masks_secrets() {
 async fn ctrl_c_cancels_the_turn_not_the_repl() {
     let home = tempfile::tempdir().unwrap();
     let fake =
-        FakeModel::start(Script::new(vec![Turn::text(&"slow ".repeat(500)), Turn::text("after the cancel")]))
+        FakeModel::start(Script::new(vec![Turn::text("slow ".repeat(500)), Turn::text("after the cancel")]))
             .await
             .unwrap();
     fake.push_fault(Fault::Trickle { ms: 20 });
