@@ -77,9 +77,8 @@ impl Provider for InstantModel {
     fn encode(&self, request: &ModelRequest) -> Result<EncodedRequest, ProviderError> {
         self.encoder.encode(request)
     }
-    async fn stream(&self, request: &ModelRequest, _: &CallOptions) -> Result<EventStream, ProviderError> {
-        let body = self.encoder.encode(request)?;
-        std::hint::black_box(body);
+    async fn send(&self, encoded: EncodedRequest, _: &CallOptions) -> Result<EventStream, ProviderError> {
+        std::hint::black_box(encoded);
         let n = self.calls.fetch_add(1, Ordering::SeqCst);
         let usage = Usage {
             input_tokens: 50_000,

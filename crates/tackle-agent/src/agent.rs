@@ -9,7 +9,7 @@ use tackle_provider::Provider;
 use tackle_store::{NewSession, Store};
 use tackle_tools::ToolExecutor;
 
-use crate::{AgentError, LoopGuardConfig, Session};
+use crate::{AgentError, LoopGuardConfig, Session, ToolCatalog};
 
 /// Per-agent settings of the loop.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -22,16 +22,24 @@ pub struct AgentConfig {
     pub max_output_tokens: Option<u32>,
     /// Doom-loop thresholds.
     pub loop_guard: LoopGuardConfig,
+    /// Per-step tool availability (masks, skills); `false` is the kill switch: every tool is
+    /// always active.
+    pub dynamic_tools: bool,
+    /// The user's config directory (`~/.config/tackle`), searched for skills after the workspace.
+    pub user_config_dir: Option<PathBuf>,
 }
 
 impl AgentConfig {
-    /// Defaults for `model`: 25 steps, provider default output limit, default guard.
+    /// Defaults for `model`: 25 steps, provider default output limit, default guard, dynamic
+    /// tools on, no user config dir.
     pub fn new(model: impl Into<String>) -> Self {
         Self {
             model: model.into(),
             max_steps: 25,
             max_output_tokens: None,
             loop_guard: LoopGuardConfig::default(),
+            dynamic_tools: true,
+            user_config_dir: None,
         }
     }
 }
@@ -103,6 +111,18 @@ impl Agent {
     /// Tool definitions of the registry, in order.
     pub fn tool_specs(&self) -> Vec<ToolSpec> {
         self.inner.executor.registry().specs()
+    }
+
+    /// The catalog a session opened now would freeze: the registry's tools in order.
+    pub fn catalog(&self) -> ToolCatalog {
+        ToolCatalog::freeze(self.tool_specs(), Vec::new())
+    }
+
+    /// Where skills are looked for: the workspace, then the user config dir.
+    pub fn skill_roots(&self, workspace: &Path) -> Vec<PathBuf> {
+        let mut roots = vec![workspace.to_owned()];
+        roots.extend(self.inner.config.user_config_dir.clone());
+        roots
     }
 
     /// Creates a session in the store.

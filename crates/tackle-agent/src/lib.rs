@@ -18,6 +18,8 @@ mod model_call;
 mod prefix;
 mod session;
 mod settings;
+mod skills;
+mod step_tools;
 mod system_prompt;
 mod tail_note;
 mod todo;
@@ -32,7 +34,14 @@ pub use loop_guard::{LoopGuard, LoopGuardConfig, Verdict, canonical_json};
 pub use mask::ToolMask;
 pub use prefix::{PrefixStats, PrefixTracker};
 pub use session::{Session, TurnInput, TurnOutcome};
-pub use settings::{CONFIG_FILE, LoadedSettings, Settings, SettingsError, ToolSettings, default_model};
+pub use settings::{
+    CONFIG_FILE, LoadedSettings, Settings, SettingsError, ToolSettings, default_model, user_config_dir,
+};
+pub use skills::{
+    ACTIVE_SKILLS_KEY, ActivateSkill, ActivateSkillArgs, ActiveSkills, MAX_ACTIVE_SKILLS, Skill, SkillSet,
+    parse_skill,
+};
+pub use step_tools::{Availability, MaskStrategy, StepTools, resolve_step};
 pub use system_prompt::{BASE_PROMPT, system_sections};
 pub use tail_note::{NOTE_PREFIX, TailNotes, TailState};
 pub use todo::{TodoArgs, TodoTool};

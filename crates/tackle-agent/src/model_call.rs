@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
-use tackle_protocol::{AgentEvent, ModelRequest, ModelResponse, ResponseAccumulator, StreamEvent};
-use tackle_provider::{CallOptions, Provider, ProviderError, RetryNotice};
+use tackle_protocol::{AgentEvent, ModelResponse, ResponseAccumulator, StreamEvent};
+use tackle_provider::{CallOptions, EncodedRequest, Provider, ProviderError, RetryNotice};
 use tackle_tools::EventSink;
 use tokio_util::sync::CancellationToken;
 
@@ -21,10 +21,11 @@ pub(crate) enum ModelCallError {
     Provider(ProviderError),
 }
 
-/// Streams `request`, forwarding text and reasoning deltas to `sink`.
+/// Sends `request` (already encoded) and streams the answer, forwarding text and reasoning
+/// deltas to `sink`.
 pub(crate) async fn call_model(
     provider: &Arc<dyn Provider>,
-    request: &ModelRequest,
+    request: EncodedRequest,
     sink: &EventSink,
     cancel: &CancellationToken,
 ) -> Result<ModelResponse, ModelCallError> {
@@ -41,7 +42,7 @@ pub(crate) async fn call_model(
     let mut stream_retries = 0;
     loop {
         let started = tokio::select! {
-            r = provider.stream(request, &options) => r,
+            r = provider.send(request.clone(), &options) => r,
             _ = cancel.cancelled() => return Err(ModelCallError::Cancelled { partial: ModelResponse::default() }),
         };
         let mut stream = started.map_err(ModelCallError::Provider)?;

@@ -1,16 +1,19 @@
 //! [`Session`]: one conversation, its history, and the turns run on it.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use tackle_protocol::{ContentBlock, Message, Role, SystemSection, ToolResult, ToolSpec, TurnEnd, Usage};
+use tackle_protocol::{
+    AgentEvent, CachePolicy, ContentBlock, Message, Role, SystemSection, ToolResult, TurnEnd, Usage,
+};
 use tackle_store::{SessionRecord, ToolCallStatus};
 
 use crate::invariants::interrupted_result;
+use crate::skills::{ACTIVE_SKILLS_KEY, ActiveSkills, SkillSet};
+use crate::step_tools::{Availability, StepTools, resolve_step};
 use crate::system_prompt::system_sections;
 use crate::tail_note::TailNotes;
-use crate::{Agent, AgentError};
+use crate::{Agent, AgentError, PrefixTracker, ToolCatalog, ToolMask};
 
 /// What the user sends in a turn.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -19,12 +22,20 @@ pub struct TurnInput {
     pub message: String,
     /// Steps for this turn instead of the agent's default.
     pub max_steps: Option<u32>,
+    /// Which tools the model may call in this turn (see [`ToolMask`]); all when `None`.
+    pub tool_mask: Option<ToolMask>,
 }
 
 impl TurnInput {
     /// A turn with this message and default limits.
     pub fn new(message: impl Into<String>) -> Self {
-        Self { message: message.into(), max_steps: None }
+        Self { message: message.into(), max_steps: None, tool_mask: None }
+    }
+
+    /// Sets the tool mask.
+    pub fn with_mask(mut self, mask: Option<ToolMask>) -> Self {
+        self.tool_mask = mask;
+        self
     }
 }
 
@@ -53,12 +64,23 @@ pub struct Session {
     pub(crate) history: Vec<Message>,
     pub(crate) next_turn: i64,
     pub(crate) workspace: PathBuf,
-    pub(crate) tools: Arc<[ToolSpec]>,
+    /// The tool definitions, frozen for the session.
+    pub(crate) catalog: ToolCatalog,
+    /// Skills found in the workspace and the user config dir when the session was opened.
+    pub(crate) skills: SkillSet,
     /// System sections, read once when the session is opened so every request of the session
     /// shares them byte for byte.
     pub(crate) system: Vec<SystemSection>,
     pub(crate) notes: TailNotes,
+    pub(crate) prefix: PrefixTracker,
+    /// Messages in the previous request (where its cache entry ends).
+    pub(crate) last_request_len: usize,
+    /// Warnings found while opening, reported at the next turn.
+    pub(crate) pending_warnings: Vec<AgentEvent>,
 }
+
+/// Session-state key of the catalog fingerprint.
+const CATALOG_KEY: &str = "catalog.fingerprint";
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -73,12 +95,75 @@ impl Session {
         history: Vec<Message>,
     ) -> Result<Self, AgentError> {
         let workspace = PathBuf::from(&record.workspace);
+        let store = agent.store().clone();
+        let mut pending_warnings = Vec::new();
         // The tool list is frozen for the session's life: every request sends these exact specs.
-        let tools: Arc<[ToolSpec]> = Arc::from(agent.tool_specs());
-        let next_turn = agent.store().last_turn(&record.id).await?.map(|t| t + 1).unwrap_or(1);
+        let catalog = agent.catalog();
+        let known: Option<String> = store.get_state(&record.id, CATALOG_KEY).await?;
+        if known.as_deref() != Some(catalog.fingerprint()) {
+            if let Some(old) = known {
+                // A changed tool set (new version, new tool source) is applied only here, at a turn
+                // boundary, and said out loud: the provider cache restarts from the tools.
+                tracing::info!(session = %record.id, from = %old, to = %catalog.fingerprint(), "tool catalog changed");
+                pending_warnings.push(AgentEvent::Custom {
+                    name: "catalog_changed".into(),
+                    data: serde_json::json!({ "from": old, "to": catalog.fingerprint(), "tools": catalog.names() }),
+                });
+            }
+            store.set_state(&record.id, CATALOG_KEY, catalog.fingerprint()).await?;
+        }
+        let (skills, skill_warnings) = SkillSet::discover(&agent.skill_roots(&workspace));
+        for w in skill_warnings {
+            tracing::warn!("{w}");
+            pending_warnings.push(AgentEvent::Warning { code: "skill_invalid".into(), message: w });
+        }
+        let mut system = system_sections(&workspace);
+        system.extend(skills.system_section());
+        // Cacheable sections first: dynamic text may only follow them.
+        system.sort_by_key(|s| s.cache == CachePolicy::Dynamic);
+        let next_turn = store.last_turn(&record.id).await?.map(|t| t + 1).unwrap_or(1);
         let notes = TailNotes::from_history(&history);
-        let system = system_sections(&workspace);
-        Ok(Self { agent, record, history, next_turn, workspace, tools, system, notes })
+        Ok(Self {
+            agent,
+            record,
+            history,
+            next_turn,
+            workspace,
+            catalog,
+            skills,
+            system,
+            notes,
+            prefix: PrefixTracker::default(),
+            last_request_len: 0,
+            pending_warnings,
+        })
+    }
+
+    /// The tool catalog of the session.
+    pub fn catalog(&self) -> &ToolCatalog {
+        &self.catalog
+    }
+
+    /// The skills of the session.
+    pub fn skills(&self) -> &SkillSet {
+        &self.skills
+    }
+
+    /// The tools of the next step under `mask` (for front ends showing active and masked tools).
+    pub async fn step_tools(
+        &self,
+        mask: Option<&ToolMask>,
+        last_step: bool,
+    ) -> Result<StepTools, AgentError> {
+        let mut availability = Availability { mask, ..Availability::default() };
+        if !self.skills.is_empty() {
+            let active: ActiveSkills =
+                self.agent.store().get_state(&self.record.id, ACTIVE_SKILLS_KEY).await?.unwrap_or_default();
+            availability.gated = self.skills.gated_tools();
+            availability.unlocked = self.skills.unlocked_tools(active.0.iter());
+        }
+        let caps = self.agent.provider().capabilities();
+        Ok(resolve_step(&self.catalog, &availability, &caps, last_step, self.agent.config().dynamic_tools))
     }
 
     /// Session id.

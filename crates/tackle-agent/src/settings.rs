@@ -47,6 +47,12 @@ pub struct Settings {
     /// Doom-loop thresholds.
     #[serde(rename = "loop")]
     pub loop_guard: LoopGuardConfig,
+    /// Per-step tool availability (masks, skills). `TACKLE_DYNAMIC_TOOLS=off` turns it off: the
+    /// kill switch, every tool always active.
+    pub dynamic_tools: bool,
+    /// Offloading large tool outputs to the store behind a locator.
+    /// `TACKLE_RECOVERABLE_COMPRESSION=off` turns it off (outputs are capped instead).
+    pub recoverable_compression: bool,
 }
 
 impl Default for Settings {
@@ -64,6 +70,8 @@ impl Default for Settings {
             builtins: BuiltinConfig::default(),
             hooks: Vec::new(),
             loop_guard: LoopGuardConfig::default(),
+            dynamic_tools: true,
+            recoverable_compression: true,
         }
     }
 }
@@ -139,7 +147,7 @@ pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
 impl Settings {
     /// Loads the user and workspace configuration files and applies the environment.
     pub fn load(workspace: &Path) -> Result<LoadedSettings, SettingsError> {
-        let user = dirs::config_dir().map(|d| d.join("tackle").join(CONFIG_FILE));
+        let user = user_config_dir().map(|d| d.join(CONFIG_FILE));
         Self::load_from(user.as_deref(), workspace, &|k| std::env::var(k).ok())
     }
 
@@ -192,6 +200,17 @@ impl Settings {
         if let Some(m) = get("TACKLE_MODEL") {
             self.model = Some(m);
         }
+        for (var, flag) in [
+            ("TACKLE_DYNAMIC_TOOLS", &mut self.dynamic_tools),
+            ("TACKLE_RECOVERABLE_COMPRESSION", &mut self.recoverable_compression),
+        ] {
+            if let Some(v) = get(var) {
+                *flag = parse_switch(&v).ok_or_else(|| SettingsError::InvalidEnv {
+                    var: var.into(),
+                    message: format!("{v:?} is not on or off"),
+                })?;
+            }
+        }
         Ok(())
     }
 
@@ -231,6 +250,20 @@ impl Settings {
     pub fn model_for(&self, kind: ProviderKind) -> String {
         self.model.clone().unwrap_or_else(|| default_model(kind).to_owned())
     }
+}
+
+/// Reads an on/off switch: on, true, 1, yes / off, false, 0, no.
+fn parse_switch(v: &str) -> Option<bool> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "on" | "true" | "1" | "yes" => Some(true),
+        "off" | "false" | "0" | "no" => Some(false),
+        _ => None,
+    }
+}
+
+/// The user's Tackle config directory (`~/.config/tackle` on Linux).
+pub fn user_config_dir() -> Option<PathBuf> {
+    dirs::config_dir().map(|d| d.join("tackle"))
 }
 
 /// Model used when none is configured.
@@ -276,7 +309,19 @@ mod tests {
         assert_eq!(s.tools.timeout_secs, 5, "tables merge key by key");
         assert_eq!(s.tools.max_output_lines, 7);
         assert_eq!(s.data_dir().unwrap(), PathBuf::from("/tmp/th"));
+        assert!(s.dynamic_tools);
         assert_eq!(loaded.sources.len(), 2);
+    }
+
+    #[test]
+    fn kill_switches_read_on_and_off() {
+        let dir = tempfile::tempdir().unwrap();
+        let vars = [("TACKLE_DYNAMIC_TOOLS", "off"), ("TACKLE_RECOVERABLE_COMPRESSION", "OFF")];
+        let s = Settings::load_from(None, dir.path(), &env(&vars)).unwrap().settings;
+        assert!(!s.dynamic_tools && !s.recoverable_compression);
+        let err =
+            Settings::load_from(None, dir.path(), &env(&[("TACKLE_DYNAMIC_TOOLS", "maybe")])).unwrap_err();
+        assert!(err.to_string().contains("TACKLE_DYNAMIC_TOOLS"));
     }
 
     #[test]

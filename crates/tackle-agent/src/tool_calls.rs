@@ -20,6 +20,8 @@ pub(crate) struct CallBatch<'a> {
     pub(crate) turn_state: &'a TurnState,
     pub(crate) sink: &'a EventSink,
     pub(crate) cancel: &'a CancellationToken,
+    /// Tools callable in this step (`None`: all).
+    pub(crate) allowed: Option<&'a [String]>,
 }
 
 /// One finished call, as the loop needs it.
@@ -129,7 +131,7 @@ async fn run_one(batch: &CallBatch<'_>, call: &ToolUse) -> Result<ExecutedCall, 
         progress: progress_sink(batch.sink),
         events: batch.sink.clone(),
     };
-    let report = session.agent.executor().execute(call, ctx, &CallOptions::default()).await;
+    let report = session.agent.executor().execute(call, ctx, &CallOptions { allowed: batch.allowed }).await;
     let outcome = match &report.outcome {
         Ok(_) => Ok(()),
         Err(e) => Err(e.clone()),

@@ -1,27 +1,40 @@
 //! The agent loop: one turn of a session, step by step.
 //!
-//! A step builds the request from the frozen tool list and the repaired history, streams the
-//! model's answer, commits it, runs the tool calls (concurrently when all are read-only or
-//! idempotent), commits their results, and asks the loop guard whether to go on.
+//! A step resolves which tools are callable (mask, skills, deferral; the definitions never
+//! change), appends a tail note if the state it reports changed, builds and encodes the request
+//! once (measuring prefix stability on the exact bytes), streams the model's answer, commits it,
+//! runs the tool calls (concurrently when all are read-only or idempotent), commits their
+//! results, and asks the loop guard whether to go on.
 
 use std::time::Instant;
 
 use tackle_protocol::{
-    AgentEvent, Message, ModelRequest, StopReason, ToolChoice, ToolResult, TurnEnd, Usage,
+    AgentEvent, CacheBreakpoint, Message, ModelRequest, StepMetrics, StopReason, ToolResult, TurnEnd, Usage,
 };
-use tackle_store::{SessionStatus, SessionUpdate};
+use tackle_store::{SessionStatus, SessionUpdate, StepRecord};
 use tackle_tools::{EventSink, TurnState};
 use tokio_util::sync::CancellationToken;
 
 use crate::invariants;
 use crate::loop_guard::{LoopGuard, Verdict};
 use crate::model_call::{ModelCallError, call_model};
+use crate::step_tools::{MaskStrategy, StepTools};
 use crate::tail_note::TailState;
 use crate::tool_calls::{CallBatch, run_calls};
 use crate::{AgentError, Session, TurnInput, TurnOutcome};
 
 /// Longest session title derived from a first message.
 const TITLE_CHARS: usize = 60;
+
+/// What one step measured, for events and the store.
+struct StepReport {
+    step: u32,
+    stop_reason: StopReason,
+    usage: Usage,
+    started: Instant,
+    metrics: StepMetrics,
+    strategy: MaskStrategy,
+}
 
 impl Session {
     /// Runs one turn: the user's message, then model steps and tool calls until the model
@@ -50,6 +63,9 @@ impl Session {
             model: self.agent.config().model.clone(),
             resumed,
         });
+        for warning in std::mem::take(&mut self.pending_warnings) {
+            sink.emit(warning);
+        }
 
         let outcome = self.run_steps(turn, input, sink, cancel).await;
         let status = match &outcome {
@@ -92,37 +108,90 @@ impl Session {
     ) -> Result<TurnOutcome, AgentError> {
         let config = self.agent.config().clone();
         let max_steps = input.max_steps.unwrap_or(config.max_steps).max(1);
+        let mask = input.tool_mask.filter(|m| !m.is_empty());
+        if let Some(m) = &mask {
+            let unknown: Vec<&str> = m.names().filter(|n| !self.catalog.contains(n)).collect();
+            if !unknown.is_empty() {
+                sink.emit(AgentEvent::Warning {
+                    code: "unknown_tool_in_mask".into(),
+                    message: format!("the tool mask names tools that do not exist: {}", unknown.join(", ")),
+                });
+            }
+        }
         self.close_open_calls(turn).await?;
         self.append(turn, Message::user(input.message)).await?;
 
         let mut guard = LoopGuard::new(config.loop_guard.clone());
         let turn_state = TurnState::default();
         let mut usage = Usage::default();
+        let mut fallback_warned = false;
         let session_id = self.record.id.clone();
         let outcome = |steps: u32, end: TurnEnd, text: String, usage: Usage, error: Option<String>| {
             TurnOutcome { session_id: session_id.clone(), steps, end, text, usage, error }
         };
+        let cancelled = || Some("the turn was cancelled".to_owned());
         let mut step = 0;
         while step < max_steps {
             step += 1;
             let last = step == max_steps;
             if cancel.is_cancelled() {
-                return Ok(outcome(
-                    step - 1,
-                    TurnEnd::Cancelled,
-                    String::new(),
-                    usage,
-                    Some("the turn was cancelled".into()),
-                ));
+                return Ok(outcome(step - 1, TurnEnd::Cancelled, String::new(), usage, cancelled()));
             }
             sink.emit(AgentEvent::StepStarted { step, max_steps });
             let started = Instant::now();
-            let request = self.build_request(last);
-            let called = call_model(self.agent.provider(), &request, sink, cancel).await;
-            // The request borrowed the history for the call; take it back.
-            self.history = request.messages;
 
-            let response = match called {
+            let tools = self.step_tools(mask.as_ref(), last).await?;
+            sink.emit(AgentEvent::ToolsResolved {
+                step,
+                active: tools.active.clone(),
+                inactive: tools.inactive.clone(),
+                strategy: tools.strategy.as_str().to_owned(),
+            });
+            if tools.strategy == MaskStrategy::TailNote
+                && !fallback_warned
+                && self.agent.provider().name() == "openai"
+            {
+                fallback_warned = true;
+                sink.emit(AgentEvent::Warning {
+                    code: "strategy_fallback".into(),
+                    message: "this OpenAI-compatible server has no allowed_tools: the active tools are stated in a \
+                              tail note and enforced by the executor"
+                        .into(),
+                });
+            }
+            if !last && let Some(note) = self.notes.next(&self.tail_state(&tools).await?) {
+                self.append(turn, note).await?;
+            }
+
+            let request = self.build_request(&tools);
+            let encoded = self.agent.provider().encode(&request);
+            // The request borrowed the history to be encoded; take it back.
+            self.last_request_len = request.messages.len();
+            self.history = request.messages;
+            let encoded = match encoded {
+                Ok(e) => e,
+                Err(e) => {
+                    let message = format!("the request could not be encoded: {e}");
+                    return Ok(outcome(step, TurnEnd::Failed, String::new(), usage, Some(message)));
+                }
+            };
+            let mut metrics = StepMetrics::default();
+            if let Some(stats) = self.prefix.observe(encoded.path, &encoded.body) {
+                metrics.prefix_bytes = Some(stats.prefix_bytes);
+                metrics.prefix_ratio = Some(stats.ratio);
+                metrics.request_bytes = Some(stats.request_bytes);
+                metrics.cache_break = stats.cache_break;
+            }
+            if let Some(path) = &metrics.cache_break {
+                sink.emit(AgentEvent::Warning {
+                    code: "cache_break".into(),
+                    message: format!(
+                        "the request prefix changed at {path}; the provider cache is invalidated from there"
+                    ),
+                });
+            }
+
+            let response = match call_model(self.agent.provider(), encoded, sink, cancel).await {
                 Ok(r) => r,
                 Err(ModelCallError::Cancelled { partial }) => {
                     let text = partial.text();
@@ -130,13 +199,7 @@ impl Session {
                         // Keep what the user already saw; drop half-streamed tool calls.
                         self.append(turn, Message::assistant(format!("{text}\n[cancelled]"))).await?;
                     }
-                    return Ok(outcome(
-                        step,
-                        TurnEnd::Cancelled,
-                        text,
-                        usage,
-                        Some("the turn was cancelled".into()),
-                    ));
+                    return Ok(outcome(step, TurnEnd::Cancelled, text, usage, cancelled()));
                 }
                 Err(ModelCallError::Provider(e)) => {
                     let message = format!("model call failed: {e}");
@@ -144,8 +207,14 @@ impl Session {
                 }
             };
             usage.add(&response.usage);
-            let stop_reason = response.stop_reason.clone();
-            let step_usage = response.usage;
+            let report = StepReport {
+                step,
+                stop_reason: response.stop_reason.clone(),
+                usage: response.usage,
+                started,
+                metrics,
+                strategy: tools.strategy,
+            };
             let text = response.text();
             let calls: Vec<_> = response.tool_uses().cloned().collect();
             let message = response.into_message();
@@ -154,7 +223,7 @@ impl Session {
             }
 
             if calls.is_empty() {
-                self.finish_step(sink, step, stop_reason, step_usage, started);
+                self.finish_step(sink, turn, report).await?;
                 if last && step > 1 {
                     let note = format!(
                         "reached the step limit ({max_steps}); the last step ran without tools. \
@@ -171,7 +240,7 @@ impl Session {
                 // history stays valid, run nothing.
                 let results = calls.iter().map(|c| step_limit_result(&c.id, &c.name)).collect::<Vec<_>>();
                 self.append(turn, Message::tool_results(results)).await?;
-                self.finish_step(sink, step, stop_reason, step_usage, started);
+                self.finish_step(sink, turn, report).await?;
                 let note = format!(
                     "reached the step limit ({max_steps}) with tool calls pending; they were not run"
                 );
@@ -179,17 +248,18 @@ impl Session {
                 return Ok(outcome(step, TurnEnd::MaxSteps, text, usage, Some(note)));
             }
 
-            let batch = CallBatch { session: self, turn_state: &turn_state, sink, cancel };
-            let reports = run_calls(batch, &calls).await?;
-            let results: Vec<ToolResult> = reports.iter().map(|r| r.result.clone()).collect();
+            let batch =
+                CallBatch { session: self, turn_state: &turn_state, sink, cancel, allowed: tools.allowed() };
+            let executed = run_calls(batch, &calls).await?;
+            let results: Vec<ToolResult> = executed.iter().map(|r| r.result.clone()).collect();
             self.append(turn, Message::tool_results(results)).await?;
-            self.finish_step(sink, step, stop_reason, step_usage, started);
+            self.finish_step(sink, turn, report).await?;
 
             let mut stop = None;
-            for (call, report) in calls.iter().zip(&reports) {
+            for (call, done) in calls.iter().zip(&executed) {
                 let args =
                     call.input.as_json().cloned().unwrap_or_else(|| call.input.to_wire_string().into());
-                match guard.observe(&report.tool, &args, report.outcome.as_ref().err()) {
+                match guard.observe(&done.tool, &args, done.outcome.as_ref().err()) {
                     Verdict::Continue => {}
                     Verdict::Remind(text) => {
                         sink.emit(AgentEvent::Warning {
@@ -205,26 +275,18 @@ impl Session {
                 return Ok(outcome(step, TurnEnd::Failed, text, usage, Some(message)));
             }
             if cancel.is_cancelled() {
-                return Ok(outcome(
-                    step,
-                    TurnEnd::Cancelled,
-                    text,
-                    usage,
-                    Some("the turn was cancelled".into()),
-                ));
-            }
-            if let Some(note) = self.notes.next(&self.tail_state(&turn_state).await?) {
-                self.append(turn, note).await?;
+                return Ok(outcome(step, TurnEnd::Cancelled, text, usage, cancelled()));
             }
         }
         // Unreachable in practice: the last step always returns above.
         Ok(outcome(step, TurnEnd::MaxSteps, String::new(), usage, None))
     }
 
-    /// The request of the next step: frozen tools, repaired history, and on the last step tool
-    /// choice `none` with the definitions unchanged. The history moves into the request (no copy
-    /// of a long conversation per step); the caller moves it back after the call.
-    pub(crate) fn build_request(&mut self, last_step: bool) -> ModelRequest {
+    /// The request of a step: frozen tools, the step's tool choice, repaired history, cache
+    /// breakpoints after the system prompt and at the end of the history (and where the previous
+    /// request ended, so its cache entry is read). The history moves into the request (no copy
+    /// of a long conversation per step); the caller moves it back.
+    pub(crate) fn build_request(&mut self, tools: &StepTools) -> ModelRequest {
         let history = std::mem::take(&mut self.history);
         let messages = if invariants::is_valid(&history) {
             history
@@ -234,40 +296,57 @@ impl Session {
             repaired
         };
         let config = self.agent.config();
+        let last = messages.len().saturating_sub(1);
+        let previous = self.last_request_len.saturating_sub(1);
         let mut request = ModelRequest::new(config.model.clone(), messages);
         request.system = self.system.clone();
-        request.tools = self.tools.clone();
-        request.tool_choice = if last_step { ToolChoice::None } else { ToolChoice::Auto };
+        request.tools = self.catalog.specs().clone();
+        request.tool_choice = tools.tool_choice.clone();
         request.max_output_tokens = config.max_output_tokens;
         request.prompt_cache_key = Some(self.record.id.clone());
+        request.cache_breakpoints = vec![CacheBreakpoint::System, CacheBreakpoint::Message { index: last }];
+        if self.last_request_len > 0 && previous < last {
+            request.cache_breakpoints.push(CacheBreakpoint::Message { index: previous });
+        }
         request
     }
 
-    /// What the tail note should say after this step.
-    async fn tail_state(&self, _turn: &TurnState) -> Result<TailState, AgentError> {
+    /// What the tail note should say before a step.
+    async fn tail_state(&self, tools: &StepTools) -> Result<TailState, AgentError> {
         let todos = self.agent.store().open_todos(&self.record.id).await?;
         Ok(TailState {
-            active_tools: None,
+            active_tools: tools.note(),
             open_todos: todos.into_iter().map(|t| format!("{}. {}", t.id, t.text)).collect(),
             extra: Vec::new(),
         })
     }
 
-    fn finish_step(
-        &self,
-        sink: &EventSink,
-        step: u32,
-        stop_reason: StopReason,
-        usage: Usage,
-        started: Instant,
-    ) {
+    async fn finish_step(&self, sink: &EventSink, turn: i64, report: StepReport) -> Result<(), AgentError> {
+        let duration_ms = u64::try_from(report.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let record = StepRecord {
+            turn,
+            step: i64::from(report.step),
+            stop_reason: report.stop_reason.to_string(),
+            input_tokens: report.usage.input_tokens,
+            output_tokens: report.usage.output_tokens,
+            cache_read_tokens: report.usage.cache_read_tokens,
+            cache_write_tokens: report.usage.cache_write_tokens,
+            request_bytes: report.metrics.request_bytes,
+            prefix_bytes: report.metrics.prefix_bytes,
+            prefix_ratio: report.metrics.prefix_ratio,
+            cache_break: report.metrics.cache_break.clone(),
+            strategy: Some(report.strategy.as_str().to_owned()),
+            duration_ms,
+        };
+        self.agent.store().record_step(&self.record.id, &record).await?;
         sink.emit(AgentEvent::StepFinished {
-            step,
-            stop_reason,
-            usage,
-            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-            metrics: None,
+            step: report.step,
+            stop_reason: report.stop_reason,
+            usage: report.usage,
+            duration_ms,
+            metrics: Some(report.metrics),
         });
+        Ok(())
     }
 }
 

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Result;
-use tackle_agent::{Agent, Session, TurnInput};
+use tackle_agent::{Agent, Session, ToolMask, TurnInput};
 use tackle_store::SessionFilter;
 use tackle_tools::{ApprovalMode, EventSink};
 use tokio_util::sync::CancellationToken;
@@ -13,14 +13,16 @@ use crate::approver::TerminalApprover;
 use crate::cli::ChatArgs;
 use crate::render::{TerminalRenderer, TextOutput, sink};
 use crate::runtime::{
-    Approvals, build_agent, open_or_create, open_store, provider_for, settings_for, workspace_dir,
+    Approvals, build_agent, open_or_create, open_store, provider_for, settings_for, tool_mask, workspace_dir,
 };
 use crate::terminal::{Input, Terminal};
 
 const HELP: &str = "\
 Commands:
   /help          this help
-  /tools         the tools the model can call
+  /tools         the tools, and which are active, masked or waiting for a skill
+  /mask [JSON]   show or set the tool mask, e.g. /mask {\"shell\": false}; /mask off clears it
+  /steps N       steps per turn
   /session       the current session
   /sessions      recent sessions
   /resume ID     switch to a stored session (id or unique prefix)
@@ -28,9 +30,19 @@ Commands:
   /quit          leave (Ctrl-D too)
 Anything else is sent to the model. Ctrl-C cancels a running turn, not the program.";
 
+/// What the REPL carries between turns.
+struct ChatState {
+    agent: Agent,
+    session: Session,
+    workspace: std::path::PathBuf,
+    max_steps: Option<u32>,
+    mask: Option<ToolMask>,
+}
+
 pub async fn run(args: ChatArgs) -> Result<ExitCode> {
     let workspace = workspace_dir(args.model.workspace.as_ref())?;
     let settings = settings_for(&workspace, &args.model)?;
+    let mask = tool_mask(args.model.tool_mask.as_deref())?;
     let (provider, kind) = provider_for(&settings)?;
     let store = open_store(&settings).await?;
     let history = settings.data_dir().ok().map(|d| d.join("repl_history"));
@@ -40,15 +52,17 @@ pub async fn run(args: ChatArgs) -> Result<ExitCode> {
     } else {
         Approvals::Ask(Arc::new(TerminalApprover::new(terminal.clone())))
     };
-    let agent = build_agent(&settings, provider, kind, store, approvals, ApprovalMode::Interactive).await?;
-    let mut session = open_or_create(&agent, args.model.session.as_deref(), &workspace).await?;
+    let agent =
+        build_agent(&settings, &workspace, provider, kind, store, approvals, ApprovalMode::Interactive)
+            .await?;
+    let session = open_or_create(&agent, args.model.session.as_deref(), &workspace).await?;
     let (events, _) = sink(Some(TerminalRenderer::new(TextOutput::Stdout)), None);
     eprintln!(
         "tackle chat · {} · session {} · /help for commands, Ctrl-D to leave",
         agent.config().model,
         short(session.id())
     );
-    let mut max_steps = args.model.max_steps;
+    let mut state = ChatState { agent, session, workspace, max_steps: args.model.max_steps, mask };
 
     loop {
         let line = match terminal.read_line("you> ", true).await {
@@ -64,7 +78,7 @@ pub async fn run(args: ChatArgs) -> Result<ExitCode> {
             continue;
         }
         if let Some(command) = line.strip_prefix('/') {
-            match slash(command, &agent, &mut session, &workspace, &mut max_steps).await {
+            match slash(command, &mut state).await {
                 Ok(Flow::Continue) => continue,
                 Ok(Flow::Quit) => break,
                 Err(e) => {
@@ -73,7 +87,7 @@ pub async fn run(args: ChatArgs) -> Result<ExitCode> {
                 }
             }
         }
-        run_turn(&mut session, line, max_steps, &events).await;
+        run_turn(&mut state, line, &events).await;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -83,11 +97,11 @@ enum Flow {
     Quit,
 }
 
-async fn run_turn(session: &mut Session, line: &str, max_steps: Option<u32>, events: &EventSink) {
+async fn run_turn(state: &mut ChatState, line: &str, events: &EventSink) {
     let cancel = CancellationToken::new();
-    let mut input = TurnInput::new(line);
-    input.max_steps = max_steps;
-    let turn = session.run_turn(input, events, &cancel);
+    let mut input = TurnInput::new(line).with_mask(state.mask.clone());
+    input.max_steps = state.max_steps;
+    let turn = state.session.run_turn(input, events, &cancel);
     tokio::pin!(turn);
     let result = loop {
         tokio::select! {
@@ -103,26 +117,43 @@ async fn run_turn(session: &mut Session, line: &str, max_steps: Option<u32>, eve
     }
 }
 
-async fn slash(
-    command: &str,
-    agent: &Agent,
-    session: &mut Session,
-    workspace: &std::path::Path,
-    max_steps: &mut Option<u32>,
-) -> Result<Flow> {
+async fn slash(command: &str, state: &mut ChatState) -> Result<Flow> {
     let (name, arg) =
         command.split_once(char::is_whitespace).map(|(a, b)| (a, b.trim())).unwrap_or((command, ""));
     match name {
         "help" | "?" => eprintln!("{HELP}"),
         "quit" | "exit" | "q" => return Ok(Flow::Quit),
         "tools" => {
-            for spec in agent.tool_specs() {
+            let step = state.session.step_tools(state.mask.as_ref(), false).await?;
+            let gated = state.session.skills().gated_tools();
+            for spec in state.session.catalog().specs().iter() {
+                let status = if step.active.contains(&spec.name) {
+                    "active"
+                } else if gated.contains(&spec.name) {
+                    "needs a skill"
+                } else {
+                    "masked"
+                };
                 let first = spec.description.lines().next().unwrap_or("");
-                eprintln!("  {:<14} {first}", spec.name);
+                eprintln!("  {:<16} {status:<13} {first}", spec.name);
             }
         }
+        "mask" => match arg {
+            "" => match &state.mask {
+                Some(m) => eprintln!("mask: {}", serde_json::to_string(m)?),
+                None => eprintln!("no mask: every tool is active"),
+            },
+            "off" | "none" | "clear" => {
+                state.mask = None;
+                eprintln!("mask cleared");
+            }
+            json => {
+                state.mask = tool_mask(Some(json))?;
+                eprintln!("mask set; /tools shows the result");
+            }
+        },
         "session" => {
-            let r = session.record();
+            let r = state.session.record();
             eprintln!(
                 "  id        {}\n  title     {}\n  model     {} ({})\n  workspace {}\n  messages  {}",
                 r.id,
@@ -130,15 +161,12 @@ async fn slash(
                 r.model,
                 r.provider,
                 r.workspace,
-                session.history().len()
+                state.session.history().len()
             );
         }
         "sessions" => {
-            let list = agent
-                .store()
-                .list_sessions(SessionFilter { limit: Some(20), ..SessionFilter::default() })
-                .await?;
-            for s in list {
+            let filter = SessionFilter { limit: Some(20), ..SessionFilter::default() };
+            for s in state.agent.store().list_sessions(filter).await? {
                 eprintln!("  {}  {:<40}  {} messages", short(&s.id), s.title, s.message_count);
             }
         }
@@ -146,17 +174,21 @@ async fn slash(
             if arg.is_empty() {
                 eprintln!("usage: /resume ID (see /sessions)");
             } else {
-                let record = agent.store().find_session_by_prefix(arg).await?;
-                *session = agent.open_session(&record.id).await?;
-                eprintln!("resumed {} ({} messages)", short(session.id()), session.history().len());
+                let record = state.agent.store().find_session_by_prefix(arg).await?;
+                state.session = state.agent.open_session(&record.id).await?;
+                eprintln!(
+                    "resumed {} ({} messages)",
+                    short(state.session.id()),
+                    state.session.history().len()
+                );
             }
         }
         "new" => {
-            *session = open_or_create(agent, None, workspace).await?;
-            eprintln!("new session {}", short(session.id()));
+            state.session = open_or_create(&state.agent, None, &state.workspace).await?;
+            eprintln!("new session {}", short(state.session.id()));
         }
         "steps" => match arg.parse::<u32>() {
-            Ok(n) if n > 0 => *max_steps = Some(n),
+            Ok(n) if n > 0 => state.max_steps = Some(n),
             _ => eprintln!("usage: /steps N (N >= 1)"),
         },
         other => eprintln!("unknown command /{other}; /help lists them"),

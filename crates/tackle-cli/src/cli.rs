@@ -60,6 +60,10 @@ pub struct ModelArgs {
     /// Approve every tool call that would ask for confirmation.
     #[arg(long)]
     pub yes: bool,
+    /// Tools the model may call, as JSON: {"shell": false} masks shell; with any true entry only
+    /// the true ones are active. The definitions sent never change.
+    #[arg(long, value_name = "JSON")]
+    pub tool_mask: Option<String>,
 }
 
 fn parse_provider(s: &str) -> Result<ProviderKind, String> {

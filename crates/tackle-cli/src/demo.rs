@@ -84,6 +84,7 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
     // The workspace is a throwaway directory: approvals are automatic.
     let agent = build_agent(
         &settings,
+        workspace.path(),
         provider,
         ProviderKind::Openai,
         store,

@@ -14,7 +14,7 @@ use crate::approver::TerminalApprover;
 use crate::cli::RunArgs;
 use crate::render::{JsonSink, TerminalRenderer, TextOutput, events_target, json_lines, sink};
 use crate::runtime::{
-    Approvals, build_agent, open_or_create, open_store, provider_for, settings_for, workspace_dir,
+    Approvals, build_agent, open_or_create, open_store, provider_for, settings_for, tool_mask, workspace_dir,
 };
 use crate::terminal::Terminal;
 
@@ -30,7 +30,8 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     } else {
         Approvals::Deny
     };
-    let agent = build_agent(&settings, provider, kind, store, approvals, ApprovalMode::Headless).await?;
+    let agent =
+        build_agent(&settings, &workspace, provider, kind, store, approvals, ApprovalMode::Headless).await?;
     let mut session = open_or_create(&agent, args.model.session.as_deref(), &workspace).await?;
 
     let events_to_stdout = args.events.as_deref() == Some("-");
@@ -49,7 +50,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
             on_ctrl_c.cancel();
         }
     });
-    let mut input = TurnInput::new(args.prompt);
+    let mut input = TurnInput::new(args.prompt).with_mask(tool_mask(args.model.tool_mask.as_deref())?);
     input.max_steps = args.model.max_steps;
     let outcome = session.run_turn(input, &sink, &cancel).await?;
     if args.json {

@@ -5,7 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use tackle_agent::{Agent, AgentConfig, NewSessionOptions, Session, Settings, TodoTool};
+use tackle_agent::{
+    ActivateSkill, Agent, AgentConfig, NewSessionOptions, Session, Settings, SkillSet, TodoTool, ToolMask,
+    user_config_dir,
+};
 use tackle_builtins::builtin_tools;
 use tackle_provider::{OpenAiChat, Provider, ProviderConfig, ProviderKind, build_provider};
 use tackle_store::Store;
@@ -76,13 +79,20 @@ pub fn provider_for(settings: &Settings) -> Result<(Arc<dyn Provider>, ProviderK
     Ok((provider, kind))
 }
 
-/// The tool registry: builtins, then the todo tool.
-pub fn registry(settings: &Settings, store: &Store) -> Result<ToolRegistry> {
+/// The tool registry: builtins, the todo tool, and `activate_skill` when the workspace or the
+/// user config dir has skills.
+pub fn registry(settings: &Settings, store: &Store, workspace: &Path) -> Result<ToolRegistry> {
     let mut registry = ToolRegistry::new();
     for tool in builtin_tools(&settings.builtins) {
         registry.register(tool)?;
     }
     registry.register(typed(TodoTool::new(store.clone())))?;
+    let mut roots = vec![workspace.to_owned()];
+    roots.extend(user_config_dir());
+    let (skills, _) = SkillSet::discover(&roots);
+    if !skills.is_empty() {
+        registry.register(typed(ActivateSkill::new(skills, store.clone())))?;
+    }
     Ok(registry)
 }
 
@@ -99,13 +109,14 @@ pub enum Approvals {
 /// Builds the agent.
 pub async fn build_agent(
     settings: &Settings,
+    workspace: &Path,
     provider: Arc<dyn Provider>,
     kind: ProviderKind,
     store: Store,
     approvals: Approvals,
     mode: ApprovalMode,
 ) -> Result<Agent> {
-    let registry = registry(settings, &store)?;
+    let registry = registry(settings, &store, workspace)?;
     let approver: Arc<dyn Approver> = match approvals {
         Approvals::Auto => Arc::new(AutoApprove),
         Approvals::Deny => {
@@ -125,6 +136,8 @@ pub async fn build_agent(
     config.max_steps = settings.max_steps;
     config.max_output_tokens = settings.max_output_tokens;
     config.loop_guard = settings.loop_guard.clone();
+    config.dynamic_tools = settings.dynamic_tools;
+    config.user_config_dir = user_config_dir();
     Ok(Agent::new(provider, Arc::new(executor), store, config))
 }
 
@@ -142,5 +155,13 @@ pub async fn open_or_create(agent: &Agent, session: Option<&str>, workspace: &Pa
                 ..NewSessionOptions::default()
             })
             .await?),
+    }
+}
+
+/// The `--tool-mask` flag, parsed.
+pub fn tool_mask(arg: Option<&str>) -> Result<Option<ToolMask>> {
+    match arg {
+        Some(text) => Ok(ToolMask::parse_cli(text).map_err(UsageError)?),
+        None => Ok(None),
     }
 }

@@ -219,6 +219,9 @@ pub enum TurnEnd {
 /// Per-step measurements attached to [`AgentEvent::StepFinished`].
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct StepMetrics {
+    /// Size of the cache-relevant part of the request (tools, system, messages).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_bytes: Option<u64>,
     /// Bytes of the request shared, from the start, with the previous request of the session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix_bytes: Option<u64>,

@@ -84,12 +84,23 @@ pub trait Provider: Send + Sync {
     /// Encodes a request exactly as it would be sent.
     fn encode(&self, request: &ModelRequest) -> Result<EncodedRequest, ProviderError>;
 
-    /// Sends a request and streams the response.
+    /// Sends a request already encoded by [`Provider::encode`] and streams the response. The
+    /// loop encodes once per step, measures the bytes (prefix stability), then sends them.
+    async fn send(
+        &self,
+        encoded: EncodedRequest,
+        options: &CallOptions,
+    ) -> Result<EventStream, ProviderError>;
+
+    /// Encodes and sends a request.
     async fn stream(
         &self,
         request: &ModelRequest,
         options: &CallOptions,
-    ) -> Result<EventStream, ProviderError>;
+    ) -> Result<EventStream, ProviderError> {
+        let encoded = self.encode(request)?;
+        self.send(encoded, options).await
+    }
 
     /// Sends a request and waits for the whole response.
     async fn complete(

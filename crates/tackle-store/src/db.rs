@@ -14,7 +14,10 @@ use sqlx::sqlite::{
 use crate::StoreError;
 
 /// The schema, embedded in the binary: version, description, SQL.
-const MIGRATIONS: &[(i64, &str, &str)] = &[(1, "init", include_str!("../migrations/0001_init.sql"))];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, "init", include_str!("../migrations/0001_init.sql")),
+    (2, "steps", include_str!("../migrations/0002_steps.sql")),
+];
 
 fn migrator() -> Migrator {
     let migrations = MIGRATIONS

@@ -14,6 +14,7 @@ mod messages;
 mod sessions;
 mod snapshots;
 mod state;
+mod steps;
 mod todos;
 mod tool_calls;
 
@@ -26,6 +27,7 @@ pub use error::StoreError;
 pub use messages::{MessageFilter, StoredMessage};
 pub use sessions::{NewSession, SessionFilter, SessionRecord, SessionStatus, SessionSummary, SessionUpdate};
 pub use snapshots::{LoadedContext, Snapshot};
+pub use steps::StepRecord;
 pub use todos::{TodoItem, TodoPage, TodoStatus, TodoUpdate};
 pub use tool_calls::{BeginOutcome, ToolCallFinish, ToolCallRecord, ToolCallStatus};
 

@@ -46,6 +46,8 @@ async fn sessions_create_list_get_update_delete_cascade() {
     let a = store.create_session(new_session("alice")).await.unwrap();
     let b = store.create_session(new_session("bob")).await.unwrap();
     assert_eq!(a.status, SessionStatus::Idle);
+    // Activity is ordered by millisecond timestamps: make a's message clearly later than b.
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     assert!(uuid::Uuid::parse_str(&a.id).unwrap().get_version_num() == 7);
 
     store.append_message(&a.id, 1, &Message::user("hi")).await.unwrap();
@@ -57,6 +59,16 @@ async fn sessions_create_list_get_update_delete_cascade() {
     store.add_todo(&a.id, "x").await.unwrap();
     store.set_state(&a.id, "skills", &vec!["git"]).await.unwrap();
     store.save_snapshot(&a.id, 0, &[Message::user("hi")], &json!({})).await.unwrap();
+    let step = StepRecord {
+        turn: 1,
+        step: 1,
+        stop_reason: "end_turn".into(),
+        cache_read_tokens: 7,
+        prefix_ratio: Some(0.99),
+        ..Default::default()
+    };
+    store.record_step(&a.id, &step).await.unwrap();
+    assert_eq!(store.list_steps(&a.id).await.unwrap(), vec![step]);
 
     let all = store.list_sessions(SessionFilter::default()).await.unwrap();
     assert_eq!(all.len(), 2);
@@ -90,6 +102,7 @@ async fn sessions_create_list_get_update_delete_cascade() {
     assert!(matches!(store.get_blob(&a.id, &blob.locator).await, Err(StoreError::NotFound { .. })));
     assert_eq!(store.get_state::<Vec<String>>(&a.id, "skills").await.unwrap(), None);
     assert_eq!(store.latest_snapshot(&a.id).await.unwrap(), None);
+    assert!(store.list_steps(&a.id).await.unwrap().is_empty(), "steps cascade");
     assert!(matches!(store.delete_session(&a.id).await, Err(StoreError::NotFound { .. })));
 }
 

@@ -126,15 +126,15 @@ impl Provider for OpenAiChat {
         Ok(EncodedRequest { path: "/chat/completions", body: self.encode_body(request, true)? })
     }
 
-    async fn stream(
+    async fn send(
         &self,
-        request: &ModelRequest,
+        encoded: EncodedRequest,
         options: &CallOptions,
     ) -> Result<EventStream, ProviderError> {
-        let body = self.encode_body(request, true)?;
-        let url = format!("{}/chat/completions", self.config.base());
+        let url = format!("{}{}", self.config.base(), encoded.path);
         let response =
-            post_with_retry(&self.client, &self.config, &url, &self.headers()?, body, options).await?;
+            post_with_retry(&self.client, &self.config, &url, &self.headers()?, encoded.body, options)
+                .await?;
         Ok(decode_sse(body_stream(response), OpenAiChatDecoder::default()))
     }
 }
