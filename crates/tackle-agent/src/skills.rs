@@ -216,7 +216,9 @@ impl TypedTool for ActivateSkill {
     }
 
     fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations { read_only: false, destructive: false, idempotent: true, open_world: false }
+        // Not marked idempotent: two activations in one step must run in call order, since each
+        // reads and rewrites the session's active list (and the order decides FIFO eviction).
+        ToolAnnotations::default()
     }
 
     async fn run(&self, args: ActivateSkillArgs, ctx: ToolContext) -> Result<ToolOutput, ToolFailure> {

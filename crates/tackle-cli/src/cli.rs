@@ -34,6 +34,30 @@ pub enum Command {
     Demo(DemoArgs),
     /// Print the effective configuration (secrets masked).
     Config(ConfigArgs),
+    /// Built-in benchmarks.
+    Bench {
+        /// Which benchmark.
+        #[command(subcommand)]
+        command: BenchCommand,
+    },
+}
+
+/// `tackle bench ...`.
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Prompt-cache stability of the reference scenario in both wire formats (offline).
+    Cache(BenchCacheArgs),
+}
+
+/// `tackle bench cache`.
+#[derive(Debug, Args)]
+pub struct BenchCacheArgs {
+    /// Model steps in the scenario (at least 12).
+    #[arg(long, default_value_t = 50)]
+    pub steps: usize,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Options shared by commands that talk to a model.

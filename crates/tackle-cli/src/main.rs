@@ -1,6 +1,7 @@
 //! The `tackle` command.
 
 mod approver;
+mod bench;
 mod chat;
 mod cli;
 mod config_cmd;
@@ -47,6 +48,7 @@ fn main() -> ExitCode {
             Command::Sessions { command } => sessions::run(command).await,
             Command::Demo(args) => demo::run(args).await,
             Command::Config(args) => config_cmd::run(args).await,
+            Command::Bench { command: cli::BenchCommand::Cache(args) } => bench::run(args).await,
         }
     });
     // Don't wait for lingering tasks (e.g. a Ctrl-C listener) on the way out.

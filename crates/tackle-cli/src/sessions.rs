@@ -38,8 +38,10 @@ pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
             let record = store.find_session_by_prefix(&id).await.map_err(|e| UsageError(e.to_string()))?;
             let messages = store.load_messages(&record.id, MessageFilter { include_hidden: true }).await?;
             let calls = store.list_tool_calls(&record.id).await?;
+            let steps = store.list_steps(&record.id).await?;
             if json {
-                let value = json!({ "session": record, "messages": messages, "tool_calls": calls });
+                let value =
+                    json!({ "session": record, "messages": messages, "tool_calls": calls, "steps": steps });
                 println!("{}", serde_json::to_string_pretty(&value)?);
             } else {
                 println!(
@@ -54,6 +56,31 @@ pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
                     calls.len()
                 );
                 println!();
+                if !steps.is_empty() {
+                    println!(
+                        "{:>4} {:>4}  {:<11} {:>8} {:>8} {:>8} {:>7}  {:<13} cache break",
+                        "turn", "step", "stop", "input", "cached", "written", "prefix", "tools"
+                    );
+                    for st in &steps {
+                        let ratio = st
+                            .prefix_ratio
+                            .map(|r| format!("{:.1}%", r * 100.0))
+                            .unwrap_or_else(|| "-".into());
+                        println!(
+                            "{:>4} {:>4}  {:<11} {:>8} {:>8} {:>8} {:>7}  {:<13} {}",
+                            st.turn,
+                            st.step,
+                            st.stop_reason,
+                            st.input_tokens,
+                            st.cache_read_tokens,
+                            st.cache_write_tokens,
+                            ratio,
+                            st.strategy.as_deref().unwrap_or("-"),
+                            st.cache_break.as_deref().unwrap_or("")
+                        );
+                    }
+                    println!();
+                }
                 for m in &messages {
                     let who = match m.message.role {
                         Role::User => "user",

@@ -332,3 +332,20 @@ async fn ctrl_c_cancels_the_turn_not_the_repl() {
     assert!(stderr.contains("cancelling the turn"), "{stderr}");
     assert!(stdout.contains("after the cancel"), "the next message worked: {stdout}");
 }
+
+#[tokio::test]
+async fn bench_cache_reports_no_breaks_in_either_format() {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = tackle(home.path());
+    cmd.args(["bench", "cache", "--steps", "20", "--json"]);
+    let out = output(cmd).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let reports: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for r in reports.as_array().unwrap() {
+        assert_eq!(r["steps"], 20);
+        assert_eq!(r["cache_breaks"], serde_json::json!([]));
+        assert!(r["prefix_ratios"].as_array().unwrap().iter().all(|x| x.as_f64().unwrap() >= 0.995));
+        assert_eq!(r["tool_errors"], 2);
+        assert!(r["cache_read_tokens"].as_u64().unwrap() > 0);
+    }
+}

@@ -6,12 +6,14 @@
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+mod cache_sim;
 mod fault;
 mod script;
 mod server;
 mod validate;
 mod wire;
 
+pub use cache_sim::SimulatedCache;
 pub use fault::Fault;
 pub use script::{Script, ScriptMode, ScriptedCall, Turn};
 pub use server::{FakeModel, RecordedRequest, WireFormat};

@@ -129,6 +129,10 @@ pub struct Script {
     /// Delay before every answer, in milliseconds (simulated model latency).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_ms: Option<u64>,
+    /// Report prompt usage from a simulated prompt cache instead of the scripted numbers (see
+    /// [`crate::SimulatedCache`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub simulate_cache: bool,
 }
 
 impl Default for Script {
@@ -139,6 +143,7 @@ impl Default for Script {
             chunk_chars: 16,
             model: None,
             latency_ms: None,
+            simulate_cache: false,
         }
     }
 }

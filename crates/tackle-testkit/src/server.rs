@@ -54,6 +54,7 @@ impl RecordedRequest {
 
 struct Inner {
     script: Script,
+    cache: crate::SimulatedCache,
     cursor: usize,
     faults: VecDeque<Fault>,
     requests: Vec<RecordedRequest>,
@@ -92,8 +93,13 @@ impl FakeModel {
 
     /// Starts a server on `addr`.
     pub async fn start_on(addr: SocketAddr, script: Script) -> std::io::Result<Self> {
-        let inner: Shared =
-            Arc::new(Mutex::new(Inner { script, cursor: 0, faults: VecDeque::new(), requests: Vec::new() }));
+        let inner: Shared = Arc::new(Mutex::new(Inner {
+            script,
+            cache: crate::SimulatedCache::default(),
+            cursor: 0,
+            faults: VecDeque::new(),
+            requests: Vec::new(),
+        }));
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let router = router(inner.clone());
@@ -322,7 +328,11 @@ async fn handle(State(inner): State<Shared>, headers: HeaderMap, raw: Bytes, wir
             .model
             .clone()
             .or_else(|| body.get("model").and_then(Value::as_str).map(str::to_owned));
-        (state.script.turns[index].clone(), index, state.script.chunk_chars, model.unwrap_or_default())
+        let mut turn = state.script.turns[index].clone();
+        if state.script.simulate_cache {
+            turn.usage = state.cache.usage(wire, &body, turn.usage.output_tokens);
+        }
+        (turn, index, state.script.chunk_chars, model.unwrap_or_default())
     };
     let include_usage =
         body.get("stream_options").and_then(|o| o.get("include_usage")).and_then(Value::as_bool)

@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use tackle_agent::{Agent, AgentConfig, NewSessionOptions, Session, TodoTool};
+use tackle_agent::{ActivateSkill, Agent, AgentConfig, NewSessionOptions, Session, SkillSet, TodoTool};
 use tackle_builtins::{BuiltinConfig, builtin_tools};
 use tackle_protocol::{AgentEvent, ToolAnnotations};
 use tackle_provider::{
@@ -124,21 +124,26 @@ impl Harness {
         script: Script,
         config: impl FnOnce(AgentConfig) -> AgentConfig,
     ) -> Self {
+        Self::with_workspace(kind, script, config, |_| {}).await
+    }
+
+    /// A harness whose workspace is prepared by `setup` before the agent is built (skills are
+    /// discovered from it, and `activate_skill` is registered when there are any).
+    pub async fn with_workspace(
+        kind: ProviderKind,
+        script: Script,
+        config: impl FnOnce(AgentConfig) -> AgentConfig,
+        setup: impl FnOnce(&std::path::Path),
+    ) -> Self {
+        let workspace = tempfile::tempdir().unwrap();
+        setup(workspace.path());
         let fake = FakeModel::start(script).await.unwrap();
         let db_dir = tempfile::tempdir().unwrap();
         let store = Store::open(&db_dir.path().join("tackle.db")).await.unwrap();
         let counter = Arc::new(AtomicUsize::new(0));
-        let agent = Self::build_agent(kind, &fake, &store, counter.clone(), config);
-        Self {
-            fake,
-            agent,
-            store,
-            workspace: tempfile::tempdir().unwrap(),
-            db_dir,
-            counter,
-            events: Arc::default(),
-            kind,
-        }
+        let (skills, _) = SkillSet::discover(&[workspace.path().to_owned()]);
+        let agent = Self::build_agent(kind, &fake, &store, counter.clone(), skills, config);
+        Self { fake, agent, store, workspace, db_dir, counter, events: Arc::default(), kind }
     }
 
     pub fn build_agent(
@@ -146,6 +151,7 @@ impl Harness {
         fake: &FakeModel,
         store: &Store,
         counter: Arc<AtomicUsize>,
+        skills: SkillSet,
         config: impl FnOnce(AgentConfig) -> AgentConfig,
     ) -> Agent {
         let mut registry = ToolRegistry::new();
@@ -155,6 +161,9 @@ impl Harness {
         registry.register(typed(TodoTool::new(store.clone()))).unwrap();
         registry.register(typed(Count(counter))).unwrap();
         registry.register(typed(Meet(Arc::new(tokio::sync::Barrier::new(2))))).unwrap();
+        if !skills.is_empty() {
+            registry.register(typed(ActivateSkill::new(skills, store.clone()))).unwrap();
+        }
         let executor = ToolExecutor::new(
             Arc::new(registry),
             HookPolicy::defaults(ApprovalMode::Headless),
@@ -191,4 +200,15 @@ impl Harness {
     pub fn events(&self) -> Vec<AgentEvent> {
         self.events.lock().unwrap().clone()
     }
+}
+
+/// Writes `skills/<name>/SKILL.md` unlocking `tools`.
+pub fn write_skill(workspace: &std::path::Path, name: &str, tools: &[&str]) {
+    let dir = workspace.join("skills").join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let body = format!(
+        "---\nname: {name}\ndescription: The {name} skill.\ntools: [{}]\n---\nInstructions of {name}: be careful.\n",
+        tools.join(", ")
+    );
+    std::fs::write(dir.join("SKILL.md"), body).unwrap();
 }

@@ -1,0 +1,269 @@
+//! `tackle bench cache`: the cache-stability reference scenario against the built-in fake model.
+//!
+//! About 50 steps over turns whose tool mask changes every time, with two skill activations and
+//! two tool errors, run in both wire formats. The fake model simulates a provider prompt cache
+//! (cache reads follow from the bytes actually sent). Reported: per-step prefix ratios, cache
+//! breaks, cache reads, tool success rate and average steps per turn.
+
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+use tackle_agent::{NewSessionOptions, Settings, ToolMask, TurnInput};
+use tackle_protocol::{AgentEvent, ToolOutcome};
+use tackle_provider::{
+    Anthropic, OpenAiChat, OpenAiDialect, Provider, ProviderConfig, ProviderKind, RetryPolicy,
+};
+use tackle_store::Store;
+use tackle_testkit::{FakeModel, Script, Turn};
+use tackle_tools::{ApprovalMode, EventSink};
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::BenchCacheArgs;
+use crate::runtime::{Approvals, build_agent};
+
+/// One turn of the scenario: the user message, the mask, and what the model does.
+struct ScenarioTurn {
+    message: String,
+    mask: Option<ToolMask>,
+    turns: Vec<Turn>,
+}
+
+fn masks() -> Vec<Option<ToolMask>> {
+    let m = |pairs: &[(&str, bool)]| Some(ToolMask::new(pairs.iter().map(|(n, b)| (n.to_string(), *b))));
+    vec![
+        None,
+        m(&[("shell", false)]),
+        m(&[("web_fetch", false)]),
+        m(&[("shell", false), ("web_fetch", false)]),
+        m(&[("write_file", false), ("edit_file", false)]),
+        m(&[("shell", false), ("edit_file", false), ("web_fetch", false)]),
+    ]
+}
+
+/// The reference scenario: `steps` model steps (at least 12).
+fn scenario(steps: usize) -> Vec<ScenarioTurn> {
+    let text = |t: &str| {
+        Turn::text(t).with_usage(tackle_protocol::Usage { output_tokens: 20, ..Default::default() })
+    };
+    let mut turns = vec![
+        ScenarioTurn {
+            message: "What is in this workspace?".into(),
+            mask: None,
+            turns: vec![Turn::call("list_files", r#"{"path": "."}"#), text("A README and a src directory.")],
+        },
+        ScenarioTurn {
+            message: "Plan the release notes.".into(),
+            mask: None,
+            turns: vec![
+                Turn::call("activate_skill", r#"{"name": "planning"}"#),
+                Turn::call("todo", r#"{"action": "add", "text": "draft the release notes"}"#),
+                text("Planned."),
+            ],
+        },
+        ScenarioTurn {
+            message: "Read the changelog.".into(),
+            mask: None,
+            turns: vec![
+                Turn::call("read_file", r#"{"path": "CHANGELOG.md"}"#),
+                text("There is no changelog yet."),
+            ],
+        },
+        ScenarioTurn {
+            message: "Write the notes.".into(),
+            mask: None,
+            turns: vec![
+                Turn::call("activate_skill", r#"{"name": "writing"}"#),
+                Turn::call("write_file", r##"{"path": "NOTES.md", "content": "# Release notes\n"}"##),
+                text("Written."),
+            ],
+        },
+        ScenarioTurn {
+            message: "Check src/missing.rs.".into(),
+            mask: None,
+            turns: vec![
+                Turn::call("read_file", r#"{"path": "src/missing.rs"}"#),
+                text("That file does not exist."),
+            ],
+        },
+    ];
+    let used: usize = turns.iter().map(|t| t.turns.len()).sum();
+    for i in 0..steps.saturating_sub(used) {
+        turns.push(ScenarioTurn {
+            message: format!("Question {i}: anything else?"),
+            mask: None,
+            turns: vec![text("Nothing else.")],
+        });
+    }
+    for (i, t) in turns.iter_mut().enumerate() {
+        t.mask = masks()[i % masks().len()].clone();
+    }
+    turns
+}
+
+/// Figures of one run.
+#[derive(Debug, Default, Serialize)]
+pub struct CacheReport {
+    /// Wire format.
+    pub format: String,
+    /// Model steps.
+    pub steps: usize,
+    /// Turns.
+    pub turns: usize,
+    /// Prefix ratio of every step after the first.
+    pub prefix_ratios: Vec<f64>,
+    /// Steps whose prefix broke, with the first differing path.
+    pub cache_breaks: Vec<String>,
+    /// Prompt tokens over all steps.
+    pub input_tokens: u64,
+    /// Prompt tokens read from the (simulated) cache.
+    pub cache_read_tokens: u64,
+    /// Tool calls that succeeded.
+    pub tool_ok: usize,
+    /// Tool calls that failed.
+    pub tool_errors: usize,
+}
+
+impl CacheReport {
+    fn min_ratio(&self) -> f64 {
+        self.prefix_ratios.iter().copied().fold(1.0, f64::min)
+    }
+}
+
+async fn run_format(kind: ProviderKind, steps: usize) -> Result<CacheReport> {
+    let scenario = scenario(steps);
+    let mut script = Script::new(scenario.iter().flat_map(|t| t.turns.clone()).collect());
+    script.simulate_cache = true;
+    let fake = FakeModel::start(script).await.context("cannot start the fake model")?;
+    let retry = RetryPolicy::none();
+    let provider: Arc<dyn Provider> = match kind {
+        ProviderKind::Openai => {
+            let c = ProviderConfig::new(kind)
+                .with_base_url(format!("{}/v1", fake.base_url()))
+                .with_api_key("bench")
+                .with_retry(retry);
+            Arc::new(OpenAiChat::with_dialect(c, OpenAiDialect::OpenAi)?)
+        }
+        ProviderKind::Anthropic => {
+            let c = ProviderConfig::new(kind)
+                .with_base_url(fake.base_url())
+                .with_api_key("bench")
+                .with_retry(retry);
+            Arc::new(Anthropic::new(c)?)
+        }
+    };
+    let workspace = tempfile::tempdir()?;
+    std::fs::write(workspace.path().join("README.md"), "# Project\n")?;
+    std::fs::create_dir_all(workspace.path().join("src"))?;
+    for (name, tools) in [("planning", "todo"), ("writing", "write_file")] {
+        let dir = workspace.path().join("skills").join(name);
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(
+            dir.join("SKILL.md"),
+            format!(
+                "---\nname: {name}\ndescription: The {name} skill.\ntools: [{tools}]\n---\nHow to do {name}.\n"
+            ),
+        )?;
+    }
+    let settings = Settings { model: Some("bench-model".into()), max_steps: 8, ..Settings::default() };
+    let store = Store::open_in_memory().await?;
+    let agent = build_agent(
+        &settings,
+        workspace.path(),
+        provider,
+        kind,
+        store,
+        Approvals::Auto,
+        ApprovalMode::Headless,
+    )
+    .await?;
+    let mut session = agent
+        .create_session(NewSessionOptions { workspace: workspace.path().to_owned(), ..Default::default() })
+        .await?;
+    let events: Arc<Mutex<Vec<AgentEvent>>> = Arc::default();
+    let sink = {
+        let events = events.clone();
+        EventSink::new(move |e| events.lock().unwrap_or_else(|p| p.into_inner()).push(e))
+    };
+    let cancel = CancellationToken::new();
+    for turn in &scenario {
+        session
+            .run_turn(TurnInput::new(turn.message.clone()).with_mask(turn.mask.clone()), &sink, &cancel)
+            .await?;
+    }
+    fake.shutdown().await;
+
+    let mut report =
+        CacheReport { format: kind.as_str().into(), turns: scenario.len(), ..CacheReport::default() };
+    for event in events.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        match event {
+            AgentEvent::StepFinished { usage, metrics, step, .. } => {
+                report.steps += 1;
+                report.input_tokens += usage.input_tokens;
+                report.cache_read_tokens += usage.cache_read_tokens;
+                if let Some(m) = metrics {
+                    if let Some(r) = m.prefix_ratio {
+                        report.prefix_ratios.push(r);
+                    }
+                    if let Some(b) = &m.cache_break {
+                        report.cache_breaks.push(format!("step {step}: {b}"));
+                    }
+                }
+            }
+            AgentEvent::ToolResult { outcome: ToolOutcome::Ok { .. }, .. } => report.tool_ok += 1,
+            AgentEvent::ToolResult { outcome: ToolOutcome::Error { .. }, .. } => report.tool_errors += 1,
+            _ => {}
+        }
+    }
+    Ok(report)
+}
+
+pub async fn run(args: BenchCacheArgs) -> Result<ExitCode> {
+    let steps = args.steps.max(12);
+    let mut reports = Vec::new();
+    for kind in [ProviderKind::Openai, ProviderKind::Anthropic] {
+        reports.push(run_format(kind, steps).await?);
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&reports)?);
+    } else {
+        for r in &reports {
+            println!(
+                "{} — {} steps in {} turns (mask changes every turn, 2 skill activations, 2 tool errors)",
+                r.format, r.steps, r.turns
+            );
+            let ratios: Vec<String> = r.prefix_ratios.iter().map(|x| format!("{:.2}", x * 100.0)).collect();
+            println!("  prefix ratio per step after the first (%): {}", ratios.join(" "));
+            println!();
+        }
+        println!(
+            "| format | steps | min prefix ratio | cache breaks | cache read / input tokens | tool success | avg steps per turn |"
+        );
+        println!("|---|---|---|---|---|---|---|");
+        for r in &reports {
+            let calls = r.tool_ok + r.tool_errors;
+            println!(
+                "| {} | {} | {:.2}% | {} | {} / {} ({:.1}%) | {}/{} ({:.0}%) | {:.2} |",
+                r.format,
+                r.steps,
+                r.min_ratio() * 100.0,
+                r.cache_breaks.len(),
+                r.cache_read_tokens,
+                r.input_tokens,
+                100.0 * r.cache_read_tokens as f64 / r.input_tokens.max(1) as f64,
+                r.tool_ok,
+                calls,
+                100.0 * r.tool_ok as f64 / calls.max(1) as f64,
+                r.steps as f64 / r.turns.max(1) as f64,
+            );
+        }
+        for r in &reports {
+            for b in &r.cache_breaks {
+                println!("cache break ({}): {b}", r.format);
+            }
+        }
+    }
+    let ok = reports.iter().all(|r| r.cache_breaks.is_empty() && r.min_ratio() >= 0.995);
+    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
