@@ -9,7 +9,7 @@ use tackle_provider::Provider;
 use tackle_store::{NewSession, Store};
 use tackle_tools::ToolExecutor;
 
-use crate::{AgentError, LoopGuardConfig, Session, ToolCatalog};
+use crate::{AgentError, ContextConfig, LoopGuardConfig, Session, ToolCatalog};
 
 /// Per-agent settings of the loop.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -27,6 +27,8 @@ pub struct AgentConfig {
     pub dynamic_tools: bool,
     /// The user's config directory (`~/.config/tackle`), searched for skills after the workspace.
     pub user_config_dir: Option<PathBuf>,
+    /// Context window management.
+    pub context: ContextConfig,
 }
 
 impl AgentConfig {
@@ -40,6 +42,7 @@ impl AgentConfig {
             loop_guard: LoopGuardConfig::default(),
             dynamic_tools: true,
             user_config_dir: None,
+            context: ContextConfig::default(),
         }
     }
 }
@@ -147,8 +150,9 @@ impl Agent {
     pub async fn open_session(&self, id: &str) -> Result<Session, AgentError> {
         let record = self.inner.store.get_session(id).await?;
         let context = self.inner.store.load_context(&record.id).await?;
-        let mut history = context.snapshot.map(|s| s.messages).unwrap_or_default();
-        history.extend(context.later.into_iter().map(|m| m.message));
+        let mut history: Vec<(Option<i64>, tackle_protocol::Message)> =
+            context.snapshot.map(|s| s.messages.into_iter().map(|m| (None, m)).collect()).unwrap_or_default();
+        history.extend(context.later.into_iter().map(|m| (Some(m.seq), m.message)));
         Session::start(self.clone(), record, history).await
     }
 }

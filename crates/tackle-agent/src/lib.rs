@@ -10,12 +10,17 @@
 
 mod agent;
 mod catalog;
+mod compact;
+mod compact_tool;
+mod context_window;
 mod error;
 pub mod invariants;
 mod loop_guard;
 mod mask;
 mod model_call;
+mod offload;
 mod prefix;
+mod read_result;
 mod session;
 mod settings;
 mod skills;
@@ -29,10 +34,15 @@ mod turn;
 
 pub use agent::{Agent, AgentConfig, NewSessionOptions};
 pub use catalog::ToolCatalog;
+pub use compact::{CompactReason, CompactionReport};
+pub use compact_tool::{CompactContext, CompactContextArgs};
+pub use context_window::ContextConfig;
 pub use error::AgentError;
 pub use loop_guard::{LoopGuard, LoopGuardConfig, Verdict, canonical_json};
 pub use mask::ToolMask;
+pub use offload::{DEFAULT_OFFLOAD_BYTES, DEFAULT_OFFLOAD_TTL, StoreOffloader, offload_reference};
 pub use prefix::{PrefixStats, PrefixTracker};
+pub use read_result::{ReadResult, ReadResultArgs, ReadUnit, read_page};
 pub use session::{Session, TurnInput, TurnOutcome};
 pub use settings::{
     CONFIG_FILE, LoadedSettings, Settings, SettingsError, ToolSettings, default_model, user_config_dir,

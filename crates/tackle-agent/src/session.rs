@@ -8,6 +8,7 @@ use tackle_protocol::{
 };
 use tackle_store::{SessionRecord, ToolCallStatus};
 
+use crate::context_window::{CALIBRATION_KEY, ContextState};
 use crate::invariants::interrupted_result;
 use crate::skills::{ACTIVE_SKILLS_KEY, ActiveSkills, SkillSet};
 use crate::step_tools::{Availability, StepTools, resolve_step};
@@ -77,6 +78,15 @@ pub struct Session {
     pub(crate) last_request_len: usize,
     /// Warnings found while opening, reported at the next turn.
     pub(crate) pending_warnings: Vec<AgentEvent>,
+    /// Store sequence numbers of the history's messages (`None` for snapshot-made ones).
+    pub(crate) seqs: Vec<Option<i64>>,
+    /// Token accounting.
+    pub(crate) context: ContextState,
+    /// The history was rewritten by compaction since the last request (a cache break is
+    /// expected, not a bug).
+    pub(crate) compacted: bool,
+    /// Index of the current turn's user message.
+    pub(crate) turn_start: usize,
 }
 
 /// Session-state key of the catalog fingerprint.
@@ -92,8 +102,9 @@ impl Session {
     pub(crate) async fn start(
         agent: Agent,
         record: SessionRecord,
-        history: Vec<Message>,
+        loaded: Vec<(Option<i64>, Message)>,
     ) -> Result<Self, AgentError> {
+        let (seqs, history): (Vec<Option<i64>>, Vec<Message>) = loaded.into_iter().unzip();
         let workspace = PathBuf::from(&record.workspace);
         let store = agent.store().clone();
         let mut pending_warnings = Vec::new();
@@ -123,6 +134,16 @@ impl Session {
         system.sort_by_key(|s| s.cache == CachePolicy::Dynamic);
         let next_turn = store.last_turn(&record.id).await?.map(|t| t + 1).unwrap_or(1);
         let notes = TailNotes::from_history(&history);
+        let config = agent.config();
+        let mut context = ContextState::new(&config.model, &config.context, &system, catalog.specs());
+        if let Some(c) = store.get_state::<f64>(&record.id, CALIBRATION_KEY).await? {
+            context.calibration = c;
+        }
+        // Expired offloaded outputs: drop their data, keep their metadata (reads say "expired").
+        let purged = store.purge_expired(tackle_store::now_ms()).await?;
+        if purged > 0 {
+            tracing::info!(purged, "expired offloaded outputs removed");
+        }
         Ok(Self {
             agent,
             record,
@@ -136,6 +157,10 @@ impl Session {
             prefix: PrefixTracker::default(),
             last_request_len: 0,
             pending_warnings,
+            seqs,
+            context,
+            compacted: false,
+            turn_start: 0,
         })
     }
 
@@ -186,10 +211,16 @@ impl Session {
         &self.workspace
     }
 
+    /// Takes the history back from a request it was moved into.
+    pub(crate) fn restore_history(&mut self, messages: Vec<Message>) {
+        self.history = messages;
+    }
+
     /// Appends a message to the history and commits it to the store before returning.
     pub(crate) async fn append(&mut self, turn: i64, message: Message) -> Result<(), AgentError> {
-        self.agent.store().append_message(&self.record.id, turn, &message).await?;
+        let seq = self.agent.store().append_message(&self.record.id, turn, &message).await?;
         self.history.push(message);
+        self.seqs.push(Some(seq));
         Ok(())
     }
 

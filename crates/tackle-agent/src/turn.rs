@@ -8,13 +8,17 @@
 
 use std::time::Instant;
 
+use tackle_context::Pressure;
 use tackle_protocol::{
     AgentEvent, CacheBreakpoint, Message, ModelRequest, StepMetrics, StopReason, ToolResult, TurnEnd, Usage,
 };
+use tackle_provider::ProviderError;
 use tackle_store::{SessionStatus, SessionUpdate, StepRecord};
 use tackle_tools::{EventSink, TurnState};
 use tokio_util::sync::CancellationToken;
 
+use crate::compact::{CompactReason, CompactionRequested};
+use crate::context_window::{CALIBRATION_KEY, ContextState};
 use crate::invariants;
 use crate::loop_guard::{LoopGuard, Verdict};
 use crate::model_call::{ModelCallError, call_model};
@@ -120,6 +124,8 @@ impl Session {
         }
         self.close_open_calls(turn).await?;
         self.append(turn, Message::user(input.message)).await?;
+        // The current turn starts here; compaction never touches it.
+        self.turn_start = self.history.len() - 1;
 
         let mut guard = LoopGuard::new(config.loop_guard.clone());
         let turn_state = TurnState::default();
@@ -163,35 +169,65 @@ impl Session {
                 self.append(turn, note).await?;
             }
 
-            let request = self.build_request(&tools);
-            let encoded = self.agent.provider().encode(&request);
-            // The request borrowed the history to be encoded; take it back.
-            self.last_request_len = request.messages.len();
-            self.history = request.messages;
-            let encoded = match encoded {
-                Ok(e) => e,
-                Err(e) => {
-                    let message = format!("the request could not be encoded: {e}");
-                    return Ok(outcome(step, TurnEnd::Failed, String::new(), usage, Some(message)));
+            // Keep the request inside the context window: compact past the trigger, refuse past
+            // the hard block. A provider that still finds it too long triggers one more
+            // compaction and one retry.
+            let mut context_retried = false;
+            let (response, metrics) = loop {
+                let thresholds = config.context.thresholds;
+                let mut budget = self.context.budget(&self.history);
+                if thresholds.pressure(&budget) != Pressure::Fine {
+                    self.compact(self.turn_start, CompactReason::Threshold, sink).await?;
+                    budget = self.context.budget(&self.history);
+                    if thresholds.pressure(&budget) == Pressure::Block {
+                        let message = format!(
+                            "the conversation uses {:.0}% of the context window even after compaction; start a new \
+                             session (this one stays stored) or configure a larger context.window",
+                            budget.percent()
+                        );
+                        return Ok(outcome(step, TurnEnd::Failed, String::new(), usage, Some(message)));
+                    }
+                }
+                let request = self.build_request(&tools);
+                let encoded = self.agent.provider().encode(&request);
+                // The request borrowed the history to be encoded; take it back.
+                self.last_request_len = request.messages.len();
+                self.restore_history(request.messages);
+                let encoded = match encoded {
+                    Ok(e) => e,
+                    Err(e) => {
+                        let message = format!("the request could not be encoded: {e}");
+                        return Ok(outcome(step, TurnEnd::Failed, String::new(), usage, Some(message)));
+                    }
+                };
+                let mut metrics =
+                    StepMetrics { context: Some(ContextState::report(&budget)), ..StepMetrics::default() };
+                if let Some(stats) = self.prefix.observe(encoded.path, &encoded.body) {
+                    metrics.prefix_bytes = Some(stats.prefix_bytes);
+                    metrics.prefix_ratio = Some(stats.ratio);
+                    metrics.request_bytes = Some(stats.request_bytes);
+                    metrics.cache_break = stats.cache_break;
+                }
+                if let Some(path) = &metrics.cache_break
+                    && !std::mem::take(&mut self.compacted)
+                {
+                    sink.emit(AgentEvent::Warning {
+                        code: "cache_break".into(),
+                        message: format!("the request prefix changed at {path}; the provider cache is invalidated from there"),
+                    });
+                }
+                match call_model(self.agent.provider(), encoded, sink, cancel).await {
+                    Err(ModelCallError::Provider(ProviderError::ContextExceeded { message }))
+                        if !context_retried =>
+                    {
+                        context_retried = true;
+                        tracing::warn!(session = %self.record.id, %message, "provider reported context exceeded; compacting");
+                        self.compact(self.turn_start, CompactReason::ContextExceeded, sink).await?;
+                    }
+                    other => break (other, metrics),
                 }
             };
-            let mut metrics = StepMetrics::default();
-            if let Some(stats) = self.prefix.observe(encoded.path, &encoded.body) {
-                metrics.prefix_bytes = Some(stats.prefix_bytes);
-                metrics.prefix_ratio = Some(stats.ratio);
-                metrics.request_bytes = Some(stats.request_bytes);
-                metrics.cache_break = stats.cache_break;
-            }
-            if let Some(path) = &metrics.cache_break {
-                sink.emit(AgentEvent::Warning {
-                    code: "cache_break".into(),
-                    message: format!(
-                        "the request prefix changed at {path}; the provider cache is invalidated from there"
-                    ),
-                });
-            }
-
-            let response = match call_model(self.agent.provider(), encoded, sink, cancel).await {
+            let response = match response {
                 Ok(r) => r,
                 Err(ModelCallError::Cancelled { partial }) => {
                     let text = partial.text();
@@ -207,6 +243,11 @@ impl Session {
                 }
             };
             usage.add(&response.usage);
+            if let Some(calibration) =
+                self.context.observe_usage(self.last_request_len, response.usage.input_tokens)
+            {
+                self.agent.store().set_state(&self.record.id, CALIBRATION_KEY, &calibration).await?;
+            }
             let report = StepReport {
                 step,
                 stop_reason: response.stop_reason.clone(),
@@ -277,6 +318,10 @@ impl Session {
             if cancel.is_cancelled() {
                 return Ok(outcome(step, TurnEnd::Cancelled, text, usage, cancelled()));
             }
+            if turn_state.get::<CompactionRequested>().is_some_and(|c| c.0) {
+                turn_state.insert(CompactionRequested(false));
+                self.compact(self.turn_start, CompactReason::Forced, sink).await?;
+            }
         }
         // Unreachable in practice: the last step always returns above.
         Ok(outcome(step, TurnEnd::MaxSteps, String::new(), usage, None))
@@ -293,6 +338,9 @@ impl Session {
         } else {
             let (repaired, repairs) = invariants::enforce(&history);
             tracing::warn!(session = %self.record.id, ?repairs, "history repaired before the request");
+            // The repaired history replaces the old one: positions no longer match the store.
+            self.seqs = vec![None; repaired.len()];
+            self.context.reset();
             repaired
         };
         let config = self.agent.config();

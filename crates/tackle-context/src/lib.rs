@@ -1,1 +1,22 @@
-//! tackle-context
+//! Context economy for Tackle: real token counts, the component budget, and compaction
+//! planning.
+//!
+//! Everything here is pure (no IO): [`TokenCounter`] counts with tiktoken vocabularies,
+//! [`ContextBudget`] splits a request into components against the model's window, and the
+//! compaction functions choose what to clear, summarize or drop without splitting a tool call
+//! from its result. The agent runs the plans and stores what leaves the context.
+
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
+mod budget;
+mod compaction;
+mod tokens;
+
+pub use budget::{
+    Components, ContextBudget, CountSource, DEFAULT_WINDOW, Pressure, Thresholds, context_window,
+};
+pub use compaction::{
+    CLEARED_PREFIX, ClearTarget, MIN_CLEAR_BYTES, SUMMARY_INSTRUCTIONS, apply_clear, cleared_stub,
+    plan_clear, plan_prefix, removal_message, replace_prefix, summary_message, units,
+};
+pub use tokens::{Encoding, TOKENS_PER_MESSAGE, TOKENS_PER_TOOL, TokenCounter, is_exact};

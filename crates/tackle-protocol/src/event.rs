@@ -154,7 +154,24 @@ pub enum AgentEvent {
         /// What happened and what to do.
         message: String,
     },
-    /// An event defined by an extension (compaction results, catalog changes, ...).
+    /// The conversation was compacted to fit the context window. Nothing is lost: cleared
+    /// outputs are restorable by locator, summarized and dropped messages stay in the store.
+    ContextCompacted {
+        /// Why: `threshold`, `forced` (a tool call or a command), `context_exceeded` (the provider
+        /// refused the request).
+        reason: String,
+        /// Strategies that ran, in order: `clear_tool_results`, `summarize`, `truncate`.
+        strategies: Vec<String>,
+        /// Conversation tokens before.
+        tokens_before: u64,
+        /// Conversation tokens after.
+        tokens_after: u64,
+        /// Messages before.
+        messages_before: u64,
+        /// Messages after.
+        messages_after: u64,
+    },
+    /// An event defined by an extension (catalog changes, progress, ...).
     Custom {
         /// Event name.
         name: String,
@@ -181,6 +198,7 @@ impl AgentEvent {
             Self::Warning { .. } => "warning",
             Self::Retry { .. } => "retry",
             Self::Error { .. } => "error",
+            Self::ContextCompacted { .. } => "context_compacted",
             Self::Custom { .. } => "custom",
         }
     }
@@ -231,7 +249,30 @@ pub struct StepMetrics {
     /// First JSON path that differs from the previous request, when the shared prefix ends early.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_break: Option<String>,
-    /// Context window use.
+    /// Context window use of the request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub context: Option<Value>,
+    pub context: Option<ContextReport>,
+}
+
+/// Context window use of one request, by component.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct ContextReport {
+    /// The model's window.
+    pub window: u64,
+    /// Tokens reserved for the answer.
+    pub reserved_output: u64,
+    /// Tokens used.
+    pub used: u64,
+    /// Tokens left in the window after the reservation.
+    pub remaining: u64,
+    /// Used share of the window after the reservation, in percent.
+    pub percent: f64,
+    /// System prompt tokens.
+    pub system: u64,
+    /// Skills section tokens.
+    pub skills: u64,
+    /// Tool definition tokens.
+    pub tools: u64,
+    /// Conversation tokens.
+    pub conversation: u64,
 }

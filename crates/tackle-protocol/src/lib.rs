@@ -19,7 +19,7 @@ mod response;
 mod tool;
 
 pub use envelope::{ErrorCategory, ToolError};
-pub use event::{AgentEvent, StepMetrics, ToolOutcome, TurnEnd};
+pub use event::{AgentEvent, ContextReport, StepMetrics, ToolOutcome, TurnEnd};
 pub use message::{ContentBlock, Message, Reasoning, Role, ToolInput, ToolResult, ToolUse};
 pub use request::{CacheBreakpoint, CachePolicy, ModelRequest, SystemSection};
 pub use response::{ModelResponse, ResponseAccumulator, StopReason, StreamEvent, Usage};

@@ -66,7 +66,7 @@ pub(crate) async fn open_memory() -> Result<SqlitePool, StoreError> {
     Ok(pool)
 }
 
-/// Milliseconds since the Unix epoch.
-pub(crate) fn now_ms() -> i64 {
+/// Milliseconds since the Unix epoch (the store's clock).
+pub fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }

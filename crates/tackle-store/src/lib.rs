@@ -23,6 +23,7 @@ use std::path::Path;
 use sqlx::sqlite::SqlitePool;
 
 pub use blobs::{Blob, BlobMeta, NewBlob};
+pub use db::now_ms;
 pub use error::StoreError;
 pub use messages::{MessageFilter, StoredMessage};
 pub use sessions::{NewSession, SessionFilter, SessionRecord, SessionStatus, SessionSummary, SessionUpdate};

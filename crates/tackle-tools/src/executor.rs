@@ -55,8 +55,9 @@ pub struct CallOptions<'a> {
 /// Stores large outputs outside the context and gives the model a reference instead.
 #[async_trait]
 pub trait OutputOffloader: Send + Sync {
-    /// Outputs larger than this many bytes are offloaded.
-    fn threshold_bytes(&self) -> usize;
+    /// Outputs of `tool` larger than this many bytes are offloaded; `None` never offloads them
+    /// (e.g. the tool that reads offloaded outputs back).
+    fn threshold_bytes(&self, tool: &str) -> Option<usize>;
 
     /// Stores `output` of a call of `tool` and returns what the model sees instead.
     async fn offload(&self, ctx: &ToolContext, tool: &str, output: &str) -> Result<Offloaded, ToolFailure>;
@@ -349,7 +350,7 @@ impl ToolExecutor {
                 let (bytes, lines) = (text.len(), count_lines(text));
                 let mut shown = None;
                 if let Some(off) = &self.offloader
-                    && bytes > off.threshold_bytes()
+                    && off.threshold_bytes(&call.name).is_some_and(|t| bytes > t)
                 {
                     match off.offload(ctx, &call.name, text).await {
                         Ok(o) => shown = Some((o.reference, Some(o.locator))),

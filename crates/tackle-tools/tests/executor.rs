@@ -313,8 +313,8 @@ struct Offload;
 
 #[async_trait]
 impl OutputOffloader for Offload {
-    fn threshold_bytes(&self) -> usize {
-        100
+    fn threshold_bytes(&self, _tool: &str) -> Option<usize> {
+        Some(100)
     }
     async fn offload(&self, _ctx: &ToolContext, tool: &str, output: &str) -> Result<Offloaded, ToolFailure> {
         Ok(Offloaded {

@@ -1,0 +1,258 @@
+//! The compaction chain: (a) clear old tool results behind locators, (b) summarize the oldest
+//! part with the model, (c) drop the oldest part. Each step runs only if the previous one did
+//! not reach the target; nothing is lost (cleared outputs are stored, summarized and dropped
+//! messages stay in the store, hidden), and the compacted conversation is saved as a snapshot
+//! that resume starts from.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tackle_context::{
+    SUMMARY_INSTRUCTIONS, apply_clear, cleared_stub, plan_clear, plan_prefix, removal_message,
+    replace_prefix, summary_message,
+};
+use tackle_protocol::{AgentEvent, Message, ModelRequest, ToolChoice};
+use tackle_provider::CallOptions;
+use tackle_store::NewBlob;
+use tackle_tools::EventSink;
+
+use crate::{AgentError, Session};
+
+/// Why compaction ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactReason {
+    /// The budget crossed the trigger threshold.
+    Threshold,
+    /// Asked for: the `compact_context` tool, `/compact`, `tackle sessions compact`.
+    Forced,
+    /// The provider refused the request as too long.
+    ContextExceeded,
+}
+
+impl CompactReason {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Threshold => "threshold",
+            Self::Forced => "forced",
+            Self::ContextExceeded => "context_exceeded",
+        }
+    }
+}
+
+/// What a compaction did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompactionReport {
+    /// Why it ran.
+    pub reason: CompactReason,
+    /// Strategies that ran, in order.
+    pub strategies: Vec<String>,
+    /// Conversation tokens before and after.
+    pub tokens_before: u64,
+    /// Conversation tokens after.
+    pub tokens_after: u64,
+    /// Messages before.
+    pub messages_before: usize,
+    /// Messages after.
+    pub messages_after: usize,
+}
+
+/// A `compact_context` call asks the loop to compact before the next step.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct CompactionRequested(pub bool);
+
+impl Session {
+    /// Tokens the conversation must get down to: the target share of the window, minus the
+    /// fixed parts (system, tools); for forced compaction at most half of what it is now.
+    fn compaction_target(&mut self, reason: CompactReason) -> u64 {
+        let budget = self.context.budget(&self.history);
+        let thresholds = self.agent.config().context.thresholds;
+        let fixed = budget.components.system + budget.components.skills + budget.components.tools;
+        let share = match reason {
+            CompactReason::ContextExceeded => thresholds.target * 0.75,
+            _ => thresholds.target,
+        };
+        let target = ((budget.effective_window() as f64 * share) as u64).saturating_sub(fixed);
+        match reason {
+            CompactReason::Forced => target.min(self.context.conversation_tokens() / 2),
+            _ => target,
+        }
+    }
+
+    /// Runs the chain until the conversation fits the target. `protected_from` is the first
+    /// message of the current turn: it and everything after it are kept verbatim.
+    pub(crate) async fn compact(
+        &mut self,
+        protected_from: usize,
+        reason: CompactReason,
+        sink: &EventSink,
+    ) -> Result<CompactionReport, AgentError> {
+        let store = self.agent.store().clone();
+        let sid = self.record.id.clone();
+        self.context.sync(&self.history);
+        let tokens_before = self.context.conversation_tokens();
+        let messages_before = self.history.len();
+        let target = self.compaction_target(reason);
+        let mut strategies = Vec::new();
+        let mut protected_from = protected_from.min(self.history.len());
+
+        // (a) Clear old tool results; their full text stays restorable by locator.
+        let keep = self.agent.config().context.keep_tool_results;
+        let plan = plan_clear(&self.history, protected_from, keep);
+        if !plan.is_empty() {
+            let ttl = Duration::from_secs(self.agent.config().context.offload_ttl_days * 24 * 3600);
+            let mut stubs = Vec::with_capacity(plan.len());
+            for target in &plan {
+                let Some(tackle_protocol::ContentBlock::ToolResult(r)) =
+                    self.history.get(target.message).and_then(|m| m.content.get(target.block))
+                else {
+                    continue;
+                };
+                let meta = store
+                    .put_blob(
+                        &sid,
+                        NewBlob {
+                            tool: &target.tool,
+                            call_id: &target.tool_use_id,
+                            bytes: r.content.as_bytes(),
+                            ttl,
+                        },
+                    )
+                    .await?;
+                stubs.push((target.message, target.block, cleared_stub(&target.tool, r, &meta.locator)));
+            }
+            apply_clear(&mut self.history, &plan, |t, _| {
+                stubs
+                    .iter()
+                    .find(|(m, b, _)| *m == t.message && *b == t.block)
+                    .map(|(_, _, s)| s.clone())
+                    .unwrap_or_default()
+            });
+            self.context.reset();
+            self.context.sync(&self.history);
+            strategies.push("clear_tool_results".to_owned());
+        }
+
+        // (b) Summarize the oldest part with the model, reusing the session's system and tools
+        // (so the summary request itself reads the prompt cache).
+        if self.context.conversation_tokens() > target {
+            let need = self.context.conversation_tokens() - target;
+            if let Some(range) = plan_prefix(&self.history, &self.context.counts, protected_from, need) {
+                match self.summarize(&self.history[range.clone()]).await {
+                    Ok(summary) => {
+                        let removed = range.len();
+                        self.hide(&range).await?;
+                        self.history = replace_prefix(
+                            std::mem::take(&mut self.history),
+                            range.clone(),
+                            summary_message(&summary, removed),
+                        );
+                        self.seqs = std::iter::once(None).chain(self.seqs.drain(range.end..)).collect();
+                        protected_from = protected_from + 1 - range.len();
+                        self.context.reset();
+                        self.context.sync(&self.history);
+                        strategies.push("summarize".to_owned());
+                    }
+                    Err(e) => {
+                        tracing::warn!(session = %sid, error = %e, "summarization failed; truncating instead");
+                        sink.emit(AgentEvent::Warning {
+                            code: "summarization_failed".into(),
+                            message: format!("summarizing the conversation failed ({e}); the oldest messages are dropped instead"),
+                        });
+                    }
+                }
+            }
+        }
+
+        // (c) Drop the oldest part as the last resort (still kept in the store).
+        if self.context.conversation_tokens() > target {
+            let need = self.context.conversation_tokens() - target;
+            if let Some(range) = plan_prefix(&self.history, &self.context.counts, protected_from, need) {
+                let removed = range.len();
+                self.hide(&range).await?;
+                self.history = replace_prefix(
+                    std::mem::take(&mut self.history),
+                    range.clone(),
+                    removal_message(removed),
+                );
+                self.seqs = std::iter::once(None).chain(self.seqs.drain(range.end..)).collect();
+                protected_from = protected_from + 1 - range.len();
+                self.context.reset();
+                self.context.sync(&self.history);
+                strategies.push("truncate".to_owned());
+            }
+        }
+
+        self.turn_start = protected_from;
+        let report = CompactionReport {
+            reason,
+            strategies: strategies.clone(),
+            tokens_before,
+            tokens_after: self.context.conversation_tokens(),
+            messages_before,
+            messages_after: self.history.len(),
+        };
+        if !strategies.is_empty() {
+            let upto = store.message_count(&sid).await? - 1;
+            let stats = serde_json::to_value(&report).unwrap_or_default();
+            store.save_snapshot(&sid, upto, &self.history, &stats).await?;
+            self.compacted = true;
+        }
+        sink.emit(AgentEvent::ContextCompacted {
+            reason: reason.as_str().to_owned(),
+            strategies,
+            tokens_before: report.tokens_before,
+            tokens_after: report.tokens_after,
+            messages_before: report.messages_before as u64,
+            messages_after: report.messages_after as u64,
+        });
+        Ok(report)
+    }
+
+    /// Marks the stored originals of `range` hidden (they stay in the store).
+    async fn hide(&self, range: &std::ops::Range<usize>) -> Result<(), AgentError> {
+        let seqs: Vec<i64> =
+            self.seqs.get(range.clone()).unwrap_or_default().iter().flatten().copied().collect();
+        if !seqs.is_empty() {
+            self.agent.store().hide_messages(&self.record.id, &seqs).await?;
+        }
+        Ok(())
+    }
+
+    async fn summarize(&self, messages: &[Message]) -> Result<String, tackle_provider::ProviderError> {
+        let config = self.agent.config();
+        let mut conversation = messages.to_vec();
+        conversation.push(Message::user(SUMMARY_INSTRUCTIONS));
+        let mut request = ModelRequest::new(config.model.clone(), conversation);
+        request.system = self.system.clone();
+        request.tools = self.catalog.specs().clone();
+        request.tool_choice = ToolChoice::None;
+        request.max_output_tokens = Some(2048);
+        request.prompt_cache_key = Some(self.record.id.clone());
+        let response = self.agent.provider().complete(&request, &CallOptions::default()).await?;
+        let text = response.text();
+        if text.trim().is_empty() {
+            return Err(tackle_provider::ProviderError::Protocol {
+                message: "the summary came back empty".into(),
+            });
+        }
+        Ok(text)
+    }
+
+    /// Compacts now, outside a turn (`/compact`, `tackle sessions compact`): the last turn is
+    /// kept verbatim.
+    pub async fn compact_now(&mut self, sink: &EventSink) -> Result<CompactionReport, AgentError> {
+        let protected = self
+            .history
+            .iter()
+            .rposition(|m| m.role == tackle_protocol::Role::User && !m.text().starts_with(crate::NOTE_PREFIX))
+            .unwrap_or(0);
+        self.compact(protected, CompactReason::Forced, sink).await
+    }
+
+    /// The budget of the next request (for `/context` and the server).
+    pub fn context_report(&mut self) -> tackle_protocol::ContextReport {
+        let budget = self.context.budget(&self.history);
+        crate::context_window::ContextState::report(&budget)
+    }
+}

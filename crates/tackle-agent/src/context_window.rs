@@ -1,0 +1,171 @@
+//! The session's view of its context window: token counts per message (memoized), the budget of
+//! the next request, and calibration against the provider's reported usage.
+
+use serde::{Deserialize, Serialize};
+use tackle_context::{
+    Components, ContextBudget, CountSource, Thresholds, TokenCounter, context_window, is_exact,
+};
+use tackle_protocol::{ContextReport, Message, SystemSection, ToolSpec};
+
+/// Settings of context management.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ContextConfig {
+    /// The model's context window; from a built-in table when unset.
+    pub window: Option<u64>,
+    /// Tokens reserved for the answer (also the requested output limit when none is set).
+    pub reserved_output: u64,
+    /// When to compact and when to refuse.
+    pub thresholds: Thresholds,
+    /// Tool results kept verbatim when old ones are cleared.
+    pub keep_tool_results: usize,
+    /// Tool outputs larger than this (bytes) are offloaded to the store.
+    pub offload_bytes: usize,
+    /// Days offloaded outputs are kept.
+    pub offload_ttl_days: u64,
+}
+
+impl Default for ContextConfig {
+    fn default() -> Self {
+        Self {
+            window: None,
+            reserved_output: 8_192,
+            thresholds: Thresholds::default(),
+            keep_tool_results: 5,
+            offload_bytes: crate::offload::DEFAULT_OFFLOAD_BYTES,
+            offload_ttl_days: 7,
+        }
+    }
+}
+
+/// Session-state key of the calibration factor.
+pub(crate) const CALIBRATION_KEY: &str = "context.calibration";
+
+/// Token accounting of one session.
+#[derive(Debug, Clone)]
+pub(crate) struct ContextState {
+    counter: TokenCounter,
+    exact: bool,
+    window: u64,
+    reserved_output: u64,
+    /// System, skills and tools: fixed for the session.
+    fixed: Components,
+    /// Tokens per history message, memoized (extended lazily, rebuilt after compaction).
+    pub(crate) counts: Vec<u64>,
+    /// Reported tokens per counted token, for models whose tokenizer is not public.
+    pub(crate) calibration: f64,
+    /// The provider's input tokens for the last request and how many messages it had.
+    last_reported: Option<(usize, u64)>,
+    /// Uncalibrated estimate of the last request, to learn the calibration from its report.
+    last_estimate: Option<u64>,
+}
+
+impl ContextState {
+    pub(crate) fn new(
+        model: &str,
+        config: &ContextConfig,
+        system: &[SystemSection],
+        tools: &[ToolSpec],
+    ) -> Self {
+        let counter = TokenCounter::for_model(model);
+        let (base, skills): (Vec<SystemSection>, Vec<SystemSection>) =
+            system.iter().cloned().partition(|s| s.name != "skills");
+        let fixed = Components {
+            system: counter.count_system(&base),
+            skills: skills.iter().map(|s| counter.count_text(&s.text)).sum(),
+            tools: counter.count_tools(tools),
+            conversation: 0,
+        };
+        Self {
+            counter,
+            exact: is_exact(model),
+            window: config.window.unwrap_or_else(|| context_window(model)),
+            reserved_output: config.reserved_output,
+            fixed,
+            counts: Vec::new(),
+            calibration: 1.0,
+            last_reported: None,
+            last_estimate: None,
+        }
+    }
+
+    /// Counts messages not counted yet.
+    pub(crate) fn sync(&mut self, history: &[Message]) {
+        if self.counts.len() > history.len() {
+            self.counts.truncate(history.len());
+        }
+        for m in &history[self.counts.len()..] {
+            self.counts.push(self.counter.count_message(m));
+        }
+    }
+
+    /// Forgets counts and the last report (after the history changed in place).
+    pub(crate) fn reset(&mut self) {
+        self.counts.clear();
+        self.last_reported = None;
+    }
+
+    /// Tokens of the conversation as counted (uncalibrated).
+    pub(crate) fn conversation_tokens(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// The budget of a request with `history` (call [`ContextState::sync`] first).
+    pub(crate) fn budget(&mut self, history: &[Message]) -> ContextBudget {
+        self.sync(history);
+        let counted = self.fixed.total() + self.conversation_tokens();
+        self.last_estimate = Some(counted);
+        let cal = if self.exact { 1.0 } else { self.calibration };
+        let scale = |v: u64| (v as f64 * cal).round() as u64;
+        if let Some((n, reported)) = self.last_reported
+            && n <= history.len()
+        {
+            // The provider counted everything up to its last request; count only what follows.
+            let fresh: u64 = self.counts[n..].iter().sum();
+            let conversation = reported.saturating_sub(self.fixed.total()) + scale(fresh);
+            let components = Components { conversation, ..self.fixed };
+            return ContextBudget::new(self.window, self.reserved_output, components, CountSource::Reported);
+        }
+        let components = Components {
+            system: scale(self.fixed.system),
+            skills: scale(self.fixed.skills),
+            tools: scale(self.fixed.tools),
+            conversation: scale(self.conversation_tokens()),
+        };
+        let source = if self.exact { CountSource::Exact } else { CountSource::Estimated };
+        ContextBudget::new(self.window, self.reserved_output, components, source)
+    }
+
+    /// Learns from the input tokens the provider reported for a request of `messages` messages.
+    /// Returns the new calibration when it changed.
+    pub(crate) fn observe_usage(&mut self, messages: usize, input_tokens: u64) -> Option<f64> {
+        if input_tokens == 0 {
+            return None;
+        }
+        self.last_reported = Some((messages, input_tokens));
+        let estimate = self.last_estimate.take()?;
+        if self.exact || estimate == 0 {
+            return None;
+        }
+        let observed = input_tokens as f64 / estimate as f64;
+        // A running average: one odd report does not swing the estimate.
+        self.calibration =
+            if self.calibration == 1.0 { observed } else { 0.5 * self.calibration + 0.5 * observed };
+        Some(self.calibration)
+    }
+
+    /// The budget as reported in events.
+    pub(crate) fn report(budget: &ContextBudget) -> ContextReport {
+        ContextReport {
+            window: budget.window,
+            reserved_output: budget.reserved_output,
+            used: budget.used(),
+            remaining: budget.remaining(),
+            percent: (budget.percent() * 10.0).round() / 10.0,
+            system: budget.components.system,
+            skills: budget.components.skills,
+            tools: budget.components.tools,
+            conversation: budget.components.conversation,
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! Token counting with the real BPE vocabularies (tiktoken), loaded once, lazily.
+
+use std::sync::OnceLock;
+
+use tackle_protocol::{ContentBlock, Message, SystemSection, ToolSpec};
+use tiktoken_rs::CoreBPE;
+
+/// Tokens added per message by chat formats (role, separators), as in OpenAI's counting guide.
+pub const TOKENS_PER_MESSAGE: u64 = 4;
+/// Tokens added per tool definition (wrapper and separators), estimated.
+pub const TOKENS_PER_TOOL: u64 = 8;
+
+/// A BPE vocabulary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Encoding {
+    /// GPT-4o, GPT-4.1, GPT-5, o-series; also the base estimate for other families.
+    O200kBase,
+    /// GPT-4, GPT-3.5.
+    Cl100kBase,
+}
+
+impl Encoding {
+    /// The vocabulary a model uses (or the best estimate for models without a public one).
+    ///
+    /// ```
+    /// use tackle_context::Encoding;
+    /// assert_eq!(Encoding::for_model("gpt-4-turbo"), Encoding::Cl100kBase);
+    /// assert_eq!(Encoding::for_model("gpt-4.1-mini"), Encoding::O200kBase);
+    /// assert_eq!(Encoding::for_model("claude-sonnet-4-5"), Encoding::O200kBase);
+    /// ```
+    pub fn for_model(model: &str) -> Self {
+        let m = model.to_ascii_lowercase();
+        let legacy = m.starts_with("gpt-3.5")
+            || (m.starts_with("gpt-4") && !m.starts_with("gpt-4o") && !m.starts_with("gpt-4.1"));
+        if legacy { Self::Cl100kBase } else { Self::O200kBase }
+    }
+
+    fn bpe(self) -> Option<&'static CoreBPE> {
+        static O200K: OnceLock<Option<CoreBPE>> = OnceLock::new();
+        static CL100K: OnceLock<Option<CoreBPE>> = OnceLock::new();
+        match self {
+            Self::O200kBase => O200K.get_or_init(|| tiktoken_rs::o200k_base().ok()).as_ref(),
+            Self::Cl100kBase => CL100K.get_or_init(|| tiktoken_rs::cl100k_base().ok()).as_ref(),
+        }
+    }
+}
+
+/// Whether a model's provider publishes its tokenizer; others (Claude) are estimated with
+/// o200k and corrected by a calibration factor learned from reported usage.
+pub fn is_exact(model: &str) -> bool {
+    let m = model.to_ascii_lowercase();
+    m.starts_with("gpt") || m.starts_with('o') && m.chars().nth(1).is_some_and(|c| c.is_ascii_digit())
+}
+
+/// Counts tokens of text, messages, tools and system prompts for one model.
+///
+/// ```
+/// use tackle_context::TokenCounter;
+/// let counter = TokenCounter::for_model("gpt-4o");
+/// assert_eq!(counter.count_text("hello world"), 2);
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct TokenCounter {
+    encoding: Encoding,
+}
+
+impl TokenCounter {
+    /// A counter with the vocabulary of `model`.
+    pub fn for_model(model: &str) -> Self {
+        Self { encoding: Encoding::for_model(model) }
+    }
+
+    /// A counter with this vocabulary.
+    pub fn new(encoding: Encoding) -> Self {
+        Self { encoding }
+    }
+
+    /// The vocabulary in use.
+    pub fn encoding(&self) -> Encoding {
+        self.encoding
+    }
+
+    /// Tokens of `text`. Never panics: if the tokenizer fails (it unwraps internally on
+    /// pathological input), falls back to one token per 4 bytes.
+    pub fn count_text(&self, text: &str) -> u64 {
+        if text.is_empty() {
+            return 0;
+        }
+        let fallback = (text.len() as u64).div_ceil(4);
+        let Some(bpe) = self.encoding.bpe() else { return fallback };
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| bpe.encode_ordinary(text).len() as u64))
+            .unwrap_or(fallback)
+    }
+
+    /// Tokens of one message, including the per-message overhead.
+    pub fn count_message(&self, message: &Message) -> u64 {
+        let mut n = TOKENS_PER_MESSAGE;
+        for block in &message.content {
+            n += match block {
+                ContentBlock::Text { text } => self.count_text(text),
+                ContentBlock::ToolUse(u) => {
+                    4 + self.count_text(&u.name) + self.count_text(&u.input.to_wire_string())
+                }
+                ContentBlock::ToolResult(r) => 4 + self.count_text(&r.content),
+                ContentBlock::Reasoning(r) => self.count_text(&r.text),
+            };
+        }
+        n
+    }
+
+    /// Tokens of tool definitions as sent (name, description, schema).
+    pub fn count_tools(&self, tools: &[ToolSpec]) -> u64 {
+        tools
+            .iter()
+            .map(|t| {
+                TOKENS_PER_TOOL
+                    + self.count_text(&t.name)
+                    + self.count_text(&t.description)
+                    + self.count_text(&t.input_schema.to_string())
+            })
+            .sum()
+    }
+
+    /// Tokens of system sections.
+    pub fn count_system(&self, sections: &[SystemSection]) -> u64 {
+        sections.iter().map(|s| self.count_text(&s.text)).sum::<u64>()
+            + if sections.is_empty() { 0 } else { TOKENS_PER_MESSAGE }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reference counts produced by OpenAI's tiktoken (the `tiktoken` 1.0.22 npm bindings of the
+    /// same Rust core, with their bundled vocabularies) for the same strings.
+    #[test]
+    fn counts_match_tiktoken_reference_strings() {
+        let o200k = TokenCounter::new(Encoding::O200kBase);
+        let cl100k = TokenCounter::new(Encoding::Cl100kBase);
+        let long = "a".repeat(1000);
+        let cases = [
+            ("hello world", 2, 2),
+            ("tiktoken is great!", 6, 6),
+            ("The quick brown fox jumps over the lazy dog.", 10, 10),
+            ("fn main() { println!(\"hi\"); }", 9, 9),
+            ("Привет, мир! 你好世界 🚀🚀", 12, 19),
+            ("    indented\n\n\tcode\r\n", 6, 6),
+            (long.as_str(), 125, 125),
+        ];
+        for (text, o, c) in cases {
+            assert_eq!(o200k.count_text(text), o, "o200k {text:?}");
+            assert_eq!(cl100k.count_text(text), c, "cl100k {text:?}");
+        }
+    }
+
+    #[test]
+    fn exact_families() {
+        assert!(is_exact("gpt-4.1"));
+        assert!(is_exact("o3-mini"));
+        assert!(!is_exact("claude-opus-4"));
+        assert!(!is_exact("llama3"));
+    }
+
+    #[test]
+    fn messages_count_their_blocks_and_overhead() {
+        let c = TokenCounter::for_model("gpt-4o");
+        assert_eq!(c.count_message(&Message::user("hello world")), 2 + TOKENS_PER_MESSAGE);
+    }
+}
