@@ -8,7 +8,7 @@ use tackle_provider::{OpenAiDialect, ProviderConfig, ProviderKind};
 use tackle_tools::HookRule;
 use thiserror::Error;
 
-use crate::LoopGuardConfig;
+use crate::{ContextConfig, LoopGuardConfig};
 
 /// The configuration file name, looked up in the user config dir and the workspace.
 pub const CONFIG_FILE: &str = "tackle.toml";
@@ -50,6 +50,8 @@ pub struct Settings {
     /// Per-step tool availability (masks, skills). `TACKLE_DYNAMIC_TOOLS=off` turns it off: the
     /// kill switch, every tool always active.
     pub dynamic_tools: bool,
+    /// Context window management (`[context]`).
+    pub context: ContextConfig,
     /// Offloading large tool outputs to the store behind a locator.
     /// `TACKLE_RECOVERABLE_COMPRESSION=off` turns it off (outputs are capped instead).
     pub recoverable_compression: bool,
@@ -71,6 +73,7 @@ impl Default for Settings {
             hooks: Vec::new(),
             loop_guard: LoopGuardConfig::default(),
             dynamic_tools: true,
+            context: ContextConfig::default(),
             recoverable_compression: true,
         }
     }

@@ -23,6 +23,8 @@ Commands:
   /tools         the tools, and which are active, masked or waiting for a skill
   /mask [JSON]   show or set the tool mask, e.g. /mask {\"shell\": false}; /mask off clears it
   /steps N       steps per turn
+  /context       how much of the context window the session uses, by component
+  /compact       compact the session now (clear old outputs, summarize the oldest part)
   /session       the current session
   /sessions      recent sessions
   /resume ID     switch to a stored session (id or unique prefix)
@@ -186,6 +188,37 @@ async fn slash(command: &str, state: &mut ChatState) -> Result<Flow> {
         "new" => {
             state.session = open_or_create(&state.agent, None, &state.workspace).await?;
             eprintln!("new session {}", short(state.session.id()));
+        }
+        "context" => {
+            let r = state.session.context_report();
+            eprintln!(
+                "  {} of {} tokens ({:.1}%, {} reserved for the answer, {} left)\n  system {} · skills {} · tools {} · conversation {}",
+                r.used,
+                r.window,
+                r.percent,
+                r.reserved_output,
+                r.remaining,
+                r.system,
+                r.skills,
+                r.tools,
+                r.conversation
+            );
+        }
+        "compact" => {
+            let (events, _) = sink(Some(TerminalRenderer::new(TextOutput::Hidden)), None);
+            let report = state.session.compact_now(&events).await?;
+            if report.strategies.is_empty() {
+                eprintln!("nothing to compact");
+            } else {
+                eprintln!(
+                    "compacted: {} → {} tokens, {} → {} messages ({})",
+                    report.tokens_before,
+                    report.tokens_after,
+                    report.messages_before,
+                    report.messages_after,
+                    report.strategies.join(", ")
+                );
+            }
         }
         "steps" => match arg.parse::<u32>() {
             Ok(n) if n > 0 => state.max_steps = Some(n),

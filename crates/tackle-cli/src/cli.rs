@@ -138,6 +138,15 @@ pub enum SessionsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Compact a session now: clear old tool outputs, summarize the oldest part (with the
+    /// configured model), keep the last turn.
+    Compact {
+        /// Session id or unique prefix.
+        id: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Delete a session and everything stored with it.
     Rm {
         /// Session id or unique prefix.

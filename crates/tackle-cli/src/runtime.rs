@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use tackle_agent::{
-    ActivateSkill, Agent, AgentConfig, NewSessionOptions, Session, Settings, SkillSet, TodoTool, ToolMask,
-    user_config_dir,
+    ActivateSkill, Agent, AgentConfig, CompactContext, NewSessionOptions, ReadResult, Session, Settings,
+    SkillSet, StoreOffloader, TodoTool, ToolMask, user_config_dir,
 };
 use tackle_builtins::builtin_tools;
 use tackle_provider::{OpenAiChat, Provider, ProviderConfig, ProviderKind, build_provider};
@@ -87,6 +87,8 @@ pub fn registry(settings: &Settings, store: &Store, workspace: &Path) -> Result<
         registry.register(tool)?;
     }
     registry.register(typed(TodoTool::new(store.clone())))?;
+    registry.register(typed(ReadResult::new(store.clone())))?;
+    registry.register(typed(CompactContext))?;
     let mut roots = vec![workspace.to_owned()];
     roots.extend(user_config_dir());
     let (skills, _) = SkillSet::discover(&roots);
@@ -131,13 +133,25 @@ pub async fn build_agent(
         ..ExecLimits::default()
     };
     let hooks = HookPolicy::new(settings.hooks.clone(), mode).map_err(UsageError)?;
-    let executor = ToolExecutor::new(Arc::new(registry), hooks, approver, limits);
+    let mut executor = ToolExecutor::new(Arc::new(registry), hooks, approver, limits);
+    if settings.recoverable_compression {
+        let ttl = std::time::Duration::from_secs(settings.context.offload_ttl_days * 24 * 3600);
+        executor = executor.with_offloader(Arc::new(StoreOffloader::new(
+            store.clone(),
+            settings.context.offload_bytes,
+            ttl,
+        )));
+    }
     let mut config = AgentConfig::new(settings.model_for(kind));
     config.max_steps = settings.max_steps;
     config.max_output_tokens = settings.max_output_tokens;
     config.loop_guard = settings.loop_guard.clone();
     config.dynamic_tools = settings.dynamic_tools;
     config.user_config_dir = user_config_dir();
+    config.context = settings.context.clone();
+    if let Some(max) = settings.max_output_tokens {
+        config.context.reserved_output = u64::from(max);
+    }
     Ok(Agent::new(provider, Arc::new(executor), store, config))
 }
 

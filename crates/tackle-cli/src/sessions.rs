@@ -10,7 +10,8 @@ use tackle_store::{MessageFilter, SessionFilter};
 use crate::UsageError;
 use crate::cli::SessionsCommand;
 use crate::render::summarize_args;
-use crate::runtime::{open_store, workspace_dir};
+use crate::runtime::{Approvals, build_agent, open_store, provider_for, workspace_dir};
+use tackle_tools::ApprovalMode;
 
 pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
     let workspace = workspace_dir(None)?;
@@ -108,6 +109,38 @@ pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
                         println!("{:>4} {:<9} {line}", m.seq, who);
                     }
                 }
+            }
+        }
+        SessionsCommand::Compact { id, json } => {
+            let record = store.find_session_by_prefix(&id).await.map_err(|e| UsageError(e.to_string()))?;
+            let workspace = std::path::PathBuf::from(&record.workspace);
+            let (provider, kind) = provider_for(&settings)?;
+            let agent = build_agent(
+                &settings,
+                &workspace,
+                provider,
+                kind,
+                store.clone(),
+                Approvals::Deny,
+                ApprovalMode::Headless,
+            )
+            .await?;
+            let mut session = agent.open_session(&record.id).await?;
+            let report = session.compact_now(&tackle_tools::EventSink::discard()).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else if report.strategies.is_empty() {
+                eprintln!("nothing to compact in session {}", record.id);
+            } else {
+                eprintln!(
+                    "compacted session {}: {} → {} tokens, {} → {} messages ({})",
+                    record.id,
+                    report.tokens_before,
+                    report.tokens_after,
+                    report.messages_before,
+                    report.messages_after,
+                    report.strategies.join(", ")
+                );
             }
         }
         SessionsCommand::Rm { id, json } => {

@@ -179,6 +179,8 @@ fn router(inner: Shared) -> Router {
             post(|s: State<Shared>, h: HeaderMap, b: Bytes| handle(s, h, b, WireFormat::OpenAiResponses)),
         )
         .route("/v1/models", get(models))
+        // The real APIs accept requests of up to 32 MB; axum's default is 2 MB.
+        .layer(axum::extract::DefaultBodyLimit::max(32 * 1024 * 1024))
         .with_state(inner)
 }
 

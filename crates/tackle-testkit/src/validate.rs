@@ -135,14 +135,22 @@ fn openai_tool_choice(choice: &Value, names: &HashSet<String>) -> Result<(), Str
     }
 }
 
-fn count_cache_control(v: &Value) -> usize {
-    match v {
-        Value::Object(m) => {
-            usize::from(m.contains_key("cache_control")) + m.values().map(count_cache_control).sum::<usize>()
+/// Breakpoints: `cache_control` on tools, system blocks, message content blocks and blocks
+/// inside tool results (not on keys inside tool schemas or inputs).
+fn count_cache_control(body: &Value) -> usize {
+    let has = |b: &Value| usize::from(b.get("cache_control").is_some());
+    let list = |k: &str| body.get(k).and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut n: usize =
+        list("tools").iter().map(has).sum::<usize>() + list("system").iter().map(has).sum::<usize>();
+    for m in list("messages") {
+        for b in m.get("content").and_then(Value::as_array).into_iter().flatten() {
+            n += has(b);
+            if let Some(inner) = b.get("content").and_then(Value::as_array) {
+                n += inner.iter().map(has).sum::<usize>();
+            }
         }
-        Value::Array(a) => a.iter().map(count_cache_control).sum(),
-        _ => 0,
     }
+    n
 }
 
 /// Anthropic Messages.
@@ -156,10 +164,7 @@ pub(crate) fn anthropic(body: &Value) -> Result<(), String> {
     let Some(messages) = body.get("messages").and_then(Value::as_array).filter(|m| !m.is_empty()) else {
         return Err("messages: at least one message is required".into());
     };
-    let breakpoints = ["tools", "system", "messages"]
-        .iter()
-        .map(|k| body.get(*k).map(count_cache_control).unwrap_or(0))
-        .sum::<usize>();
+    let breakpoints = count_cache_control(body);
     if breakpoints > 4 {
         return Err(format!(
             "A maximum of 4 blocks with cache_control may be provided. Found {breakpoints}."
