@@ -91,6 +91,21 @@ impl Agent {
         Self { inner: Arc::new(AgentInner { provider, executor, store, config }) }
     }
 
+    /// The same agent (provider, tools, store) answering with another model of its provider;
+    /// used by servers whose clients pick a model per session.
+    pub fn with_model(&self, model: impl Into<String>) -> Self {
+        let mut config = self.inner.config.clone();
+        config.model = model.into();
+        Self {
+            inner: Arc::new(AgentInner {
+                provider: self.inner.provider.clone(),
+                executor: self.inner.executor.clone(),
+                store: self.inner.store.clone(),
+                config,
+            }),
+        }
+    }
+
     /// The store sessions are kept in.
     pub fn store(&self) -> &Store {
         &self.inner.store

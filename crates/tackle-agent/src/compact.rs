@@ -98,38 +98,7 @@ impl Session {
 
         // (a) Clear old tool results; their full text stays restorable by locator.
         let keep = self.agent.config().context.keep_tool_results;
-        let plan = plan_clear(&self.history, protected_from, keep);
-        if !plan.is_empty() {
-            let ttl = Duration::from_secs(self.agent.config().context.offload_ttl_days * 24 * 3600);
-            let mut stubs = Vec::with_capacity(plan.len());
-            for target in &plan {
-                let Some(tackle_protocol::ContentBlock::ToolResult(r)) =
-                    self.history.get(target.message).and_then(|m| m.content.get(target.block))
-                else {
-                    continue;
-                };
-                let meta = store
-                    .put_blob(
-                        &sid,
-                        NewBlob {
-                            tool: &target.tool,
-                            call_id: &target.tool_use_id,
-                            bytes: r.content.as_bytes(),
-                            ttl,
-                        },
-                    )
-                    .await?;
-                stubs.push((target.message, target.block, cleared_stub(&target.tool, r, &meta.locator)));
-            }
-            apply_clear(&mut self.history, &plan, |t, _| {
-                stubs
-                    .iter()
-                    .find(|(m, b, _)| *m == t.message && *b == t.block)
-                    .map(|(_, _, s)| s.clone())
-                    .unwrap_or_default()
-            });
-            self.context.reset();
-            self.context.sync(&self.history);
+        if self.clear_results(protected_from, keep).await? {
             strategies.push("clear_tool_results".to_owned());
         }
 
@@ -161,6 +130,15 @@ impl Session {
                         });
                     }
                 }
+            }
+        }
+
+        // (a') Still too big: clear results of the current turn too, except the last ones. The
+        // turn's messages stay; only outputs move behind their locators, restorable.
+        if self.context.conversation_tokens() > target {
+            let keep = self.agent.config().context.keep_tool_results;
+            if self.clear_results(self.history.len(), keep).await? {
+                strategies.push("clear_current_turn_results".to_owned());
             }
         }
 
@@ -207,6 +185,47 @@ impl Session {
             messages_after: report.messages_after as u64,
         });
         Ok(report)
+    }
+
+    /// Replaces tool results before `protected_from`, except the last `keep`, with stubs naming
+    /// the locator of their stored text. Returns whether anything was cleared.
+    async fn clear_results(&mut self, protected_from: usize, keep: usize) -> Result<bool, AgentError> {
+        let plan = plan_clear(&self.history, protected_from, keep);
+        if plan.is_empty() {
+            return Ok(false);
+        }
+        let store = self.agent.store().clone();
+        let ttl = Duration::from_secs(self.agent.config().context.offload_ttl_days * 24 * 3600);
+        let mut stubs = Vec::with_capacity(plan.len());
+        for target in &plan {
+            let Some(tackle_protocol::ContentBlock::ToolResult(r)) =
+                self.history.get(target.message).and_then(|m| m.content.get(target.block))
+            else {
+                continue;
+            };
+            let meta = store
+                .put_blob(
+                    &self.record.id,
+                    NewBlob {
+                        tool: &target.tool,
+                        call_id: &target.tool_use_id,
+                        bytes: r.content.as_bytes(),
+                        ttl,
+                    },
+                )
+                .await?;
+            stubs.push((target.message, target.block, cleared_stub(&target.tool, r, &meta.locator)));
+        }
+        apply_clear(&mut self.history, &plan, |t, _| {
+            stubs
+                .iter()
+                .find(|(m, b, _)| *m == t.message && *b == t.block)
+                .map(|(_, _, s)| s.clone())
+                .unwrap_or_default()
+        });
+        self.context.reset();
+        self.context.sync(&self.history);
+        Ok(true)
     }
 
     /// Marks the stored originals of `range` hidden (they stay in the store).

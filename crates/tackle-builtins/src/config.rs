@@ -34,7 +34,7 @@ impl Default for BuiltinConfig {
         Self {
             shell_timeout_secs: 60,
             shell_max_timeout_secs: 600,
-            shell_capture_bytes: 32 * 1024,
+            shell_capture_bytes: 256 * 1024,
             read_max_bytes: 1024 * 1024,
             read_default_lines: 1000,
             web_timeout_secs: 20,

@@ -136,7 +136,7 @@ pub struct Thresholds {
 
 impl Default for Thresholds {
     fn default() -> Self {
-        Self { trigger: 0.95, block: 0.98, target: 0.60 }
+        Self { trigger: 0.95, block: 0.98, target: 0.75 }
     }
 }
 

@@ -14,6 +14,7 @@ use crate::{StopReason, ToolError, Usage};
 /// assert_eq!(serde_json::to_string(&e).unwrap(), r#"{"type":"text_delta","text":"hi"}"#);
 /// assert_eq!(e.name(), "text_delta");
 /// ```
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AgentEvent {
@@ -111,6 +112,7 @@ pub enum AgentEvent {
         /// Step number.
         step: u32,
         /// Why the model stopped.
+        #[cfg_attr(feature = "openapi", schema(value_type = String))]
         stop_reason: StopReason,
         /// Usage reported by the provider, including cache reads and writes.
         usage: Usage,
@@ -205,6 +207,7 @@ impl AgentEvent {
 }
 
 /// How a tool call ended, as reported in [`AgentEvent::ToolResult`].
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum ToolOutcome {
@@ -221,6 +224,7 @@ pub enum ToolOutcome {
 }
 
 /// How a turn ended.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TurnEnd {
@@ -235,6 +239,7 @@ pub enum TurnEnd {
 }
 
 /// Per-step measurements attached to [`AgentEvent::StepFinished`].
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct StepMetrics {
     /// Size of the cache-relevant part of the request (tools, system, messages).
@@ -255,6 +260,7 @@ pub struct StepMetrics {
 }
 
 /// Context window use of one request, by component.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct ContextReport {
     /// The model's window.

@@ -64,6 +64,7 @@ pub enum StreamEvent {
 /// `input_tokens` counts every prompt token, cached or not; `cache_read_tokens` and
 /// `cache_write_tokens` are the parts of it read from and written to the provider's prompt cache.
 /// (Anthropic reports the three parts separately; OpenAI reports the total and the cached part.)
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Usage {

@@ -8,7 +8,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use tackle_agent::{ActivateSkill, Agent, AgentConfig, NewSessionOptions, Session, SkillSet, TodoTool};
+use tackle_agent::{
+    ActivateSkill, Agent, AgentConfig, CompactContext, NewSessionOptions, ReadResult, Session, SkillSet,
+    StoreOffloader, TodoTool,
+};
 use tackle_builtins::{BuiltinConfig, builtin_tools};
 use tackle_protocol::{AgentEvent, ToolAnnotations};
 use tackle_provider::{
@@ -164,12 +167,20 @@ impl Harness {
         if !skills.is_empty() {
             registry.register(typed(ActivateSkill::new(skills, store.clone()))).unwrap();
         }
+        registry.register(typed(ReadResult::new(store.clone()))).unwrap();
+        registry.register(typed(CompactContext)).unwrap();
+        let offloader = StoreOffloader::new(
+            store.clone(),
+            tackle_agent::DEFAULT_OFFLOAD_BYTES,
+            tackle_agent::DEFAULT_OFFLOAD_TTL,
+        );
         let executor = ToolExecutor::new(
             Arc::new(registry),
             HookPolicy::defaults(ApprovalMode::Headless),
             Arc::new(AutoApprove),
             ExecLimits::default(),
-        );
+        )
+        .with_offloader(Arc::new(offloader));
         Agent::new(
             provider(kind, fake),
             Arc::new(executor),
