@@ -21,6 +21,7 @@ mod model_call;
 mod offload;
 mod prefix;
 mod read_result;
+mod server_settings;
 mod session;
 mod settings;
 mod skills;
@@ -43,6 +44,7 @@ pub use mask::ToolMask;
 pub use offload::{DEFAULT_OFFLOAD_BYTES, DEFAULT_OFFLOAD_TTL, StoreOffloader, offload_reference};
 pub use prefix::{PrefixStats, PrefixTracker};
 pub use read_result::{ReadResult, ReadResultArgs, ReadUnit, read_page};
+pub use server_settings::{ServerSettings, TokenSetting};
 pub use session::{Session, TurnInput, TurnOutcome};
 pub use settings::{
     CONFIG_FILE, LoadedSettings, Settings, SettingsError, ToolSettings, default_model, user_config_dir,

@@ -55,6 +55,8 @@ pub struct Settings {
     /// Offloading large tool outputs to the store behind a locator.
     /// `TACKLE_RECOVERABLE_COMPRESSION=off` turns it off (outputs are capped instead).
     pub recoverable_compression: bool,
+    /// `tackle serve` (`[server]`).
+    pub server: crate::ServerSettings,
 }
 
 impl Default for Settings {
@@ -75,6 +77,7 @@ impl Default for Settings {
             dynamic_tools: true,
             context: ContextConfig::default(),
             recoverable_compression: true,
+            server: crate::ServerSettings::default(),
         }
     }
 }

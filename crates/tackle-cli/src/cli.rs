@@ -30,6 +30,8 @@ pub enum Command {
         #[command(subcommand)]
         command: SessionsCommand,
     },
+    /// Serve the chat API, the OpenAI-compatible endpoint and the web chat page over HTTP.
+    Serve(ServeArgs),
     /// An offline demo: a scripted model drives real tools in a temporary workspace.
     Demo(DemoArgs),
     /// Print the effective configuration (secrets masked).
@@ -155,6 +157,18 @@ pub enum SessionsCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// `tackle serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on, HOST:PORT (default 127.0.0.1:8787, or `[server] bind`). Without
+    /// configured tokens only loopback addresses are allowed.
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<String>,
+    /// Model and workspace options (--session and --tool-mask are per request here).
+    #[command(flatten)]
+    pub model: ModelArgs,
 }
 
 /// `tackle demo`.

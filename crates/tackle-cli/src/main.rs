@@ -9,6 +9,7 @@ mod demo;
 mod render;
 mod run;
 mod runtime;
+mod serve;
 mod sessions;
 mod terminal;
 
@@ -46,6 +47,7 @@ fn main() -> ExitCode {
             Command::Run(args) => run::run(args).await,
             Command::Chat(args) => chat::run(args).await,
             Command::Sessions { command } => sessions::run(command).await,
+            Command::Serve(args) => serve::run(args).await,
             Command::Demo(args) => demo::run(args).await,
             Command::Config(args) => config_cmd::run(args).await,
             Command::Bench { command: cli::BenchCommand::Cache(args) } => bench::run(args).await,

@@ -1,1 +1,130 @@
-//! tackle-server
+//! `tackle serve`: Tackle over HTTP.
+//!
+//! A chat API whose turns stream the agent's events as SSE, with tool masks, approvals,
+//! restoring offloaded outputs and compaction; an OpenAI-compatible `/v1/chat/completions`;
+//! an OpenAPI 3.1 document at `/openapi.json` with a docs page at `/docs`; and a web chat page
+//! at `/`. Build an [`AppState`] from an agent whose executor asks an [`ApprovalQueue`] for
+//! confirmations, then [`serve`] it.
+//!
+//! [`ApprovalQueue`]: tackle_tools::ApprovalQueue
+
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod auth;
+mod config;
+mod error;
+mod json;
+mod openapi;
+pub mod routes;
+mod state;
+
+use std::future::Future;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::Request;
+use axum::middleware;
+use axum::routing::{get, post};
+use tokio::net::TcpListener;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+
+pub use config::{ServerConfig, UserToken};
+pub use error::{ApiError, ErrorBody, ErrorDetail, ServerError};
+pub use openapi::{ApiDoc, document as openapi_document};
+pub use state::AppState;
+
+use routes::{approvals, health, messages, openai, results, sessions, web};
+
+/// The application: every route with its middleware.
+pub fn router(state: AppState) -> Router {
+    let api = Router::new()
+        .route("/v1/sessions", post(sessions::create).get(sessions::list))
+        .route("/v1/sessions/{id}", get(sessions::show).delete(sessions::delete))
+        .route("/v1/sessions/{id}/messages", post(messages::send))
+        .route("/v1/sessions/{id}/cancel", post(messages::cancel))
+        .route("/v1/sessions/{id}/compact", post(messages::compact))
+        .route("/v1/sessions/{id}/context", get(sessions::context))
+        .route("/v1/sessions/{id}/approvals", get(approvals::list))
+        .route("/v1/sessions/{id}/results/{locator}", get(results::read))
+        .route("/v1/approvals/{id}", post(approvals::decide))
+        .route("/v1/tools", get(sessions::tools))
+        .route("/v1/chat/completions", post(openai::chat_completions))
+        .route("/v1/models", get(openai::models))
+        .route_layer(middleware::from_fn_with_state(state.clone(), auth::require_user));
+    let limit = state.config().body_limit;
+    Router::new()
+        .route("/", get(web::index))
+        .route("/docs", get(web::docs))
+        .route("/healthz", get(health::healthz))
+        .route("/openapi.json", get(openapi_json))
+        .merge(api)
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(limit))
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
+            let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");
+            // Never the headers themselves: they carry bearer tokens.
+            tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id = %id, user = tracing::field::Empty)
+        }))
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+        .with_state(state)
+}
+
+async fn openapi_json() -> axum::Json<utoipa::openapi::OpenApi> {
+    axum::Json(openapi::document())
+}
+
+async fn not_found(uri: axum::http::Uri) -> ApiError {
+    ApiError::not_found("route", uri.path())
+}
+
+/// Binds `state.config().bind` and serves until `shutdown` resolves, then shuts down
+/// gracefully (see [`serve_on`]).
+pub async fn serve(
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
+    state.config().validate()?;
+    let addr = state.config().bind;
+    let listener =
+        TcpListener::bind(addr).await.map_err(|source| ServerError::Io { addr: addr.to_string(), source })?;
+    serve_on(listener, state, shutdown).await
+}
+
+/// Serves on a bound listener until `shutdown` resolves. Then new turns are refused (503),
+/// running turns get the configured grace period to finish and are cancelled after it (their
+/// calls in flight are recorded as interrupted), open streams end, and the store is closed.
+pub async fn serve_on(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
+    let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    tracing::info!(%addr, auth = !state.config().tokens.is_empty(), "tackle server listening");
+    let stopping = state.clone();
+    let grace = state.config().shutdown_grace;
+    axum::serve(listener, router(state.clone()))
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            tracing::info!(running = stopping.running_turns(), "shutting down");
+            stopping.begin_shutdown();
+            tokio::spawn(async move {
+                tokio::time::sleep(grace).await;
+                if stopping.running_turns() > 0 {
+                    tracing::warn!(
+                        running = stopping.running_turns(),
+                        "grace period over: cancelling running turns"
+                    );
+                }
+                stopping.cancel_all_turns();
+            });
+        })
+        .await
+        .map_err(|source| ServerError::Io { addr: addr.clone(), source })?;
+    state.cancel_all_turns();
+    state.wait_for_turns().await;
+    state.agent().store().close().await;
+    tracing::info!("server stopped");
+    Ok(())
+}

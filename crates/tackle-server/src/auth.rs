@@ -1,0 +1,78 @@
+//! Bearer-token authentication: each token maps to a user, compared in constant time.
+
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use subtle::ConstantTimeEq;
+
+use crate::{ApiError, AppState, UserToken};
+
+/// The authenticated user of a request (`local` when the server runs without tokens).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User(pub String);
+
+/// The user without tokens configured (loopback only).
+pub const LOCAL_USER: &str = "local";
+
+/// Finds the user whose token is `presented`. Every configured token is compared, in constant
+/// time, so the time taken says nothing about which token or prefix matched.
+///
+/// ```
+/// use tackle_server::{UserToken, auth::user_for_token};
+/// let tokens = vec![UserToken { user: "alice".into(), token: "tok-alice-0123456789".into() }];
+/// assert_eq!(user_for_token(&tokens, "tok-alice-0123456789").as_deref(), Some("alice"));
+/// assert_eq!(user_for_token(&tokens, "tok-alice"), None);
+/// ```
+pub fn user_for_token(tokens: &[UserToken], presented: &str) -> Option<String> {
+    let mut found: Option<&str> = None;
+    for t in tokens {
+        // `ct_eq` on slices of different lengths returns false without leaking the length of the
+        // common prefix.
+        if bool::from(t.token.as_bytes().ct_eq(presented.as_bytes())) {
+            found = Some(&t.user);
+        }
+    }
+    found.map(str::to_owned)
+}
+
+/// Middleware: resolves the bearer token to a [`User`] extension or answers 401.
+pub async fn require_user(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    let tokens = &state.inner.config.tokens;
+    let user = if tokens.is_empty() {
+        Some(LOCAL_USER.to_owned())
+    } else {
+        request
+            .headers()
+            .get(AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+            .and_then(|t| user_for_token(tokens, t.trim()))
+    };
+    match user {
+        Some(user) => {
+            tracing::Span::current().record("user", user.as_str());
+            request.extensions_mut().insert(User(user));
+            next.run(request).await
+        }
+        None => {
+            let openai =
+                request.uri().path().starts_with("/v1/chat/") || request.uri().path() == "/v1/models";
+            let error = ApiError::unauthorized();
+            if openai {
+                crate::routes::openai::OpenAiError(error).into_response()
+            } else {
+                error.into_response()
+            }
+        }
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for User {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        parts.extensions.get::<User>().cloned().ok_or_else(ApiError::unauthorized)
+    }
+}

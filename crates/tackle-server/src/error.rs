@@ -1,0 +1,169 @@
+//! Errors: [`ServerError`] for starting the server, [`ApiError`] for one request.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use tackle_agent::AgentError;
+use tackle_store::StoreError;
+use thiserror::Error;
+use utoipa::ToSchema;
+
+/// Why the server could not start or stopped.
+#[derive(Debug, Error)]
+pub enum ServerError {
+    /// The configuration is unusable; the message says what to change.
+    #[error("{0}")]
+    Config(String),
+    /// Binding or serving failed.
+    #[error("cannot serve on {addr}: {source}")]
+    Io {
+        /// The address.
+        addr: String,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// A failed request: an HTTP status and a JSON body `{"error": {code, message, field?}}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    /// HTTP status.
+    pub status: StatusCode,
+    /// Stable machine-readable code (`invalid_request`, `not_found`, `busy`, ...).
+    pub code: &'static str,
+    /// What went wrong and what to do.
+    pub message: String,
+    /// JSON path of the offending field, for validation errors (`toolMask.shell`).
+    pub field: Option<String>,
+}
+
+/// The JSON body of an error response.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    /// The error.
+    pub error: ErrorDetail,
+}
+
+/// Details of an error.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// Stable machine-readable code.
+    pub code: String,
+    /// What went wrong and what to do.
+    pub message: String,
+    /// JSON path of the offending field, when a field is at fault.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self { status, code, message: message.into(), field: None }
+    }
+
+    /// 400: the request is malformed.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "invalid_request", message)
+    }
+
+    /// 400 naming the field at fault.
+    pub fn invalid_field(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { field: Some(field.into()), ..Self::invalid(message) }
+    }
+
+    /// 401: missing or unknown bearer token.
+    pub fn unauthorized() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "missing or invalid bearer token: send `Authorization: Bearer <token>` with a configured token",
+        )
+    }
+
+    /// 404: no such resource for this user (other users' resources are 404 too).
+    pub fn not_found(what: &str, id: &str) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", format!("no {what} {id}"))
+    }
+
+    /// 409: the session is running a turn.
+    pub fn busy(session: &str) -> Self {
+        Self::new(
+            StatusCode::CONFLICT,
+            "busy",
+            format!(
+                "session {session} is running a turn; wait for it to finish or POST /v1/sessions/{session}/cancel"
+            ),
+        )
+    }
+
+    /// 413: the body is over the limit.
+    pub fn too_large(limit: usize) -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            format!(
+                "the request body is larger than {limit} bytes; send less (large files belong in the workspace)"
+            ),
+        )
+    }
+
+    /// 503: the server is shutting down.
+    pub fn shutting_down() -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "shutting_down",
+            "the server is shutting down; retry later",
+        )
+    }
+
+    /// 500 with a message safe to show (no secrets: errors of the store and the agent are).
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
+    }
+
+    /// 502: the model provider failed.
+    pub fn upstream(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_GATEWAY, "provider_error", message)
+    }
+
+    /// The JSON body.
+    pub fn body(&self) -> ErrorBody {
+        ErrorBody {
+            error: ErrorDetail {
+                code: self.code.to_owned(),
+                message: self.message.clone(),
+                field: self.field.clone(),
+            },
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if self.status.is_server_error() {
+            tracing::error!(code = self.code, message = %self.message, "request failed");
+        }
+        (self.status, Json(self.body())).into_response()
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound { what, id } => Self::not_found(what, &id),
+            other => Self::internal(other.to_string()),
+        }
+    }
+}
+
+impl From<AgentError> for ApiError {
+    fn from(e: AgentError) -> Self {
+        match e {
+            AgentError::Store(s) => s.into(),
+            AgentError::Provider(p) => Self::upstream(p.to_string()),
+            AgentError::Workspace { .. } => Self::invalid(e.to_string()),
+            other => Self::internal(other.to_string()),
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! [`ValidJson`]: a JSON body extractor whose errors name the field at fault.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use serde::de::DeserializeOwned;
+
+use crate::{ApiError, AppState};
+
+/// Like `axum::Json`, but a body that does not fit the type is a 400 whose `field` is the JSON
+/// path of the offending value (`toolMask.shell`), and an oversized body is a 413 in the same
+/// error shape.
+#[derive(Debug, Clone)]
+pub struct ValidJson<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest<AppState> for ValidJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        let bytes = Bytes::from_request(request, state).await.map_err(|rejection| {
+            let status = rejection.into_response().status();
+            if status == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::too_large(state.inner.config.body_limit)
+            } else {
+                ApiError::invalid("the request body could not be read")
+            }
+        })?;
+        parse(&bytes).map(ValidJson)
+    }
+}
+
+/// Parses a JSON body, naming the field at fault on error.
+pub(crate) fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    if bytes.is_empty() {
+        return Err(ApiError::invalid("the request body is empty; send a JSON object"));
+    }
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    match serde_path_to_error::deserialize(&mut de) {
+        Ok(value) => Ok(value),
+        Err(e) => {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            if inner.is_syntax() || inner.is_eof() {
+                return Err(ApiError::invalid(format!("the request body is not valid JSON: {inner}")));
+            }
+            let mut message = format!("{path}: {inner}");
+            if path.starts_with("toolMask") {
+                message.push_str(
+                    "; toolMask maps tool names to true (callable) or false (not callable), e.g. {\"shell\": false}",
+                );
+            }
+            if path == "." {
+                Err(ApiError::invalid(message))
+            } else {
+                Err(ApiError::invalid_field(path, message))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+
+    use super::*;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields)]
+    struct Body {
+        #[allow(dead_code)]
+        message: String,
+        #[allow(dead_code)]
+        tool_mask: Option<std::collections::BTreeMap<String, bool>>,
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let e = parse::<Body>(br#"{"message":"hi","toolMask":{"shell":"no"}}"#).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("toolMask.shell"));
+        assert!(e.message.contains("expected a boolean"), "{}", e.message);
+        let e = parse::<Body>(br#"{"toolMask":{}}"#).unwrap_err();
+        assert!(e.message.contains("missing field `message`"), "{}", e.message);
+        let e = parse::<Body>(br#"{"message":"hi","extra":1}"#).unwrap_err();
+        assert!(e.message.contains("unknown field `extra`"), "{}", e.message);
+        let e = parse::<Body>(b"{nope").unwrap_err();
+        assert!(e.message.contains("not valid JSON"), "{}", e.message);
+        assert!(parse::<Body>(b"").is_err());
+    }
+}

@@ -1,0 +1,109 @@
+//! Confirmations: list a session's pending approvals, approve or deny one.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::auth::User;
+use crate::json::ValidJson;
+use crate::{ApiError, AppState, ErrorBody};
+
+/// A tool call waiting for a person's decision.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalView {
+    /// Approval id (`POST /v1/approvals/{id}`).
+    pub id: String,
+    /// Session id.
+    pub session_id: String,
+    /// Tool call id.
+    pub call_id: String,
+    /// Tool name.
+    pub tool: String,
+    /// Arguments of the call.
+    pub args: Value,
+    /// The hook rule that asked for confirmation.
+    pub rule: String,
+}
+
+/// `GET /v1/sessions/{id}/approvals` response.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ApprovalList {
+    /// Pending approvals, oldest first.
+    pub approvals: Vec<ApprovalView>,
+}
+
+/// `POST /v1/approvals/{id}` body.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Decide {
+    /// Run the call (`true`) or refuse it (`false`).
+    pub approve: bool,
+    /// Why; the model sees it when the call is refused.
+    pub reason: Option<String>,
+}
+
+/// `POST /v1/approvals/{id}` response.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Decided {
+    /// Approval id.
+    pub id: String,
+    /// The decision.
+    pub approved: bool,
+}
+
+/// Pending confirmations of a session.
+#[utoipa::path(get, path = "/v1/sessions/{id}/approvals", tag = "approvals", params(("id" = String, Path, description = "Session id")),
+    responses((status = 200, body = ApprovalList), (status = 404, body = ErrorBody)), security(("bearer" = [])))]
+pub async fn list(
+    State(state): State<AppState>,
+    User(user): User,
+    Path(id): Path<String>,
+) -> Result<Json<ApprovalList>, ApiError> {
+    state.owned_session(&id, &user).await?;
+    let approvals = state
+        .inner
+        .approvals
+        .pending(Some(&id))
+        .into_iter()
+        .map(|r| ApprovalView {
+            id: r.id,
+            session_id: r.session_id,
+            call_id: r.call_id,
+            tool: r.tool,
+            args: r.args,
+            rule: r.rule,
+        })
+        .collect();
+    Ok(Json(ApprovalList { approvals }))
+}
+
+/// Approves or denies a pending confirmation. The turn waiting on it goes on at once.
+#[utoipa::path(post, path = "/v1/approvals/{id}", tag = "approvals", request_body = Decide,
+    params(("id" = String, Path, description = "Approval id (from an `approval_requested` event)")),
+    responses((status = 200, body = Decided), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn decide(
+    State(state): State<AppState>,
+    User(user): User,
+    Path(id): Path<String>,
+    ValidJson(body): ValidJson<Decide>,
+) -> Result<Json<Decided>, ApiError> {
+    let request =
+        state.inner.approvals.get(&id).ok_or_else(|| ApiError::not_found("pending approval", &id))?;
+    // Another user's approval is as invisible as a missing one.
+    state
+        .owned_session(&request.session_id, &user)
+        .await
+        .map_err(|_| ApiError::not_found("pending approval", &id))?;
+    let reason = body.reason.or_else(|| (!body.approve).then(|| "denied by the user".to_owned()));
+    state
+        .inner
+        .approvals
+        .resolve(&id, body.approve, reason)
+        .map_err(|_| ApiError::not_found("pending approval", &id))?;
+    Ok(Json(Decided { id, approved: body.approve }))
+}

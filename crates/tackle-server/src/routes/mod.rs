@@ -1,0 +1,9 @@
+//! Request handlers, one module per resource.
+
+pub mod approvals;
+pub mod health;
+pub mod messages;
+pub mod openai;
+pub mod results;
+pub mod sessions;
+pub mod web;

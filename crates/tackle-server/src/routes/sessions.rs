@@ -1,0 +1,267 @@
+//! Session routes: create, list, show, delete, and the tools and context of a session.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tackle_agent::NewSessionOptions;
+use tackle_protocol::ContextReport;
+use tackle_store::{SessionFilter, SessionRecord, SessionSummary};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::auth::User;
+use crate::json::ValidJson;
+use crate::{ApiError, AppState, ErrorBody};
+
+/// `POST /v1/sessions` body. Every field is optional.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateSession {
+    /// Title; derived from the first message when omitted.
+    pub title: Option<String>,
+    /// Provider name; must be the server's provider when given.
+    pub provider: Option<String>,
+    /// Model; the server's model when omitted, else one of the models it allows.
+    pub model: Option<String>,
+    /// Workspace profile name, as configured on the server (`default` when omitted). Clients
+    /// never send paths.
+    pub workspace: Option<String>,
+}
+
+/// A session as the API shows it.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionView {
+    /// Session id.
+    pub id: String,
+    /// Title.
+    pub title: String,
+    /// Provider name.
+    pub provider: String,
+    /// Model name.
+    pub model: String,
+    /// `idle`, `running`, `failed` or `archived`.
+    pub status: String,
+    /// Creation time, Unix milliseconds.
+    pub created_at: i64,
+    /// Last change, Unix milliseconds.
+    pub updated_at: i64,
+    /// Messages stored (lists only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message_count: Option<i64>,
+    /// The conversation as the model sees it (`GET /v1/sessions/{id}` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub messages: Option<Vec<Value>>,
+}
+
+impl From<SessionRecord> for SessionView {
+    fn from(r: SessionRecord) -> Self {
+        Self {
+            id: r.id,
+            title: r.title,
+            provider: r.provider,
+            model: r.model,
+            status: r.status.to_string(),
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+            message_count: None,
+            messages: None,
+        }
+    }
+}
+
+impl From<SessionSummary> for SessionView {
+    fn from(r: SessionSummary) -> Self {
+        Self {
+            id: r.id,
+            title: r.title,
+            provider: r.provider,
+            model: r.model,
+            status: r.status.to_string(),
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+            message_count: Some(r.message_count),
+            messages: None,
+        }
+    }
+}
+
+/// `GET /v1/sessions` response.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionList {
+    /// The caller's sessions, most recently updated first.
+    pub sessions: Vec<SessionView>,
+}
+
+/// Paging of `GET /v1/sessions`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// At most this many (default 50, at most 500).
+    pub limit: Option<u32>,
+    /// Skip this many.
+    pub offset: Option<u32>,
+}
+
+/// A tool of the catalog.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolView {
+    /// Name, as used in `toolMask`.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// True for tools that only read.
+    pub read_only: bool,
+    /// True for tools that may destroy data (they ask for confirmation by default).
+    pub destructive: bool,
+}
+
+/// `GET /v1/tools` response.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ToolList {
+    /// Tools in catalog order: the order of every request's tool list.
+    pub tools: Vec<ToolView>,
+}
+
+/// Creates a session owned by the caller.
+#[utoipa::path(post, path = "/v1/sessions", tag = "sessions", request_body = CreateSession,
+    responses((status = 201, body = SessionView), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn create(
+    State(state): State<AppState>,
+    User(user): User,
+    ValidJson(body): ValidJson<CreateSession>,
+) -> Result<(StatusCode, Json<SessionView>), ApiError> {
+    let default_agent = state.agent();
+    if let Some(p) = &body.provider
+        && p != default_agent.provider().name()
+    {
+        return Err(ApiError::invalid_field(
+            "provider",
+            format!(
+                "this server uses provider {:?}; omit `provider` or pass that",
+                default_agent.provider().name()
+            ),
+        ));
+    }
+    let model = match body.model {
+        Some(m) if m == default_agent.config().model || state.config().models.contains(&m) => m,
+        Some(m) => {
+            let mut allowed = vec![default_agent.config().model.clone()];
+            allowed.extend(state.config().models.iter().cloned());
+            return Err(ApiError::invalid_field(
+                "model",
+                format!("model {m:?} is not offered by this server; choose one of {}", allowed.join(", ")),
+            ));
+        }
+        None => default_agent.config().model.clone(),
+    };
+    let profile = body.workspace.unwrap_or_else(|| "default".to_owned());
+    let Some(workspace) = state.config().workspaces.get(&profile) else {
+        let names: Vec<&str> = state.config().workspaces.keys().map(String::as_str).collect();
+        return Err(ApiError::invalid_field(
+            "workspace",
+            format!("no workspace profile {profile:?}; configured profiles: {}", names.join(", ")),
+        ));
+    };
+    let session = state
+        .agent_for(&model)
+        .create_session(NewSessionOptions {
+            title: body.title,
+            workspace: workspace.clone(),
+            owner: Some(user),
+        })
+        .await?;
+    Ok((StatusCode::CREATED, Json(session.record().clone().into())))
+}
+
+/// Lists the caller's sessions.
+#[utoipa::path(get, path = "/v1/sessions", tag = "sessions", params(ListQuery),
+    responses((status = 200, body = SessionList), (status = 401, body = ErrorBody)), security(("bearer" = [])))]
+pub async fn list(
+    State(state): State<AppState>,
+    User(user): User,
+    Query(q): Query<ListQuery>,
+) -> Result<Json<SessionList>, ApiError> {
+    let sessions = state
+        .agent()
+        .store()
+        .list_sessions(SessionFilter {
+            owner: Some(user),
+            limit: Some(q.limit.unwrap_or(50).clamp(1, 500)),
+            offset: q.offset.unwrap_or(0),
+        })
+        .await?;
+    Ok(Json(SessionList { sessions: sessions.into_iter().map(SessionView::from).collect() }))
+}
+
+/// Shows a session with its conversation.
+#[utoipa::path(get, path = "/v1/sessions/{id}", tag = "sessions", params(("id" = String, Path, description = "Session id")),
+    responses((status = 200, body = SessionView), (status = 404, body = ErrorBody)), security(("bearer" = [])))]
+pub async fn show(
+    State(state): State<AppState>,
+    User(user): User,
+    Path(id): Path<String>,
+) -> Result<Json<SessionView>, ApiError> {
+    let record = state.owned_session(&id, &user).await?;
+    let session = state.agent_for(&record.model).open_session(&id).await?;
+    let messages = session
+        .history()
+        .iter()
+        .map(serde_json::to_value)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    let mut view = SessionView::from(session.record().clone());
+    view.messages = Some(messages);
+    Ok(Json(view))
+}
+
+/// Deletes a session and everything stored for it.
+#[utoipa::path(delete, path = "/v1/sessions/{id}", tag = "sessions", params(("id" = String, Path, description = "Session id")),
+    responses((status = 204), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)), security(("bearer" = [])))]
+pub async fn delete(
+    State(state): State<AppState>,
+    User(user): User,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    state.owned_session(&id, &user).await?;
+    // Holding the busy mark while deleting keeps a turn from starting meanwhile.
+    let _guard = state.inner.turns.start(&id)?;
+    state.agent().store().delete_session(&id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The tool catalog: every tool a session's requests define, in order.
+#[utoipa::path(get, path = "/v1/tools", tag = "sessions",
+    responses((status = 200, body = ToolList)), security(("bearer" = [])))]
+pub async fn tools(State(state): State<AppState>, User(_): User) -> Json<ToolList> {
+    let tools = state
+        .agent()
+        .catalog()
+        .specs()
+        .iter()
+        .map(|s| ToolView {
+            name: s.name.clone(),
+            description: s.description.clone(),
+            read_only: s.annotations.read_only,
+            destructive: s.annotations.destructive,
+        })
+        .collect();
+    Json(ToolList { tools })
+}
+
+/// Context window use of the session's next request, by component.
+#[utoipa::path(get, path = "/v1/sessions/{id}/context", tag = "sessions", params(("id" = String, Path, description = "Session id")),
+    responses((status = 200, body = ContextReport), (status = 404, body = ErrorBody)), security(("bearer" = [])))]
+pub async fn context(
+    State(state): State<AppState>,
+    User(user): User,
+    Path(id): Path<String>,
+) -> Result<Json<ContextReport>, ApiError> {
+    let record = state.owned_session(&id, &user).await?;
+    let mut session = state.agent_for(&record.model).open_session(&id).await?;
+    Ok(Json(session.context_report()))
+}

@@ -1,0 +1,152 @@
+//! [`AppState`]: what every request handler shares.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tackle_agent::Agent;
+use tackle_store::SessionRecord;
+use tackle_tools::ApprovalQueue;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::{ApiError, ServerConfig};
+
+/// Shared state of the server. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    pub(crate) inner: Arc<StateInner>,
+}
+
+pub(crate) struct StateInner {
+    pub(crate) agent: Agent,
+    pub(crate) approvals: ApprovalQueue,
+    pub(crate) config: ServerConfig,
+    pub(crate) turns: RunningTurns,
+    /// Agents for models other than the default one, made on first use.
+    pub(crate) agents: Mutex<HashMap<String, Agent>>,
+    /// Cancelled when shutdown begins: new turns are refused.
+    pub(crate) shutdown: CancellationToken,
+    /// Running turns, waited for at shutdown.
+    pub(crate) tasks: TaskTracker,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState").field("running", &self.inner.turns.len()).finish()
+    }
+}
+
+impl AppState {
+    /// State for `agent`, whose executor must ask `approvals` for confirmations (so the
+    /// approval routes can answer them).
+    pub fn new(agent: Agent, approvals: ApprovalQueue, config: ServerConfig) -> Self {
+        Self {
+            inner: Arc::new(StateInner {
+                agent,
+                approvals,
+                config,
+                turns: RunningTurns::default(),
+                agents: Mutex::new(HashMap::new()),
+                shutdown: CancellationToken::new(),
+                tasks: TaskTracker::new(),
+            }),
+        }
+    }
+
+    /// The default agent.
+    pub fn agent(&self) -> &Agent {
+        &self.inner.agent
+    }
+
+    /// The server's configuration.
+    pub fn config(&self) -> &ServerConfig {
+        &self.inner.config
+    }
+
+    /// Turns running now.
+    pub fn running_turns(&self) -> usize {
+        self.inner.turns.len()
+    }
+
+    /// The agent answering with `model` (the default agent for its own model).
+    pub(crate) fn agent_for(&self, model: &str) -> Agent {
+        if model == self.inner.agent.config().model {
+            return self.inner.agent.clone();
+        }
+        let mut agents = self.inner.agents.lock().unwrap_or_else(|p| p.into_inner());
+        agents.entry(model.to_owned()).or_insert_with(|| self.inner.agent.with_model(model)).clone()
+    }
+
+    /// The session `id` if it belongs to `user`; 404 otherwise (also for other users' sessions,
+    /// so ids cannot be probed).
+    pub(crate) async fn owned_session(&self, id: &str, user: &str) -> Result<SessionRecord, ApiError> {
+        self.inner.agent.store().get_session_for_owner(id, user).await.map_err(|e| match e {
+            tackle_store::StoreError::NotFound { .. } => ApiError::not_found("session", id),
+            other => other.into(),
+        })
+    }
+
+    /// Begins shutdown: new turns are refused from now on.
+    pub fn begin_shutdown(&self) {
+        self.inner.shutdown.cancel();
+    }
+
+    /// Cancels every running turn (the end of the shutdown grace period).
+    pub fn cancel_all_turns(&self) {
+        self.inner.turns.cancel_all();
+    }
+
+    /// Waits until every running turn has finished.
+    pub async fn wait_for_turns(&self) {
+        self.inner.tasks.close();
+        self.inner.tasks.wait().await;
+    }
+}
+
+/// Sessions running a turn, with the token that cancels each.
+#[derive(Default)]
+pub(crate) struct RunningTurns {
+    running: Arc<Mutex<HashMap<String, CancellationToken>>>,
+}
+
+impl RunningTurns {
+    /// Marks `session` busy, or answers 409 if it already is.
+    pub(crate) fn start(&self, session: &str) -> Result<TurnGuard, ApiError> {
+        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        if running.contains_key(session) {
+            return Err(ApiError::busy(session));
+        }
+        let cancel = CancellationToken::new();
+        running.insert(session.to_owned(), cancel.clone());
+        Ok(TurnGuard { running: self.running.clone(), session: session.to_owned(), cancel })
+    }
+
+    /// Cancels the turn of `session`; false when none runs.
+    pub(crate) fn cancel(&self, session: &str) -> bool {
+        let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        running.get(session).map(CancellationToken::cancel).is_some()
+    }
+
+    fn cancel_all(&self) {
+        for token in self.running.lock().unwrap_or_else(|p| p.into_inner()).values() {
+            token.cancel();
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.running.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+}
+
+/// A session marked busy; dropping it marks the session free again.
+pub(crate) struct TurnGuard {
+    running: Arc<Mutex<HashMap<String, CancellationToken>>>,
+    session: String,
+    pub(crate) cancel: CancellationToken,
+}
+
+impl Drop for TurnGuard {
+    fn drop(&mut self) {
+        self.running.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.session);
+    }
+}
