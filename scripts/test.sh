@@ -26,6 +26,8 @@ step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "tests"
+# Real peers (browser, Python SDK, MCP servers) are required here, never silently skipped.
+export TACKLE_REQUIRE_PEERS=1
 cargo nextest run --workspace --locked --no-fail-fast
 
 step "doc tests"

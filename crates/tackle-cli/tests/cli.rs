@@ -349,3 +349,60 @@ async fn bench_cache_reports_no_breaks_in_either_format() {
         assert!(r["cache_read_tokens"].as_u64().unwrap() > 0);
     }
 }
+
+#[tokio::test]
+async fn serve_refuses_public_binds_without_tokens_and_shuts_down_gracefully() {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = tackle(home.path());
+    cmd.env("OPENAI_API_KEY", "sk-test").args(["serve", "--bind", "0.0.0.0:0", "--workspace"]).arg(home.path());
+    let out = output(cmd).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("refusing to listen on 0.0.0.0:0 without authentication"), "{}", text(&out.stderr));
+
+    let mut script = Script::new(vec![Turn::text("finished before shutdown")]);
+    script.latency_ms = Some(1_500);
+    let fake = FakeModel::start(script).await.unwrap();
+    let mut cmd = tackle(home.path());
+    with_fake(&mut cmd, "openai", &fake);
+    cmd.args(["serve", "--bind", "127.0.0.1:0", "--workspace"])
+        .arg(home.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut first).unwrap();
+    let base = first.trim().strip_prefix("tackle serving on ").expect(&first).to_owned();
+    let client = reqwest::Client::new();
+    let session: Value =
+        client.post(format!("{base}/v1/sessions")).json(&serde_json::json!({})).send().await.unwrap().json().await.unwrap();
+    let id = session["id"].as_str().unwrap().to_owned();
+    let turn = tokio::spawn({
+        let (client, base) = (client.clone(), base.clone());
+        async move {
+            client
+                .post(format!("{base}/v1/sessions/{id}/messages"))
+                .json(&serde_json::json!({"message": "hi"}))
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        }
+    });
+    while fake.requests().is_empty() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // SIGTERM while the turn runs: it finishes, its stream ends, then the process exits 0.
+    assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
+    let stream = turn.await.unwrap();
+    assert!(stream.contains("event: turn_finished") && stream.contains("finished before shutdown"), "{stream}");
+    let status = tokio::task::spawn_blocking(move || child.wait().unwrap()).await.unwrap();
+    assert!(status.success());
+    let mut cmd = tackle(home.path());
+    cmd.args(["sessions", "list", "--json"]);
+    let list: Value = serde_json::from_slice(&output(cmd).await.stdout).unwrap();
+    assert_eq!(list[0]["message_count"], 2, "the turn was stored before exit");
+    assert_eq!(list[0]["status"], "idle");
+}
