@@ -1,0 +1,124 @@
+//! A 100-tool MCP server over stdio, used by the `tackle-mcp` integration tests.
+//!
+//! Tools `tool_000` ... `tool_099` are listed in reverse order, 25 per page (so clients must
+//! follow cursors and sort). Every tool echoes its name and arguments. Arguments change the
+//! behaviour of any tool:
+//! - `{"fail": "message"}`: the result has `isError: true` with that text;
+//! - `{"sleep_ms": n}`: answers after `n` milliseconds;
+//! - `{"add_tool": true}`: adds `tool_100` and sends `notifications/tools/list_changed`;
+//! - `{"rich": true}`: answers with an image, a resource link and `structuredContent`.
+//!
+//! Run: `cargo run -p tackle-mcp --example mcp_test_server`.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
+    PaginatedRequestParams, Resource, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::json;
+
+const TOOLS: usize = 100;
+const PAGE: usize = 25;
+
+#[derive(Clone, Default)]
+struct TestServer {
+    extra_tool: Arc<AtomicBool>,
+}
+
+impl TestServer {
+    fn tool_count(&self) -> usize {
+        TOOLS + usize::from(self.extra_tool.load(Ordering::SeqCst))
+    }
+
+    fn tool(i: usize) -> Tool {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "text": {"type": "string", "description": "Text to echo"},
+                "fail": {"type": "string"},
+                "sleep_ms": {"type": "integer"},
+                "add_tool": {"type": "boolean"},
+                "rich": {"type": "boolean"}
+            }
+        });
+        let serde_json::Value::Object(schema) = schema else { unreachable!() };
+        let mut tool = Tool::new(format!("tool_{i:03}"), format!("Test tool number {i}."), schema);
+        if i.is_multiple_of(2) {
+            tool.annotations = Some(ToolAnnotations::new().read_only(true));
+        }
+        tool
+    }
+}
+
+impl ServerHandler for TestServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let start: usize = match request.and_then(|r| r.cursor) {
+            Some(cursor) => cursor.parse().map_err(|_| ErrorData::invalid_params("bad cursor", None))?,
+            None => 0,
+        };
+        let total = self.tool_count();
+        // Reverse order: clients must sort.
+        let tools: Vec<Tool> = (start..total.min(start + PAGE)).map(|k| Self::tool(total - 1 - k)).collect();
+        let mut result = ListToolsResult::with_all_items(tools);
+        if start + PAGE < total {
+            result.next_cursor = Some((start + PAGE).to_string());
+        }
+        Ok(result)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.to_string();
+        let known = name
+            .strip_prefix("tool_")
+            .and_then(|n| n.parse::<usize>().ok())
+            .is_some_and(|n| n < self.tool_count());
+        if !known {
+            return Err(ErrorData::invalid_params(format!("tool not found: {name}"), None));
+        }
+        let args = request.arguments.unwrap_or_default();
+        if let Some(ms) = args.get("sleep_ms").and_then(|v| v.as_u64()) {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
+        if let Some(message) = args.get("fail").and_then(|v| v.as_str()) {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
+        }
+        if args.get("add_tool").and_then(|v| v.as_bool()) == Some(true) {
+            self.extra_tool.store(true, Ordering::SeqCst);
+            let _ = context.peer.notify_tool_list_changed().await;
+        }
+        if args.get("rich").and_then(|v| v.as_bool()) == Some(true) {
+            let mut result = CallToolResult::success(vec![
+                ContentBlock::image("iVBORw0KGgo=", "image/png"),
+                ContentBlock::ResourceLink(Resource::new("file:///notes.txt", "notes.txt")),
+            ]);
+            result.structured_content = Some(json!({"tool": name, "ok": true}));
+            return Ok(result.into());
+        }
+        let text = format!("{name} got {}", serde_json::Value::Object(args));
+        Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into())
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let service = TestServer::default().serve(rmcp::transport::stdio()).await?;
+    service.waiting().await?;
+    Ok(())
+}

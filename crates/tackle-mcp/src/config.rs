@@ -1,0 +1,415 @@
+//! Configuration of MCP servers: how to start or reach each one, and its time limits.
+//!
+//! In `tackle.toml` a server is a table under `[mcp.servers.<name>]`, with either `command`
+//! (a child process speaking MCP over stdio) or `url` (a Streamable HTTP endpoint):
+//!
+//! ```toml
+//! [mcp.servers.everything]
+//! command = "npx"
+//! args = ["-y", "@modelcontextprotocol/server-everything"]
+//! env = { LOG_LEVEL = "warn" }
+//! start_timeout_secs = 20
+//!
+//! [mcp.servers.remote]
+//! url = "http://127.0.0.1:3001/mcp"
+//! headers = { Authorization = "Bearer ..." }
+//! enabled = false
+//! ```
+//!
+//! Environment values and header values are treated as secrets: `Debug` prints only their names.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Default time to spawn (or reach) a server and finish the MCP handshake.
+pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default time limit of one tool call (and of listing the tools).
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The `[mcp]` table: every configured server by name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpConfig {
+    /// Servers by name; the name becomes the namespace of their tools (`name__tool`).
+    pub servers: BTreeMap<String, McpServerConfig>,
+}
+
+/// One MCP server: its transport, whether it is used, and its time limits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RawServerConfig", into = "RawServerConfig")]
+pub struct McpServerConfig {
+    /// How to start or reach the server.
+    pub transport: McpTransportConfig,
+    /// Disabled servers are listed with [`crate::McpServerStatus::Disabled`] and never started.
+    pub enabled: bool,
+    /// Time to start the server and finish the MCP handshake (default 10 s).
+    pub start_timeout: Duration,
+    /// Time limit of one tool call (default 60 s).
+    pub call_timeout: Duration,
+}
+
+impl McpServerConfig {
+    /// An enabled server over stdio with default time limits.
+    pub fn stdio(command: impl Into<String>, args: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        Self::with_transport(McpTransportConfig::Stdio {
+            command: command.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            env: BTreeMap::new(),
+            cwd: None,
+        })
+    }
+
+    /// An enabled server over Streamable HTTP with default time limits.
+    pub fn http(url: impl Into<String>) -> Self {
+        Self::with_transport(McpTransportConfig::Http { url: url.into(), headers: BTreeMap::new() })
+    }
+
+    /// An enabled server with the given transport and default time limits.
+    pub fn with_transport(transport: McpTransportConfig) -> Self {
+        Self {
+            transport,
+            enabled: true,
+            start_timeout: DEFAULT_START_TIMEOUT,
+            call_timeout: DEFAULT_CALL_TIMEOUT,
+        }
+    }
+
+    /// Replaces the start timeout.
+    pub fn with_start_timeout(mut self, timeout: Duration) -> Self {
+        self.start_timeout = timeout;
+        self
+    }
+
+    /// Replaces the call timeout.
+    pub fn with_call_timeout(mut self, timeout: Duration) -> Self {
+        self.call_timeout = timeout;
+        self
+    }
+}
+
+/// How a server is started or reached.
+#[derive(Clone, PartialEq, Eq)]
+pub enum McpTransportConfig {
+    /// A child process speaking MCP over its stdin and stdout.
+    Stdio {
+        /// Program to run (looked up on `PATH`).
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Variables added to the inherited environment, which loses secret-looking variables
+        /// (`*KEY*`, `*TOKEN*`, `OPENAI_*` ...) first. Values are secrets.
+        env: BTreeMap<String, String>,
+        /// Working directory; the current one when absent.
+        cwd: Option<PathBuf>,
+    },
+    /// A Streamable HTTP endpoint.
+    Http {
+        /// Endpoint URL, e.g. `http://127.0.0.1:3001/mcp`.
+        url: String,
+        /// Headers sent with every request (values are secrets).
+        headers: BTreeMap<String, String>,
+    },
+}
+
+impl McpTransportConfig {
+    /// Short transport name: `stdio` or `http`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Stdio { .. } => "stdio",
+            Self::Http { .. } => "http",
+        }
+    }
+
+    /// A description safe to print: the command (without arguments or environment), or the URL
+    /// without credentials, query or fragment.
+    pub fn display_target(&self) -> String {
+        match self {
+            Self::Stdio { command, .. } => command.clone(),
+            Self::Http { url, .. } => redact_url(url),
+        }
+    }
+}
+
+impl fmt::Debug for McpTransportConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Stdio { command, args, env, cwd } => f
+                .debug_struct("Stdio")
+                .field("command", command)
+                .field("args", args)
+                .field("env", &env.keys().collect::<Vec<_>>())
+                .field("cwd", cwd)
+                .finish(),
+            Self::Http { url, headers } => f
+                .debug_struct("Http")
+                .field("url", &redact_url(url))
+                .field("headers", &headers.keys().collect::<Vec<_>>())
+                .finish(),
+        }
+    }
+}
+
+/// Keeps scheme, host, port and path of a URL; drops user info, query and fragment.
+fn redact_url(url: &str) -> String {
+    let cut = url.find(['?', '#']).unwrap_or(url.len());
+    let url = &url[..cut];
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let authority_end = rest.find('/').unwrap_or(rest.len());
+            let (authority, path) = rest.split_at(authority_end);
+            let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+            format!("{scheme}://{host}{path}")
+        }
+        None => url.to_owned(),
+    }
+}
+
+/// Why a server table is invalid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// Neither `command` nor `url` was given.
+    #[error(
+        "an MCP server needs either `command` (a program speaking MCP over stdio) or `url` \
+         (a Streamable HTTP endpoint)"
+    )]
+    MissingTransport,
+    /// Both `command` and `url` were given.
+    #[error("an MCP server takes either `command` or `url`, not both")]
+    AmbiguousTransport,
+    /// A key of the other transport was given (e.g. `headers` with `command`).
+    #[error("`{key}` is only valid for {transport} servers")]
+    MisplacedKey {
+        /// The key.
+        key: &'static str,
+        /// The transport it belongs to.
+        transport: &'static str,
+    },
+    /// `command` or `url` is empty.
+    #[error("`{0}` must not be empty")]
+    Empty(&'static str),
+    /// A timeout is negative, zero or not finite.
+    #[error("`{0}` must be a positive number of seconds")]
+    BadTimeout(&'static str),
+}
+
+/// The TOML shape of a server table, checked into [`McpServerConfig`].
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawServerConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    command: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    args: Vec<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    env: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cwd: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    url: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    headers: BTreeMap<String, String>,
+    #[serde(default = "default_true")]
+    enabled: bool,
+    #[serde(default, alias = "start_timeout", skip_serializing_if = "Option::is_none")]
+    start_timeout_secs: Option<f64>,
+    #[serde(default, alias = "call_timeout", skip_serializing_if = "Option::is_none")]
+    call_timeout_secs: Option<f64>,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+fn seconds(value: Option<f64>, key: &'static str, default: Duration) -> Result<Duration, ConfigError> {
+    match value {
+        None => Ok(default),
+        Some(secs) if secs.is_finite() && secs > 0.0 => {
+            Duration::try_from_secs_f64(secs).map_err(|_| ConfigError::BadTimeout(key))
+        }
+        Some(_) => Err(ConfigError::BadTimeout(key)),
+    }
+}
+
+impl TryFrom<RawServerConfig> for McpServerConfig {
+    type Error = ConfigError;
+
+    fn try_from(raw: RawServerConfig) -> Result<Self, Self::Error> {
+        let transport = match (raw.command, raw.url) {
+            (None, None) => return Err(ConfigError::MissingTransport),
+            (Some(_), Some(_)) => return Err(ConfigError::AmbiguousTransport),
+            (Some(command), None) => {
+                if command.trim().is_empty() {
+                    return Err(ConfigError::Empty("command"));
+                }
+                if !raw.headers.is_empty() {
+                    return Err(ConfigError::MisplacedKey { key: "headers", transport: "http" });
+                }
+                McpTransportConfig::Stdio { command, args: raw.args, env: raw.env, cwd: raw.cwd }
+            }
+            (None, Some(url)) => {
+                if url.trim().is_empty() {
+                    return Err(ConfigError::Empty("url"));
+                }
+                for (key, present) in
+                    [("args", !raw.args.is_empty()), ("env", !raw.env.is_empty()), ("cwd", raw.cwd.is_some())]
+                {
+                    if present {
+                        return Err(ConfigError::MisplacedKey { key, transport: "stdio" });
+                    }
+                }
+                McpTransportConfig::Http { url, headers: raw.headers }
+            }
+        };
+        Ok(Self {
+            transport,
+            enabled: raw.enabled,
+            start_timeout: seconds(raw.start_timeout_secs, "start_timeout_secs", DEFAULT_START_TIMEOUT)?,
+            call_timeout: seconds(raw.call_timeout_secs, "call_timeout_secs", DEFAULT_CALL_TIMEOUT)?,
+        })
+    }
+}
+
+impl From<McpServerConfig> for RawServerConfig {
+    fn from(config: McpServerConfig) -> Self {
+        let mut raw = RawServerConfig {
+            enabled: config.enabled,
+            start_timeout_secs: Some(config.start_timeout.as_secs_f64()),
+            call_timeout_secs: Some(config.call_timeout.as_secs_f64()),
+            ..RawServerConfig::default()
+        };
+        match config.transport {
+            McpTransportConfig::Stdio { command, args, env, cwd } => {
+                raw.command = Some(command);
+                raw.args = args;
+                raw.env = env;
+                raw.cwd = cwd;
+            }
+            McpTransportConfig::Http { url, headers } => {
+                raw.url = Some(url);
+                raw.headers = headers;
+            }
+        }
+        raw
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Deserialize)]
+    struct Settings {
+        mcp: McpConfig,
+    }
+
+    fn parse(text: &str) -> Result<McpConfig, String> {
+        toml::from_str::<Settings>(text).map(|s| s.mcp).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn parses_stdio_and_http_servers() {
+        let mcp = parse(
+            r#"
+            [mcp.servers.everything]
+            command = "npx"
+            args = ["-y", "@modelcontextprotocol/server-everything"]
+            env = { TOKEN = "s3cret" }
+            cwd = "/tmp"
+            start_timeout_secs = 2.5
+
+            [mcp.servers.remote]
+            url = "https://user:pw@example.com/mcp?key=abc"
+            headers = { Authorization = "Bearer t0ken" }
+            enabled = false
+            call_timeout = 5
+            "#,
+        )
+        .unwrap();
+        let everything = &mcp.servers["everything"];
+        assert!(everything.enabled);
+        assert_eq!(everything.start_timeout, Duration::from_millis(2500));
+        assert_eq!(everything.call_timeout, DEFAULT_CALL_TIMEOUT);
+        match &everything.transport {
+            McpTransportConfig::Stdio { command, args, env, cwd } => {
+                assert_eq!(command, "npx");
+                assert_eq!(args.len(), 2);
+                assert_eq!(env["TOKEN"], "s3cret");
+                assert_eq!(cwd.as_deref(), Some(std::path::Path::new("/tmp")));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        let remote = &mcp.servers["remote"];
+        assert!(!remote.enabled);
+        assert_eq!(remote.start_timeout, DEFAULT_START_TIMEOUT);
+        assert_eq!(remote.call_timeout, Duration::from_secs(5));
+        assert_eq!(remote.transport.kind(), "http");
+        assert_eq!(remote.transport.display_target(), "https://example.com/mcp");
+    }
+
+    #[test]
+    fn debug_never_prints_secret_values() {
+        let mcp = parse(
+            r#"
+            [mcp.servers.a]
+            command = "srv"
+            env = { TOKEN = "s3cret" }
+            [mcp.servers.b]
+            url = "http://h/mcp?token=q1"
+            headers = { Authorization = "Bearer t0ken" }
+            "#,
+        )
+        .unwrap();
+        let text = format!("{mcp:?}");
+        assert!(text.contains("TOKEN") && text.contains("Authorization"), "{text}");
+        for secret in ["s3cret", "t0ken", "q1"] {
+            assert!(!text.contains(secret), "{secret} leaked in {text}");
+        }
+    }
+
+    #[test]
+    fn missing_transport_is_explained() {
+        let err = parse("[mcp.servers.x]\nargs = [\"a\"]\n").unwrap_err();
+        assert!(err.contains("either `command`"), "{err}");
+        assert!(err.contains("`url`"), "{err}");
+    }
+
+    #[test]
+    fn invalid_shapes_are_rejected() {
+        let cases = [
+            ("command = \"a\"\nurl = \"http://h\"", "not both"),
+            ("command = \"\"", "must not be empty"),
+            ("command = \"a\"\nheaders = { A = \"b\" }", "only valid for http"),
+            ("url = \"http://h\"\nargs = [\"x\"]", "only valid for stdio"),
+            ("command = \"a\"\nstart_timeout_secs = 0", "positive"),
+            ("command = \"a\"\ncall_timeout_secs = -1", "positive"),
+            ("command = \"a\"\ncomand = \"b\"", "unknown field"),
+        ];
+        for (body, needle) in cases {
+            let err = parse(&format!("[mcp.servers.x]\n{body}\n")).unwrap_err();
+            assert!(err.contains(needle), "{body}: {err}");
+        }
+    }
+
+    #[test]
+    fn round_trips_through_toml() {
+        let mut config =
+            McpServerConfig::stdio("node", ["server.js"]).with_call_timeout(Duration::from_secs(7));
+        if let McpTransportConfig::Stdio { env, .. } = &mut config.transport {
+            env.insert("A".into(), "b".into());
+        }
+        let text = toml::to_string(&config).unwrap();
+        let back: McpServerConfig = toml::from_str(&text).unwrap();
+        assert_eq!(back, config);
+    }
+
+    #[test]
+    fn redacts_urls() {
+        assert_eq!(redact_url("http://127.0.0.1:3001/mcp"), "http://127.0.0.1:3001/mcp");
+        assert_eq!(redact_url("https://a:b@h.example/x#frag"), "https://h.example/x");
+        assert_eq!(redact_url("not a url?x=1"), "not a url");
+    }
+}

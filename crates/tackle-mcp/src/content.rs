@@ -1,0 +1,223 @@
+//! Turning an MCP `CallToolResult` into what the model reads.
+//!
+//! - text blocks and embedded text resources are inlined, one block per line;
+//! - images, audio and binary resources are never inlined: the text says
+//!   `[image/png, 12345 bytes]` and the raw blocks are kept in [`ToolOutput::data`];
+//! - resource links become `resource: <uri> (<name>)` lines;
+//! - `structuredContent` is kept in `data`, and rendered as JSON text when nothing else is text;
+//! - `isError: true` becomes a [`ToolFailure`] classified from its text.
+
+use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
+use serde_json::{Map, Value};
+use tackle_tools::{ToolFailure, ToolOutput};
+
+/// Maps a tool result to the output the model sees, or to a failure when the server flagged
+/// it as an error.
+///
+/// `data`, when present, is an object with `structuredContent` (as sent) and/or `content` (the
+/// raw blocks that were not inlined: images, audio, binary resources).
+pub fn map_call_result(result: CallToolResult) -> Result<ToolOutput, ToolFailure> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut has_text = false;
+    let mut kept: Vec<Value> = Vec::new();
+
+    for block in &result.content {
+        match block {
+            ContentBlock::Text(text) => {
+                has_text = true;
+                lines.push(text.text.clone());
+            }
+            ContentBlock::Image(image) => {
+                lines.push(describe_blob(&image.mime_type, &image.data, None));
+                keep(&mut kept, block);
+            }
+            ContentBlock::Audio(audio) => {
+                lines.push(describe_blob(&audio.mime_type, &audio.data, None));
+                keep(&mut kept, block);
+            }
+            ContentBlock::Resource(embedded) => match &embedded.resource {
+                ResourceContents::TextResourceContents { text, .. } => {
+                    has_text = true;
+                    lines.push(text.clone());
+                }
+                ResourceContents::BlobResourceContents { uri, mime_type, blob, .. } => {
+                    let mime = mime_type.as_deref().unwrap_or("application/octet-stream");
+                    lines.push(describe_blob(mime, blob, Some(uri)));
+                    keep(&mut kept, block);
+                }
+                _ => {
+                    lines.push("[unsupported resource contents]".to_owned());
+                    keep(&mut kept, block);
+                }
+            },
+            ContentBlock::ResourceLink(link) => {
+                lines.push(format!("resource: {} ({})", link.uri, link.name));
+            }
+            // Content kinds newer than this client: keep them for front ends, say so in text.
+            other => {
+                lines.push("[unsupported content block]".to_owned());
+                keep(&mut kept, other);
+            }
+        }
+    }
+
+    let structured = result.structured_content;
+    if !has_text && let Some(value) = &structured {
+        let json = serde_json::to_string(value).unwrap_or_else(|_| value.to_string());
+        lines.insert(0, json);
+    }
+    let text = lines.join("\n");
+
+    if result.is_error == Some(true) {
+        let message = if text.trim().is_empty() { "the tool reported an error".to_owned() } else { text };
+        return Err(ToolFailure::from_message(message));
+    }
+
+    let mut data = Map::new();
+    if let Some(value) = structured {
+        data.insert("structuredContent".to_owned(), value);
+    }
+    if !kept.is_empty() {
+        data.insert("content".to_owned(), Value::Array(kept));
+    }
+    let output = ToolOutput::text(text);
+    Ok(if data.is_empty() { output } else { output.with_data(Value::Object(data)) })
+}
+
+fn keep(kept: &mut Vec<Value>, block: &ContentBlock) {
+    match serde_json::to_value(block) {
+        Ok(value) => kept.push(value),
+        Err(err) => tracing::warn!(error = %err, "could not keep an MCP content block"),
+    }
+}
+
+/// `[mime, N bytes]` or `[mime, N bytes: uri]`, with N decoded from the base64 length.
+fn describe_blob(mime: &str, base64: &str, uri: Option<&str>) -> String {
+    let bytes = base64_decoded_len(base64);
+    match uri {
+        Some(uri) => format!("[{mime}, {bytes} bytes: {uri}]"),
+        None => format!("[{mime}, {bytes} bytes]"),
+    }
+}
+
+/// Length of the bytes a base64 string decodes to (ignoring whitespace), without decoding.
+pub(crate) fn base64_decoded_len(data: &str) -> usize {
+    let bytes = data.bytes().filter(|b| !b.is_ascii_whitespace());
+    let (mut len, mut padding) = (0usize, 0usize);
+    for b in bytes {
+        len += 1;
+        if b == b'=' {
+            padding += 1;
+        }
+    }
+    let payload = len - padding;
+    payload * 3 / 4
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use tackle_protocol::ErrorCategory;
+
+    use super::*;
+
+    fn result(value: Value) -> CallToolResult {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn text_blocks_are_joined() {
+        let out = map_call_result(result(json!({
+            "content": [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}]
+        })))
+        .unwrap();
+        assert_eq!(out.text, "one\ntwo");
+        assert_eq!(out.data, None);
+    }
+
+    #[test]
+    fn binary_content_is_described_and_kept_in_data() {
+        // 12 bytes of payload: "AAAAAAAAAAAAAAAA" is 16 chars -> 12 bytes.
+        let out = map_call_result(result(json!({
+            "content": [
+                {"type": "text", "text": "here"},
+                {"type": "image", "data": "AAAAAAAAAAAAAAAA", "mimeType": "image/png"},
+                {"type": "audio", "data": "AAA=", "mimeType": "audio/wav"},
+                {"type": "resource", "resource": {"uri": "file:///x.gz", "mimeType": "application/gzip", "blob": "AA=="}}
+            ]
+        })))
+        .unwrap();
+        assert_eq!(
+            out.text,
+            "here\n[image/png, 12 bytes]\n[audio/wav, 2 bytes]\n[application/gzip, 1 bytes: file:///x.gz]"
+        );
+        let data = out.data.unwrap();
+        let kept = data["content"].as_array().unwrap();
+        assert_eq!(kept.len(), 3);
+        assert_eq!(kept[0]["type"], "image");
+        assert_eq!(kept[0]["data"], "AAAAAAAAAAAAAAAA");
+        assert!(!out.text.contains("AAAA"), "blobs are never inlined");
+    }
+
+    #[test]
+    fn resources_links_and_embedded_text() {
+        let out = map_call_result(result(json!({
+            "content": [
+                {"type": "resource_link", "uri": "file:///a.txt", "name": "a.txt"},
+                {"type": "resource", "resource": {"uri": "file:///b.txt", "text": "inline body"}}
+            ]
+        })))
+        .unwrap();
+        assert_eq!(out.text, "resource: file:///a.txt (a.txt)\ninline body");
+        assert_eq!(out.data, None);
+    }
+
+    #[test]
+    fn structured_content_is_kept_and_rendered_without_text() {
+        let out = map_call_result(result(json!({
+            "content": [],
+            "structuredContent": {"temperature": 21.5, "unit": "C"}
+        })))
+        .unwrap();
+        assert_eq!(out.text, r#"{"temperature":21.5,"unit":"C"}"#);
+        assert_eq!(out.data.unwrap()["structuredContent"]["unit"], "C");
+
+        let out = map_call_result(result(json!({
+            "content": [{"type": "text", "text": "21.5 C"}],
+            "structuredContent": {"temperature": 21.5}
+        })))
+        .unwrap();
+        assert_eq!(out.text, "21.5 C", "text wins when present");
+        assert_eq!(out.data.unwrap()["structuredContent"]["temperature"], 21.5);
+    }
+
+    #[test]
+    fn is_error_becomes_a_classified_failure() {
+        let err = map_call_result(result(json!({
+            "content": [{"type": "text", "text": "ENOENT: no such file or directory, open 'x'"}],
+            "isError": true
+        })))
+        .unwrap_err();
+        assert_eq!(err.category, ErrorCategory::NotFound);
+        assert!(err.message.contains("ENOENT"));
+
+        let err = map_call_result(result(json!({"content": [], "isError": true}))).unwrap_err();
+        assert_eq!(err.category, ErrorCategory::Internal);
+        assert_eq!(err.message, "the tool reported an error");
+    }
+
+    #[test]
+    fn empty_result_is_empty_text() {
+        let out = map_call_result(result(json!({"content": []}))).unwrap();
+        assert_eq!(out, ToolOutput::text(""));
+    }
+
+    #[test]
+    fn base64_lengths() {
+        assert_eq!(base64_decoded_len(""), 0);
+        assert_eq!(base64_decoded_len("AA=="), 1);
+        assert_eq!(base64_decoded_len("AAA="), 2);
+        assert_eq!(base64_decoded_len("AAAA"), 3);
+        assert_eq!(base64_decoded_len("AAAA\nAAAA"), 6);
+    }
+}

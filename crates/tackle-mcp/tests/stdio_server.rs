@@ -1,0 +1,190 @@
+//! The 100-tool rmcp test server (`examples/mcp_test_server.rs`) over stdio: listing with
+//! pagination, namespacing and order, calls and result mapping, list_changed, timeouts, and
+//! reconnection after the server process is killed.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{call, find, test_server_config};
+use serde_json::json;
+use tackle_mcp::{McpConnection, McpManager, McpServerStatus};
+use tackle_protocol::ErrorCategory;
+use tackle_tools::{Tool, ToolContext};
+
+async fn manager(names: &[&str]) -> McpManager {
+    let configs: BTreeMap<String, _> =
+        names.iter().map(|n| ((*n).to_owned(), test_server_config())).collect();
+    McpManager::connect(&configs).await
+}
+
+#[tokio::test]
+async fn lists_all_pages_namespaced_in_order_and_calls_a_tool() {
+    // Configured out of order: the catalog is still sorted by server, then tool.
+    let manager = manager(&["zeta", "alpha"]).await;
+    let tools = manager.tools();
+    assert_eq!(tools.len(), 200, "{:?}", manager.statuses());
+    let names: Vec<&str> = tools.iter().map(|t| t.spec().name.as_str()).collect();
+    let expected: Vec<String> =
+        ["alpha", "zeta"].iter().flat_map(|s| (0..100).map(move |i| format!("{s}__tool_{i:03}"))).collect();
+    assert_eq!(names, expected);
+    assert!(names.iter().all(|n| tackle_protocol::is_valid_tool_name(n)));
+
+    let statuses = manager.statuses();
+    assert_eq!(statuses.len(), 2);
+    for status in &statuses {
+        assert_eq!(status.status, McpServerStatus::Connected { tools: 100 });
+        assert_eq!(status.transport, "stdio");
+        assert_eq!(status.tool_count, 100);
+        assert!(status.definitions_bytes > 100 * 100, "{}", status.definitions_bytes);
+    }
+
+    let tool = find(&tools, "zeta__tool_042");
+    assert_eq!(tool.spec().description, "Test tool number 42.");
+    assert!(tool.spec().annotations.read_only);
+    assert!(!find(&tools, "zeta__tool_043").spec().annotations.read_only);
+    assert!(find(&tools, "zeta__tool_043").spec().annotations.destructive, "MCP default");
+    let out = call(tool, json!({"text": "hi"})).await.unwrap();
+    assert_eq!(out.text, r#"tool_042 got {"text":"hi"}"#);
+
+    let index = manager.search_index();
+    assert_eq!(index.len(), 200);
+    manager.shutdown().await;
+    assert!(manager.tools().is_empty());
+}
+
+#[tokio::test]
+async fn maps_rich_content_errors_and_timeouts() {
+    let configs = BTreeMap::from([(
+        "t".to_owned(),
+        test_server_config().with_call_timeout(Duration::from_millis(500)),
+    )]);
+    let manager = McpManager::connect(&configs).await;
+    let tools = manager.tools();
+    let tool = find(&tools, "t__tool_001");
+
+    let out = call(tool, json!({"rich": true})).await.unwrap();
+    assert_eq!(
+        out.text,
+        "{\"tool\":\"tool_001\",\"ok\":true}\n[image/png, 8 bytes]\nresource: file:///notes.txt (notes.txt)"
+    );
+    let data = out.data.unwrap();
+    assert_eq!(data["structuredContent"]["ok"], true);
+    assert_eq!(data["content"][0]["mimeType"], "image/png");
+
+    let err = call(tool, json!({"fail": "EACCES: permission denied"})).await.unwrap_err();
+    assert_eq!(err.category, ErrorCategory::Permission);
+
+    let err = call(tool, json!({"sleep_ms": 3000})).await.unwrap_err();
+    assert_eq!(err.category, ErrorCategory::Timeout, "{err:?}");
+    assert!(err.is_retryable());
+
+    // The server is still fine after a timed-out call.
+    assert!(call(tool, json!({})).await.is_ok());
+
+    // Cancellation stops the call early.
+    let ctx = ToolContext::new("s", "c", std::env::temp_dir());
+    let cancel = ctx.cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        cancel.cancel();
+    });
+    let err = tool.call(json!({"sleep_ms": 400}), ctx).await.unwrap_err();
+    assert_eq!(err.category, ErrorCategory::Interrupted);
+
+    let err = call(tool, json!([1, 2])).await.unwrap_err();
+    assert_eq!(err.category, ErrorCategory::InvalidArgs);
+    manager.shutdown().await;
+}
+
+#[tokio::test]
+async fn unknown_remote_tool_is_reported() {
+    let connection = McpConnection::connect("t", test_server_config()).await.unwrap();
+    let err = connection.call_tool("nope", None, &Default::default()).await.unwrap_err();
+    let failure = tackle_mcp::failure_from_error(err, "t");
+    assert_eq!(failure.category, ErrorCategory::NotFound, "{failure:?}");
+    connection.shutdown().await;
+}
+
+#[tokio::test]
+async fn list_changed_is_applied_only_on_refresh() {
+    let manager = manager(&["t"]).await;
+    assert!(!manager.refresh_if_changed().await, "nothing announced yet");
+    let tools = manager.tools();
+    assert_eq!(tools.len(), 100);
+
+    call(find(&tools, "t__tool_003"), json!({"add_tool": true})).await.unwrap();
+    // The notification arrives asynchronously; the catalog does not move until a refresh.
+    let connection = manager.connection("t").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !connection.take_list_changed() {
+        assert!(Instant::now() < deadline, "no tools/list_changed notification");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(manager.tools().len(), 100, "mid-turn catalog is frozen");
+    connection.mark_list_changed();
+
+    assert!(manager.refresh_if_changed().await);
+    let tools = manager.tools();
+    assert_eq!(tools.len(), 101);
+    assert_eq!(tools.last().unwrap().spec().name, "t__tool_100");
+    assert!(!manager.refresh_if_changed().await, "flag was consumed");
+    manager.shutdown().await;
+}
+
+fn kill_9(pid: u32) {
+    let status = Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap();
+    assert!(status.success());
+}
+
+#[tokio::test]
+async fn killed_server_is_unavailable_then_reconnected() {
+    let manager = manager(&["t"]).await;
+    let tools: Vec<Arc<dyn Tool>> = manager.tools();
+    let tool = find(&tools, "t__tool_010");
+    assert!(call(tool, json!({})).await.is_ok());
+
+    let connection = manager.connection("t").unwrap();
+    let pid = connection.server_pid().expect("stdio server has a pid");
+    kill_9(pid);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while connection.is_connected() {
+        assert!(Instant::now() < deadline, "the dead server was not noticed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(matches!(manager.statuses()[0].status, McpServerStatus::Unavailable { tools: 100, .. }));
+
+    // The next call fails fast as unavailable and retryable, and starts a reconnect.
+    let started = Instant::now();
+    let err = call(tool, json!({})).await.unwrap_err();
+    assert_eq!(err.category, ErrorCategory::Unavailable, "{err:?}");
+    assert!(err.is_retryable());
+    assert!(err.hint.as_deref().unwrap_or_default().contains("reconnected"), "{err:?}");
+    assert!(started.elapsed() < Duration::from_secs(2));
+
+    // A later call waits for the reconnect and succeeds on a new process.
+    let out = call(tool, json!({"text": "again"})).await.unwrap();
+    assert_eq!(out.text, r#"tool_010 got {"text":"again"}"#);
+    let new_pid = connection.server_pid().unwrap();
+    assert_ne!(new_pid, pid);
+    assert_eq!(manager.statuses()[0].status, McpServerStatus::Connected { tools: 100 });
+
+    // A reconnect raises list_changed; the re-listing finds the same tools: no catalog change.
+    assert!(!manager.refresh_if_changed().await);
+    assert_eq!(manager.tools().len(), 100);
+
+    // Killed mid-call: the in-flight call fails as unavailable too.
+    let pending = {
+        let tool = Arc::clone(tools.iter().find(|t| t.spec().name == "t__tool_011").unwrap());
+        tokio::spawn(async move { call(tool.as_ref(), json!({"sleep_ms": 5000})).await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    kill_9(new_pid);
+    let err = pending.await.unwrap().unwrap_err();
+    assert_eq!(err.category, ErrorCategory::Unavailable, "{err:?}");
+    assert!(call(tool, json!({})).await.is_ok(), "reconnected again");
+    manager.shutdown().await;
+}
