@@ -29,6 +29,8 @@ pub struct AgentConfig {
     pub user_config_dir: Option<PathBuf>,
     /// Context window management.
     pub context: ContextConfig,
+    /// Deferral of tools over budget.
+    pub deferral: crate::DeferralConfig,
 }
 
 impl AgentConfig {
@@ -43,6 +45,7 @@ impl AgentConfig {
             dynamic_tools: true,
             user_config_dir: None,
             context: ContextConfig::default(),
+            deferral: crate::DeferralConfig::default(),
         }
     }
 }
@@ -52,6 +55,8 @@ pub(crate) struct AgentInner {
     pub(crate) executor: Arc<ToolExecutor>,
     pub(crate) store: Store,
     pub(crate) config: AgentConfig,
+    /// Tools reached through `tool_search` / `call_tool` instead of the catalog.
+    pub(crate) deferred: Option<Arc<crate::DeferredTools>>,
 }
 
 /// An agent: a provider, a tool executor and a store, shared by its sessions. Cheap to clone.
@@ -88,7 +93,27 @@ impl Agent {
         store: Store,
         config: AgentConfig,
     ) -> Self {
-        Self { inner: Arc::new(AgentInner { provider, executor, store, config }) }
+        Self { inner: Arc::new(AgentInner { provider, executor, store, config, deferred: None }) }
+    }
+
+    /// The same agent with `deferred` tools left out of the catalog (see [`crate::plan_deferral`]);
+    /// the registry must hold them and `tool_search` and `call_tool`.
+    pub fn with_deferred(self, deferred: Option<Arc<crate::DeferredTools>>) -> Self {
+        let inner = &self.inner;
+        Self {
+            inner: Arc::new(AgentInner {
+                provider: inner.provider.clone(),
+                executor: inner.executor.clone(),
+                store: inner.store.clone(),
+                config: inner.config.clone(),
+                deferred,
+            }),
+        }
+    }
+
+    /// The deferred tools, when tool definitions are over budget.
+    pub fn deferred(&self) -> Option<&Arc<crate::DeferredTools>> {
+        self.inner.deferred.as_ref()
     }
 
     /// The same agent (provider, tools, store) answering with another model of its provider;
@@ -102,6 +127,7 @@ impl Agent {
                 executor: self.inner.executor.clone(),
                 store: self.inner.store.clone(),
                 config,
+                deferred: self.inner.deferred.clone(),
             }),
         }
     }
@@ -131,9 +157,15 @@ impl Agent {
         self.inner.executor.registry().specs()
     }
 
-    /// The catalog a session opened now would freeze: the registry's tools in order.
+    /// The catalog a session opened now would freeze: the registry's tools in order, without
+    /// deferred tools (then with `tool_search` and `call_tool`), or without those two when
+    /// nothing is deferred.
     pub fn catalog(&self) -> ToolCatalog {
-        ToolCatalog::freeze(self.tool_specs(), Vec::new())
+        let specs = self.tool_specs().into_iter().filter(|s| match &self.inner.deferred {
+            Some(d) => !d.contains(&s.name),
+            None => s.name != crate::TOOL_SEARCH && s.name != crate::CALL_TOOL,
+        });
+        ToolCatalog::freeze(specs.collect(), Vec::new())
     }
 
     /// Where skills are looked for: the workspace, then the user config dir.

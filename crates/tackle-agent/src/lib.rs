@@ -13,6 +13,7 @@ mod catalog;
 mod compact;
 mod compact_tool;
 mod context_window;
+mod deferral;
 mod error;
 pub mod invariants;
 mod loop_guard;
@@ -38,6 +39,10 @@ pub use catalog::ToolCatalog;
 pub use compact::{CompactReason, CompactionReport};
 pub use compact_tool::{CompactContext, CompactContextArgs};
 pub use context_window::ContextConfig;
+pub use deferral::{
+    CALL_TOOL, CallTool, CallToolArgs, DeferralConfig, DeferredTools, FOUND_TOOLS_KEY, FoundTools,
+    TOOL_SEARCH, ToolSearch, ToolSearchArgs, plan_deferral,
+};
 pub use error::AgentError;
 pub use loop_guard::{LoopGuard, LoopGuardConfig, Verdict, canonical_json};
 pub use mask::ToolMask;

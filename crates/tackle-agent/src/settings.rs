@@ -57,6 +57,10 @@ pub struct Settings {
     pub recoverable_compression: bool,
     /// `tackle serve` (`[server]`).
     pub server: crate::ServerSettings,
+    /// MCP servers as tool sources (`[mcp.servers.<name>]`).
+    pub mcp: tackle_mcp::McpConfig,
+    /// Deferring tools whose definitions would take too much of the window (`[deferral]`).
+    pub deferral: crate::DeferralConfig,
 }
 
 impl Default for Settings {
@@ -78,6 +82,8 @@ impl Default for Settings {
             context: ContextConfig::default(),
             recoverable_compression: true,
             server: crate::ServerSettings::default(),
+            mcp: tackle_mcp::McpConfig::default(),
+            deferral: crate::DeferralConfig::default(),
         }
     }
 }

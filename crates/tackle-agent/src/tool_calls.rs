@@ -3,11 +3,12 @@
 use std::time::Duration;
 
 use serde_json::Value;
-use tackle_protocol::{AgentEvent, ToolError, ToolInput, ToolOutcome, ToolResult, ToolUse};
+use tackle_protocol::{AgentEvent, ErrorCategory, ToolError, ToolInput, ToolOutcome, ToolResult, ToolUse};
 use tackle_store::{BeginOutcome, ToolCallFinish, ToolCallStatus};
 use tackle_tools::{CallOptions, EventSink, ToolContext, TurnState};
 use tokio_util::sync::CancellationToken;
 
+use crate::deferral::{CALL_TOOL, FOUND_TOOLS_KEY, FoundTools, unwrap_call};
 use crate::invariants::interrupted_result;
 use crate::{AgentError, Session, repair_tool_name};
 
@@ -55,22 +56,109 @@ pub(crate) async fn run_calls(
             None => c.clone(),
         })
         .collect();
-    let parallel = resolved.len() > 1
-        && resolved.iter().all(|c| {
-            registry.get(&c.name).is_some_and(|t| {
+    // Deferred tools: `call_tool(name, arguments)` runs the named tool (found by tool_search)
+    // as an ordinary call with the same id; the history keeps the call as the model made it.
+    let planned = plan_deferred(&batch, resolved).await?;
+    let parallel = planned.len() > 1
+        && planned.iter().all(|p| {
+            matches!(p, Planned::Run { call, .. } if registry.get(&call.name).is_some_and(|t| {
                 let a = t.spec().annotations;
                 a.read_only || a.idempotent
-            })
+            }))
         });
     if parallel {
-        let futures = resolved.iter().map(|c| run_one(&batch, c));
+        let futures = planned.iter().map(|p| run_planned(&batch, p));
         futures::future::join_all(futures).await.into_iter().collect()
     } else {
-        let mut out = Vec::with_capacity(resolved.len());
-        for call in &resolved {
-            out.push(run_one(&batch, call).await?);
+        let mut out = Vec::with_capacity(planned.len());
+        for p in &planned {
+            out.push(run_planned(&batch, p).await?);
         }
         Ok(out)
+    }
+}
+
+/// A call ready to run, or refused before it runs.
+enum Planned {
+    /// Run `call`; `unwrapped` calls came through `call_tool` and skip the step's mask (the mask
+    /// allowed `call_tool`, and search decides which deferred tools exist for the model).
+    Run { call: ToolUse, unwrapped: bool },
+    /// Answer with this envelope without running anything.
+    Refuse { call: ToolUse, error: ToolError },
+}
+
+async fn plan_deferred(batch: &CallBatch<'_>, calls: Vec<ToolUse>) -> Result<Vec<Planned>, AgentError> {
+    let Some(deferred) = batch.session.agent.deferred() else {
+        return Ok(calls.into_iter().map(|call| Planned::Run { call, unwrapped: false }).collect());
+    };
+    let involved = calls.iter().any(|c| c.name == CALL_TOOL || deferred.contains(&c.name));
+    let found: FoundTools = if involved {
+        batch
+            .session
+            .agent
+            .store()
+            .get_state(&batch.session.record.id, FOUND_TOOLS_KEY)
+            .await?
+            .unwrap_or_default()
+    } else {
+        FoundTools::default()
+    };
+    let mask_allows_proxy = batch.allowed.is_none_or(|a| a.iter().any(|n| n == CALL_TOOL));
+    Ok(calls
+        .into_iter()
+        .map(|call| {
+            let args = if call.name == CALL_TOOL {
+                args_value(&call.input)
+            } else if deferred.contains(&call.name) {
+                // The model called a deferred tool by name: treat it as call_tool.
+                serde_json::json!({"name": call.name, "arguments": args_value(&call.input)})
+            } else {
+                return Planned::Run { call, unwrapped: false };
+            };
+            match unwrap_call(&args, deferred, &found) {
+                Ok((name, arguments)) if mask_allows_proxy => Planned::Run {
+                    call: ToolUse { id: call.id.clone(), name, input: arguments.into() },
+                    unwrapped: true,
+                },
+                Ok(_) => Planned::Refuse {
+                    error: ToolError::new(
+                        &call.name,
+                        ErrorCategory::Denied,
+                        "call_tool is not available in this step",
+                    ),
+                    call,
+                },
+                Err(failure) => Planned::Refuse { error: failure.into_envelope(&call.name), call },
+            }
+        })
+        .collect())
+}
+
+async fn run_planned(batch: &CallBatch<'_>, planned: &Planned) -> Result<ExecutedCall, AgentError> {
+    match planned {
+        Planned::Run { call, unwrapped } => {
+            run_one(batch, call, if *unwrapped { None } else { batch.allowed }).await
+        }
+        Planned::Refuse { call, error } => {
+            batch.sink.emit(AgentEvent::ToolCall {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                args: args_value(&call.input),
+            });
+            let result = ToolResult::error(&call.id, error.to_json());
+            let outcome = Err(error.clone());
+            emit_result(
+                batch.sink,
+                call,
+                &result,
+                &outcome,
+                result.content.len() as u64,
+                false,
+                None,
+                Duration::ZERO,
+            );
+            Ok(ExecutedCall { tool: call.name.clone(), outcome, result })
+        }
     }
 }
 
@@ -81,7 +169,11 @@ fn args_value(input: &ToolInput) -> Value {
     }
 }
 
-async fn run_one(batch: &CallBatch<'_>, call: &ToolUse) -> Result<ExecutedCall, AgentError> {
+async fn run_one(
+    batch: &CallBatch<'_>,
+    call: &ToolUse,
+    allowed: Option<&[String]>,
+) -> Result<ExecutedCall, AgentError> {
     let session = batch.session;
     let store = session.agent.store();
     let sid = &session.record.id;
@@ -131,7 +223,7 @@ async fn run_one(batch: &CallBatch<'_>, call: &ToolUse) -> Result<ExecutedCall, 
         progress: progress_sink(batch.sink),
         events: batch.sink.clone(),
     };
-    let report = session.agent.executor().execute(call, ctx, &CallOptions { allowed: batch.allowed }).await;
+    let report = session.agent.executor().execute(call, ctx, &CallOptions { allowed }).await;
     let outcome = match &report.outcome {
         Ok(_) => Ok(()),
         Err(e) => Err(e.clone()),

@@ -362,10 +362,31 @@ impl Session {
     /// What the tail note should say before a step.
     async fn tail_state(&self, tools: &StepTools) -> Result<TailState, AgentError> {
         let todos = self.agent.store().open_todos(&self.record.id).await?;
+        let mut extra = Vec::new();
+        if let Some(deferred) = self.agent.deferred() {
+            let found: crate::FoundTools = self
+                .agent
+                .store()
+                .get_state(&self.record.id, crate::FOUND_TOOLS_KEY)
+                .await?
+                .unwrap_or_default();
+            if found.0.is_empty() {
+                extra.push(format!(
+                    "{} more tools are available through tool_search, then call_tool.",
+                    deferred.len()
+                ));
+            } else {
+                extra.push(format!(
+                    "Found with tool_search, call them with call_tool: {}. {} more tools can be searched.",
+                    found.0.join(", "),
+                    deferred.len().saturating_sub(found.0.len())
+                ));
+            }
+        }
         Ok(TailState {
             active_tools: tools.note(),
             open_todos: todos.into_iter().map(|t| format!("{}. {}", t.id, t.text)).collect(),
-            extra: Vec::new(),
+            extra,
         })
     }
 

@@ -20,7 +20,7 @@ use crate::terminal::{Input, Terminal};
 const HELP: &str = "\
 Commands:
   /help          this help
-  /tools         the tools, and which are active, masked or waiting for a skill
+  /tools         the tools, and which are active, masked, waiting for a skill, or deferred
   /mask [JSON]   show or set the tool mask, e.g. /mask {\"shell\": false}; /mask off clears it
   /steps N       steps per turn
   /context       how much of the context window the session uses, by component
@@ -138,6 +138,20 @@ async fn slash(command: &str, state: &mut ChatState) -> Result<Flow> {
                 };
                 let first = spec.description.lines().next().unwrap_or("");
                 eprintln!("  {:<16} {status:<13} {first}", spec.name);
+            }
+            if let Some(deferred) = state.agent.deferred() {
+                let found: tackle_agent::FoundTools = state
+                    .agent
+                    .store()
+                    .get_state(state.session.id(), tackle_agent::FOUND_TOOLS_KEY)
+                    .await?
+                    .unwrap_or_default();
+                for name in deferred.names() {
+                    let status = if found.0.contains(&name) { "found" } else { "deferred" };
+                    let first =
+                        deferred.get(&name).map(|s| s.description.lines().next().unwrap_or("")).unwrap_or("");
+                    eprintln!("  {name:<16} {status:<13} {first}");
+                }
             }
         }
         "mask" => match arg {

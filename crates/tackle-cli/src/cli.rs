@@ -32,6 +32,12 @@ pub enum Command {
     },
     /// Serve the chat API, the OpenAI-compatible endpoint and the web chat page over HTTP.
     Serve(ServeArgs),
+    /// MCP servers configured as tool sources.
+    Mcp {
+        /// What to do.
+        #[command(subcommand)]
+        command: McpCommand,
+    },
     /// An offline demo: a scripted model drives real tools in a temporary workspace.
     Demo(DemoArgs),
     /// Print the effective configuration (secrets masked).
@@ -169,6 +175,24 @@ pub struct ServeArgs {
     /// Model and workspace options (--session and --tool-mask are per request here).
     #[command(flatten)]
     pub model: ModelArgs,
+}
+
+/// `tackle mcp ...`.
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Connect every configured server and list its state, tools and definition tokens.
+    List(McpListArgs),
+}
+
+/// `tackle mcp list`.
+#[derive(Debug, Args)]
+pub struct McpListArgs {
+    /// Model and workspace options (the workspace's tackle.toml is read).
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `tackle demo`.

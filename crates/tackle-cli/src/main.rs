@@ -6,6 +6,7 @@ mod chat;
 mod cli;
 mod config_cmd;
 mod demo;
+mod mcp_cmd;
 mod render;
 mod run;
 mod runtime;
@@ -48,6 +49,7 @@ fn main() -> ExitCode {
             Command::Chat(args) => chat::run(args).await,
             Command::Sessions { command } => sessions::run(command).await,
             Command::Serve(args) => serve::run(args).await,
+            Command::Mcp { command: cli::McpCommand::List(args) } => mcp_cmd::list(args).await,
             Command::Demo(args) => demo::run(args).await,
             Command::Config(args) => config_cmd::run(args).await,
             Command::Bench { command: cli::BenchCommand::Cache(args) } => bench::run(args).await,

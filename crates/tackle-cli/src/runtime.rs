@@ -6,10 +6,12 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use tackle_agent::{
-    ActivateSkill, Agent, AgentConfig, CompactContext, NewSessionOptions, ReadResult, Session, Settings,
-    SkillSet, StoreOffloader, TodoTool, ToolMask, user_config_dir,
+    ActivateSkill, Agent, AgentConfig, CallTool, CompactContext, DeferredTools, NewSessionOptions,
+    ReadResult, Session, Settings, SkillSet, StoreOffloader, TodoTool, ToolMask, ToolSearch, plan_deferral,
+    user_config_dir,
 };
 use tackle_builtins::builtin_tools;
+use tackle_mcp::McpManager;
 use tackle_provider::{OpenAiChat, Provider, ProviderConfig, ProviderKind, build_provider};
 use tackle_store::Store;
 use tackle_tools::{
@@ -79,9 +81,16 @@ pub fn provider_for(settings: &Settings) -> Result<(Arc<dyn Provider>, ProviderK
     Ok((provider, kind))
 }
 
-/// The tool registry: builtins, the todo tool, and `activate_skill` when the workspace or the
-/// user config dir has skills.
-pub fn registry(settings: &Settings, store: &Store, workspace: &Path) -> Result<ToolRegistry> {
+/// The tools of an agent: the registry, the deferred subset and the MCP servers they come from.
+pub struct Tools {
+    pub registry: ToolRegistry,
+    pub deferred: Option<Arc<DeferredTools>>,
+}
+
+/// The tool registry: builtins, the todo tool, `activate_skill` when the workspace or the user
+/// config dir has skills, and the tools of configured MCP servers, deferred behind
+/// `tool_search` / `call_tool` when their definitions are over budget.
+pub async fn tools(settings: &Settings, store: &Store, workspace: &Path, model: &str) -> Result<Tools> {
     let mut registry = ToolRegistry::new();
     for tool in builtin_tools(&settings.builtins) {
         registry.register(tool)?;
@@ -95,7 +104,24 @@ pub fn registry(settings: &Settings, store: &Store, workspace: &Path) -> Result<
     if !skills.is_empty() {
         registry.register(typed(ActivateSkill::new(skills, store.clone())))?;
     }
-    Ok(registry)
+    let mut deferred = None;
+    if !settings.mcp.servers.is_empty() {
+        // MCP tools hold their connections, so the manager can go once they are registered.
+        let manager = McpManager::connect(&settings.mcp.servers).await;
+        let mut mcp_names = Vec::new();
+        for tool in manager.tools() {
+            mcp_names.push(tool.spec().name.clone());
+            if let Err(e) = registry.register(tool) {
+                tracing::warn!(error = %e, "MCP tool skipped");
+            }
+        }
+        deferred = plan_deferral(&registry.specs(), &mcp_names, model, &settings.context, &settings.deferral);
+        if let Some(d) = &deferred {
+            registry.register(typed(ToolSearch::new(d.clone(), store.clone())))?;
+            registry.register(typed(CallTool))?;
+        }
+    }
+    Ok(Tools { registry, deferred })
 }
 
 /// Who decides on confirmations.
@@ -118,7 +144,8 @@ pub async fn build_agent(
     approvals: Approvals,
     mode: ApprovalMode,
 ) -> Result<Agent> {
-    let registry = registry(settings, &store, workspace)?;
+    let model = settings.model_for(kind);
+    let Tools { registry, deferred, .. } = tools(settings, &store, workspace, &model).await?;
     let approver: Arc<dyn Approver> = match approvals {
         Approvals::Auto => Arc::new(AutoApprove),
         Approvals::Deny => {
@@ -152,7 +179,7 @@ pub async fn build_agent(
     if let Some(max) = settings.max_output_tokens {
         config.context.reserved_output = u64::from(max);
     }
-    Ok(Agent::new(provider, Arc::new(executor), store, config))
+    Ok(Agent::new(provider, Arc::new(executor), store, config).with_deferred(deferred))
 }
 
 /// Opens `--session` (by id or unique prefix) or creates a new session in `workspace`.

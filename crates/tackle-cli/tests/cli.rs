@@ -354,10 +354,16 @@ async fn bench_cache_reports_no_breaks_in_either_format() {
 async fn serve_refuses_public_binds_without_tokens_and_shuts_down_gracefully() {
     let home = tempfile::tempdir().unwrap();
     let mut cmd = tackle(home.path());
-    cmd.env("OPENAI_API_KEY", "sk-test").args(["serve", "--bind", "0.0.0.0:0", "--workspace"]).arg(home.path());
+    cmd.env("OPENAI_API_KEY", "sk-test")
+        .args(["serve", "--bind", "0.0.0.0:0", "--workspace"])
+        .arg(home.path());
     let out = output(cmd).await;
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("refusing to listen on 0.0.0.0:0 without authentication"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("refusing to listen on 0.0.0.0:0 without authentication"),
+        "{}",
+        text(&out.stderr)
+    );
 
     let mut script = Script::new(vec![Turn::text("finished before shutdown")]);
     script.latency_ms = Some(1_500);
@@ -374,8 +380,15 @@ async fn serve_refuses_public_binds_without_tokens_and_shuts_down_gracefully() {
     std::io::BufRead::read_line(&mut stdout, &mut first).unwrap();
     let base = first.trim().strip_prefix("tackle serving on ").expect(&first).to_owned();
     let client = reqwest::Client::new();
-    let session: Value =
-        client.post(format!("{base}/v1/sessions")).json(&serde_json::json!({})).send().await.unwrap().json().await.unwrap();
+    let session: Value = client
+        .post(format!("{base}/v1/sessions"))
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let id = session["id"].as_str().unwrap().to_owned();
     let turn = tokio::spawn({
         let (client, base) = (client.clone(), base.clone());
@@ -397,7 +410,10 @@ async fn serve_refuses_public_binds_without_tokens_and_shuts_down_gracefully() {
     // SIGTERM while the turn runs: it finishes, its stream ends, then the process exits 0.
     assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
     let stream = turn.await.unwrap();
-    assert!(stream.contains("event: turn_finished") && stream.contains("finished before shutdown"), "{stream}");
+    assert!(
+        stream.contains("event: turn_finished") && stream.contains("finished before shutdown"),
+        "{stream}"
+    );
     let status = tokio::task::spawn_blocking(move || child.wait().unwrap()).await.unwrap();
     assert!(status.success());
     let mut cmd = tackle(home.path());
@@ -405,4 +421,86 @@ async fn serve_refuses_public_binds_without_tokens_and_shuts_down_gracefully() {
     let list: Value = serde_json::from_slice(&output(cmd).await.stdout).unwrap();
     assert_eq!(list[0]["message_count"], 2, "the turn was stored before exit");
     assert_eq!(list[0]["status"], "idle");
+}
+
+/// The MCP reference server `server-everything`, installed by scripts/test-deps.sh.
+fn everything_server() -> Option<std::path::PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let path =
+        root.join("target/test-deps/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    if path.is_file() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var_os("TACKLE_REQUIRE_PEERS").is_none(),
+        "server-everything missing: run scripts/test-deps.sh"
+    );
+    eprintln!("skipped: server-everything is not installed (run scripts/test-deps.sh)");
+    None
+}
+
+#[tokio::test]
+async fn mcp_tools_run_directly_or_through_tool_search_when_deferred() {
+    let Some(server) = everything_server() else { return };
+    for deferred in [false, true] {
+        let home = tempfile::tempdir().unwrap();
+        let mut config = format!(
+            "[mcp.servers.everything]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\nstart_timeout_secs = 30\n",
+            server.display().to_string()
+        );
+        // A tiny share forces deferral of the server's tools.
+        if deferred {
+            config.push_str("\n[deferral]\nshare = 0.0001\n");
+        }
+        std::fs::write(home.path().join("tackle.toml"), config).unwrap();
+        let turns = if deferred {
+            vec![
+                Turn::call("tool_search", r#"{"query":"echo back the input message"}"#),
+                Turn::call(
+                    "call_tool",
+                    r#"{"name":"everything__echo","arguments":{"message":"through the proxy"}}"#,
+                ),
+                Turn::text("echoed"),
+            ]
+        } else {
+            vec![Turn::call("everything__echo", r#"{"message":"straight in"}"#), Turn::text("echoed")]
+        };
+        let fake = FakeModel::start(Script::new(turns)).await.unwrap();
+        let mut cmd = tackle(home.path());
+        with_fake(&mut cmd, "openai", &fake);
+        cmd.args(["run", "--events", "-", "--workspace"]).arg(home.path()).arg("echo something");
+        let out = output(cmd).await;
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let events = text(&out.stdout);
+        let expected = if deferred { "Echo: through the proxy" } else { "Echo: straight in" };
+        assert!(events.contains(expected), "deferred={deferred}: {events}");
+        let tools = fake.requests()[0].body["tools"].to_string();
+        assert_eq!(
+            tools.contains("\"everything__echo\""),
+            !deferred,
+            "deferred tools leave the catalog: {tools}"
+        );
+        assert_eq!(tools.contains("\"tool_search\""), deferred);
+        let requests = fake.requests();
+        assert!(requests.iter().all(|r| r.body["tools"] == requests[0].body["tools"]));
+    }
+    // `tackle mcp list` shows the server with its tools and their cost.
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("tackle.toml"),
+        format!(
+            "[mcp.servers.everything]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\n",
+            server.display().to_string()
+        ),
+    )
+    .unwrap();
+    let mut cmd = tackle(home.path());
+    cmd.args(["mcp", "list", "--json", "--workspace"]).arg(home.path());
+    let out = output(cmd).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows[0]["name"], "everything");
+    assert_eq!(rows[0]["status"]["state"], "connected");
+    assert!(rows[0]["tool_count"].as_u64().unwrap() > 5);
+    assert!(rows[0]["definition_tokens"].as_u64().unwrap() > 100);
 }

@@ -40,9 +40,11 @@ fn ms(d: Duration) -> String {
 #[tokio::main]
 async fn main() {
     let n: usize = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(1000);
-    let fake = FakeModel::start(Script::stateless(vec![Turn::text("Hello from the fake model, streamed in pieces.")]))
-        .await
-        .unwrap();
+    let fake = FakeModel::start(Script::stateless(vec![Turn::text(
+        "Hello from the fake model, streamed in pieces.",
+    )]))
+    .await
+    .unwrap();
     let db = tempfile::tempdir().unwrap();
     let workspace = tempfile::tempdir().unwrap();
     let store = Store::open(&db.path().join("tackle.db")).await.unwrap();
@@ -72,8 +74,15 @@ async fn main() {
     let client = reqwest::Client::builder().pool_max_idle_per_host(n).build().unwrap();
 
     // Warm up (tokenizer tables, connection pools, SQLite pages).
-    let warm: serde_json::Value =
-        client.post(format!("{base}/v1/sessions")).json(&serde_json::json!({})).send().await.unwrap().json().await.unwrap();
+    let warm: serde_json::Value = client
+        .post(format!("{base}/v1/sessions"))
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let warm_id = warm["id"].as_str().unwrap().to_owned();
     let _ = client
         .post(format!("{base}/v1/sessions/{warm_id}/messages"))
@@ -88,10 +97,20 @@ async fn main() {
     // Baseline: the same streaming requests straight to the fake model.
     let body = serde_json::json!({"model": "model-x", "stream": true, "messages": [{"role": "user", "content": "hi"}]});
     let direct: Vec<Duration> = join_all((0..n).map(|_| {
-        let (client, url, body) = (client.clone(), format!("{}/v1/chat/completions", fake.base_url()), body.clone());
+        let (client, url, body) =
+            (client.clone(), format!("{}/v1/chat/completions", fake.base_url()), body.clone());
         async move {
             let t = Instant::now();
-            let text = client.post(url).bearer_auth("sk-bench").json(&body).send().await.unwrap().text().await.unwrap();
+            let text = client
+                .post(url)
+                .bearer_auth("sk-bench")
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
             assert!(text.contains("[DONE]"));
             t.elapsed()
         }
@@ -101,8 +120,15 @@ async fn main() {
     let rss_before = rss_kb();
     let mut ids = Vec::with_capacity(n);
     for _ in 0..n {
-        let s: serde_json::Value =
-            client.post(format!("{base}/v1/sessions")).json(&serde_json::json!({})).send().await.unwrap().json().await.unwrap();
+        let s: serde_json::Value = client
+            .post(format!("{base}/v1/sessions"))
+            .json(&serde_json::json!({}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
         ids.push(s["id"].as_str().unwrap().to_owned());
     }
     let started = Instant::now();
@@ -143,7 +169,12 @@ async fn main() {
     println!("wall time for all turns: {}  ({:.0} turns/s)", ms(wall), n as f64 / wall.as_secs_f64());
     for (name, p) in [("p50", 0.5), ("p90", 0.9), ("p99", 0.99)] {
         let (s, d) = (percentile(&served, p), percentile(&direct, p));
-        println!("{name}: through the server {}, straight to the model {}, added {}", ms(s), ms(d), ms(s.saturating_sub(d)));
+        println!(
+            "{name}: through the server {}, straight to the model {}, added {}",
+            ms(s),
+            ms(d),
+            ms(s.saturating_sub(d))
+        );
     }
     println!(
         "memory per idle session: {:.1} KB (RSS {} KB -> {} KB)",

@@ -56,7 +56,8 @@ async fn gateway_returns_tool_calls_and_keeps_the_tool_order_stable() {
     let text = body.as_str().unwrap();
     let chunks = parse_sse(text);
     assert_eq!(chunks.last().unwrap().data, "[DONE]");
-    let content: String = chunks.iter().filter_map(|c| c.data["choices"][0]["delta"]["content"].as_str()).collect();
+    let content: String =
+        chunks.iter().filter_map(|c| c.data["choices"][0]["delta"]["content"].as_str()).collect();
     assert_eq!(content, "Rainy.");
     let requests = h.fake.requests();
     assert_eq!(requests[0].body["tools"], requests[1].body["tools"], "tool order is frozen");
@@ -66,7 +67,12 @@ async fn gateway_returns_tool_calls_and_keeps_the_tool_order_stable() {
 
     // Without tools and with a provider model name, the request is forwarded as is.
     let (status, body) = h
-        .call(Method::POST, "/v1/chat/completions", None, Some(json!({"model": "model-x", "messages": [{"role": "user", "content": "hi"}]})))
+        .call(
+            Method::POST,
+            "/v1/chat/completions",
+            None,
+            Some(json!({"model": "model-x", "messages": [{"role": "user", "content": "hi"}]})),
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["choices"][0]["message"]["content"], "Plain.");
@@ -77,8 +83,14 @@ async fn errors_come_in_openai_shape() {
     let h = Harness::new(Script::new(vec![])).await;
     for (body, param) in [
         (json!({"model": "m", "messages": []}), "messages"),
-        (json!({"model": "m", "messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "bad name"}}]}), "tools[0].function.name"),
-        (json!({"model": "m", "messages": [{"role": "user", "content": "x"}], "tools": tools(), "tool_choice": {"type": "function", "function": {"name": "nope"}}}), "tool_choice"),
+        (
+            json!({"model": "m", "messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "bad name"}}]}),
+            "tools[0].function.name",
+        ),
+        (
+            json!({"model": "m", "messages": [{"role": "user", "content": "x"}], "tools": tools(), "tool_choice": {"type": "function", "function": {"name": "nope"}}}),
+            "tool_choice",
+        ),
         (json!({"messages": []}), "."),
     ] {
         let (status, error) = h.call(Method::POST, "/v1/chat/completions", None, Some(body)).await;
@@ -90,7 +102,12 @@ async fn errors_come_in_openai_shape() {
     }
     // A provider failure is a 502 in the same shape (the fake has no turns left).
     let (status, error) = h
-        .call(Method::POST, "/v1/chat/completions", None, Some(json!({"model": "m", "messages": [{"role": "user", "content": "x"}]})))
+        .call(
+            Method::POST,
+            "/v1/chat/completions",
+            None,
+            Some(json!({"model": "m", "messages": [{"role": "user", "content": "x"}]})),
+        )
         .await;
     assert_eq!(status, StatusCode::BAD_GATEWAY, "{error}");
     assert_eq!(error["error"]["type"], "server_error");
@@ -98,7 +115,8 @@ async fn errors_come_in_openai_shape() {
 
 #[tokio::test]
 async fn agent_mode_runs_tackles_own_tools_and_streams_the_answer() {
-    let script = Script::new(vec![Turn::call("list_files", r#"{"path":"."}"#), Turn::text("One file: notes.md.")]);
+    let script =
+        Script::new(vec![Turn::call("list_files", r#"{"path":"."}"#), Turn::text("One file: notes.md.")]);
     let h = Harness::new(script).await;
     std::fs::write(h.workspace.path().join("notes.md"), "x").unwrap();
     let (status, body) = h
@@ -113,9 +131,13 @@ async fn agent_mode_runs_tackles_own_tools_and_streams_the_answer() {
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let chunks = parse_sse(body.as_str().unwrap());
-    let content: String = chunks.iter().filter_map(|c| c.data["choices"][0]["delta"]["content"].as_str()).collect();
+    let content: String =
+        chunks.iter().filter_map(|c| c.data["choices"][0]["delta"]["content"].as_str()).collect();
     assert_eq!(content, "One file: notes.md.");
-    assert!(chunks.iter().any(|c| c.data["usage"]["total_tokens"].is_u64()), "include_usage adds a usage chunk");
+    assert!(
+        chunks.iter().any(|c| c.data["usage"]["total_tokens"].is_u64()),
+        "include_usage adds a usage chunk"
+    );
     // The agent really ran its tool, with the earlier exchange as history.
     let requests = h.fake.requests();
     assert_eq!(requests.len(), 2);
@@ -123,7 +145,8 @@ async fn agent_mode_runs_tackles_own_tools_and_streams_the_answer() {
     assert!(first.contains("earlier") && first.contains("what is here?"), "{first}");
     assert!(requests[1].body["messages"].to_string().contains("notes.md"));
     let (_, models) = h.call(Method::GET, "/v1/models", None, None).await;
-    let ids: Vec<&str> = models["data"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> =
+        models["data"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["tackle-agent", "model-x", "model-y"]);
 }
 
@@ -165,11 +188,17 @@ async fn the_official_openai_python_sdk_works_against_the_endpoint() {
     assert!(out.status.success(), "the SDK script failed:\n{stderr}");
     let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(seen["models"][0], "tackle-agent");
-    assert_eq!(seen["gateway_call"], json!({"name": "get_weather", "arguments": {"city": "Oslo"}, "finish": "tool_calls"}));
+    assert_eq!(
+        seen["gateway_call"],
+        json!({"name": "get_weather", "arguments": {"city": "Oslo"}, "finish": "tool_calls"})
+    );
     assert_eq!(seen["gateway_stream"]["text"], "It rains in Oslo.");
     assert_eq!(seen["gateway_stream"]["finish"], "stop");
     assert!(seen["gateway_stream"]["usage"].is_u64(), "{seen}");
-    assert_eq!(seen["gateway_stream_call"]["0"], json!({"name": "get_weather", "arguments": {"city": "Bergen"}}));
+    assert_eq!(
+        seen["gateway_stream_call"]["0"],
+        json!({"name": "get_weather", "arguments": {"city": "Bergen"}})
+    );
     assert_eq!(seen["agent_stream"], "The workspace has notes.md.");
     assert_eq!(seen["agent"], "Still notes.md.");
     assert_eq!(seen["bad_request"], json!({"type": "BadRequestError", "status": 400}));

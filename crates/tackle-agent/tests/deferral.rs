@@ -1,0 +1,171 @@
+//! Deferred tools: 100 extra tools over budget leave the catalog; tool_search finds them,
+//! call_tool runs them with their own schema, and the request prefix never changes.
+
+mod common;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use common::provider;
+use serde_json::{Value, json};
+use tackle_agent::{
+    Agent, AgentConfig, CallTool, ContextConfig, DeferralConfig, NewSessionOptions, ToolSearch, TurnInput,
+    plan_deferral,
+};
+use tackle_protocol::{AgentEvent, ToolAnnotations, ToolSpec};
+use tackle_provider::ProviderKind;
+use tackle_store::Store;
+use tackle_testkit::{FakeModel, Script, Turn};
+use tackle_tools::{
+    ApprovalMode, AutoApprove, EventSink, ExecLimits, HookPolicy, Tool, ToolContext, ToolExecutor,
+    ToolFailure, ToolOutput, ToolRegistry,
+};
+use tokio_util::sync::CancellationToken;
+
+/// A tool with a runtime schema, like an MCP tool: `svc{n}__op` needs an integer `count`.
+struct Remote(ToolSpec);
+
+#[async_trait]
+impl Tool for Remote {
+    fn spec(&self) -> &ToolSpec {
+        &self.0
+    }
+    async fn call(&self, args: Value, _ctx: ToolContext) -> Result<ToolOutput, ToolFailure> {
+        Ok(ToolOutput::text(format!("{} ran with {}", self.0.name, args)))
+    }
+}
+
+/// A tool the size of a typical MCP tool definition (~700 bytes: a paragraph of description and
+/// a handful of described parameters).
+fn remote(n: usize) -> Remote {
+    let topics = ["invoice", "calendar", "weather", "ticket", "payroll"];
+    let topic = topics[n % topics.len()];
+    Remote(
+        ToolSpec::new(
+            format!("svc{n:03}__{topic}_op"),
+            format!(
+                "Manage {topic} records number {n} in the {topic} service: create, update and look them up. \
+                 Use it when the user asks about {topic} data; it returns the record as JSON with its id, \
+                 owner, status and timestamps. Fails with not_found for unknown ids."
+            ),
+            json!({"type": "object", "properties": {
+                "count": {"type": "integer", "description": "How many records to return, 1 to 100."},
+                "note": {"type": "string", "description": "Free text attached to the change, shown in the audit log."},
+                "owner": {"type": "string", "description": "User id of the owner; defaults to the caller."},
+                "status": {"type": "string", "enum": ["open", "closed", "archived"], "description": "Filter by status."},
+                "since": {"type": "string", "description": "Only records changed after this ISO 8601 time."}
+            }, "required": ["count"]}),
+        )
+        .with_annotations(ToolAnnotations::read_only()),
+    )
+}
+
+#[tokio::test]
+async fn deferred_tools_are_found_and_called_without_changing_the_prefix() {
+    let script = Script::new(vec![
+        // Called before search: refused with a hint.
+        Turn::call("call_tool", r#"{"name":"svc002__weather_op","arguments":{"count":1}}"#),
+        Turn::call("tool_search", r#"{"query":"weather records","limit":3}"#),
+        // Wrong arguments for the deferred tool's own schema.
+        Turn::call("call_tool", r#"{"name":"svc002__weather_op","arguments":{"count":"two"}}"#),
+        Turn::call("call_tool", r#"{"name":"svc002__weather_op","arguments":{"count":2}}"#),
+        Turn::text("Done."),
+    ]);
+    let fake = FakeModel::start(script).await.unwrap();
+    let db = tempfile::tempdir().unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    let store = Store::open(&db.path().join("t.db")).await.unwrap();
+    let mut registry = ToolRegistry::new();
+    for tool in tackle_builtins::builtin_tools(&Default::default()) {
+        registry.register(tool).unwrap();
+    }
+    let mut names = Vec::new();
+    for n in 0..100 {
+        let tool = remote(n);
+        names.push(tool.0.name.clone());
+        registry.register(Arc::new(tool)).unwrap();
+    }
+    let full: usize = registry.specs().iter().map(|s| serde_json::to_string(s).unwrap().len()).sum();
+    let context = ContextConfig { window: Some(50_000), ..ContextConfig::default() };
+    let deferred = plan_deferral(&registry.specs(), &names, "gpt-4o", &context, &DeferralConfig::default())
+        .expect("100 tools are over 10% of a 50k window");
+    assert_eq!(deferred.len(), 100);
+    assert!(
+        plan_deferral(
+            &registry.specs(),
+            &names,
+            "gpt-4o",
+            &ContextConfig { window: Some(1_000_000), ..ContextConfig::default() },
+            &DeferralConfig::default()
+        )
+        .is_none(),
+        "they fit 10% of a 1M window"
+    );
+    registry.register(tackle_tools::typed(ToolSearch::new(deferred.clone(), store.clone()))).unwrap();
+    registry.register(tackle_tools::typed(CallTool)).unwrap();
+    let executor = ToolExecutor::new(
+        Arc::new(registry),
+        HookPolicy::defaults(ApprovalMode::Headless),
+        Arc::new(AutoApprove),
+        ExecLimits::default(),
+    );
+    let mut config = AgentConfig::new("gpt-4o");
+    config.context = context;
+    let agent = Agent::new(provider(ProviderKind::Openai, &fake), Arc::new(executor), store.clone(), config)
+        .with_deferred(Some(deferred));
+    let catalog = agent.catalog();
+    assert!(
+        catalog.contains("tool_search")
+            && catalog.contains("call_tool")
+            && !catalog.contains("svc002__weather_op")
+    );
+    let sent: usize = catalog.specs().iter().map(|s| serde_json::to_string(s).unwrap().len()).sum();
+    assert!(sent * 100 <= full * 15, "definitions sent {sent} B are <= 15% of the full catalog {full} B");
+
+    let mut session = agent
+        .create_session(NewSessionOptions { workspace: workspace.path().to_owned(), ..Default::default() })
+        .await
+        .unwrap();
+    let events = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = {
+        let events = events.clone();
+        EventSink::new(move |e| events.lock().unwrap().push(e))
+    };
+    let outcome = session
+        .run_turn(TurnInput::new("what's the weather count?"), &sink, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(outcome.text, "Done.");
+    let events = events.lock().unwrap().clone();
+    let results: Vec<&AgentEvent> =
+        events.iter().filter(|e| matches!(e, AgentEvent::ToolResult { .. })).collect();
+    let text = |e: &AgentEvent| serde_json::to_string(e).unwrap();
+    assert!(text(results[0]).contains("has not been found by tool_search"), "{}", text(results[0]));
+    assert!(text(results[1]).contains("svc002__weather_op"), "search returns the tool: {}", text(results[1]));
+    assert!(
+        text(results[2]).contains("invalid_args"),
+        "validated against the deferred schema: {}",
+        text(results[2])
+    );
+    assert!(text(results[3]).contains("svc002__weather_op ran with"), "{}", text(results[3]));
+
+    // Every request carried the same tools, and after the search a tail note names what was found.
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 5);
+    for r in &requests {
+        assert_eq!(r.body["tools"], requests[0].body["tools"]);
+    }
+    let last = requests[4].body["messages"].to_string();
+    assert!(last.contains("Found with tool_search") && last.contains("svc002__weather_op"), "{last}");
+    let ratios: Vec<f64> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::StepFinished { metrics: Some(m), .. } => m.prefix_ratio,
+            _ => None,
+        })
+        .collect();
+    assert!(
+        ratios.iter().skip(1).all(|r| *r >= 0.995),
+        "prefix stays stable through search and calls: {ratios:?}"
+    );
+}

@@ -1,0 +1,58 @@
+//! `tackle mcp list`: configured MCP servers, their state, tools and what their definitions cost.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use tackle_mcp::{McpManager, McpServerStatus};
+
+use crate::cli::McpListArgs;
+use crate::runtime::{settings_for, workspace_dir};
+
+pub async fn list(args: McpListArgs) -> Result<ExitCode> {
+    let workspace = workspace_dir(args.model.workspace.as_ref())?;
+    let settings = settings_for(&workspace, &args.model)?;
+    if settings.mcp.servers.is_empty() {
+        if args.json {
+            println!("[]");
+        } else {
+            eprintln!(
+                "no MCP servers configured: add [mcp.servers.<name>] with `command` or `url` to tackle.toml"
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let manager = McpManager::connect(&settings.mcp.servers).await;
+    let counter = tackle_context::TokenCounter::for_model(&settings.model.clone().unwrap_or_default());
+    let tools = manager.tools();
+    let rows: Vec<serde_json::Value> = manager
+        .statuses()
+        .into_iter()
+        .map(|s| {
+            let prefix = format!("{}{}", s.name, tackle_mcp::NAMESPACE_SEPARATOR);
+            let specs: Vec<tackle_protocol::ToolSpec> =
+                tools.iter().map(|t| t.spec().clone()).filter(|t| t.name.starts_with(&prefix)).collect();
+            let mut row = serde_json::to_value(&s).unwrap_or_default();
+            row["definition_tokens"] = counter.count_tools(&specs).into();
+            row
+        })
+        .collect();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        println!("{:<20} {:<6} {:<14} {:>6} {:>8}  target", "server", "kind", "status", "tools", "tokens");
+        for (info, row) in manager.statuses().iter().zip(&rows) {
+            let status = match &info.status {
+                McpServerStatus::Connected { .. } => "connected".to_owned(),
+                McpServerStatus::Unavailable { error, .. } => format!("unavailable: {error}"),
+                McpServerStatus::Failed { error } => format!("failed: {error}"),
+                McpServerStatus::Disabled => "disabled".to_owned(),
+            };
+            println!(
+                "{:<20} {:<6} {:<14} {:>6} {:>8}  {}",
+                info.name, info.transport, status, info.tool_count, row["definition_tokens"], info.target
+            );
+        }
+    }
+    manager.shutdown().await;
+    Ok(ExitCode::SUCCESS)
+}
