@@ -120,6 +120,10 @@ async fn deferred_tools_are_found_and_called_without_changing_the_prefix() {
             && !catalog.contains("svc002__weather_op")
     );
     let sent: usize = catalog.specs().iter().map(|s| serde_json::to_string(s).unwrap().len()).sum();
+    eprintln!(
+        "tool definitions per request: {sent} B of {full} B ({:.1}%)",
+        sent as f64 * 100.0 / full as f64
+    );
     assert!(sent * 100 <= full * 15, "definitions sent {sent} B are <= 15% of the full catalog {full} B");
 
     let mut session = agent
@@ -164,6 +168,7 @@ async fn deferred_tools_are_found_and_called_without_changing_the_prefix() {
             _ => None,
         })
         .collect();
+    eprintln!("prefix ratios: {ratios:?}");
     assert!(
         ratios.iter().skip(1).all(|r| *r >= 0.995),
         "prefix stays stable through search and calls: {ratios:?}"

@@ -245,7 +245,6 @@ fn fold_plural(mut token: String) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Instant;
 
     use serde_json::json;
 
@@ -354,7 +353,7 @@ mod tests {
     }
 
     #[test]
-    fn searches_a_thousand_tools_fast() {
+    fn searches_a_thousand_tools() {
         let words = [
             "file", "read", "write", "issue", "repo", "search", "fetch", "url", "image", "query", "database",
             "table", "row", "user", "email", "calendar", "event", "message", "channel", "deploy",
@@ -373,16 +372,12 @@ mod tests {
         assert_eq!(index.len(), 1_000);
         let queries =
             ["read file", "search issue in repo", "send email to user", "deploy table rows", "nothing"];
-        let rounds = 200;
-        let started = Instant::now();
-        let mut found = 0;
-        for r in 0..rounds {
-            found += index.search(queries[r % queries.len()], 10).len();
+        // Speed is measured by `cargo bench -p tackle-mcp --bench tool_search`, not here.
+        for q in queries {
+            let hits = index.search(q, 10);
+            assert!(hits.len() <= 10);
+            assert!(hits.windows(2).all(|w| w[0].1 >= w[1].1), "ranked by score");
         }
-        let per_query = started.elapsed() / rounds as u32;
-        assert!(found > 0);
-        eprintln!("1,000 tools: {per_query:?} per query (unoptimized build)");
-        // Well under 1 ms even in an unoptimized test build.
-        assert!(per_query.as_micros() < 1_000, "{per_query:?} per query");
+        assert!(!index.search("read file", 10).is_empty());
     }
 }
