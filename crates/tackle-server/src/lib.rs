@@ -25,6 +25,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::http::Request;
 use axum::middleware;
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
@@ -104,6 +105,13 @@ pub async fn serve_on(
     tracing::info!(%addr, auth = !state.config().tokens.is_empty(), "tackle server listening");
     let stopping = state.clone();
     let grace = state.config().shutdown_grace;
+    // SSE writes many small frames; with Nagle's algorithm each one after the first waits for
+    // the client's delayed ACK (up to 40 ms), so every accepted stream gets TCP_NODELAY.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY on a connection");
+        }
+    });
     axum::serve(listener, router(state.clone()))
         .with_graceful_shutdown(async move {
             shutdown.await;

@@ -103,6 +103,10 @@ impl FakeModel {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let router = router(inner.clone());
+        // Real providers answer with TCP_NODELAY; without it small SSE frames wait for delayed ACKs.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, router)
