@@ -1,6 +1,7 @@
 //! Token counting with the real BPE vocabularies (tiktoken), loaded once, lazily.
 
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
 
 use tackle_protocol::{ContentBlock, Message, SystemSection, ToolSpec};
 use tiktoken_rs::CoreBPE;
@@ -9,6 +10,14 @@ use tiktoken_rs::CoreBPE;
 pub const TOKENS_PER_MESSAGE: u64 = 4;
 /// Tokens added per tool definition (wrapper and separators), estimated.
 pub const TOKENS_PER_TOOL: u64 = 8;
+
+/// Texts at least this long have their counts memoized by content hash.
+const MEMO_MIN_BYTES: usize = 256;
+/// Most memoized counts kept (about 0.4 MB); the memo is cleared when full.
+const MEMO_CAPACITY: usize = 8192;
+
+type Memo = Mutex<HashMap<(Encoding, [u8; 32]), u64>>;
+static MEMO: OnceLock<Memo> = OnceLock::new();
 
 /// A BPE vocabulary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -86,6 +95,26 @@ impl TokenCounter {
         if text.is_empty() {
             return 0;
         }
+        if text.len() < MEMO_MIN_BYTES {
+            return self.encode_len(text);
+        }
+        // The same long texts (tool definitions, system prompts, stored outputs) are counted
+        // again by every session that opens; hashing is ~100x cheaper than BPE.
+        let key = (self.encoding, *blake3::hash(text.as_bytes()).as_bytes());
+        let memo = MEMO.get_or_init(Mutex::default);
+        if let Some(n) = memo.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return *n;
+        }
+        let n = self.encode_len(text);
+        let mut memo = memo.lock().unwrap_or_else(|p| p.into_inner());
+        if memo.len() >= MEMO_CAPACITY {
+            memo.clear();
+        }
+        memo.insert(key, n);
+        n
+    }
+
+    fn encode_len(&self, text: &str) -> u64 {
         let fallback = (text.len() as u64).div_ceil(4);
         let Some(bpe) = self.encoding.bpe() else { return fallback };
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| bpe.encode_ordinary(text).len() as u64))
@@ -160,6 +189,22 @@ mod tests {
         assert!(is_exact("o3-mini"));
         assert!(!is_exact("claude-opus-4"));
         assert!(!is_exact("llama3"));
+    }
+
+    #[test]
+    fn memoized_counts_equal_fresh_counts_per_vocabulary() {
+        let long: String = (0..200).map(|i| format!("line {i}: the quick brown fox\n")).collect();
+        for encoding in [Encoding::O200kBase, Encoding::Cl100kBase] {
+            let c = TokenCounter::new(encoding);
+            let fresh = c.encode_len(&long);
+            assert_eq!(c.count_text(&long), fresh, "first count");
+            assert_eq!(c.count_text(&long), fresh, "memoized count");
+        }
+        // The key includes the vocabulary: the two counts differ for this text.
+        let o = TokenCounter::new(Encoding::O200kBase).count_text(&long);
+        let cl = TokenCounter::new(Encoding::Cl100kBase).count_text(&long);
+        assert_eq!(o, TokenCounter::new(Encoding::O200kBase).encode_len(&long));
+        assert_eq!(cl, TokenCounter::new(Encoding::Cl100kBase).encode_len(&long));
     }
 
     #[test]
