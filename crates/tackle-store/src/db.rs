@@ -47,7 +47,8 @@ pub(crate) async fn open_file(path: &Path) -> Result<SqlitePool, StoreError> {
         .journal_mode(SqliteJournalMode::Wal)
         .synchronous(SqliteSynchronous::Normal)
         .foreign_keys(true)
-        .busy_timeout(Duration::from_secs(10));
+        .busy_timeout(Duration::from_secs(10))
+        .pragma("wal_autocheckpoint", crate::checkpoint::AUTOCHECKPOINT_PAGES.to_string());
     let pool = SqlitePoolOptions::new().max_connections(8).connect_with(options).await?;
     migrator().run(&pool).await?;
     Ok(pool)

@@ -8,6 +8,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 mod blobs;
+mod checkpoint;
 mod db;
 mod error;
 mod messages;
@@ -46,6 +47,8 @@ pub use tool_calls::{BeginOutcome, ToolCallFinish, ToolCallRecord, ToolCallStatu
 #[derive(Clone)]
 pub struct Store {
     pool: SqlitePool,
+    /// Background WAL checkpoints of a file database.
+    _checkpointer: Option<checkpoint::Checkpointer>,
 }
 
 impl std::fmt::Debug for Store {
@@ -57,12 +60,14 @@ impl std::fmt::Debug for Store {
 impl Store {
     /// Opens (creating it and its directory if needed) the database file at `path`.
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
-        Ok(Self { pool: db::open_file(path).await? })
+        let pool = db::open_file(path).await?;
+        let checkpointer = checkpoint::spawn(pool.clone(), checkpoint::CHECKPOINT_EVERY);
+        Ok(Self { pool, _checkpointer: Some(checkpointer) })
     }
 
     /// A private in-memory database, for tests and throwaway runs.
     pub async fn open_in_memory() -> Result<Self, StoreError> {
-        Ok(Self { pool: db::open_memory().await? })
+        Ok(Self { pool: db::open_memory().await?, _checkpointer: None })
     }
 
     /// Closes the pool, waiting for running queries; later calls fail.
