@@ -2,12 +2,15 @@
 //!
 //! `cargo bench -p tackle-server --bench concurrent_sessions [-- SESSIONS]`
 //!
-//! Starts the real server on a socket (real store on disk, real tools registered), creates the
-//! sessions, then sends one streaming message to every session at once and reads each SSE stream
-//! to `turn_finished`. The same number of streaming requests sent straight to the fake model at
-//! once is the baseline; "added latency" is what the server adds on top (session load, request
-//! build, events, SQLite commits, SSE). Memory per idle session is the RSS growth per session
-//! once every turn has finished.
+//! Starts the real server on a socket (real store on disk, real tools registered), then:
+//!
+//! 1. one session after another: create it and run one streaming turn; "added latency" is the
+//!    turn's time minus a streaming request straight to the fake model, and "memory per idle
+//!    session" is the RSS growth over all of them (each session has had a turn and is idle);
+//! 2. a burst: one streaming message to every session at once, each SSE stream read to
+//!    `turn_finished`; errors and the time the burst takes, against the same burst of requests
+//!    sent straight to the fake model. On 2 cores the client, the server and the fake model share
+//!    the CPU, so burst latencies are mostly queueing.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,7 +19,7 @@ use futures::future::join_all;
 use tackle_agent::{Agent, AgentConfig};
 use tackle_builtins::{BuiltinConfig, builtin_tools};
 use tackle_provider::{OpenAiChat, OpenAiDialect, ProviderConfig, ProviderKind, RetryPolicy};
-use tackle_server::{AppState, ServerConfig, router};
+use tackle_server::{AppState, ServerConfig};
 use tackle_store::Store;
 use tackle_testkit::{FakeModel, Script, Turn};
 use tackle_tools::{ApprovalMode, ApprovalQueue, ExecLimits, HookPolicy, ToolExecutor, ToolRegistry};
@@ -70,35 +73,12 @@ async fn main() {
     let state = AppState::new(agent, approvals, server);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, router(state)).await.unwrap() });
+    tokio::spawn(tackle_server::serve_on(listener, state, std::future::pending()));
     let client = reqwest::Client::builder().pool_max_idle_per_host(n).build().unwrap();
-
-    // Warm up (tokenizer tables, connection pools, SQLite pages).
-    let warm: serde_json::Value = client
-        .post(format!("{base}/v1/sessions"))
-        .json(&serde_json::json!({}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let warm_id = warm["id"].as_str().unwrap().to_owned();
-    let _ = client
-        .post(format!("{base}/v1/sessions/{warm_id}/messages"))
-        .json(&serde_json::json!({"message": "warm up"}))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-
-    // Baseline: the same streaming requests straight to the fake model.
-    let body = serde_json::json!({"model": "model-x", "stream": true, "messages": [{"role": "user", "content": "hi"}]});
-    let direct: Vec<Duration> = join_all((0..n).map(|_| {
-        let (client, url, body) =
-            (client.clone(), format!("{}/v1/chat/completions", fake.base_url()), body.clone());
+    let model_url = format!("{}/v1/chat/completions", fake.base_url());
+    let direct_body = serde_json::json!({"model": "model-x", "stream": true, "messages": [{"role": "user", "content": "hi"}]});
+    let straight = |client: reqwest::Client| {
+        let (url, body) = (model_url.clone(), direct_body.clone());
         async move {
             let t = Instant::now();
             let text = client
@@ -114,26 +94,17 @@ async fn main() {
             assert!(text.contains("[DONE]"));
             t.elapsed()
         }
-    }))
-    .await;
-
-    let rss_before = rss_kb();
-    let mut ids = Vec::with_capacity(n);
-    for _ in 0..n {
-        let s: serde_json::Value = client
-            .post(format!("{base}/v1/sessions"))
-            .json(&serde_json::json!({}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        ids.push(s["id"].as_str().unwrap().to_owned());
-    }
-    let started = Instant::now();
-    let results: Vec<Result<Duration, String>> = join_all(ids.iter().map(|id| {
-        let (client, url) = (client.clone(), format!("{base}/v1/sessions/{id}/messages"));
+    };
+    let create = |client: reqwest::Client| {
+        let url = format!("{base}/v1/sessions");
+        async move {
+            let s: serde_json::Value =
+                client.post(url).json(&serde_json::json!({})).send().await.unwrap().json().await.unwrap();
+            s["id"].as_str().unwrap().to_owned()
+        }
+    };
+    let turn = |client: reqwest::Client, id: String| {
+        let url = format!("{base}/v1/sessions/{id}/messages");
         async move {
             let t = Instant::now();
             let response = client
@@ -149,76 +120,75 @@ async fn main() {
             if !text.contains("\"reason\":\"completed\"") {
                 return Err(format!("turn did not complete: {}", &text[text.len().saturating_sub(300)..]));
             }
-            Ok(t.elapsed())
+            Ok::<_, String>(t.elapsed())
         }
-    }))
-    .await;
-    let wall = started.elapsed();
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let rss_after = rss_kb();
+    };
 
+    // Warm up (tokenizer tables, connection pools, SQLite pages).
+    let warm = create(client.clone()).await;
+    turn(client.clone(), warm).await.unwrap();
+    let _ = straight(client.clone()).await;
+
+    // 1. One at a time: added latency, and memory of idle sessions.
+    let rss_before = rss_kb();
+    let mut ids = Vec::with_capacity(n);
+    let mut one = Vec::with_capacity(n);
+    let mut base_one = Vec::with_capacity(n);
+    for _ in 0..n {
+        let id = create(client.clone()).await;
+        one.push(turn(client.clone(), id.clone()).await.unwrap());
+        base_one.push(straight(client.clone()).await);
+        ids.push(id);
+    }
+    let rss_after = rss_kb();
+    let mean = |d: &[Duration]| d.iter().sum::<Duration>() / d.len().max(1) as u32;
+    let tenth = n / 10;
+    println!(
+        "one turn at a time: mean turn of the first {tenth} {}, of the last {tenth} {}",
+        ms(mean(&one[..tenth])),
+        ms(mean(&one[n - tenth..]))
+    );
+    one.sort();
+    base_one.sort();
+    println!("sessions: {n}");
+    println!(
+        "one turn at a time: added latency p50 {}, p90 {}, p99 {} (turn p99 {}, model alone p99 {})",
+        ms(percentile(&one, 0.5).saturating_sub(percentile(&base_one, 0.5))),
+        ms(percentile(&one, 0.9).saturating_sub(percentile(&base_one, 0.9))),
+        ms(percentile(&one, 0.99).saturating_sub(percentile(&base_one, 0.99))),
+        ms(percentile(&one, 0.99)),
+        ms(percentile(&base_one, 0.99)),
+    );
+    println!(
+        "memory per idle session: {:.1} KB (RSS {rss_before} KB -> {rss_after} KB)",
+        rss_after.saturating_sub(rss_before) as f64 / n as f64
+    );
+
+    // 2. The burst.
+    let mut direct: Vec<Duration> = join_all((0..n).map(|_| straight(client.clone()))).await;
+    let started = Instant::now();
+    let results = join_all(ids.iter().map(|id| turn(client.clone(), id.clone()))).await;
+    let wall = started.elapsed();
     let errors: Vec<&String> = results.iter().filter_map(|r| r.as_ref().err()).collect();
     let mut served: Vec<Duration> = results.iter().filter_map(|r| r.as_ref().ok().copied()).collect();
     served.sort();
-    let mut direct = direct;
     direct.sort();
-    println!("sessions: {n}, errors: {}", errors.len());
+    println!(
+        "burst of {n} turns at once: errors {}, wall time {} ({:.0} turns/s)",
+        errors.len(),
+        ms(wall),
+        n as f64 / wall.as_secs_f64()
+    );
     if let Some(e) = errors.first() {
         println!("first error: {e}");
     }
-    println!("wall time for all turns: {}  ({:.0} turns/s)", ms(wall), n as f64 / wall.as_secs_f64());
-    for (name, p) in [("p50", 0.5), ("p90", 0.9), ("p99", 0.99)] {
-        let (s, d) = (percentile(&served, p), percentile(&direct, p));
+    for (name, p) in [("p50", 0.5), ("p99", 0.99)] {
         println!(
-            "{name}: through the server {}, straight to the model {}, added {}",
-            ms(s),
-            ms(d),
-            ms(s.saturating_sub(d))
+            "burst {name}: through the server {}, straight to the model {}",
+            ms(percentile(&served, p)),
+            ms(percentile(&direct, p))
         );
     }
-    println!(
-        "memory per idle session: {:.1} KB (RSS {} KB -> {} KB)",
-        (rss_after.saturating_sub(rss_before)) as f64 / n as f64,
-        rss_before,
-        rss_after
-    );
-    // Sequential added latency: one turn at a time, no queueing.
-    let mut one: Vec<Duration> = Vec::new();
-    for id in ids.iter().take(100) {
-        let t = Instant::now();
-        let _ = client
-            .post(format!("{base}/v1/sessions/{id}/messages"))
-            .json(&serde_json::json!({"message": "again"}))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        one.push(t.elapsed());
-    }
-    let mut base_one: Vec<Duration> = Vec::new();
-    for _ in 0..100 {
-        let t = Instant::now();
-        let _ = client
-            .post(format!("{}/v1/chat/completions", fake.base_url()))
-            .bearer_auth("sk-bench")
-            .json(&body)
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        base_one.push(t.elapsed());
-    }
-    one.sort();
-    base_one.sort();
-    println!(
-        "one turn at a time (100 turns): p50 added {}, p99 added {}",
-        ms(percentile(&one, 0.5).saturating_sub(percentile(&base_one, 0.5))),
-        ms(percentile(&one, 0.99).saturating_sub(percentile(&base_one, 0.99)))
-    );
     if !errors.is_empty() {
         std::process::exit(1);
     }
