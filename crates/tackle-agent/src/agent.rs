@@ -1,7 +1,8 @@
 //! [`Agent`]: the long-lived parts shared by every session (provider, tools, store).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use tackle_protocol::ToolSpec;
@@ -57,7 +58,12 @@ pub(crate) struct AgentInner {
     pub(crate) config: AgentConfig,
     /// Tools reached through `tool_search` / `call_tool` instead of the catalog.
     pub(crate) deferred: Option<Arc<crate::DeferredTools>>,
+    /// When expired outputs were last purged (shared by agents made with `with_model`).
+    pub(crate) last_purge: Arc<Mutex<Option<Instant>>>,
 }
+
+/// Expired outputs are purged at most this often (a server opens a session per request).
+const PURGE_EVERY: Duration = Duration::from_secs(600);
 
 /// An agent: a provider, a tool executor and a store, shared by its sessions. Cheap to clone.
 #[derive(Clone)]
@@ -83,6 +89,9 @@ pub struct NewSessionOptions {
     pub workspace: PathBuf,
     /// Owner (user id) for multi-user servers; `local` otherwise.
     pub owner: Option<String>,
+    /// An earlier conversation to start from (e.g. the prior messages of an OpenAI-compatible
+    /// request), committed as turn 0.
+    pub history: Vec<tackle_protocol::Message>,
 }
 
 impl Agent {
@@ -93,7 +102,16 @@ impl Agent {
         store: Store,
         config: AgentConfig,
     ) -> Self {
-        Self { inner: Arc::new(AgentInner { provider, executor, store, config, deferred: None }) }
+        Self {
+            inner: Arc::new(AgentInner {
+                provider,
+                executor,
+                store,
+                config,
+                deferred: None,
+                last_purge: Arc::default(),
+            }),
+        }
     }
 
     /// The same agent with `deferred` tools left out of the catalog (see [`crate::plan_deferral`]);
@@ -107,8 +125,26 @@ impl Agent {
                 store: inner.store.clone(),
                 config: inner.config.clone(),
                 deferred,
+                last_purge: inner.last_purge.clone(),
             }),
         }
+    }
+
+    /// Drops the data of expired offloaded outputs (their metadata stays, so reads say
+    /// "expired"), at most every ten minutes: sessions open often, expiry is measured in days.
+    pub(crate) async fn purge_expired_if_due(&self) -> Result<(), AgentError> {
+        {
+            let mut last = self.inner.last_purge.lock().unwrap_or_else(|p| p.into_inner());
+            if last.is_some_and(|t| t.elapsed() < PURGE_EVERY) {
+                return Ok(());
+            }
+            *last = Some(Instant::now());
+        }
+        let purged = self.inner.store.purge_expired(tackle_store::now_ms()).await?;
+        if purged > 0 {
+            tracing::info!(purged, "expired offloaded outputs removed");
+        }
+        Ok(())
     }
 
     /// The deferred tools, when tool definitions are over budget.
@@ -128,6 +164,7 @@ impl Agent {
                 store: self.inner.store.clone(),
                 config,
                 deferred: self.inner.deferred.clone(),
+                last_purge: self.inner.last_purge.clone(),
             }),
         }
     }
@@ -190,17 +227,39 @@ impl Agent {
                 metadata: serde_json::Value::Null,
             })
             .await?;
-        Session::start(self.clone(), record, Vec::new()).await
+        let history = if options.history.is_empty() {
+            Vec::new()
+        } else {
+            let seqs = self.inner.store.append_messages(&record.id, 0, &options.history).await?;
+            seqs.into_iter().map(Some).zip(options.history).collect()
+        };
+        Session::start(self.clone(), record, history).await
     }
 
     /// Opens an existing session, reloading its history (latest snapshot plus later messages).
     pub async fn open_session(&self, id: &str) -> Result<Session, AgentError> {
         let record = self.inner.store.get_session(id).await?;
-        let context = self.inner.store.load_context(&record.id).await?;
+        let history = self.load_history(&record.id).await?;
+        Session::start(self.clone(), record, history).await
+    }
+
+    /// The conversation of session `id` as the model sees it, without opening the session
+    /// (no tools, skills or token accounting): for front ends that only show it.
+    pub async fn history(&self, id: &str) -> Result<Vec<tackle_protocol::Message>, AgentError> {
+        Ok(self.load_history(id).await?.into_iter().map(|(_, m)| m).collect())
+    }
+
+    /// The latest snapshot plus later messages, with their store sequence numbers (`None` for
+    /// snapshot-made messages).
+    async fn load_history(
+        &self,
+        id: &str,
+    ) -> Result<Vec<(Option<i64>, tackle_protocol::Message)>, AgentError> {
+        let context = self.inner.store.load_context(id).await?;
         let mut history: Vec<(Option<i64>, tackle_protocol::Message)> =
             context.snapshot.map(|s| s.messages.into_iter().map(|m| (None, m)).collect()).unwrap_or_default();
         history.extend(context.later.into_iter().map(|m| (Some(m.seq), m.message)));
-        Session::start(self.clone(), record, history).await
+        Ok(history)
     }
 }
 

@@ -139,11 +139,7 @@ impl Session {
         if let Some(c) = store.get_state::<f64>(&record.id, CALIBRATION_KEY).await? {
             context.calibration = c;
         }
-        // Expired offloaded outputs: drop their data, keep their metadata (reads say "expired").
-        let purged = store.purge_expired(tackle_store::now_ms()).await?;
-        if purged > 0 {
-            tracing::info!(purged, "expired offloaded outputs removed");
-        }
+        agent.purge_expired_if_due().await?;
         Ok(Self {
             agent,
             record,

@@ -124,7 +124,7 @@ async fn expired_outputs_say_so() {
     let mut session = h.session().await;
     session.run_turn(TurnInput::new("go"), &h.sink(), &CancellationToken::new()).await.unwrap();
     let locator = locators(&h).pop().unwrap();
-    // TTL cleanup as a later process would run it (every session open purges).
+    // TTL cleanup as it runs when sessions open (at most every ten minutes).
     let purged = h.store.purge_expired(i64::MAX / 4).await.unwrap();
     assert_eq!(purged, 1);
     let err = read_page(&h.store, session.id(), &args(&locator)).await.unwrap_err();

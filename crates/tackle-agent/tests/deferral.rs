@@ -168,9 +168,10 @@ async fn deferred_tools_are_found_and_called_without_changing_the_prefix() {
             _ => None,
         })
         .collect();
+    // Steps 2-5 report a ratio (the first has no previous request to compare with).
     eprintln!("prefix ratios: {ratios:?}");
     assert!(
-        ratios.iter().skip(1).all(|r| *r >= 0.995),
+        ratios.len() == 4 && ratios.iter().all(|r| *r >= 0.995),
         "prefix stays stable through search and calls: {ratios:?}"
     );
 }

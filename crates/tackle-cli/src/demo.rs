@@ -96,7 +96,7 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
         .create_session(tackle_agent::NewSessionOptions {
             title: Some("tackle demo".into()),
             workspace: workspace.path().to_owned(),
-            owner: None,
+            ..Default::default()
         })
         .await?;
 

@@ -24,23 +24,30 @@ pub async fn list(args: McpListArgs) -> Result<ExitCode> {
     let manager = McpManager::connect(&settings.mcp.servers).await;
     let counter = tackle_context::TokenCounter::for_model(&settings.model.clone().unwrap_or_default());
     let tools = manager.tools();
-    let rows: Vec<serde_json::Value> = manager
-        .statuses()
-        .into_iter()
+    let statuses = manager.statuses();
+    let tokens: Vec<u64> = statuses
+        .iter()
         .map(|s| {
             let prefix = format!("{}{}", s.name, tackle_mcp::NAMESPACE_SEPARATOR);
             let specs: Vec<tackle_protocol::ToolSpec> =
                 tools.iter().map(|t| t.spec().clone()).filter(|t| t.name.starts_with(&prefix)).collect();
-            let mut row = serde_json::to_value(&s).unwrap_or_default();
-            row["definition_tokens"] = counter.count_tools(&specs).into();
-            row
+            counter.count_tools(&specs)
         })
         .collect();
     if args.json {
+        let rows: Vec<serde_json::Value> = statuses
+            .iter()
+            .zip(&tokens)
+            .map(|(s, n)| {
+                let mut row = serde_json::to_value(s).unwrap_or_default();
+                row["definition_tokens"] = (*n).into();
+                row
+            })
+            .collect();
         println!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
         println!("{:<20} {:<6} {:<14} {:>6} {:>8}  target", "server", "kind", "status", "tools", "tokens");
-        for (info, row) in manager.statuses().iter().zip(&rows) {
+        for (info, n) in statuses.iter().zip(&tokens) {
             let status = match &info.status {
                 McpServerStatus::Connected { .. } => "connected".to_owned(),
                 McpServerStatus::Unavailable { error, .. } => format!("unavailable: {error}"),
@@ -49,7 +56,7 @@ pub async fn list(args: McpListArgs) -> Result<ExitCode> {
             };
             println!(
                 "{:<20} {:<6} {:<14} {:>6} {:>8}  {}",
-                info.name, info.transport, status, info.tool_count, row["definition_tokens"], info.target
+                info.name, info.transport, status, info.tool_count, n, info.target
             );
         }
     }

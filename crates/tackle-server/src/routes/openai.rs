@@ -89,6 +89,14 @@ pub struct ChatRequest {
     pub prompt_cache_key: Option<String>,
 }
 
+impl ChatRequest {
+    /// Whether a streamed answer ends with a usage chunk (`stream_options.include_usage`).
+    fn include_usage(&self) -> bool {
+        self.stream_options.as_ref().and_then(|o| o.get("include_usage")).and_then(Value::as_bool)
+            == Some(true)
+    }
+}
+
 /// One message of a chat request.
 #[derive(Debug, Deserialize)]
 pub struct ChatMessage {
@@ -397,9 +405,7 @@ async fn gateway(state: AppState, chat: ChatRequest) -> Result<Response, OpenAiE
             .map_err(|e| ApiError::upstream(e.to_string()))?;
         return Ok(Json(completion_body(&id, created, &chat.model, &response)).into_response());
     }
-    let include_usage =
-        chat.stream_options.as_ref().and_then(|o| o.get("include_usage")).and_then(Value::as_bool)
-            == Some(true);
+    let include_usage = chat.include_usage();
     let events = provider
         .stream(&request, &CallOptions::default())
         .await
@@ -425,12 +431,44 @@ fn completion_body(id: &str, created: u64, model: &str, response: &ModelResponse
     })
 }
 
-fn chunk(id: &str, created: u64, model: &str, delta: Value, finish: Option<&str>) -> Event {
-    let body = json!({
-        "id": id, "object": "chat.completion.chunk", "created": created, "model": model,
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": null}],
-    });
-    Event::default().data(body.to_string())
+/// Writes the `chat.completion.chunk` events of one streamed answer.
+struct ChunkWriter {
+    tx: mpsc::UnboundedSender<Result<Event, Infallible>>,
+    id: String,
+    created: u64,
+    model: String,
+    include_usage: bool,
+}
+
+impl ChunkWriter {
+    fn send(&self, body: Value) -> bool {
+        self.tx.send(Ok(Event::default().data(body.to_string()))).is_ok()
+    }
+
+    /// One delta; false when the client is gone.
+    fn delta(&self, delta: Value, finish: Option<&str>) -> bool {
+        self.send(json!({
+            "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": null}],
+        }))
+    }
+
+    /// A failure in OpenAI's error shape.
+    fn error(&self, code: &str, message: &str) -> bool {
+        self.send(json!({"error": {"message": message, "type": "server_error", "param": null, "code": code}}))
+    }
+
+    /// The finish reason, the usage chunk if asked for, and `[DONE]`.
+    fn finish(&self, reason: &str, usage: &Usage) {
+        self.delta(json!({}), Some(reason));
+        if self.include_usage {
+            self.send(json!({
+                "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
+                "choices": [], "usage": usage_json(usage),
+            }));
+        }
+        let _ = self.tx.send(Ok(Event::default().data("[DONE]")));
+    }
 }
 
 fn gateway_chunks(
@@ -441,8 +479,8 @@ fn gateway_chunks(
     include_usage: bool,
 ) -> impl Stream<Item = Result<Event, Infallible>> {
     async_stream(move |tx| async move {
-        let send = |e: Event| tx.send(Ok(e)).is_ok();
-        if !send(chunk(&id, created, &model, json!({"role": "assistant", "content": ""}), None)) {
+        let out = ChunkWriter { tx, id, created, model, include_usage };
+        if !out.delta(json!({"role": "assistant", "content": ""}), None) {
             return;
         }
         let mut events = events;
@@ -472,21 +510,15 @@ fn gateway_chunks(
                 Ok(_) => continue,
                 Err(e) => {
                     // Mid-stream failures are reported in OpenAI's error shape, then the stream ends.
-                    let body = json!({"error": {"message": e.to_string(), "type": "server_error", "param": null, "code": "provider_error"}});
-                    let _ = tx.send(Ok(Event::default().data(body.to_string())));
+                    out.error("provider_error", &e.to_string());
                     return;
                 }
             };
-            if !send(chunk(&id, created, &model, delta, None)) {
+            if !out.delta(delta, None) {
                 return;
             }
         }
-        send(chunk(&id, created, &model, json!({}), Some(finish_reason(&stop))));
-        if include_usage {
-            let body = json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": model, "choices": [], "usage": usage_json(&usage)});
-            send(Event::default().data(body.to_string()));
-        }
-        send(Event::default().data("[DONE]"));
+        out.finish(finish_reason(&stop), &usage);
     })
 }
 
@@ -518,20 +550,18 @@ async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<R
     let prompt = last.text();
     let agent = state.agent().clone();
     let workspace = state.config().workspaces.get("default").cloned().unwrap_or_default();
-    let session = agent
-        .create_session(NewSessionOptions { title: None, workspace, owner: Some(user) })
-        .await
-        .map_err(ApiError::from)?;
-    let earlier: Vec<Message> = messages[..messages.len() - 1]
+    // Earlier turns become the session's history as text (the client's own tool calls are not
+    // Tackle's to replay).
+    let history: Vec<Message> = messages[..messages.len() - 1]
         .iter()
         .filter(|m| m.role == Role::User || m.role == Role::Assistant)
         .map(|m| if m.role == Role::User { Message::user(m.text()) } else { Message::assistant(m.text()) })
         .filter(|m| !m.is_empty())
         .collect();
-    if !earlier.is_empty() {
-        agent.store().append_messages(session.id(), 0, &earlier).await.map_err(ApiError::from)?;
-    }
-    let mut session = agent.open_session(session.id()).await.map_err(ApiError::from)?;
+    let mut session = agent
+        .create_session(NewSessionOptions { title: None, workspace, owner: Some(user), history })
+        .await
+        .map_err(ApiError::from)?;
     let guard = state.inner.turns.start(session.id())?;
     let (tx, rx) = mpsc::unbounded_channel::<AgentEvent>();
     let sink = EventSink::new(move |e| {
@@ -562,12 +592,10 @@ async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<R
         };
         return Ok(Json(completion_body(&id, created, &model, &response)).into_response());
     }
-    let include_usage =
-        chat.stream_options.as_ref().and_then(|o| o.get("include_usage")).and_then(Value::as_bool)
-            == Some(true);
+    let include_usage = chat.include_usage();
     let chunks = async_stream(move |tx| async move {
-        let send = |e: Event| tx.send(Ok(e)).is_ok();
-        send(chunk(&id, created, &model, json!({"role": "assistant", "content": ""}), None));
+        let out = ChunkWriter { tx, id, created, model, include_usage };
+        out.delta(json!({"role": "assistant", "content": ""}), None);
         let mut events = UnboundedReceiverStream::new(rx);
         let mut usage = Usage::default();
         let mut finish = "stop";
@@ -575,7 +603,7 @@ async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<R
             match event {
                 // Only the answer is streamed; tool activity stays inside the agent.
                 AgentEvent::TextDelta { text } => {
-                    send(chunk(&id, created, &model, json!({"content": text}), None));
+                    out.delta(json!({"content": text}), None);
                 }
                 AgentEvent::TurnFinished { usage: u, reason, .. } => {
                     usage = u;
@@ -584,18 +612,12 @@ async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<R
                     }
                 }
                 AgentEvent::Error { message, code } if code != "max_steps" => {
-                    let body = json!({"error": {"message": message, "type": "server_error", "param": null, "code": code}});
-                    send(Event::default().data(body.to_string()));
+                    out.error(&code, &message);
                 }
                 _ => {}
             }
         }
-        send(chunk(&id, created, &model, json!({}), Some(finish)));
-        if include_usage {
-            let body = json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": model, "choices": [], "usage": usage_json(&usage)});
-            send(Event::default().data(body.to_string()));
-        }
-        send(Event::default().data("[DONE]"));
+        out.finish(finish, &usage);
     });
     Ok((StatusCode::OK, Sse::new(chunks)).into_response())
 }

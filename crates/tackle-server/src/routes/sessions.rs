@@ -173,6 +173,7 @@ pub async fn create(
             title: body.title,
             workspace: workspace.clone(),
             owner: Some(user),
+            history: Vec::new(),
         })
         .await?;
     Ok((StatusCode::CREATED, Json(session.record().clone().into())))
@@ -207,14 +208,15 @@ pub async fn show(
     Path(id): Path<String>,
 ) -> Result<Json<SessionView>, ApiError> {
     let record = state.owned_session(&id, &user).await?;
-    let session = state.agent_for(&record.model).open_session(&id).await?;
-    let messages = session
-        .history()
+    let messages = state
+        .agent()
+        .history(&id)
+        .await?
         .iter()
         .map(serde_json::to_value)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| ApiError::internal(e.to_string()))?;
-    let mut view = SessionView::from(session.record().clone());
+    let mut view = SessionView::from(record);
     view.messages = Some(messages);
     Ok(Json(view))
 }
