@@ -80,6 +80,14 @@ impl std::fmt::Debug for Agent {
     }
 }
 
+/// A message of a stored session as loaded: its store sequence number (`None` when it comes
+/// from a snapshot) and its token count if one was stored.
+pub(crate) struct LoadedMessage {
+    pub(crate) seq: Option<i64>,
+    pub(crate) message: tackle_protocol::Message,
+    pub(crate) tokens: Option<u64>,
+}
+
 /// What a new session needs.
 #[derive(Debug, Clone, Default)]
 pub struct NewSessionOptions {
@@ -231,7 +239,10 @@ impl Agent {
             Vec::new()
         } else {
             let seqs = self.inner.store.append_messages(&record.id, 0, &options.history).await?;
-            seqs.into_iter().map(Some).zip(options.history).collect()
+            seqs.into_iter()
+                .zip(options.history)
+                .map(|(seq, message)| LoadedMessage { seq: Some(seq), message, tokens: None })
+                .collect()
         };
         Session::start(self.clone(), record, history).await
     }
@@ -246,19 +257,27 @@ impl Agent {
     /// The conversation of session `id` as the model sees it, without opening the session
     /// (no tools, skills or token accounting): for front ends that only show it.
     pub async fn history(&self, id: &str) -> Result<Vec<tackle_protocol::Message>, AgentError> {
-        Ok(self.load_history(id).await?.into_iter().map(|(_, m)| m).collect())
+        Ok(self.load_history(id).await?.into_iter().map(|m| m.message).collect())
     }
 
-    /// The latest snapshot plus later messages, with their store sequence numbers (`None` for
-    /// snapshot-made messages).
-    async fn load_history(
-        &self,
-        id: &str,
-    ) -> Result<Vec<(Option<i64>, tackle_protocol::Message)>, AgentError> {
+    /// The latest snapshot plus later messages, with their store sequence numbers and stored
+    /// token counts (`None` for snapshot-made messages).
+    async fn load_history(&self, id: &str) -> Result<Vec<LoadedMessage>, AgentError> {
         let context = self.inner.store.load_context(id).await?;
-        let mut history: Vec<(Option<i64>, tackle_protocol::Message)> =
-            context.snapshot.map(|s| s.messages.into_iter().map(|m| (None, m)).collect()).unwrap_or_default();
-        history.extend(context.later.into_iter().map(|m| (Some(m.seq), m.message)));
+        let mut history: Vec<LoadedMessage> = context
+            .snapshot
+            .map(|s| {
+                s.messages
+                    .into_iter()
+                    .map(|message| LoadedMessage { seq: None, message, tokens: None })
+                    .collect()
+            })
+            .unwrap_or_default();
+        history.extend(context.later.into_iter().map(|m| LoadedMessage {
+            seq: Some(m.seq),
+            message: m.message,
+            tokens: m.token_count.and_then(|n| u64::try_from(n).ok()),
+        }));
         Ok(history)
     }
 }

@@ -89,6 +89,25 @@ impl ContextState {
         }
     }
 
+    /// The vocabulary counts are made with.
+    pub(crate) fn encoding(&self) -> tackle_context::Encoding {
+        self.counter.encoding()
+    }
+
+    /// Tokens of one message.
+    pub(crate) fn count_message(&self, message: &Message) -> u64 {
+        self.counter.count_message(message)
+    }
+
+    /// Starts from counts stored with the messages; those without one are counted.
+    pub(crate) fn seed(&mut self, history: &[Message], stored: &[Option<u64>]) {
+        self.counts = history
+            .iter()
+            .zip(stored)
+            .map(|(m, n)| n.unwrap_or_else(|| self.counter.count_message(m)))
+            .collect();
+    }
+
     /// Counts messages not counted yet.
     pub(crate) fn sync(&mut self, history: &[Message]) {
         if self.counts.len() > history.len() {

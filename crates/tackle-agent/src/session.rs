@@ -8,6 +8,7 @@ use tackle_protocol::{
 };
 use tackle_store::{SessionRecord, ToolCallStatus};
 
+use crate::agent::LoadedMessage;
 use crate::context_window::{CALIBRATION_KEY, ContextState};
 use crate::invariants::interrupted_result;
 use crate::skills::{ACTIVE_SKILLS_KEY, ActiveSkills, SkillSet};
@@ -89,6 +90,9 @@ pub struct Session {
     pub(crate) turn_start: usize,
 }
 
+/// Session-state key of the vocabulary the stored token counts were made with.
+const COUNT_ENCODING_KEY: &str = "context.count_encoding";
+
 /// Session-state key of the catalog fingerprint.
 const CATALOG_KEY: &str = "catalog.fingerprint";
 
@@ -102,9 +106,16 @@ impl Session {
     pub(crate) async fn start(
         agent: Agent,
         record: SessionRecord,
-        loaded: Vec<(Option<i64>, Message)>,
+        loaded: Vec<LoadedMessage>,
     ) -> Result<Self, AgentError> {
-        let (seqs, history): (Vec<Option<i64>>, Vec<Message>) = loaded.into_iter().unzip();
+        let mut seqs = Vec::with_capacity(loaded.len());
+        let mut history = Vec::with_capacity(loaded.len());
+        let mut stored_counts = Vec::with_capacity(loaded.len());
+        for m in loaded {
+            seqs.push(m.seq);
+            history.push(m.message);
+            stored_counts.push(m.tokens);
+        }
         let workspace = PathBuf::from(&record.workspace);
         let store = agent.store().clone();
         let mut pending_warnings = Vec::new();
@@ -138,6 +149,18 @@ impl Session {
         let mut context = ContextState::new(&config.model, &config.context, &system, catalog.specs());
         if let Some(c) = store.get_state::<f64>(&record.id, CALIBRATION_KEY).await? {
             context.calibration = c;
+        }
+        // Messages are stored with their token counts, so a resumed session counts only what has
+        // none, as long as the vocabulary is the one they were counted with.
+        let encoding = context.encoding().name();
+        let counted_with: Option<String> = store.get_state(&record.id, COUNT_ENCODING_KEY).await?;
+        if counted_with.as_deref() == Some(encoding) {
+            context.seed(&history, &stored_counts);
+        } else {
+            if counted_with.is_some() {
+                store.clear_token_counts(&record.id).await?;
+            }
+            store.set_state(&record.id, COUNT_ENCODING_KEY, encoding).await?;
         }
         agent.purge_expired_if_due().await?;
         Ok(Self {
@@ -214,9 +237,20 @@ impl Session {
 
     /// Appends a message to the history and commits it to the store before returning.
     pub(crate) async fn append(&mut self, turn: i64, message: Message) -> Result<(), AgentError> {
-        let seq = self.agent.store().append_message(&self.record.id, turn, &message).await?;
+        // Counted now and stored with the message: the count is needed before the next request
+        // anyway, and a resumed session then need not count it again.
+        let tokens = self.context.count_message(&message);
+        let seq = self
+            .agent
+            .store()
+            .append_counted_message(&self.record.id, turn, &message, i64::try_from(tokens).ok())
+            .await?;
+        let synced = self.context.counts.len() == self.history.len();
         self.history.push(message);
         self.seqs.push(Some(seq));
+        if synced {
+            self.context.counts.push(tokens);
+        }
         Ok(())
     }
 

@@ -448,3 +448,33 @@ async fn a_thousand_step_session_never_exceeds_the_budget() {
     assert!(stored.len() >= 2 * steps, "{} messages for {steps} steps", stored.len());
     assert!(stored.iter().filter(|m| m.message.role == Role::Tool).count() >= 900);
 }
+
+#[tokio::test]
+async fn messages_are_stored_with_their_counts_and_a_new_vocabulary_recounts() {
+    let script = Script::new(vec![Turn::call("shell", r#"{"command": "echo hi"}"#), Turn::text("done")]);
+    let h = Harness::with_config(ProviderKind::Openai, script, |mut c| {
+        c.model = "gpt-4o".into();
+        c
+    })
+    .await;
+    let mut session = h.session().await;
+    session.run_turn(TurnInput::new("say hi"), &h.sink(), &CancellationToken::new()).await.unwrap();
+    let stored = h.store.load_messages(session.id(), MessageFilter::default()).await.unwrap();
+    assert!(stored.iter().all(|m| m.token_count.is_some_and(|n| n > 0)), "every message has its count");
+    let before = session.context_report();
+
+    // Resumed with the same vocabulary: the stored counts give the same budget.
+    let mut resumed = h.agent.open_session(session.id()).await.unwrap();
+    assert_eq!(resumed.context_report().conversation, before.conversation);
+
+    // Resumed with a model of another vocabulary (cl100k): stored counts are dropped and the
+    // budget is counted afresh.
+    let mut other = h.agent.with_model("gpt-4-turbo").open_session(session.id()).await.unwrap();
+    let stored = h.store.load_messages(session.id(), MessageFilter::default()).await.unwrap();
+    assert!(stored.iter().all(|m| m.token_count.is_none()), "o200k counts are not reused for cl100k");
+    let recounted = other.context_report().conversation;
+    assert!(recounted > 0);
+    let counter = tackle_context::TokenCounter::for_model("gpt-4-turbo");
+    let expected: u64 = other.history().iter().map(|m| counter.count_message(m)).sum();
+    assert_eq!(recounted, expected);
+}

@@ -29,6 +29,14 @@ pub enum Encoding {
 }
 
 impl Encoding {
+    /// The vocabulary's name, as OpenAI spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::O200kBase => "o200k_base",
+            Self::Cl100kBase => "cl100k_base",
+        }
+    }
+
     /// The vocabulary a model uses (or the best estimate for models without a public one).
     ///
     /// ```

@@ -66,16 +66,29 @@ impl Store {
         turn: i64,
         message: &Message,
     ) -> Result<i64, StoreError> {
+        self.append_counted_message(session_id, turn, message, None).await
+    }
+
+    /// Appends a message with its token count (so a resumed session need not count it again)
+    /// and commits it; returns its `seq`.
+    pub async fn append_counted_message(
+        &self,
+        session_id: &str,
+        turn: i64,
+        message: &Message,
+        token_count: Option<i64>,
+    ) -> Result<i64, StoreError> {
         let content = serde_json::to_string(&message.content)?;
         let row = sqlx::query(
-            "INSERT INTO messages (session_id, seq, turn, role, content, created_at)
-             VALUES (?1, (SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE session_id = ?1), ?2, ?3, ?4, ?5)
+            "INSERT INTO messages (session_id, seq, turn, role, content, token_count, created_at)
+             VALUES (?1, (SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE session_id = ?1), ?2, ?3, ?4, ?5, ?6)
              RETURNING seq",
         )
         .bind(session_id)
         .bind(turn)
         .bind(role_str(message.role))
         .bind(content)
+        .bind(token_count)
         .bind(now_ms())
         .fetch_one(&self.pool)
         .await
@@ -162,6 +175,18 @@ impl Store {
         }
         tx.commit().await?;
         Ok(n)
+    }
+
+    /// Forgets the token counts of a session's messages (they were counted with another
+    /// vocabulary).
+    pub async fn clear_token_counts(&self, session_id: &str) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE messages SET token_count = NULL WHERE session_id = ? AND token_count IS NOT NULL",
+        )
+        .bind(session_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
     }
 
     /// Records measured token counts of messages.
