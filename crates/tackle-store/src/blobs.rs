@@ -82,32 +82,42 @@ fn count_lines(bytes: &[u8]) -> u64 {
 impl Store {
     /// Stores an output and returns its metadata (with a new locator).
     pub async fn put_blob(&self, session_id: &str, new: NewBlob<'_>) -> Result<BlobMeta, StoreError> {
-        let digest = blake3::hash(new.bytes).to_hex().to_string();
-        let compressed = zstd::bulk::compress(new.bytes, ZSTD_LEVEL)?;
-        let locator = format!("out_{}", uuid::Uuid::new_v4().simple());
-        let now = now_ms();
+        let meta = BlobMeta {
+            locator: format!("out_{}", uuid::Uuid::new_v4().simple()),
+            session_id: session_id.to_owned(),
+            tool: new.tool.to_owned(),
+            call_id: new.call_id.to_owned(),
+            digest: blake3::hash(new.bytes).to_hex().to_string(),
+            raw_bytes: new.bytes.len() as u64,
+            lines: count_lines(new.bytes),
+            created_at: now_ms(),
+            expires_at: 0,
+        };
         let ttl_ms = i64::try_from(new.ttl.as_millis()).unwrap_or(i64::MAX);
+        let meta = BlobMeta { expires_at: meta.created_at.saturating_add(ttl_ms), ..meta };
+        let compressed = zstd::bulk::compress(new.bytes, ZSTD_LEVEL)?;
         sqlx::query(
             "INSERT INTO blobs (locator, session_id, tool, call_id, digest, raw_bytes, lines, data, created_at, expires_at)
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
-        .bind(&locator)
+        .bind(&meta.locator)
         .bind(session_id)
         .bind(new.tool)
         .bind(new.call_id)
-        .bind(&digest)
-        .bind(i64::try_from(new.bytes.len()).unwrap_or(i64::MAX))
-        .bind(i64::try_from(count_lines(new.bytes)).unwrap_or(i64::MAX))
+        .bind(&meta.digest)
+        .bind(i64::try_from(meta.raw_bytes).unwrap_or(i64::MAX))
+        .bind(i64::try_from(meta.lines).unwrap_or(i64::MAX))
         .bind(compressed)
-        .bind(now)
-        .bind(now.saturating_add(ttl_ms))
+        .bind(meta.created_at)
+        .bind(meta.expires_at)
         .execute(&self.pool)
         .await
         .map_err(|e| match &e {
             sqlx::Error::Database(d) if d.is_foreign_key_violation() => StoreError::not_found("session", session_id),
             _ => StoreError::Database(e),
         })?;
-        self.blob_meta(session_id, &locator).await
+        // The row holds exactly these values; reading them back would cost a query.
+        Ok(meta)
     }
 
     /// Metadata of a stored output, even after it expired.
