@@ -1,29 +1,47 @@
 //! Prefix stability: how much of each request is byte-identical to the previous one, measured
 //! the way providers cache (tools, then system, then messages), and where it broke.
 
+use std::collections::HashMap;
+
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// Cache-relevant view of a request body: what the provider hashes for its prompt cache, in
-/// the order it does, without what only steers caching.
-fn cache_view(path: &str, body: &Value) -> Value {
-    let get = |k: &str| body.get(k).cloned().unwrap_or(Value::Null);
-    let mut view = serde_json::Map::new();
-    if path.ends_with("/messages") {
+/// the order it does, without what only steers caching, as compact JSON bytes.
+///
+/// Runs on every step, so it avoids building a JSON tree: top-level fields are taken as the
+/// exact bytes sent, and only a field that carries `cache_control` is parsed to strip it (the
+/// encoder writes compact serde_json, so re-serializing a field gives back its bytes).
+fn cache_view(path: &str, body: &[u8]) -> Option<Vec<u8>> {
+    let fields: HashMap<&str, &RawValue> = serde_json::from_slice(body).ok()?;
+    let order: &[&str] = if path.ends_with("/messages") {
         // Anthropic renders tools, then system, then messages. A tool_choice change
         // invalidates the message cache, so it sits right before the messages.
-        view.insert("tools".into(), get("tools"));
-        view.insert("system".into(), get("system"));
-        view.insert("tool_choice".into(), get("tool_choice"));
-        view.insert("messages".into(), get("messages"));
+        &["tools", "system", "tool_choice", "messages"]
     } else {
         // OpenAI: tools and messages (system is a message); tool_choice is not part of the
         // cached prefix.
-        view.insert("tools".into(), get("tools"));
-        view.insert("messages".into(), get("messages"));
+        &["tools", "messages"]
+    };
+    let mut view = Vec::with_capacity(body.len());
+    view.push(b'{');
+    for (i, key) in order.iter().enumerate() {
+        if i > 0 {
+            view.push(b',');
+        }
+        view.extend_from_slice(format!("\"{key}\":").as_bytes());
+        match fields.get(key).map(|raw| raw.get()) {
+            None => view.extend_from_slice(b"null"),
+            Some(text) if memchr::memmem::find(text.as_bytes(), b"\"cache_control\"").is_some() => {
+                let mut value: Value = serde_json::from_str(text).ok()?;
+                strip_cache_control(&mut value);
+                serde_json::to_writer(&mut view, &value).ok()?;
+            }
+            Some(text) => view.extend_from_slice(text.as_bytes()),
+        }
     }
-    let mut view = Value::Object(view);
-    strip_cache_control(&mut view);
-    view
+    view.push(b'}');
+    Some(view)
 }
 
 fn strip_cache_control(v: &mut Value) {
@@ -54,17 +72,16 @@ pub struct PrefixStats {
 /// Remembers the previous request of a session and measures each new one against it.
 #[derive(Debug, Default)]
 pub struct PrefixTracker {
-    previous: Option<(Value, Vec<u8>)>,
+    /// Cache view of the previous request.
+    previous: Option<Vec<u8>>,
 }
 
 impl PrefixTracker {
     /// Measures `body` (the exact bytes sent to `path`) against the previous request and keeps
     /// it as the new previous. `None` for the first request or an unparseable body.
     pub fn observe(&mut self, path: &str, body: &[u8]) -> Option<PrefixStats> {
-        let value: Value = serde_json::from_slice(body).ok()?;
-        let view = cache_view(path, &value);
-        let bytes = serde_json::to_vec(&view).ok()?;
-        let stats = self.previous.as_ref().map(|(prev_view, prev_bytes)| {
+        let bytes = cache_view(path, body)?;
+        let stats = self.previous.as_ref().map(|prev_bytes| {
             let shared = common_prefix(prev_bytes, &bytes);
             // The view ends with `]}` (the messages array, then the view object), which any
             // appended message moves; the prefix is unbroken when everything before is shared.
@@ -78,16 +95,31 @@ impl PrefixTracker {
                     shared as f64 / prev_bytes.len() as f64
                 },
                 request_bytes: bytes.len() as u64,
-                cache_break: (!unbroken).then(|| first_difference(prev_view, &view, String::new())).flatten(),
+                // Only a break (rare) pays for parsing both views to name where it happened.
+                cache_break: (!unbroken).then(|| break_path(prev_bytes, &bytes)).flatten(),
             }
         });
-        self.previous = Some((view, bytes));
+        self.previous = Some(bytes);
         stats
     }
 }
 
+/// Where two cache views first differ, as a JSON path.
+fn break_path(previous: &[u8], current: &[u8]) -> Option<String> {
+    let a: Value = serde_json::from_slice(previous).ok()?;
+    let b: Value = serde_json::from_slice(current).ok()?;
+    first_difference(&a, &b, String::new())
+}
+
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+    // Compare in blocks first (memcmp), then bytes within the first differing block.
+    const BLOCK: usize = 4096;
+    let n = a.len().min(b.len());
+    let mut at = 0;
+    while at + BLOCK <= n && a[at..at + BLOCK] == b[at..at + BLOCK] {
+        at += BLOCK;
+    }
+    at + a[at..n].iter().zip(&b[at..n]).take_while(|(x, y)| x == y).count()
 }
 
 /// The first path (in serialization order) where `a` and `b` differ; `None` if `a` is a prefix
@@ -139,6 +171,60 @@ mod tests {
             &json!({"model": "m", "tools": tools, "messages": messages, "tool_choice": tool_choice}),
         )
         .unwrap()
+    }
+
+    /// The view built as a JSON tree, the straightforward (slow) way.
+    fn tree_view(path: &str, body: &[u8]) -> Vec<u8> {
+        let body: Value = serde_json::from_slice(body).unwrap();
+        let keys: &[&str] = if path.ends_with("/messages") {
+            &["tools", "system", "tool_choice", "messages"]
+        } else {
+            &["tools", "messages"]
+        };
+        let mut view = serde_json::Map::new();
+        for k in keys {
+            view.insert((*k).into(), body.get(*k).cloned().unwrap_or(Value::Null));
+        }
+        let mut view = Value::Object(view);
+        strip_cache_control(&mut view);
+        serde_json::to_vec(&view).unwrap()
+    }
+
+    #[test]
+    fn the_byte_view_equals_the_tree_view() {
+        let bodies = [
+            (
+                "/v1/messages",
+                json!({"model": "m", "max_tokens": 5, "system": [{"type": "text", "text": "s \"q\" é\n", "cache_control": {"type": "ephemeral"}}],
+                "tools": [{"name": "a", "input_schema": {"type": "object"}}], "tool_choice": {"type": "auto"},
+                "messages": [{"role": "user", "content": [{"type": "text", "text": "hi 🎉", "cache_control": {"type": "ephemeral"}}]}]}),
+            ),
+            ("/v1/messages", json!({"model": "m", "messages": [{"role": "user", "content": "x"}]})),
+            (
+                "/chat/completions",
+                json!({"model": "m", "tools": [{"type": "function", "function": {"name": "a", "parameters": {"x": 1.5}}}],
+                "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "u\u{1}"}], "prompt_cache_key": "k"}),
+            ),
+        ];
+        for (path, body) in bodies {
+            let bytes = serde_json::to_vec(&body).unwrap();
+            assert_eq!(
+                String::from_utf8(cache_view(path, &bytes).unwrap()).unwrap(),
+                String::from_utf8(tree_view(path, &bytes)).unwrap()
+            );
+        }
+        assert!(cache_view("/chat/completions", b"not json").is_none());
+    }
+
+    #[test]
+    fn common_prefix_across_blocks() {
+        let a: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
+        for cut in [0, 1, 4095, 4096, 4097, 12_345, 19_999] {
+            let mut b = a.clone();
+            b[cut] ^= 0xff;
+            assert_eq!(common_prefix(&a, &b), cut);
+        }
+        assert_eq!(common_prefix(&a, &a[..7000]), 7000);
     }
 
     #[test]
