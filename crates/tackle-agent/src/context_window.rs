@@ -156,7 +156,7 @@ impl ContextState {
     }
 
     /// Learns from the input tokens the provider reported for a request of `messages` messages.
-    /// Returns the new calibration when it changed.
+    /// Returns the new calibration when it moved by more than 1% (worth persisting).
     pub(crate) fn observe_usage(&mut self, messages: usize, input_tokens: u64) -> Option<f64> {
         if input_tokens == 0 {
             return None;
@@ -168,9 +168,10 @@ impl ContextState {
         }
         let observed = input_tokens as f64 / estimate as f64;
         // A running average: one odd report does not swing the estimate.
-        self.calibration =
-            if self.calibration == 1.0 { observed } else { 0.5 * self.calibration + 0.5 * observed };
-        Some(self.calibration)
+        let previous = self.calibration;
+        self.calibration = if previous == 1.0 { observed } else { 0.5 * previous + 0.5 * observed };
+        // Worth a store write only when it moved: a steady provider would otherwise cost one per step.
+        ((self.calibration - previous).abs() > 0.01 * previous).then_some(self.calibration)
     }
 
     /// The budget as reported in events.
