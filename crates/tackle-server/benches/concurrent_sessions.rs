@@ -24,6 +24,9 @@ use tackle_store::Store;
 use tackle_testkit::{FakeModel, Script, Turn};
 use tackle_tools::{ApprovalMode, ApprovalQueue, ExecLimits, HookPolicy, ToolExecutor, ToolRegistry};
 
+/// One timed request, boxed so turns and direct calls can be paced alike.
+type TurnFuture = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Duration, String>> + Send>>;
+
 fn rss_kb() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -194,9 +197,7 @@ async fn main() {
     //    the burst throughput), so streams overlap without a queue; the same pacing straight to
     //    the model is the baseline.
     let pace = Duration::from_secs(5) / n as u32;
-    let paced = |f: Vec<
-        std::pin::Pin<Box<dyn std::future::Future<Output = Result<Duration, String>> + Send>>,
-    >| async move {
+    let paced = |f: Vec<TurnFuture>| async move {
         let started = Instant::now();
         let tasks: Vec<_> = f
             .into_iter()
@@ -214,21 +215,13 @@ async fn main() {
         }
         out
     };
-    let through = paced(
-        ids.iter()
-            .map(|id| {
-                Box::pin(turn(client.clone(), id.clone()))
-                    as std::pin::Pin<Box<dyn std::future::Future<Output = Result<Duration, String>> + Send>>
-            })
-            .collect(),
-    )
-    .await;
+    let through =
+        paced(ids.iter().map(|id| Box::pin(turn(client.clone(), id.clone())) as TurnFuture).collect()).await;
     let alone = paced(
         (0..n)
             .map(|_| {
                 let f = straight(client.clone());
-                Box::pin(async move { Ok(f.await) })
-                    as std::pin::Pin<Box<dyn std::future::Future<Output = Result<Duration, String>> + Send>>
+                Box::pin(async move { Ok(f.await) }) as TurnFuture
             })
             .collect(),
     )
