@@ -35,6 +35,8 @@ try {
     output: c.querySelector(".out").textContent,
   })));
   out.answer = await page.$$eval(".msg.assistant", (xs) => xs.map((x) => x.textContent).join("|"));
+  // The sidebar refreshes asynchronously: wait for the new session to be listed.
+  await page.waitForSelector(".session");
   out.sessions = await page.$$eval(".session", (xs) => xs.length);
   await page.screenshot({ path: process.env.SCREENSHOT || "/tmp/tackle-web.png" });
   out.errors = errors;
