@@ -8,9 +8,10 @@ use serde::{Deserialize, Serialize};
 use tackle_protocol::ToolSpec;
 use tackle_provider::Provider;
 use tackle_store::{NewSession, Store};
-use tackle_tools::ToolExecutor;
+use tackle_tools::{ToolExecutor, ToolSource};
 
-use crate::{AgentError, ContextConfig, LoopGuardConfig, Session, ToolCatalog};
+use crate::tool_sources::ToolSources;
+use crate::{AgentError, ContextConfig, LoopGuardConfig, Session, ToolCatalog, ToolChange};
 
 /// Per-agent settings of the loop.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -60,6 +61,8 @@ pub(crate) struct AgentInner {
     pub(crate) deferred: Option<Arc<crate::DeferredTools>>,
     /// When expired outputs were last purged (shared by agents made with `with_model`).
     pub(crate) last_purge: Arc<Mutex<Option<Instant>>>,
+    /// Tool sources whose lists can change (MCP servers), refreshed at turn starts.
+    pub(crate) sources: Arc<ToolSources>,
 }
 
 /// Expired outputs are purged at most this often (a server opens a session per request).
@@ -118,6 +121,7 @@ impl Agent {
                 config,
                 deferred: None,
                 last_purge: Arc::default(),
+                sources: Arc::default(),
             }),
         }
     }
@@ -134,8 +138,39 @@ impl Agent {
                 config: inner.config.clone(),
                 deferred,
                 last_purge: inner.last_purge.clone(),
+                sources: inner.sources.clone(),
             }),
         }
+    }
+
+    /// The same agent with a tool source whose list can change while sessions run (the MCP
+    /// servers). Its current tools must already be in the registry. Changes are applied at the
+    /// start of a turn, as a `catalog_changed` event.
+    pub fn with_tool_source(self, source: Arc<dyn ToolSource>) -> Self {
+        let inner = &self.inner;
+        Self {
+            inner: Arc::new(AgentInner {
+                provider: inner.provider.clone(),
+                executor: inner.executor.clone(),
+                store: inner.store.clone(),
+                config: inner.config.clone(),
+                deferred: inner.deferred.clone(),
+                last_purge: inner.last_purge.clone(),
+                sources: Arc::new(inner.sources.with(source)),
+            }),
+        }
+    }
+
+    /// Applies changes announced by tool sources (e.g. an MCP server's `list_changed`) to the
+    /// registry and the deferred tools. Called at turn starts; sessions pick the change up at
+    /// their next turn. Returns what changed, if anything.
+    pub async fn refresh_tools(&self) -> Option<ToolChange> {
+        self.inner.sources.refresh(&self.inner.executor, self.inner.deferred.as_deref()).await
+    }
+
+    /// Number of tool-source changes applied so far (sessions compare it with theirs).
+    pub(crate) fn tools_generation(&self) -> u64 {
+        self.inner.sources.generation()
     }
 
     /// Drops the data of expired offloaded outputs (their metadata stays, so reads say
@@ -173,6 +208,7 @@ impl Agent {
                 config,
                 deferred: self.inner.deferred.clone(),
                 last_purge: self.inner.last_purge.clone(),
+                sources: self.inner.sources.clone(),
             }),
         }
     }
@@ -206,6 +242,7 @@ impl Agent {
     /// deferred tools (then with `tool_search` and `call_tool`), or without those two when
     /// nothing is deferred.
     pub fn catalog(&self) -> ToolCatalog {
+        let _consistent = self.inner.sources.read_guard();
         let specs = self.tool_specs().into_iter().filter(|s| match &self.inner.deferred {
             Some(d) => !d.contains(&s.name),
             None => s.name != crate::TOOL_SEARCH && s.name != crate::CALL_TOOL,

@@ -89,6 +89,11 @@ impl ContextState {
         }
     }
 
+    /// Counts the tool definitions again after the catalog changed at a turn boundary.
+    pub(crate) fn set_tools(&mut self, tools: &[ToolSpec]) {
+        self.fixed.tools = self.counter.count_tools(tools);
+    }
+
     /// The vocabulary counts are made with.
     pub(crate) fn encoding(&self) -> tackle_context::Encoding {
         self.counter.encoding()

@@ -8,7 +8,7 @@
 //! into an ordinary call of the deferred tool (its own schema validation, hooks, timeout, cap).
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
@@ -48,47 +48,77 @@ impl Default for DeferralConfig {
 pub struct FoundTools(pub Vec<String>);
 
 /// The deferred tools of an agent: their definitions and a search index over them.
+///
+/// Shared by the agent, `tool_search` and the loop; replaced as a whole when a tool source
+/// changes at a turn boundary ([`DeferredTools::replace`]), which leaves the catalog (and so
+/// the provider cache) untouched.
 #[derive(Debug)]
 pub struct DeferredTools {
+    set: RwLock<Arc<DeferredSet>>,
+}
+
+#[derive(Debug)]
+struct DeferredSet {
     specs: HashMap<String, ToolSpec>,
     index: ToolSearchIndex,
+}
+
+impl DeferredSet {
+    fn new(specs: Vec<ToolSpec>) -> Self {
+        let index = ToolSearchIndex::new(specs.iter());
+        Self { specs: specs.into_iter().map(|s| (s.name.clone(), s)).collect(), index }
+    }
 }
 
 impl DeferredTools {
     /// Indexes `specs`.
     pub fn new(specs: Vec<ToolSpec>) -> Self {
-        let index = ToolSearchIndex::new(specs.iter());
-        Self { specs: specs.into_iter().map(|s| (s.name.clone(), s)).collect(), index }
+        Self { set: RwLock::new(Arc::new(DeferredSet::new(specs))) }
+    }
+
+    fn current(&self) -> Arc<DeferredSet> {
+        self.set.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Replaces the deferred tools (and re-indexes them).
+    pub fn replace(&self, specs: Vec<ToolSpec>) {
+        let set = Arc::new(DeferredSet::new(specs));
+        *self.set.write().unwrap_or_else(|p| p.into_inner()) = set;
     }
 
     /// The definition of a deferred tool.
-    pub fn get(&self, name: &str) -> Option<&ToolSpec> {
-        self.specs.get(name)
+    pub fn get(&self, name: &str) -> Option<ToolSpec> {
+        self.current().specs.get(name).cloned()
     }
 
     /// Whether `name` is deferred.
     pub fn contains(&self, name: &str) -> bool {
-        self.specs.contains_key(name)
+        self.current().specs.contains_key(name)
     }
 
     /// Names, sorted.
     pub fn names(&self) -> Vec<String> {
-        self.specs.keys().cloned().collect::<BTreeSet<_>>().into_iter().collect()
+        self.current().specs.keys().cloned().collect::<BTreeSet<_>>().into_iter().collect()
     }
 
     /// Number of deferred tools.
     pub fn len(&self) -> usize {
-        self.specs.len()
+        self.current().specs.len()
     }
 
     /// True when nothing is deferred.
     pub fn is_empty(&self) -> bool {
-        self.specs.is_empty()
+        self.current().specs.is_empty()
     }
 
     /// The best `limit` matches of `query`.
-    pub fn search(&self, query: &str, limit: usize) -> Vec<&ToolSpec> {
-        self.index.search(query, limit).into_iter().filter_map(|(name, _)| self.specs.get(&name)).collect()
+    pub fn search(&self, query: &str, limit: usize) -> Vec<ToolSpec> {
+        let set = self.current();
+        set.index
+            .search(query, limit)
+            .into_iter()
+            .filter_map(|(name, _)| set.specs.get(&name).cloned())
+            .collect()
     }
 }
 

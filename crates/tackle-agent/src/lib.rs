@@ -32,6 +32,7 @@ mod tail_note;
 mod todo;
 mod tool_calls;
 mod tool_repair;
+mod tool_sources;
 mod turn;
 
 pub use agent::{Agent, AgentConfig, NewSessionOptions};
@@ -63,3 +64,4 @@ pub use system_prompt::{BASE_PROMPT, system_sections};
 pub use tail_note::{NOTE_PREFIX, TailNotes, TailState};
 pub use todo::{TodoArgs, TodoTool};
 pub use tool_repair::repair_tool_name;
+pub use tool_sources::ToolChange;

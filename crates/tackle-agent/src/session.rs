@@ -1,5 +1,6 @@
 //! [`Session`]: one conversation, its history, and the turns run on it.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -88,6 +89,10 @@ pub struct Session {
     pub(crate) compacted: bool,
     /// Index of the current turn's user message.
     pub(crate) turn_start: usize,
+    /// The agent's tool-source generation this session's tools reflect.
+    pub(crate) tools_generation: u64,
+    /// Every tool the session can reach (listed and deferred), to report what a change did.
+    pub(crate) known_tools: BTreeSet<String>,
 }
 
 /// Session-state key of the vocabulary the stored token counts were made with.
@@ -95,6 +100,8 @@ const COUNT_ENCODING_KEY: &str = "context.count_encoding";
 
 /// Session-state key of the catalog fingerprint.
 const CATALOG_KEY: &str = "catalog.fingerprint";
+/// Session-state key of the names of the tools the session could reach (listed and deferred).
+const TOOL_NAMES_KEY: &str = "catalog.tools";
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -120,19 +127,25 @@ impl Session {
         let store = agent.store().clone();
         let mut pending_warnings = Vec::new();
         // The tool list is frozen for the session's life: every request sends these exact specs.
+        let tools_generation = agent.tools_generation();
         let catalog = agent.catalog();
+        let known_tools = reachable_tools(&agent, &catalog);
         let known: Option<String> = store.get_state(&record.id, CATALOG_KEY).await?;
         if known.as_deref() != Some(catalog.fingerprint()) {
             if let Some(old) = known {
                 // A changed tool set (new version, new tool source) is applied only here, at a turn
                 // boundary, and said out loud: the provider cache restarts from the tools.
                 tracing::info!(session = %record.id, from = %old, to = %catalog.fingerprint(), "tool catalog changed");
-                pending_warnings.push(AgentEvent::Custom {
-                    name: "catalog_changed".into(),
-                    data: serde_json::json!({ "from": old, "to": catalog.fingerprint(), "tools": catalog.names() }),
-                });
+                let before: BTreeSet<String> = store
+                    .get_state::<Vec<String>>(&record.id, TOOL_NAMES_KEY)
+                    .await?
+                    .unwrap_or_default()
+                    .into_iter()
+                    .collect();
+                pending_warnings.push(catalog_changed("resumed", &before, &known_tools, true, &catalog));
             }
             store.set_state(&record.id, CATALOG_KEY, catalog.fingerprint()).await?;
+            store.set_state(&record.id, TOOL_NAMES_KEY, &known_tools).await?;
         }
         let (skills, skill_warnings) = SkillSet::discover(&agent.skill_roots(&workspace));
         for w in skill_warnings {
@@ -180,7 +193,39 @@ impl Session {
             context,
             compacted: false,
             turn_start: 0,
+            tools_generation,
+            known_tools,
         })
+    }
+
+    /// Applies tool-source changes (an MCP server's `list_changed`) at a turn boundary: pulls
+    /// them into the agent, and when the agent's tools moved on since this session last looked,
+    /// re-freezes the catalog (if its definitions changed) and queues a `catalog_changed` event.
+    pub(crate) async fn apply_tool_changes(&mut self) -> Result<(), AgentError> {
+        self.agent.refresh_tools().await;
+        let generation = self.agent.tools_generation();
+        if generation == self.tools_generation {
+            return Ok(());
+        }
+        self.tools_generation = generation;
+        let catalog = self.agent.catalog();
+        let now = reachable_tools(&self.agent, &catalog);
+        let cache_break = catalog.fingerprint() != self.catalog.fingerprint();
+        if now == self.known_tools && !cache_break {
+            return Ok(());
+        }
+        let store = self.agent.store();
+        let event = catalog_changed("tool_source", &self.known_tools, &now, cache_break, &catalog);
+        tracing::info!(session = %self.record.id, cache_break, fingerprint = %catalog.fingerprint(), "tools changed at a turn boundary");
+        if cache_break {
+            store.set_state(&self.record.id, CATALOG_KEY, catalog.fingerprint()).await?;
+            self.context.set_tools(catalog.specs());
+            self.catalog = catalog;
+        }
+        store.set_state(&self.record.id, TOOL_NAMES_KEY, &now).await?;
+        self.known_tools = now;
+        self.pending_warnings.push(event);
+        Ok(())
     }
 
     /// The tool catalog of the session.
@@ -290,5 +335,30 @@ impl Session {
             content: results.into_iter().map(ContentBlock::ToolResult).collect(),
         };
         self.append(turn, message).await
+    }
+}
+
+/// Every tool a session with `catalog` can reach: the catalog and the deferred tools.
+fn reachable_tools(agent: &Agent, catalog: &ToolCatalog) -> BTreeSet<String> {
+    let mut names: BTreeSet<String> = catalog.names().into_iter().collect();
+    if let Some(d) = agent.deferred() {
+        names.extend(d.names());
+    }
+    names
+}
+
+fn catalog_changed(
+    reason: &str,
+    before: &BTreeSet<String>,
+    after: &BTreeSet<String>,
+    cache_break: bool,
+    catalog: &ToolCatalog,
+) -> AgentEvent {
+    AgentEvent::CatalogChanged {
+        reason: reason.to_owned(),
+        added: after.difference(before).cloned().collect(),
+        removed: before.difference(after).cloned().collect(),
+        cache_break,
+        fingerprint: catalog.fingerprint().to_owned(),
     }
 }

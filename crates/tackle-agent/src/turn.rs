@@ -52,6 +52,8 @@ impl Session {
         sink: &EventSink,
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, AgentError> {
+        // Tool-source changes land here, between turns, never between two steps.
+        self.apply_tool_changes().await?;
         let turn = self.next_turn;
         self.next_turn += 1;
         let store = self.agent.store().clone();

@@ -148,8 +148,10 @@ async fn slash(command: &str, state: &mut ChatState) -> Result<Flow> {
                     .unwrap_or_default();
                 for name in deferred.names() {
                     let status = if found.0.contains(&name) { "found" } else { "deferred" };
-                    let first =
-                        deferred.get(&name).map(|s| s.description.lines().next().unwrap_or("")).unwrap_or("");
+                    let first = deferred
+                        .get(&name)
+                        .and_then(|s| s.description.lines().next().map(str::to_owned))
+                        .unwrap_or_default();
                     eprintln!("  {name:<16} {status:<13} {first}");
                 }
             }

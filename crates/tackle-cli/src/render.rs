@@ -88,6 +88,16 @@ impl TerminalRenderer {
                 self.status(&format!("  retry {attempt} in {wait_ms} ms: {reason}"));
             }
             AgentEvent::Warning { message, .. } => self.status(&format!("warning: {message}")),
+            AgentEvent::CatalogChanged { added, removed, cache_break, .. } => {
+                let list =
+                    |names: &[String]| if names.is_empty() { "none".to_owned() } else { names.join(", ") };
+                let cache = if *cache_break { "; tool definitions changed" } else { "" };
+                self.status(&format!(
+                    "tools changed: added {}, removed {}{cache}",
+                    list(added),
+                    list(removed)
+                ));
+            }
             AgentEvent::Error { message, .. } => self.status(&format!("error: {message}")),
             AgentEvent::TurnFinished { .. } if self.mid_line => {
                 println!();

@@ -85,6 +85,8 @@ pub fn provider_for(settings: &Settings) -> Result<(Arc<dyn Provider>, ProviderK
 pub struct Tools {
     pub registry: ToolRegistry,
     pub deferred: Option<Arc<DeferredTools>>,
+    /// The MCP servers, whose `list_changed` notifications are applied at turn boundaries.
+    pub mcp: Option<Arc<McpManager>>,
 }
 
 /// The tool registry: builtins, the todo tool, `activate_skill` when the workspace or the user
@@ -105,9 +107,9 @@ pub async fn tools(settings: &Settings, store: &Store, workspace: &Path, model: 
         registry.register(typed(ActivateSkill::new(skills, store.clone())))?;
     }
     let mut deferred = None;
+    let mut mcp = None;
     if !settings.mcp.servers.is_empty() {
-        // MCP tools hold their connections, so the manager can go once they are registered.
-        let manager = McpManager::connect(&settings.mcp.servers).await;
+        let manager = Arc::new(McpManager::connect(&settings.mcp.servers).await);
         let mut mcp_names = Vec::new();
         for tool in manager.tools() {
             mcp_names.push(tool.spec().name.clone());
@@ -120,8 +122,9 @@ pub async fn tools(settings: &Settings, store: &Store, workspace: &Path, model: 
             registry.register(typed(ToolSearch::new(d.clone(), store.clone())))?;
             registry.register(typed(CallTool))?;
         }
+        mcp = Some(manager);
     }
-    Ok(Tools { registry, deferred })
+    Ok(Tools { registry, deferred, mcp })
 }
 
 /// Who decides on confirmations.
@@ -145,7 +148,7 @@ pub async fn build_agent(
     mode: ApprovalMode,
 ) -> Result<Agent> {
     let model = settings.model_for(kind);
-    let Tools { registry, deferred, .. } = tools(settings, &store, workspace, &model).await?;
+    let Tools { registry, deferred, mcp } = tools(settings, &store, workspace, &model).await?;
     let approver: Arc<dyn Approver> = match approvals {
         Approvals::Auto => Arc::new(AutoApprove),
         Approvals::Deny => {
@@ -179,7 +182,11 @@ pub async fn build_agent(
     if let Some(max) = settings.max_output_tokens {
         config.context.reserved_output = u64::from(max);
     }
-    Ok(Agent::new(provider, Arc::new(executor), store, config).with_deferred(deferred))
+    let mut agent = Agent::new(provider, Arc::new(executor), store, config).with_deferred(deferred);
+    if let Some(mcp) = mcp {
+        agent = agent.with_tool_source(mcp);
+    }
+    Ok(agent)
 }
 
 /// Opens `--session` (by id or unique prefix) or creates a new session in `workspace`.

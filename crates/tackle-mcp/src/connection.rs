@@ -129,6 +129,11 @@ impl McpConnection {
         self.list_changed.swap(false, Ordering::AcqRel)
     }
 
+    /// Whether a tool-list change is waiting to be applied (without consuming it).
+    pub fn list_changed_pending(&self) -> bool {
+        self.list_changed.load(Ordering::Acquire)
+    }
+
     /// Raises the list-changed flag again (e.g. after a failed re-listing).
     pub fn mark_list_changed(&self) {
         self.list_changed.store(true, Ordering::Release);

@@ -240,6 +240,23 @@ impl McpManager {
     }
 }
 
+/// The MCP servers as one tool source: `notifications/tools/list_changed` is applied when the
+/// agent refreshes its tools at a turn boundary.
+#[async_trait::async_trait]
+impl tackle_tools::ToolSource for McpManager {
+    fn name(&self) -> &str {
+        "mcp"
+    }
+
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        McpManager::tools(self)
+    }
+
+    async fn refresh(&self) -> bool {
+        self.refresh_if_changed().await
+    }
+}
+
 /// Connects and lists the tools (sorted by name); a server whose tools cannot be listed is
 /// closed again.
 async fn start(

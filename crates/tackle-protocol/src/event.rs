@@ -173,7 +173,23 @@ pub enum AgentEvent {
         /// Messages after.
         messages_after: u64,
     },
-    /// An event defined by an extension (catalog changes, progress, ...).
+    /// The session's tools changed, applied at the start of this turn: a tool source (an MCP
+    /// server's `list_changed`) changed its list, or a resumed session found a different tool
+    /// set. Never sent between two steps of a turn.
+    CatalogChanged {
+        /// Why: `tool_source` (a source changed while the session was open) or `resumed`.
+        reason: String,
+        /// Tools that appeared, sorted (listed and deferred alike).
+        added: Vec<String>,
+        /// Tools that went away, sorted.
+        removed: Vec<String>,
+        /// Whether the definitions sent to the provider changed, so its prompt cache restarts
+        /// from the tools; false when only deferred tools (behind `tool_search`) changed.
+        cache_break: bool,
+        /// Fingerprint of the catalog now (as in `tackle sessions show`).
+        fingerprint: String,
+    },
+    /// An event defined by an extension (progress, ...).
     Custom {
         /// Event name.
         name: String,
@@ -201,6 +217,7 @@ impl AgentEvent {
             Self::Retry { .. } => "retry",
             Self::Error { .. } => "error",
             Self::ContextCompacted { .. } => "context_compacted",
+            Self::CatalogChanged { .. } => "catalog_changed",
             Self::Custom { .. } => "custom",
         }
     }

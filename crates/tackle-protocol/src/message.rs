@@ -195,17 +195,38 @@ pub struct ToolResult {
     /// True when `content` is an error envelope (Anthropic `is_error`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
+    /// Deferred tools this result loads (a `tool_search` result under native deferral):
+    /// Anthropic receives them as `tool_reference` blocks instead of `content`, which other
+    /// providers read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_references: Vec<String>,
 }
 
 impl ToolResult {
     /// A successful result.
     pub fn ok(tool_use_id: impl Into<String>, content: impl Into<String>) -> Self {
-        Self { tool_use_id: tool_use_id.into(), content: content.into(), is_error: false }
+        Self {
+            tool_use_id: tool_use_id.into(),
+            content: content.into(),
+            is_error: false,
+            tool_references: Vec::new(),
+        }
     }
 
     /// An error result; `content` should be a serialized [`crate::ToolError`].
     pub fn error(tool_use_id: impl Into<String>, content: impl Into<String>) -> Self {
-        Self { tool_use_id: tool_use_id.into(), content: content.into(), is_error: true }
+        Self {
+            tool_use_id: tool_use_id.into(),
+            content: content.into(),
+            is_error: true,
+            tool_references: Vec::new(),
+        }
+    }
+
+    /// The same result, loading `tools` (see [`ToolResult::tool_references`]).
+    pub fn with_tool_references(mut self, tools: Vec<String>) -> Self {
+        self.tool_references = tools;
+        self
     }
 }
 

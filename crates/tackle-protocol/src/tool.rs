@@ -22,6 +22,11 @@ pub struct ToolSpec {
     /// Behaviour hints used by hooks and the executor; never sent to providers.
     #[serde(default)]
     pub annotations: ToolAnnotations,
+    /// Loaded on demand: the definition is sent (so the tool list never changes) but stays out
+    /// of the model's context until a `tool_search` result references it (Anthropic
+    /// `defer_loading`). Only set by native deferral.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub defer_loading: bool,
 }
 
 impl ToolSpec {
@@ -32,7 +37,14 @@ impl ToolSpec {
             description: description.into(),
             input_schema,
             annotations: ToolAnnotations::default(),
+            defer_loading: false,
         }
+    }
+
+    /// The same definition, loaded on demand (see [`ToolSpec::defer_loading`]).
+    pub fn deferred(mut self) -> Self {
+        self.defer_loading = true;
+        self
     }
 
     /// Replaces the annotations.

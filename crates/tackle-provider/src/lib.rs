@@ -25,7 +25,9 @@ mod tools_cache;
 
 use std::sync::Arc;
 
-pub use anthropic::{ANTHROPIC_VERSION, Anthropic, AnthropicDecoder, DEFAULT_MAX_TOKENS, MAX_BREAKPOINTS};
+pub use anthropic::{
+    ANTHROPIC_VERSION, Anthropic, AnthropicDecoder, DEFAULT_MAX_TOKENS, DEFERRED_TOOLS_BETA, MAX_BREAKPOINTS,
+};
 pub use config::{ApiKey, ProviderConfig, ProviderKind, Timeouts};
 pub use error::ProviderError;
 pub use http::{WireDecoder, decode_sse};

@@ -66,6 +66,8 @@ pub struct EncodedRequest {
     pub path: &'static str,
     /// The JSON body.
     pub body: Bytes,
+    /// Beta features the body uses (Anthropic `anthropic-beta`); empty for most requests.
+    pub betas: &'static [&'static str],
 }
 
 /// A model provider: turns a [`ModelRequest`] into a stream of [`StreamEvent`]s.

@@ -189,3 +189,52 @@ fn requests_without_tools_send_no_tool_fields() {
     assert!(a.get("tools").is_none() && a.get("tool_choice").is_none());
     assert_eq!(a["max_tokens"], 8192);
 }
+
+/// Native deferral: deferred definitions are sent with `defer_loading` (the list never changes),
+/// the cache marker stays on the last tool loaded up front, a search result loads tools with
+/// `tool_reference` blocks, and the request declares the beta it needs.
+#[test]
+fn anthropic_deferred_tools_and_tool_references() {
+    let mut req = ModelRequest::new(
+        "model-x",
+        vec![
+            Message::user("Find the weather tool."),
+            Message {
+                role: Role::Assistant,
+                content: vec![ContentBlock::ToolUse(ToolUse {
+                    id: "call_1".into(),
+                    name: "tool_search".into(),
+                    input: json!({"query": "weather"}).into(),
+                })],
+            },
+            Message {
+                role: Role::Tool,
+                content: vec![ContentBlock::ToolResult(
+                    ToolResult::ok("call_1", "Found: weather__forecast")
+                        .with_tool_references(vec!["weather__forecast".into()]),
+                )],
+            },
+        ],
+    );
+    let mut specs = tools().to_vec();
+    specs.push(ToolSpec::new("tool_search", "Search deferred tools.", json!({"type": "object"})));
+    specs.push(ToolSpec::new("weather__forecast", "Forecast.", json!({"type": "object"})).deferred());
+    req.tools = Arc::from(specs);
+    req.cache_breakpoints = vec![CacheBreakpoint::Tools];
+    let encoded = anthropic().encode(&req).unwrap();
+    assert_eq!(encoded.betas, [tackle_provider::DEFERRED_TOOLS_BETA]);
+    let body: Value = serde_json::from_slice(&encoded.body).unwrap();
+    insta::assert_json_snapshot!("anthropic_deferred_tools", body);
+    assert_eq!(body["tools"][2]["cache_control"], json!({"type": "ephemeral"}));
+    assert!(body["tools"][3].get("cache_control").is_none());
+
+    // Without deferred tools nothing changes: no beta, references are plain text elsewhere.
+    assert!(anthropic().encode(&conversation()).unwrap().betas.is_empty());
+    let openai_body = body_of_openai(&req);
+    assert!(!openai_body.contains("defer_loading") && !openai_body.contains("tool_reference"));
+    assert!(openai_body.contains("Found: weather__forecast"));
+}
+
+fn body_of_openai(req: &ModelRequest) -> String {
+    String::from_utf8(openai(OpenAiDialect::OpenAi).encode(req).unwrap().body.to_vec()).unwrap()
+}

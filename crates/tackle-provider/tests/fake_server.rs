@@ -185,3 +185,52 @@ async fn context_exceeded_is_recognized() {
         assert!(matches!(result, Err(ProviderError::ContextExceeded { .. })), "{result:?}");
     }
 }
+
+/// The fake speaks the deferred-tools beta as the API does: `defer_loading` and
+/// `tool_reference` are accepted with the beta header (which the client sends), a reference must
+/// name a deferred tool, and not every tool may be deferred.
+#[tokio::test]
+async fn anthropic_deferred_tools_round_trip_with_the_beta() {
+    let script = Script::new(vec![
+        Turn::call("tool_search", r#"{"query":"weather"}"#),
+        Turn::call("weather__forecast", r#"{"city":"Oslo"}"#),
+    ]);
+    let fake = FakeModel::start(script).await.unwrap();
+    let client = clients(&fake).remove(1);
+    let mut request = ModelRequest::new("model-x", vec![Message::user("Weather in Oslo?")]);
+    request.tools = Arc::from(vec![
+        ToolSpec::new("tool_search", "Search deferred tools.", json!({"type": "object"})),
+        ToolSpec::new("weather__forecast", "Forecast.", json!({"type": "object"})).deferred(),
+    ]);
+    let first = client.complete(&request, &CallOptions::default()).await.unwrap();
+    let call = first.tool_uses().next().unwrap().clone();
+    request.messages.push(first.into_message());
+    request.messages.push(Message {
+        role: Role::Tool,
+        content: vec![ContentBlock::ToolResult(
+            ToolResult::ok(&call.id, "Found: weather__forecast")
+                .with_tool_references(vec!["weather__forecast".into()]),
+        )],
+    });
+    let second = client.complete(&request, &CallOptions::default()).await.unwrap();
+    assert_eq!(second.tool_uses().next().unwrap().name, "weather__forecast");
+    let sent = fake.requests();
+    assert_eq!(sent[1].header("anthropic-beta"), Some(tackle_provider::DEFERRED_TOOLS_BETA));
+    assert_eq!(sent[1].body["messages"][2]["content"][0]["content"][0]["type"], "tool_reference");
+
+    // What the real API refuses, the fake refuses too.
+    let fake = FakeModel::start(Script::new(vec![Turn::text("never")])).await.unwrap();
+    let client = clients(&fake).remove(1);
+    let mut all_deferred = ModelRequest::new("model-x", vec![Message::user("hi")]);
+    all_deferred.tools = Arc::from(vec![ToolSpec::new("a", "A.", json!({"type": "object"})).deferred()]);
+    let err = client.complete(&all_deferred, &CallOptions::default()).await.unwrap_err();
+    assert!(err.to_string().contains("at least one tool must be loaded"), "{err}");
+    let mut stray = request.clone();
+    stray.tools = Arc::from(vec![
+        ToolSpec::new("tool_search", "Search deferred tools.", json!({"type": "object"})),
+        ToolSpec::new("weather__forecast", "Forecast.", json!({"type": "object"})),
+        ToolSpec::new("other", "Other.", json!({"type": "object"})).deferred(),
+    ]);
+    let err = client.complete(&stray, &CallOptions::default()).await.unwrap_err();
+    assert!(err.to_string().contains("does not name a tool with defer_loading"), "{err}");
+}

@@ -7,6 +7,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 mod cache_sim;
+mod examples;
 mod fault;
 mod script;
 mod server;
@@ -14,6 +15,7 @@ mod validate;
 mod wire;
 
 pub use cache_sim::SimulatedCache;
+pub use examples::{ExampleError, example_binary};
 pub use fault::Fault;
 pub use script::{Script, ScriptMode, ScriptedCall, Turn};
 pub use server::{FakeModel, RecordedRequest, WireFormat};

@@ -298,7 +298,16 @@ async fn handle(State(inner): State<Shared>, headers: HeaderMap, raw: Bytes, wir
     }
     let checked = match wire {
         WireFormat::OpenAiChat => validate::openai_chat(&body),
-        WireFormat::AnthropicMessages => validate::anthropic(&body),
+        WireFormat::AnthropicMessages => {
+            let betas: Vec<&str> = headers
+                .get_all("anthropic-beta")
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .flat_map(|v| v.split(','))
+                .map(str::trim)
+                .collect();
+            validate::anthropic(&body, &betas)
+        }
         WireFormat::OpenAiResponses => validate::responses(&body),
     };
     if let Err(message) = checked {

@@ -153,8 +153,11 @@ fn count_cache_control(body: &Value) -> usize {
     n
 }
 
-/// Anthropic Messages.
-pub(crate) fn anthropic(body: &Value) -> Result<(), String> {
+/// The beta that allows `defer_loading` and `tool_reference` blocks.
+const DEFERRED_TOOLS_BETA: &str = "advanced-tool-use-2025-11-20";
+
+/// Anthropic Messages, with the `anthropic-beta` features the request declared.
+pub(crate) fn anthropic(body: &Value, betas: &[&str]) -> Result<(), String> {
     if str_at(body, "model").is_none_or(str::is_empty) {
         return Err("model: Field required".into());
     }
@@ -171,6 +174,7 @@ pub(crate) fn anthropic(body: &Value) -> Result<(), String> {
         ));
     }
     let mut names = HashSet::new();
+    let mut deferred = HashSet::new();
     if let Some(tools) = body.get("tools").and_then(Value::as_array) {
         for (i, t) in tools.iter().enumerate() {
             let name = str_at(t, "name").unwrap_or("");
@@ -182,7 +186,28 @@ pub(crate) fn anthropic(body: &Value) -> Result<(), String> {
             if t.get("input_schema").and_then(|s| str_at(s, "type")) != Some("object") {
                 return Err(format!("tools.{i}.custom.input_schema.type: Input should be 'object'"));
             }
+            match t.get("defer_loading") {
+                None => {}
+                Some(Value::Bool(_)) if !betas.contains(&DEFERRED_TOOLS_BETA) => {
+                    return Err(format!("tools.{i}.custom.defer_loading: Extra inputs are not permitted"));
+                }
+                Some(Value::Bool(true)) => {
+                    if t.get("cache_control").is_some() {
+                        return Err(format!(
+                            "tools.{i}: cache_control cannot be set on a tool with defer_loading"
+                        ));
+                    }
+                    deferred.insert(name.to_owned());
+                }
+                Some(Value::Bool(false)) => {}
+                Some(_) => {
+                    return Err(format!("tools.{i}.custom.defer_loading: Input should be a valid boolean"));
+                }
+            }
             names.insert(name.to_owned());
+        }
+        if !tools.is_empty() && deferred.len() == tools.len() {
+            return Err("tools: all tools have defer_loading set; at least one tool must be loaded".into());
         }
     }
     if let Some(choice) = body.get("tool_choice") {
@@ -248,6 +273,31 @@ pub(crate) fn anthropic(body: &Value) -> Result<(), String> {
                         return Err(format!(
                             "messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
                         ));
+                    }
+                    if let Some(Value::Array(content)) = b.get("content") {
+                        for (k, c) in content.iter().enumerate() {
+                            match str_at(c, "type") {
+                                Some("text" | "image" | "document" | "search_result") => {}
+                                Some("tool_reference") => {
+                                    let tool = str_at(c, "tool_name").unwrap_or("");
+                                    if !betas.contains(&DEFERRED_TOOLS_BETA) {
+                                        return Err(format!(
+                                            "messages.{i}.content.{j}.content.{k}: tool_reference blocks need the {DEFERRED_TOOLS_BETA} beta"
+                                        ));
+                                    }
+                                    if !deferred.contains(tool) {
+                                        return Err(format!(
+                                            "messages.{i}.content.{j}.content.{k}: tool_reference {tool:?} does not name a tool with defer_loading"
+                                        ));
+                                    }
+                                }
+                                _ => {
+                                    return Err(format!(
+                                        "messages.{i}.content.{j}.content.{k}.type: Input tag does not match any of the expected tags"
+                                    ));
+                                }
+                            }
+                        }
                     }
                     results.push(id.to_owned());
                 }

@@ -2,7 +2,7 @@
 //! cancellation, output cap or offload, and the report the loop needs.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -97,7 +97,9 @@ pub struct CallReport {
 
 /// Runs tool calls safely. Cheap to share behind an `Arc`.
 pub struct ToolExecutor {
-    registry: Arc<ToolRegistry>,
+    /// Swapped whole (never edited in place) when a tool source changes at a turn boundary, so
+    /// a call in flight keeps the registry it started with.
+    registry: RwLock<Arc<ToolRegistry>>,
     hooks: HookPolicy,
     approver: Arc<dyn Approver>,
     limits: ExecLimits,
@@ -107,7 +109,7 @@ pub struct ToolExecutor {
 impl std::fmt::Debug for ToolExecutor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ToolExecutor")
-            .field("registry", &self.registry)
+            .field("registry", &self.registry())
             .field("limits", &self.limits)
             .finish()
     }
@@ -121,7 +123,7 @@ impl ToolExecutor {
         approver: Arc<dyn Approver>,
         limits: ExecLimits,
     ) -> Self {
-        Self { registry, hooks, approver, limits, offloader: None }
+        Self { registry: RwLock::new(registry), hooks, approver, limits, offloader: None }
     }
 
     /// Offloads outputs above the offloader's threshold instead of capping them.
@@ -130,14 +132,14 @@ impl ToolExecutor {
         self
     }
 
-    /// The tools.
-    pub fn registry(&self) -> &ToolRegistry {
-        &self.registry
+    /// The tools now.
+    pub fn registry(&self) -> Arc<ToolRegistry> {
+        self.registry.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// The shared registry.
-    pub fn registry_arc(&self) -> &Arc<ToolRegistry> {
-        &self.registry
+    /// Replaces the tools (a tool source changed); calls already running keep the old ones.
+    pub fn replace_registry(&self, registry: ToolRegistry) {
+        *self.registry.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(registry);
     }
 
     /// The limits.
@@ -160,7 +162,8 @@ impl ToolExecutor {
         opts: &CallOptions<'_>,
     ) -> Result<ToolOutput, ToolError> {
         let name = call.name.as_str();
-        let Some(entry) = self.registry.entry(name) else {
+        let registry = self.registry();
+        let Some(entry) = registry.entry(name) else {
             return Err(self.unknown_tool(name, opts));
         };
         if let Some(allowed) = opts.allowed
@@ -315,7 +318,7 @@ impl ToolExecutor {
     }
 
     fn unknown_tool(&self, name: &str, opts: &CallOptions<'_>) -> ToolError {
-        let names = self.registry.names();
+        let names = self.registry().names();
         let candidates: Vec<&String> = match opts.allowed {
             Some(allowed) => names.iter().filter(|n| allowed.contains(n)).collect(),
             None => names.iter().collect(),
@@ -370,7 +373,9 @@ impl ToolExecutor {
                         (capped.text, capped.truncated, None)
                     }
                 };
-                (ToolResult::ok(&call.id, text), bytes as u64, lines as u64, truncated, locator)
+                let result =
+                    ToolResult::ok(&call.id, text).with_tool_references(output.tool_references.clone());
+                (result, bytes as u64, lines as u64, truncated, locator)
             }
             Err(envelope) => {
                 let json = envelope.to_json();

@@ -37,12 +37,21 @@ pub struct ToolOutput {
     /// Structured data for front ends and logs (e.g. MCP `structuredContent`); not sent to the
     /// model unless the tool also renders it into `text`.
     pub data: Option<Value>,
+    /// Deferred tools this output loads into the model's context (`tool_search` under native
+    /// deferral).
+    pub tool_references: Vec<String>,
 }
 
 impl ToolOutput {
     /// Output made of text only.
     pub fn text(text: impl Into<String>) -> Self {
-        Self { text: text.into(), data: None }
+        Self { text: text.into(), data: None, tool_references: Vec::new() }
+    }
+
+    /// Loads these deferred tools (see [`ToolOutput::tool_references`]).
+    pub fn with_tool_references(mut self, tools: Vec<String>) -> Self {
+        self.tool_references = tools;
+        self
     }
 
     /// Attaches structured data.

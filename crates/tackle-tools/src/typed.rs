@@ -74,6 +74,7 @@ pub fn typed<T: TypedTool>(tool: T) -> Arc<dyn Tool> {
         description: tool.description(),
         input_schema,
         annotations: tool.annotations(),
+        defer_loading: false,
     };
     Arc::new(Typed { tool, spec, validation, _args: PhantomData })
 }

@@ -17,21 +17,7 @@ pub fn repo_root() -> PathBuf {
 
 /// Path of the `mcp_test_server` example binary, building it when it is missing.
 pub fn test_server_path() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    // target/<profile>/deps/<test>-<hash>
-    let profile_dir = exe.parent().and_then(Path::parent).unwrap();
-    let path = profile_dir.join("examples").join(format!("mcp_test_server{}", std::env::consts::EXE_SUFFIX));
-    if !path.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-        let status = Command::new(cargo)
-            .args(["build", "-p", "tackle-mcp", "--example", "mcp_test_server"])
-            .current_dir(repo_root())
-            .status()
-            .unwrap();
-        assert!(status.success(), "building the mcp_test_server example failed");
-    }
-    assert!(path.exists(), "no test server at {}", path.display());
-    path
+    tackle_testkit::example_binary("tackle-mcp", "mcp_test_server").unwrap()
 }
 
 /// Config of the 100-tool test server.

@@ -30,14 +30,24 @@ pub(crate) struct MessagesBody<'a> {
     stream: bool,
 }
 
-/// Tool definitions in the Messages `tools` format; `cache_last` marks the last one as a cache
-/// breakpoint.
+/// The beta that `defer_loading` and `tool_reference` blocks need.
+pub const DEFERRED_TOOLS_BETA: &str = "advanced-tool-use-2025-11-20";
+
+/// Tool definitions in the Messages `tools` format; `cache_last` marks the last tool loaded up
+/// front as a cache breakpoint (deferred tools are not part of the rendered prompt).
 pub(crate) fn render_tools(tools: &[ToolSpec], cache_last: bool) -> Value {
     let mut out: Vec<Value> = tools
         .iter()
-        .map(|t| json!({ "name": t.name, "description": t.description, "input_schema": t.input_schema }))
+        .map(|t| {
+            let mut v =
+                json!({ "name": t.name, "description": t.description, "input_schema": t.input_schema });
+            if t.defer_loading {
+                v["defer_loading"] = Value::Bool(true);
+            }
+            v
+        })
         .collect();
-    if cache_last && let Some(last) = out.last_mut() {
+    if cache_last && let Some(last) = out.iter_mut().rev().find(|t| t.get("defer_loading").is_none()) {
         last["cache_control"] = json!({ "type": "ephemeral" });
     }
     Value::Array(out)
@@ -127,6 +137,16 @@ fn block_json(block: &ContentBlock) -> Option<Value> {
             // the model what it sent.
             let input = u.input.as_json().cloned().unwrap_or_else(|| json!({}));
             json!({ "type": "tool_use", "id": u.id, "name": u.name, "input": input })
+        }
+        ContentBlock::ToolResult(r) if !r.tool_references.is_empty() && !r.is_error => {
+            // A search result that loads deferred tools: the API expands each reference into
+            // the tool's definition, so the text listing them is not sent.
+            let refs: Vec<Value> = r
+                .tool_references
+                .iter()
+                .map(|n| json!({ "type": "tool_reference", "tool_name": n }))
+                .collect();
+            json!({ "type": "tool_result", "tool_use_id": r.tool_use_id, "content": refs })
         }
         ContentBlock::ToolResult(r) => {
             let content = if r.content.is_empty() { "(no output)" } else { r.content.as_str() };

@@ -9,7 +9,7 @@ use http::{HeaderMap, HeaderValue, header};
 use tackle_protocol::{CacheBreakpoint, ModelRequest};
 
 pub use decode::AnthropicDecoder;
-pub use encode::{DEFAULT_MAX_TOKENS, MAX_BREAKPOINTS};
+pub use encode::{DEFAULT_MAX_TOKENS, DEFERRED_TOOLS_BETA, MAX_BREAKPOINTS};
 
 use crate::http::{body_stream, build_client, decode_sse, post_with_retry};
 use crate::tools_cache::ToolsCache;
@@ -63,11 +63,16 @@ impl Anthropic {
             .map_err(|e| ProviderError::protocol(format!("cannot serialize the request: {e}")))
     }
 
-    fn headers(&self) -> Result<HeaderMap, ProviderError> {
+    fn headers(&self, betas: &[&'static str]) -> Result<HeaderMap, ProviderError> {
         let mut headers = HeaderMap::new();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(header::ACCEPT, HeaderValue::from_static("text/event-stream"));
         headers.insert("anthropic-version", HeaderValue::from_static(ANTHROPIC_VERSION));
+        if !betas.is_empty() {
+            let value = HeaderValue::try_from(betas.join(","))
+                .map_err(|_| ProviderError::protocol("invalid anthropic-beta value"))?;
+            headers.insert("anthropic-beta", value);
+        }
         if let Some(key) = &self.config.api_key {
             let mut value = HeaderValue::try_from(key.expose()).map_err(|_| ProviderError::Auth {
                 message: "the API key contains invalid characters".into(),
@@ -97,7 +102,9 @@ impl Provider for Anthropic {
     }
 
     fn encode(&self, request: &ModelRequest) -> Result<EncodedRequest, ProviderError> {
-        Ok(EncodedRequest { path: "/v1/messages", body: self.encode_body(request, true)? })
+        let betas: &'static [&'static str] =
+            if request.tools.iter().any(|t| t.defer_loading) { &[encode::DEFERRED_TOOLS_BETA] } else { &[] };
+        Ok(EncodedRequest { path: "/v1/messages", body: self.encode_body(request, true)?, betas })
     }
 
     async fn send(
@@ -106,9 +113,15 @@ impl Provider for Anthropic {
         options: &CallOptions,
     ) -> Result<EventStream, ProviderError> {
         let url = format!("{}{}", self.config.base(), encoded.path);
-        let response =
-            post_with_retry(&self.client, &self.config, &url, &self.headers()?, encoded.body, options)
-                .await?;
+        let response = post_with_retry(
+            &self.client,
+            &self.config,
+            &url,
+            &self.headers(encoded.betas)?,
+            encoded.body,
+            options,
+        )
+        .await?;
         Ok(decode_sse(body_stream(response), AnthropicDecoder::default()))
     }
 }

@@ -123,7 +123,7 @@ impl Provider for OpenAiChat {
     }
 
     fn encode(&self, request: &ModelRequest) -> Result<EncodedRequest, ProviderError> {
-        Ok(EncodedRequest { path: "/chat/completions", body: self.encode_body(request, true)? })
+        Ok(EncodedRequest { path: "/chat/completions", body: self.encode_body(request, true)?, betas: &[] })
     }
 
     async fn send(
