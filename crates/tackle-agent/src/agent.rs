@@ -130,6 +130,15 @@ impl Agent {
     /// the registry must hold them and `tool_search` and `call_tool`.
     pub fn with_deferred(self, deferred: Option<Arc<crate::DeferredTools>>) -> Self {
         let inner = &self.inner;
+        if let Some(d) = &deferred {
+            d.resolve(inner.provider.capabilities().deferred_tools);
+            if d.fell_back() {
+                tracing::warn!(
+                    provider = inner.provider.name(),
+                    "native deferred loading unavailable; using tool_search + call_tool"
+                );
+            }
+        }
         Self {
             inner: Arc::new(AgentInner {
                 provider: inner.provider.clone(),
@@ -240,14 +249,32 @@ impl Agent {
 
     /// The catalog a session opened now would freeze: the registry's tools in order, without
     /// deferred tools (then with `tool_search` and `call_tool`), or without those two when
-    /// nothing is deferred.
+    /// nothing is deferred. Under native deferral the deferred tools stay, marked
+    /// `defer_loading`, and `call_tool` goes.
     pub fn catalog(&self) -> ToolCatalog {
         let _consistent = self.inner.sources.read_guard();
-        let specs = self.tool_specs().into_iter().filter(|s| match &self.inner.deferred {
-            Some(d) => !d.contains(&s.name),
-            None => s.name != crate::TOOL_SEARCH && s.name != crate::CALL_TOOL,
-        });
-        ToolCatalog::freeze(specs.collect(), Vec::new())
+        let specs = self.tool_specs();
+        match &self.inner.deferred {
+            None => ToolCatalog::freeze(
+                specs
+                    .into_iter()
+                    .filter(|s| s.name != crate::TOOL_SEARCH && s.name != crate::CALL_TOOL)
+                    .collect(),
+                Vec::new(),
+            ),
+            Some(d) if d.mode() == crate::DeferralMode::Proxy => {
+                ToolCatalog::freeze(specs.into_iter().filter(|s| !d.contains(&s.name)).collect(), Vec::new())
+            }
+            // Native: every definition is sent from the start (deferred ones marked, after the
+            // core tools, sorted), so loading one never changes the list.
+            Some(d) => {
+                let (deferred, core): (Vec<ToolSpec>, Vec<ToolSpec>) = specs
+                    .into_iter()
+                    .filter(|s| s.name != crate::CALL_TOOL)
+                    .partition(|s| d.contains(&s.name));
+                ToolCatalog::freeze(core, deferred.into_iter().map(ToolSpec::deferred).collect())
+            }
+        }
     }
 
     /// Where skills are looked for: the workspace, then the user config dir.

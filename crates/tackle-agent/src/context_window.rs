@@ -73,7 +73,7 @@ impl ContextState {
         let fixed = Components {
             system: counter.count_system(&base),
             skills: skills.iter().map(|s| counter.count_text(&s.text)).sum(),
-            tools: counter.count_tools(tools),
+            tools: count_loaded_tools(&counter, tools),
             conversation: 0,
         };
         Self {
@@ -91,7 +91,7 @@ impl ContextState {
 
     /// Counts the tool definitions again after the catalog changed at a turn boundary.
     pub(crate) fn set_tools(&mut self, tools: &[ToolSpec]) {
-        self.fixed.tools = self.counter.count_tools(tools);
+        self.fixed.tools = count_loaded_tools(&self.counter, tools);
     }
 
     /// The vocabulary counts are made with.
@@ -192,5 +192,16 @@ impl ContextState {
             tools: budget.components.tools,
             conversation: budget.components.conversation,
         }
+    }
+}
+
+/// Tokens of the definitions the model sees up front: deferred ones (`defer_loading`) enter its
+/// context only when a search loads them, as part of that tool result.
+fn count_loaded_tools(counter: &TokenCounter, tools: &[ToolSpec]) -> u64 {
+    if tools.iter().any(|t| t.defer_loading) {
+        let loaded: Vec<ToolSpec> = tools.iter().filter(|t| !t.defer_loading).cloned().collect();
+        counter.count_tools(&loaded)
+    } else {
+        counter.count_tools(tools)
     }
 }

@@ -8,6 +8,7 @@
 //! into an ordinary call of the deferred tool (its own schema validation, hooks, timeout, cap).
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
@@ -35,12 +36,29 @@ pub struct DeferralConfig {
     /// Share of the effective context window the tool definitions may take before non-core
     /// tools are deferred.
     pub share: f64,
+    /// Use the provider's own deferred loading where it has one (Anthropic `defer_loading` with
+    /// `tool_reference` results, beta): deferred definitions are sent but stay out of the
+    /// model's context until `tool_search` loads them, and found tools are called directly.
+    /// Elsewhere (or when off) the proxy is used: `tool_search` plus `call_tool`.
+    pub native: bool,
 }
 
 impl Default for DeferralConfig {
     fn default() -> Self {
-        Self { enabled: true, share: 0.10 }
+        Self { enabled: true, share: 0.10, native: false }
     }
+}
+
+/// How deferred tools reach the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeferralMode {
+    /// Left out of the catalog; found with `tool_search`, called through `call_tool`. Works with
+    /// every provider.
+    Proxy,
+    /// In the catalog with `defer_loading`; `tool_search` loads them with tool references and
+    /// the model calls them directly (providers with `Capabilities::deferred_tools`).
+    Native,
 }
 
 /// Tools found by `tool_search` in a session, in the order they were found.
@@ -55,6 +73,10 @@ pub struct FoundTools(pub Vec<String>);
 #[derive(Debug)]
 pub struct DeferredTools {
     set: RwLock<Arc<DeferredSet>>,
+    /// Native loading was asked for (`[deferral] native`).
+    native_requested: AtomicBool,
+    /// Native loading is in use: asked for, and the provider has it.
+    native: AtomicBool,
 }
 
 #[derive(Debug)]
@@ -73,7 +95,34 @@ impl DeferredSet {
 impl DeferredTools {
     /// Indexes `specs`.
     pub fn new(specs: Vec<ToolSpec>) -> Self {
-        Self { set: RwLock::new(Arc::new(DeferredSet::new(specs))) }
+        Self {
+            set: RwLock::new(Arc::new(DeferredSet::new(specs))),
+            native_requested: AtomicBool::new(false),
+            native: AtomicBool::new(false),
+        }
+    }
+
+    /// How the deferred tools reach the model.
+    pub fn mode(&self) -> DeferralMode {
+        if self.native.load(Ordering::Acquire) { DeferralMode::Native } else { DeferralMode::Proxy }
+    }
+
+    /// Asks for `mode`; native takes effect once [`DeferredTools::resolve`] confirms the provider
+    /// has it.
+    pub fn request_mode(&self, mode: DeferralMode) {
+        self.native_requested.store(mode == DeferralMode::Native, Ordering::Release);
+    }
+
+    /// Settles the mode for a provider that has (or lacks) native deferred loading. Called when
+    /// the agent is built, before any session opens.
+    pub fn resolve(&self, provider_has_native: bool) {
+        let native = provider_has_native && self.native_requested.load(Ordering::Acquire);
+        self.native.store(native, Ordering::Release);
+    }
+
+    /// Native loading was asked for but the provider lacks it, so the proxy is used.
+    pub fn fell_back(&self) -> bool {
+        self.native_requested.load(Ordering::Acquire) && self.mode() == DeferralMode::Proxy
     }
 
     fn current(&self) -> Arc<DeferredSet> {
@@ -197,15 +246,28 @@ impl TypedTool for ToolSearch {
             }
         }
         self.store.set_state(&ctx.session_id, FOUND_TOOLS_KEY, &found).await.map_err(internal)?;
+        let to_text =
+            |v: Value| serde_json::to_string_pretty(&v).map_err(|e| ToolFailure::internal(e.to_string()));
+        if self.deferred.mode() == DeferralMode::Native {
+            // The provider loads each referenced definition into the model's context; the text
+            // is what other readers (the store, front ends, a later provider) see.
+            let tools: Vec<Value> =
+                hits.iter().map(|s| json!({"name": s.name, "description": s.description})).collect();
+            let text = to_text(
+                json!({"tools": tools, "how_to_call": "call them directly by name; they are loaded now"}),
+            )?;
+            return Ok(
+                ToolOutput::text(text).with_tool_references(hits.into_iter().map(|s| s.name).collect())
+            );
+        }
         let tools: Vec<Value> = hits
             .iter()
             .map(|s| json!({"name": s.name, "description": s.description, "input_schema": s.input_schema}))
             .collect();
-        let text = serde_json::to_string_pretty(&json!({
+        let text = to_text(json!({
             "tools": tools,
             "how_to_call": "call_tool with {\"name\": <tool name>, \"arguments\": {...matching its input_schema}}",
-        }))
-        .map_err(|e| ToolFailure::internal(e.to_string()))?;
+        }))?;
         Ok(ToolOutput::text(text))
     }
 }
@@ -312,7 +374,11 @@ pub fn plan_deferral(
         deferred = deferred.len(),
         "tool definitions over budget: deferring non-core tools"
     );
-    Some(Arc::new(DeferredTools::new(deferred)))
+    let deferred = DeferredTools::new(deferred);
+    if config.native {
+        deferred.request_mode(DeferralMode::Native);
+    }
+    Some(Arc::new(deferred))
 }
 
 #[cfg(test)]

@@ -41,8 +41,8 @@ pub use compact::{CompactReason, CompactionReport};
 pub use compact_tool::{CompactContext, CompactContextArgs};
 pub use context_window::ContextConfig;
 pub use deferral::{
-    CALL_TOOL, CallTool, CallToolArgs, DeferralConfig, DeferredTools, FOUND_TOOLS_KEY, FoundTools,
-    TOOL_SEARCH, ToolSearch, ToolSearchArgs, plan_deferral,
+    CALL_TOOL, CallTool, CallToolArgs, DeferralConfig, DeferralMode, DeferredTools, FOUND_TOOLS_KEY,
+    FoundTools, TOOL_SEARCH, ToolSearch, ToolSearchArgs, plan_deferral,
 };
 pub use error::AgentError;
 pub use loop_guard::{LoopGuard, LoopGuardConfig, Verdict, canonical_json};

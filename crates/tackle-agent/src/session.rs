@@ -16,7 +16,9 @@ use crate::skills::{ACTIVE_SKILLS_KEY, ActiveSkills, SkillSet};
 use crate::step_tools::{Availability, StepTools, resolve_step};
 use crate::system_prompt::system_sections;
 use crate::tail_note::TailNotes;
-use crate::{Agent, AgentError, PrefixTracker, ToolCatalog, ToolMask};
+use crate::{
+    Agent, AgentError, DeferralMode, FOUND_TOOLS_KEY, FoundTools, PrefixTracker, ToolCatalog, ToolMask,
+};
 
 /// What the user sends in a turn.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -147,6 +149,16 @@ impl Session {
             store.set_state(&record.id, CATALOG_KEY, catalog.fingerprint()).await?;
             store.set_state(&record.id, TOOL_NAMES_KEY, &known_tools).await?;
         }
+        if agent.deferred().is_some_and(|d| d.fell_back()) {
+            pending_warnings.push(AgentEvent::Warning {
+                code: "strategy_fallback".into(),
+                message: format!(
+                    "[deferral] native is set but {} has no native deferred loading: deferred tools are reached \
+                     through tool_search and call_tool",
+                    agent.provider().name()
+                ),
+            });
+        }
         let (skills, skill_warnings) = SkillSet::discover(&agent.skill_roots(&workspace));
         for w in skill_warnings {
             tracing::warn!("{w}");
@@ -250,6 +262,15 @@ impl Session {
                 self.agent.store().get_state(&self.record.id, ACTIVE_SKILLS_KEY).await?.unwrap_or_default();
             availability.gated = self.skills.gated_tools();
             availability.unlocked = self.skills.unlocked_tools(active.0.iter());
+        }
+        if let Some(deferred) = self.agent.deferred()
+            && deferred.mode() == DeferralMode::Native
+        {
+            // Deferred tools are in the catalog; those not found yet are not callable.
+            let found: FoundTools =
+                self.agent.store().get_state(&self.record.id, FOUND_TOOLS_KEY).await?.unwrap_or_default();
+            availability.deferred = deferred.names().into_iter().filter(|n| !found.0.contains(n)).collect();
+            availability.native_deferral = true;
         }
         let caps = self.agent.provider().capabilities();
         Ok(resolve_step(&self.catalog, &availability, &caps, last_step, self.agent.config().dynamic_tools))

@@ -20,6 +20,9 @@ pub enum MaskStrategy {
     TailNote,
     /// No tool may be called (the last step, or an empty active set): `tool_choice: none`.
     NoTools,
+    /// Only deferred tools not loaded yet are unavailable, and the provider keeps those out of
+    /// the model's context itself (Anthropic `defer_loading`); the executor refuses them.
+    DeferLoading,
 }
 
 impl MaskStrategy {
@@ -30,6 +33,7 @@ impl MaskStrategy {
             Self::AllowedTools => "allowed_tools",
             Self::TailNote => "tail_note",
             Self::NoTools => "none",
+            Self::DeferLoading => "defer_loading",
         }
     }
 }
@@ -45,6 +49,9 @@ pub struct Availability<'a> {
     pub unlocked: HashSet<String>,
     /// Tools deferred out of the active set (reached through search instead).
     pub deferred: HashSet<String>,
+    /// The deferred tools are in the catalog with `defer_loading`: the provider hides them
+    /// until loaded, so they need no tail note or `allowed_tools` to stay unused.
+    pub native_deferral: bool,
 }
 
 /// The tools of one step.
@@ -120,8 +127,12 @@ pub fn resolve_step(
             && (!availability.gated.contains(n) || availability.unlocked.contains(n))
             && !availability.deferred.contains(n)
     });
+    let hidden_only =
+        availability.native_deferral && inactive.iter().all(|n| availability.deferred.contains(n));
     let (strategy, tool_choice) = if inactive.is_empty() {
         (MaskStrategy::All, ToolChoice::Auto)
+    } else if hidden_only && !active.is_empty() {
+        (MaskStrategy::DeferLoading, ToolChoice::Auto)
     } else if active.is_empty() {
         (MaskStrategy::NoTools, ToolChoice::None)
     } else if capabilities.allowed_tools {

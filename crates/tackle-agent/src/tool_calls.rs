@@ -8,7 +8,7 @@ use tackle_store::{BeginOutcome, ToolCallFinish, ToolCallStatus};
 use tackle_tools::{CallOptions, EventSink, ToolContext, TurnState};
 use tokio_util::sync::CancellationToken;
 
-use crate::deferral::{CALL_TOOL, FOUND_TOOLS_KEY, FoundTools, unwrap_call};
+use crate::deferral::{CALL_TOOL, DeferralMode, FOUND_TOOLS_KEY, FoundTools, unwrap_call};
 use crate::invariants::interrupted_result;
 use crate::{AgentError, Session, repair_tool_name};
 
@@ -104,9 +104,18 @@ async fn plan_deferred(batch: &CallBatch<'_>, calls: Vec<ToolUse>) -> Result<Vec
         FoundTools::default()
     };
     let mask_allows_proxy = batch.allowed.is_none_or(|a| a.iter().any(|n| n == CALL_TOOL));
+    let native = deferred.mode() == DeferralMode::Native;
     Ok(calls
         .into_iter()
         .map(|call| {
+            if native && deferred.contains(&call.name) {
+                // Loaded tools are called by name; the executor checks the step's active set
+                // (found tools are in it) and the tool's own schema.
+                return match unwrap_call(&serde_json::json!({"name": call.name}), deferred, &found) {
+                    Ok(_) => Planned::Run { call, unwrapped: false },
+                    Err(failure) => Planned::Refuse { error: failure.into_envelope(&call.name), call },
+                };
+            }
             let args = if call.name == CALL_TOOL {
                 args_value(&call.input)
             } else if deferred.contains(&call.name) {

@@ -372,7 +372,13 @@ impl Session {
                 .get_state(&self.record.id, crate::FOUND_TOOLS_KEY)
                 .await?
                 .unwrap_or_default();
-            if found.0.is_empty() {
+            if deferred.mode() == crate::DeferralMode::Native {
+                // Found tools are loaded into the model's context by the provider itself.
+                extra.push(format!(
+                    "{} more tools can be loaded with tool_search, then called directly.",
+                    deferred.len().saturating_sub(found.0.len())
+                ));
+            } else if found.0.is_empty() {
                 extra.push(format!(
                     "{} more tools are available through tool_search, then call_tool.",
                     deferred.len()

@@ -75,21 +75,9 @@ async fn deferred_tools_are_found_and_called_without_changing_the_prefix() {
     let db = tempfile::tempdir().unwrap();
     let workspace = tempfile::tempdir().unwrap();
     let store = Store::open(&db.path().join("t.db")).await.unwrap();
-    let mut registry = ToolRegistry::new();
-    for tool in tackle_builtins::builtin_tools(&Default::default()) {
-        registry.register(tool).unwrap();
-    }
-    let mut names = Vec::new();
-    for n in 0..100 {
-        let tool = remote(n);
-        names.push(tool.0.name.clone());
-        registry.register(Arc::new(tool)).unwrap();
-    }
+    let registry = remote_registry();
     let full: usize = registry.specs().iter().map(|s| serde_json::to_string(s).unwrap().len()).sum();
-    let context = ContextConfig { window: Some(50_000), ..ContextConfig::default() };
-    let deferred = plan_deferral(&registry.specs(), &names, "gpt-4o", &context, &DeferralConfig::default())
-        .expect("100 tools are over 10% of a 50k window");
-    assert_eq!(deferred.len(), 100);
+    let names: Vec<String> = (0..100).map(|n| remote(n).0.name).collect();
     assert!(
         plan_deferral(
             &registry.specs(),
@@ -101,18 +89,8 @@ async fn deferred_tools_are_found_and_called_without_changing_the_prefix() {
         .is_none(),
         "they fit 10% of a 1M window"
     );
-    registry.register(tackle_tools::typed(ToolSearch::new(deferred.clone(), store.clone()))).unwrap();
-    registry.register(tackle_tools::typed(CallTool)).unwrap();
-    let executor = ToolExecutor::new(
-        Arc::new(registry),
-        HookPolicy::defaults(ApprovalMode::Headless),
-        Arc::new(AutoApprove),
-        ExecLimits::default(),
-    );
-    let mut config = AgentConfig::new("gpt-4o");
-    config.context = context;
-    let agent = Agent::new(provider(ProviderKind::Openai, &fake), Arc::new(executor), store.clone(), config)
-        .with_deferred(Some(deferred));
+    let agent = deferred_agent(ProviderKind::Openai, "gpt-4o", &fake, &store, false).await;
+    assert_eq!(agent.deferred().unwrap().len(), 100, "100 tools are over 10% of a 50k window");
     let catalog = agent.catalog();
     assert!(
         catalog.contains("tool_search")
@@ -161,17 +139,163 @@ async fn deferred_tools_are_found_and_called_without_changing_the_prefix() {
     }
     let last = requests[4].body["messages"].to_string();
     assert!(last.contains("Found with tool_search") && last.contains("svc002__weather_op"), "{last}");
-    let ratios: Vec<f64> = events
-        .iter()
-        .filter_map(|e| match e {
-            AgentEvent::StepFinished { metrics: Some(m), .. } => m.prefix_ratio,
-            _ => None,
-        })
-        .collect();
+    let ratios = prefix_ratios(&events);
     // Steps 2-5 report a ratio (the first has no previous request to compare with).
     eprintln!("prefix ratios: {ratios:?}");
     assert!(
         ratios.len() == 4 && ratios.iter().all(|r| *r >= 0.995),
         "prefix stays stable through search and calls: {ratios:?}"
     );
+}
+
+/// The builtins and the 100 remote tools.
+fn remote_registry() -> ToolRegistry {
+    let mut registry = ToolRegistry::new();
+    for tool in tackle_builtins::builtin_tools(&Default::default()) {
+        registry.register(tool).unwrap();
+    }
+    for n in 0..100 {
+        registry.register(Arc::new(remote(n))).unwrap();
+    }
+    registry
+}
+
+/// [`remote_registry`] with `tool_search` and `call_tool`, deferred in a 50k window as
+/// `tackle.toml` would have it, and an agent over `kind` answering as `model`.
+async fn deferred_agent(
+    kind: ProviderKind,
+    model: &str,
+    fake: &FakeModel,
+    store: &Store,
+    native: bool,
+) -> Agent {
+    let mut registry = remote_registry();
+    let names: Vec<String> = (0..100).map(|n| remote(n).0.name).collect();
+    let context = ContextConfig { window: Some(50_000), ..ContextConfig::default() };
+    let config = DeferralConfig { native, ..DeferralConfig::default() };
+    let deferred = plan_deferral(&registry.specs(), &names, model, &context, &config).unwrap();
+    registry.register(tackle_tools::typed(ToolSearch::new(deferred.clone(), store.clone()))).unwrap();
+    registry.register(tackle_tools::typed(CallTool)).unwrap();
+    let executor = ToolExecutor::new(
+        Arc::new(registry),
+        HookPolicy::defaults(ApprovalMode::Headless),
+        Arc::new(AutoApprove),
+        ExecLimits::default(),
+    );
+    let mut agent_config = AgentConfig::new(model);
+    agent_config.context = context;
+    Agent::new(provider(kind, fake), Arc::new(executor), store.clone(), agent_config)
+        .with_deferred(Some(deferred))
+}
+
+async fn run(agent: &Agent, workspace: &std::path::Path, text: &str) -> (String, Vec<AgentEvent>) {
+    let mut session = agent
+        .create_session(NewSessionOptions { workspace: workspace.to_owned(), ..Default::default() })
+        .await
+        .unwrap();
+    let events = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = {
+        let events = events.clone();
+        EventSink::new(move |e| events.lock().unwrap().push(e))
+    };
+    let outcome = session.run_turn(TurnInput::new(text), &sink, &CancellationToken::new()).await.unwrap();
+    let events = events.lock().unwrap().clone();
+    (outcome.text, events)
+}
+
+/// `[deferral] native = true` on Anthropic: every definition is sent from the first request
+/// (deferred ones with `defer_loading`), `tool_search` loads what it finds with `tool_reference`
+/// blocks, and the model calls found tools directly — the tool list never changes.
+#[tokio::test]
+async fn native_deferral_loads_found_tools_by_reference() {
+    let script = Script::new(vec![
+        // Not loaded yet: refused, pointing at tool_search.
+        Turn::call("svc002__weather_op", r#"{"count":1}"#),
+        Turn::call("tool_search", r#"{"query":"weather records","limit":3}"#),
+        // Loaded: called by its own name, validated against its own schema.
+        Turn::call("svc002__weather_op", r#"{"count":"two"}"#),
+        Turn::call("svc002__weather_op", r#"{"count":2}"#),
+        Turn::text("Done."),
+    ]);
+    let fake = FakeModel::start(script).await.unwrap();
+    let db = tempfile::tempdir().unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    let store = Store::open(&db.path().join("t.db")).await.unwrap();
+    let agent = deferred_agent(ProviderKind::Anthropic, "claude-sonnet-4-5", &fake, &store, true).await;
+    assert_eq!(agent.deferred().unwrap().mode(), tackle_agent::DeferralMode::Native);
+    let catalog = agent.catalog();
+    assert!(catalog.contains("tool_search") && !catalog.contains("call_tool"));
+    assert!(catalog.get("svc002__weather_op").unwrap().defer_loading);
+    assert!(!catalog.get("shell").unwrap().defer_loading);
+
+    let (text, events) = run(&agent, workspace.path(), "what's the weather count?").await;
+    assert_eq!(text, "Done.");
+    let results: Vec<String> = events
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::ToolResult { .. }))
+        .map(|e| serde_json::to_string(e).unwrap())
+        .collect();
+    assert!(results[0].contains("has not been found by tool_search"), "{}", results[0]);
+    assert!(results[1].contains("svc002__weather_op"), "{}", results[1]);
+    assert!(results[2].contains("invalid_args"), "{}", results[2]);
+    assert!(results[3].contains("svc002__weather_op ran with"), "{}", results[3]);
+    let strategies: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolsResolved { strategy, .. } => Some(strategy.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(strategies[..4], ["defer_loading"; 4], "no tail note or allowed_tools needed");
+
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 5);
+    for r in &requests {
+        assert_eq!(r.body["tools"], requests[0].body["tools"], "the tool list never changes");
+        assert_eq!(r.header("anthropic-beta"), Some(tackle_provider::DEFERRED_TOOLS_BETA));
+    }
+    let tools = requests[0].body["tools"].as_array().unwrap();
+    assert_eq!(tools.iter().filter(|t| t["defer_loading"] == true).count(), 100);
+    // After the search, its result is a tool_reference to each tool found.
+    let search_result = &requests[2].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find_map(|m| m["content"].as_array()?.iter().find(|b| b["type"] == "tool_result").cloned());
+    let refs = search_result.as_ref().unwrap()["content"].as_array().unwrap().clone();
+    assert!(refs.iter().all(|r| r["type"] == "tool_reference"), "{refs:?}");
+    assert!(refs.iter().any(|r| r["tool_name"] == "svc002__weather_op"), "{refs:?}");
+    let ratios = prefix_ratios(&events);
+    assert!(ratios.len() == 4 && ratios.iter().all(|r| *r >= 0.995), "{ratios:?}");
+}
+
+/// Native deferral asked of a provider without it falls back to the proxy, and says so.
+#[tokio::test]
+async fn native_deferral_falls_back_to_the_proxy_where_unsupported() {
+    let fake = FakeModel::start(Script::new(vec![Turn::text("Hi.")])).await.unwrap();
+    let db = tempfile::tempdir().unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    let store = Store::open(&db.path().join("t.db")).await.unwrap();
+    let agent = deferred_agent(ProviderKind::Openai, "gpt-4o", &fake, &store, true).await;
+    assert_eq!(agent.deferred().unwrap().mode(), tackle_agent::DeferralMode::Proxy);
+    assert!(agent.catalog().contains("call_tool"));
+    let (_, events) = run(&agent, workspace.path(), "hi").await;
+    assert!(
+        events.iter().any(|e| matches!(e, AgentEvent::Warning { code, .. } if code == "strategy_fallback")),
+        "{events:?}"
+    );
+    let body = fake.requests()[0].body.to_string();
+    assert!(!body.contains("defer_loading"));
+}
+
+/// The prefix ratio of every step that reports one.
+fn prefix_ratios(events: &[AgentEvent]) -> Vec<f64> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::StepFinished { metrics: Some(m), .. } => m.prefix_ratio,
+            _ => None,
+        })
+        .collect()
 }
