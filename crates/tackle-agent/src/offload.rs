@@ -40,29 +40,22 @@ fn clip(line: &str) -> String {
 
 /// The text the model sees instead of an offloaded output.
 pub fn offload_reference(tool: &str, output: &str, locator: &str) -> String {
-    let lines: Vec<&str> = output.lines().collect();
-    let mut out = format!(
-        "[{tool} output stored outside the context: {} bytes, {} lines]\n",
-        output.len(),
-        lines.len()
-    );
-    if lines.len() <= HEAD_LINES + TAIL_LINES {
-        out.push_str("--- preview ---\n");
-        for l in &lines {
+    // Outputs here are large (megabytes): walk only the lines shown, from both ends, and count
+    // the rest without collecting them.
+    let count = output.lines().count();
+    let mut out = format!("[{tool} output stored outside the context: {} bytes, {count} lines]\n", output.len());
+    let mut push = |lines: &mut dyn Iterator<Item = &str>| {
+        for l in lines {
             out.push_str(&clip(l));
             out.push('\n');
         }
+    };
+    if count <= HEAD_LINES + TAIL_LINES {
+        push(&mut "--- preview ---".lines().chain(output.lines()));
     } else {
-        out.push_str(&format!("--- first {HEAD_LINES} lines ---\n"));
-        for l in &lines[..HEAD_LINES] {
-            out.push_str(&clip(l));
-            out.push('\n');
-        }
-        out.push_str(&format!("--- last {TAIL_LINES} lines ---\n"));
-        for l in &lines[lines.len() - TAIL_LINES..] {
-            out.push_str(&clip(l));
-            out.push('\n');
-        }
+        push(&mut std::iter::once(format!("--- first {HEAD_LINES} lines ---").as_str()).chain(output.lines().take(HEAD_LINES)));
+        let tail: Vec<&str> = output.lines().rev().take(TAIL_LINES).collect();
+        push(&mut std::iter::once(format!("--- last {TAIL_LINES} lines ---").as_str()).chain(tail.into_iter().rev()));
     }
     out.push_str(&format!(
         "locator: {locator}\nTo read more, call read_result with {{\"locator\": \"{locator}\", \"offset\": {}, \"limit\": 200}}; \
@@ -89,5 +82,26 @@ impl OutputOffloader for StoreOffloader {
             .await
             .map_err(|e| ToolFailure::internal(format!("could not store the output: {e}")))?;
         Ok(Offloaded { reference: offload_reference(tool, output, &meta.locator), locator: meta.locator })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reference_shows_head_and_tail_and_how_to_restore() {
+        let long: String = (1..=100).map(|i| format!("line {i}\n")).collect();
+        let r = offload_reference("shell", &long, "out_x");
+        assert!(r.starts_with("[shell output stored outside the context: 792 bytes, 100 lines]\n"), "{r}");
+        assert!(r.contains("--- first 15 lines ---\nline 1\n") && r.contains("line 15\n--- last 8 lines ---\n"));
+        assert!(r.contains("line 93\n") && r.contains("line 100\nlocator: out_x\n") && !r.contains("line 16\n"));
+        assert!(r.contains(r#"{"locator": "out_x", "offset": 16, "limit": 200}"#));
+
+        let short = "a\nb";
+        let r = offload_reference("t", short, "out_y");
+        assert!(r.contains("3 bytes, 2 lines]\n--- preview ---\na\nb\nlocator: out_y"), "{r}");
+        let wide = "x".repeat(500);
+        assert!(offload_reference("t", &wide, "l").contains(&format!("{}…\n", "x".repeat(200))));
     }
 }

@@ -8,6 +8,7 @@ use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
 use crate::db::now_ms;
+use crate::frames;
 use crate::{Store, StoreError};
 
 /// zstd level: fast, and tool output (logs, JSON, code) compresses well even at low levels.
@@ -72,6 +73,21 @@ fn meta(row: &SqliteRow) -> Result<BlobMeta, StoreError> {
     })
 }
 
+/// Outputs at least this large are hashed on another thread while they are compressed.
+const PARALLEL_HASH_BYTES: usize = 64 * 1024;
+
+/// The blake3 digest and the compressed frames of `bytes`; for large outputs both at once.
+fn digest_and_compress(bytes: &[u8]) -> (blake3::Hash, std::io::Result<Vec<u8>>) {
+    if bytes.len() < PARALLEL_HASH_BYTES {
+        return (blake3::hash(bytes), frames::compress(bytes, ZSTD_LEVEL));
+    }
+    std::thread::scope(|scope| {
+        let hashing = scope.spawn(|| blake3::hash(bytes));
+        let compressed = frames::compress(bytes, ZSTD_LEVEL);
+        (hashing.join().unwrap_or_else(|_| blake3::hash(bytes)), compressed)
+    })
+}
+
 fn count_lines(bytes: &[u8]) -> u64 {
     if bytes.is_empty() {
         return 0;
@@ -82,12 +98,13 @@ fn count_lines(bytes: &[u8]) -> u64 {
 impl Store {
     /// Stores an output and returns its metadata (with a new locator).
     pub async fn put_blob(&self, session_id: &str, new: NewBlob<'_>) -> Result<BlobMeta, StoreError> {
+        let (digest, compressed) = digest_and_compress(new.bytes);
         let meta = BlobMeta {
             locator: format!("out_{}", uuid::Uuid::new_v4().simple()),
             session_id: session_id.to_owned(),
             tool: new.tool.to_owned(),
             call_id: new.call_id.to_owned(),
-            digest: blake3::hash(new.bytes).to_hex().to_string(),
+            digest: digest.to_hex().to_string(),
             raw_bytes: new.bytes.len() as u64,
             lines: count_lines(new.bytes),
             created_at: now_ms(),
@@ -95,7 +112,7 @@ impl Store {
         };
         let ttl_ms = i64::try_from(new.ttl.as_millis()).unwrap_or(i64::MAX);
         let meta = BlobMeta { expires_at: meta.created_at.saturating_add(ttl_ms), ..meta };
-        let compressed = zstd::bulk::compress(new.bytes, ZSTD_LEVEL)?;
+        let compressed = compressed?;
         sqlx::query(
             "INSERT INTO blobs (locator, session_id, tool, call_id, digest, raw_bytes, lines, data, created_at, expires_at)
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -154,9 +171,11 @@ impl Store {
             _ => return Err(StoreError::Expired { locator: meta.locator, expired_at: meta.expires_at }),
         };
         let capacity = usize::try_from(meta.raw_bytes).unwrap_or(0);
-        let raw = zstd::bulk::decompress(&data, capacity)
+        let raw = frames::decompress(&data, capacity)
             .map_err(|e| StoreError::Corrupt { what: "output", detail: format!("{locator}: {e}") })?;
-        if blake3::hash(&raw).to_hex().as_str() != meta.digest {
+        // Frames written with checksums were verified while decoding (cheaper than hashing the
+        // whole output again); older blobs are checked against their digest.
+        if !frames::has_checksums(&data) && blake3::hash(&raw).to_hex().as_str() != meta.digest {
             return Err(StoreError::Corrupt {
                 what: "output",
                 detail: format!("{locator}: digest mismatch"),

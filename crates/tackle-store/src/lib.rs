@@ -11,6 +11,7 @@ mod blobs;
 mod checkpoint;
 mod db;
 mod error;
+mod frames;
 mod messages;
 mod sessions;
 mod snapshots;

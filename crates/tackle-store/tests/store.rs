@@ -295,6 +295,8 @@ async fn blobs_are_session_scoped_expire_and_detect_corruption() {
     ))
     .await
     .unwrap();
+    // A valid frame of other bytes, without a checksum (as blobs were first written): caught by
+    // the digest.
     let other = zstd::bulk::compress(b"hello w0rld", 3).unwrap();
     sqlx::query("UPDATE blobs SET data = ? WHERE locator = ?")
         .bind(other)
@@ -302,9 +304,36 @@ async fn blobs_are_session_scoped_expire_and_detect_corruption() {
         .execute(&pool)
         .await
         .unwrap();
+    // A flipped byte inside a checksummed frame of a large output: caught by the frame checksum.
+    let big: Vec<u8> = (0..600_000u32).flat_map(|i| format!("line {i}\n").into_bytes()).collect();
+    let large = {
+        let store = Store::open(&dir.path().join("nested/dir/tackle.db")).await.unwrap();
+        let meta = store
+            .put_blob(&a.id, NewBlob { tool: "t", call_id: "c4", bytes: &big, ttl: Duration::from_secs(60) })
+            .await
+            .unwrap();
+        assert_eq!(store.get_blob(&a.id, &meta.locator).await.unwrap().data, big);
+        store.close().await;
+        meta
+    };
+    let (mut data,): (Vec<u8>,) = sqlx::query_as("SELECT data FROM blobs WHERE locator = ?")
+        .bind(&large.locator)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    let middle = data.len() / 2;
+    data[middle] ^= 0x20;
+    sqlx::query("UPDATE blobs SET data = ? WHERE locator = ?")
+        .bind(data)
+        .bind(&large.locator)
+        .execute(&pool)
+        .await
+        .unwrap();
     pool.close().await;
     let store = Store::open(&dir.path().join("nested/dir/tackle.db")).await.unwrap();
     assert!(matches!(store.get_blob(&a.id, &fresh.locator).await, Err(StoreError::Corrupt { .. })));
+    let err = store.get_blob(&a.id, &large.locator).await.unwrap_err();
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
 }
 
 #[tokio::test]
