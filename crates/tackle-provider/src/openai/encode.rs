@@ -1,5 +1,7 @@
 //! `ModelRequest` -> OpenAI Chat Completions request body.
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
@@ -14,7 +16,7 @@ pub(crate) struct ChatBody<'a> {
     model: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     tools: Option<&'a RawValue>,
-    messages: Vec<Value>,
+    messages: Vec<WireMessage<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -103,40 +105,71 @@ fn tool_choice(choice: &ToolChoice, dialect: OpenAiDialect) -> Option<Value> {
     })
 }
 
-fn messages(request: &ModelRequest) -> Vec<Value> {
+/// One Chat Completions message, borrowing from the request: the history (most of every
+/// request's bytes) is serialized straight from it, never copied into a JSON tree.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub(crate) enum WireMessage<'a> {
+    /// `system` and `user` messages.
+    Text { role: &'static str, content: Cow<'a, str> },
+    /// An assistant turn: its text (`null` when it only calls tools) and its calls.
+    Assistant {
+        role: &'static str,
+        content: Option<Cow<'a, str>>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<WireCall<'a>>,
+    },
+    /// One tool result.
+    Tool { role: &'static str, tool_call_id: &'a str, content: &'a str },
+}
+
+#[derive(Serialize)]
+pub(crate) struct WireCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    arguments: String,
+}
+
+fn messages(request: &ModelRequest) -> Vec<WireMessage<'_>> {
     let mut out = Vec::with_capacity(request.messages.len() + 1);
     let system: Vec<&str> =
         request.system.iter().map(|s| s.text.as_str()).filter(|t| !t.is_empty()).collect();
     if !system.is_empty() {
-        out.push(json!({ "role": "system", "content": system.join("\n\n") }));
+        out.push(WireMessage::Text { role: "system", content: Cow::Owned(system.join("\n\n")) });
     }
     for message in &request.messages {
         match message.role {
             Role::Assistant => {
                 let text = message.text();
-                let calls: Vec<Value> = message
+                let calls: Vec<WireCall<'_>> = message
                     .tool_uses()
-                    .map(|u| {
-                        json!({
-                            "id": u.id,
-                            "type": "function",
-                            "function": { "name": u.name, "arguments": u.input.to_wire_string() }
-                        })
+                    .map(|u| WireCall {
+                        id: &u.id,
+                        kind: "function",
+                        function: WireFunction { name: &u.name, arguments: u.input.to_wire_string() },
                     })
                     .collect();
                 if text.is_empty() && calls.is_empty() {
                     continue; // e.g. only reasoning from another provider
                 }
-                let mut m = json!({ "role": "assistant", "content": if text.is_empty() { Value::Null } else { Value::String(text) } });
-                if !calls.is_empty() {
-                    m["tool_calls"] = Value::Array(calls);
-                }
-                out.push(m);
+                let content = (!text.is_empty()).then_some(Cow::Owned(text));
+                out.push(WireMessage::Assistant { role: "assistant", content, tool_calls: calls });
             }
             Role::User | Role::Tool => {
                 // Tool results become `tool` messages; any text goes in a user message after them.
                 for result in message.tool_results_iter() {
-                    out.push(json!({ "role": "tool", "tool_call_id": result.tool_use_id, "content": result.content }));
+                    out.push(WireMessage::Tool {
+                        role: "tool",
+                        tool_call_id: &result.tool_use_id,
+                        content: &result.content,
+                    });
                 }
                 let texts: Vec<&str> = message
                     .content
@@ -146,8 +179,12 @@ fn messages(request: &ModelRequest) -> Vec<Value> {
                         _ => None,
                     })
                     .collect();
-                if !texts.is_empty() {
-                    out.push(json!({ "role": "user", "content": texts.join("\n\n") }));
+                match texts.as_slice() {
+                    [] => {}
+                    [one] => out.push(WireMessage::Text { role: "user", content: Cow::Borrowed(one) }),
+                    many => {
+                        out.push(WireMessage::Text { role: "user", content: Cow::Owned(many.join("\n\n")) })
+                    }
                 }
             }
         }
