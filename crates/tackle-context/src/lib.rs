@@ -8,8 +8,10 @@
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+mod bpe;
 mod budget;
 mod compaction;
+mod pretokenize;
 mod tokens;
 
 pub use budget::{
