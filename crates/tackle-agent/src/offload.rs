@@ -43,7 +43,8 @@ pub fn offload_reference(tool: &str, output: &str, locator: &str) -> String {
     // Outputs here are large (megabytes): walk only the lines shown, from both ends, and count
     // the rest without collecting them.
     let count = output.lines().count();
-    let mut out = format!("[{tool} output stored outside the context: {} bytes, {count} lines]\n", output.len());
+    let mut out =
+        format!("[{tool} output stored outside the context: {} bytes, {count} lines]\n", output.len());
     let mut push = |lines: &mut dyn Iterator<Item = &str>| {
         for l in lines {
             out.push_str(&clip(l));
@@ -53,9 +54,15 @@ pub fn offload_reference(tool: &str, output: &str, locator: &str) -> String {
     if count <= HEAD_LINES + TAIL_LINES {
         push(&mut "--- preview ---".lines().chain(output.lines()));
     } else {
-        push(&mut std::iter::once(format!("--- first {HEAD_LINES} lines ---").as_str()).chain(output.lines().take(HEAD_LINES)));
+        push(
+            &mut std::iter::once(format!("--- first {HEAD_LINES} lines ---").as_str())
+                .chain(output.lines().take(HEAD_LINES)),
+        );
         let tail: Vec<&str> = output.lines().rev().take(TAIL_LINES).collect();
-        push(&mut std::iter::once(format!("--- last {TAIL_LINES} lines ---").as_str()).chain(tail.into_iter().rev()));
+        push(
+            &mut std::iter::once(format!("--- last {TAIL_LINES} lines ---").as_str())
+                .chain(tail.into_iter().rev()),
+        );
     }
     out.push_str(&format!(
         "locator: {locator}\nTo read more, call read_result with {{\"locator\": \"{locator}\", \"offset\": {}, \"limit\": 200}}; \
@@ -94,8 +101,12 @@ mod tests {
         let long: String = (1..=100).map(|i| format!("line {i}\n")).collect();
         let r = offload_reference("shell", &long, "out_x");
         assert!(r.starts_with("[shell output stored outside the context: 792 bytes, 100 lines]\n"), "{r}");
-        assert!(r.contains("--- first 15 lines ---\nline 1\n") && r.contains("line 15\n--- last 8 lines ---\n"));
-        assert!(r.contains("line 93\n") && r.contains("line 100\nlocator: out_x\n") && !r.contains("line 16\n"));
+        assert!(
+            r.contains("--- first 15 lines ---\nline 1\n") && r.contains("line 15\n--- last 8 lines ---\n")
+        );
+        assert!(
+            r.contains("line 93\n") && r.contains("line 100\nlocator: out_x\n") && !r.contains("line 16\n")
+        );
         assert!(r.contains(r#"{"locator": "out_x", "offset": 16, "limit": 200}"#));
 
         let short = "a\nb";
