@@ -11,8 +11,9 @@ use crate::db::now_ms;
 use crate::frames;
 use crate::{Store, StoreError};
 
-/// zstd level: fast, and tool output (logs, JSON, code) compresses well even at low levels.
-const ZSTD_LEVEL: i32 = 3;
+/// zstd level: tool output (logs, JSON, code) compresses well even at the fastest positive
+/// level (a 1 MB build log: 10x at level 1, 13x at level 3, which compresses 25% slower).
+const ZSTD_LEVEL: i32 = 1;
 
 /// Metadata of a stored output.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
