@@ -194,6 +194,16 @@ async fn a_deferred_tool_added_mid_session_is_found_without_a_cache_break() {
     ]);
     let s = setup(script, 20_000).await;
     assert_eq!(s.agent.deferred().map(|d| d.len()), Some(100));
+    let bytes = |specs: &[tackle_protocol::ToolSpec]| -> usize {
+        specs.iter().map(|t| serde_json::to_string(t).unwrap().len()).sum()
+    };
+    let full = bytes(&s.agent.tool_specs());
+    let sent = bytes(s.agent.catalog().specs());
+    eprintln!(
+        "tool definitions per request with the 100-tool MCP server: {sent} B of {full} B ({:.1}%)",
+        sent as f64 * 100.0 / full as f64
+    );
+    assert!(sent * 100 <= full * 15, "definitions sent {sent} B are <= 15% of the full catalog {full} B");
     let mut session = s.session().await;
     let (_, events) = turn(&mut session, "add a tool").await;
     assert!(catalog_changes(&events).is_empty());

@@ -35,19 +35,27 @@ impl TestServer {
         TOOLS + usize::from(self.extra_tool.load(Ordering::SeqCst))
     }
 
+    /// A definition the size of a typical real MCP tool (~700 bytes: a paragraph of description
+    /// and described parameters), so deferral is measured on realistic definitions.
     fn tool(i: usize) -> Tool {
+        let topics = ["invoice", "calendar", "weather", "ticket", "payroll"];
+        let topic = topics[i % topics.len()];
         let schema = json!({
             "type": "object",
             "properties": {
-                "text": {"type": "string", "description": "Text to echo"},
-                "fail": {"type": "string"},
-                "sleep_ms": {"type": "integer"},
-                "add_tool": {"type": "boolean"},
-                "rich": {"type": "boolean"}
+                "text": {"type": "string", "description": "Text to echo back, e.g. a record id or a note for the audit log."},
+                "fail": {"type": "string", "description": "Make the call fail with this message (an MCP error result)."},
+                "sleep_ms": {"type": "integer", "description": "Wait this many milliseconds before answering."},
+                "add_tool": {"type": "boolean", "description": "Add tool_100 and announce it with tools/list_changed."},
+                "rich": {"type": "boolean", "description": "Answer with an image, a resource link and structured content."}
             }
         });
         let serde_json::Value::Object(schema) = schema else { unreachable!() };
-        let mut tool = Tool::new(format!("tool_{i:03}"), format!("Test tool number {i}."), schema);
+        let description = format!(
+            "Test tool number {i}. Manages the {topic} records of the test service: looks them up, creates them and \
+             changes their status. Use it when the user asks about {topic} data. Returns what it was called with."
+        );
+        let mut tool = Tool::new(format!("tool_{i:03}"), description, schema);
         if i.is_multiple_of(2) {
             tool.annotations = Some(ToolAnnotations::new().read_only(true));
         }

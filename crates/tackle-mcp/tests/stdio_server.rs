@@ -43,7 +43,7 @@ async fn lists_all_pages_namespaced_in_order_and_calls_a_tool() {
     }
 
     let tool = find(&tools, "zeta__tool_042");
-    assert_eq!(tool.spec().description, "Test tool number 42.");
+    assert!(tool.spec().description.starts_with("Test tool number 42. Manages the weather records"));
     assert!(tool.spec().annotations.read_only);
     assert!(!find(&tools, "zeta__tool_043").spec().annotations.read_only);
     assert!(find(&tools, "zeta__tool_043").spec().annotations.destructive, "MCP default");

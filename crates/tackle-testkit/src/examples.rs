@@ -22,9 +22,9 @@ pub enum ExampleError {
     },
 }
 
-/// The path of `example` of `package` in the profile the calling test was built with,
-/// running `cargo build -p package --example example` when it is missing (nextest builds
-/// test binaries, not other crates' examples).
+/// The path of `example` of `package` in the profile the calling test was built with, after
+/// `cargo build -p package --example example` (nextest builds test binaries, not other crates'
+/// examples; cargo makes this a no-op when the binary is up to date, and rebuilds a stale one).
 ///
 /// Call it from integration tests only: it relies on the test binary living in
 /// `target/<profile>/deps`.
@@ -33,9 +33,6 @@ pub fn example_binary(package: &str, example: &str) -> Result<PathBuf, ExampleEr
     let profile_dir =
         exe.parent().and_then(Path::parent).ok_or_else(|| ExampleError::NoTargetDir(exe.clone()))?;
     let path = profile_dir.join("examples").join(format!("{example}{}", std::env::consts::EXE_SUFFIX));
-    if path.exists() {
-        return Ok(path);
-    }
     let build_error = |detail: String| ExampleError::Build {
         package: package.to_owned(),
         example: example.to_owned(),
