@@ -132,22 +132,21 @@ impl Session {
         let tools_generation = agent.tools_generation();
         let catalog = agent.catalog();
         let known_tools = reachable_tools(&agent, &catalog);
-        let known: Option<String> = store.get_state(&record.id, CATALOG_KEY).await?;
+        // Everything this needs from the session's state, in one query.
+        let state = store.session_state(&record.id).await?;
+        let mut state_updates: Vec<(&str, serde_json::Value)> = Vec::new();
+        let known: Option<String> = state.get(CATALOG_KEY)?;
         if known.as_deref() != Some(catalog.fingerprint()) {
             if let Some(old) = known {
                 // A changed tool set (new version, new tool source) is applied only here, at a turn
                 // boundary, and said out loud: the provider cache restarts from the tools.
                 tracing::info!(session = %record.id, from = %old, to = %catalog.fingerprint(), "tool catalog changed");
-                let before: BTreeSet<String> = store
-                    .get_state::<Vec<String>>(&record.id, TOOL_NAMES_KEY)
-                    .await?
-                    .unwrap_or_default()
-                    .into_iter()
-                    .collect();
+                let before: BTreeSet<String> =
+                    state.get::<Vec<String>>(TOOL_NAMES_KEY)?.unwrap_or_default().into_iter().collect();
                 pending_warnings.push(catalog_changed("resumed", &before, &known_tools, true, &catalog));
             }
-            store.set_state(&record.id, CATALOG_KEY, catalog.fingerprint()).await?;
-            store.set_state(&record.id, TOOL_NAMES_KEY, &known_tools).await?;
+            state_updates.push((CATALOG_KEY, serde_json::json!(catalog.fingerprint())));
+            state_updates.push((TOOL_NAMES_KEY, serde_json::json!(known_tools)));
         }
         if agent.deferred().is_some_and(|d| d.fell_back()) {
             pending_warnings.push(AgentEvent::Warning {
@@ -172,21 +171,22 @@ impl Session {
         let notes = TailNotes::from_history(&history);
         let config = agent.config();
         let mut context = ContextState::new(&config.model, &config.context, &system, catalog.specs());
-        if let Some(c) = store.get_state::<f64>(&record.id, CALIBRATION_KEY).await? {
+        if let Some(c) = state.get::<f64>(CALIBRATION_KEY)? {
             context.calibration = c;
         }
         // Messages are stored with their token counts, so a resumed session counts only what has
         // none, as long as the vocabulary is the one they were counted with.
         let encoding = context.encoding().name();
-        let counted_with: Option<String> = store.get_state(&record.id, COUNT_ENCODING_KEY).await?;
+        let counted_with: Option<String> = state.get(COUNT_ENCODING_KEY)?;
         if counted_with.as_deref() == Some(encoding) {
             context.seed(&history, &stored_counts);
         } else {
             if counted_with.is_some() {
                 store.clear_token_counts(&record.id).await?;
             }
-            store.set_state(&record.id, COUNT_ENCODING_KEY, encoding).await?;
+            state_updates.push((COUNT_ENCODING_KEY, serde_json::json!(encoding)));
         }
+        store.set_states(&record.id, &state_updates).await?;
         agent.purge_expired_if_due().await?;
         Ok(Self {
             agent,

@@ -30,6 +30,7 @@ pub use error::StoreError;
 pub use messages::{MessageFilter, StoredMessage};
 pub use sessions::{NewSession, SessionFilter, SessionRecord, SessionStatus, SessionSummary, SessionUpdate};
 pub use snapshots::{LoadedContext, Snapshot};
+pub use state::SessionState;
 pub use steps::StepRecord;
 pub use todos::{TodoItem, TodoPage, TodoStatus, TodoUpdate};
 pub use tool_calls::{BeginOutcome, ToolCallFinish, ToolCallRecord, ToolCallStatus};

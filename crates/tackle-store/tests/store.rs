@@ -386,6 +386,17 @@ async fn state_round_trips() {
     store.delete_state(&s.id, "k").await.unwrap();
     assert_eq!(store.get_state::<serde_json::Value>(&s.id, "k").await.unwrap(), None);
     assert!(matches!(store.set_state("nope", "k", &1).await, Err(StoreError::NotFound { .. })));
+
+    // Several at once, read back at once, replacing what was there.
+    store.set_state(&s.id, "a", &1).await.unwrap();
+    store.set_states(&s.id, &[("a", json!(2)), ("b", json!("x"))]).await.unwrap();
+    store.set_states(&s.id, &[]).await.unwrap();
+    let all = store.session_state(&s.id).await.unwrap();
+    assert_eq!(all.get::<i64>("a").unwrap(), Some(2));
+    assert_eq!(all.get::<String>("b").unwrap().as_deref(), Some("x"));
+    assert_eq!(all.get::<i64>("missing").unwrap(), None);
+    assert!(all.get::<i64>("b").is_err(), "a value of another type is an error, not a panic");
+    assert!(matches!(store.set_states("nope", &[("k", json!(1))]).await, Err(StoreError::NotFound { .. })));
 }
 
 proptest! {
