@@ -436,3 +436,54 @@ fn without_tokens_only_loopback_binds() {
     assert!(config.validate().is_ok());
     assert!(!format!("{:?}", config.tokens).contains(ALICE), "tokens never appear in debug output");
 }
+
+/// Sessions stay loaded between messages, and one changed by another process since (its
+/// `updated_at` moved) is loaded again, so that change is never lost.
+#[tokio::test]
+async fn kept_sessions_are_reloaded_when_the_store_moved_on() {
+    let h =
+        Harness::new(Script::new(vec![Turn::text("first"), Turn::text("second"), Turn::text("third")])).await;
+    let id = h.session(None).await;
+    assert_eq!(h.state.idle_sessions(), 1, "a new session is kept for its first message");
+    let send = |text: &'static str| {
+        let path = format!("/v1/sessions/{id}/messages");
+        let h = &h;
+        async move {
+            let (status, body) =
+                h.call(Method::POST, &path, None, Some(json!({"message": text, "stream": false}))).await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            body["text"].as_str().unwrap().to_owned()
+        }
+    };
+    assert_eq!(send("one").await, "first");
+    assert_eq!(send("two").await, "second");
+    assert_eq!(h.state.idle_sessions(), 1);
+    let second = h.fake.requests()[1].body["messages"].to_string();
+    assert!(second.contains("one") && second.contains("first") && second.contains("two"), "{second}");
+
+    // Another process (say `tackle run --session`) adds an exchange.
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    h.store
+        .append_counted_message(&id, 3, &tackle_protocol::Message::user("from the CLI"), None)
+        .await
+        .unwrap();
+    h.store
+        .append_counted_message(&id, 3, &tackle_protocol::Message::assistant("answered there"), None)
+        .await
+        .unwrap();
+    h.store
+        .update_session(
+            &id,
+            tackle_store::SessionUpdate { title: Some("renamed".into()), ..Default::default() },
+        )
+        .await
+        .unwrap();
+    assert_eq!(send("three").await, "third");
+    let third = h.fake.requests()[2].body["messages"].to_string();
+    assert!(third.contains("from the CLI") && third.contains("answered there"), "{third}");
+
+    // A deleted session is forgotten.
+    let (status, _) = h.call(Method::DELETE, &format!("/v1/sessions/{id}"), None, None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_eq!(h.state.idle_sessions(), 0);
+}
