@@ -38,8 +38,6 @@ pub struct ServerSettings {
     pub heartbeat_secs: u64,
     /// Seconds running turns get to finish at shutdown before they are cancelled.
     pub shutdown_grace_secs: u64,
-    /// Sessions kept loaded between their turns (0: load each session for every message).
-    pub idle_sessions: usize,
 }
 
 impl Default for ServerSettings {
@@ -53,7 +51,6 @@ impl Default for ServerSettings {
             body_limit_bytes: 2 * 1024 * 1024,
             heartbeat_secs: 15,
             shutdown_grace_secs: 30,
-            idle_sessions: 256,
         }
     }
 }

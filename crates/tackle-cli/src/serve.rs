@@ -89,7 +89,6 @@ fn server_config(
     config.body_limit = s.body_limit_bytes;
     config.heartbeat = Duration::from_secs(s.heartbeat_secs.max(1));
     config.shutdown_grace = Duration::from_secs(s.shutdown_grace_secs);
-    config.idle_sessions = s.idle_sessions;
     Ok(config)
 }
 

@@ -42,8 +42,6 @@ pub struct ServerConfig {
     pub heartbeat: Duration,
     /// How long shutdown waits for running turns before cancelling them.
     pub shutdown_grace: Duration,
-    /// Sessions kept loaded between turns (0: load every session for every message).
-    pub idle_sessions: usize,
 }
 
 impl ServerConfig {
@@ -59,7 +57,6 @@ impl ServerConfig {
             body_limit: 2 * 1024 * 1024,
             heartbeat: Duration::from_secs(15),
             shutdown_grace: Duration::from_secs(30),
-            idle_sessions: crate::DEFAULT_IDLE_SESSIONS,
         }
     }
 

@@ -13,7 +13,6 @@
 pub mod auth;
 mod config;
 mod error;
-mod idle_sessions;
 mod json;
 mod openapi;
 pub mod routes;
@@ -33,7 +32,6 @@ use tower_http::trace::TraceLayer;
 
 pub use config::{ServerConfig, UserToken};
 pub use error::{ApiError, ErrorBody, ErrorDetail, ServerError};
-pub use idle_sessions::DEFAULT_IDLE_SESSIONS;
 pub use openapi::{ApiDoc, document as openapi_document};
 pub use state::AppState;
 

@@ -3,13 +3,12 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use tackle_agent::{Agent, Session};
+use tackle_agent::Agent;
 use tackle_store::SessionRecord;
 use tackle_tools::ApprovalQueue;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::idle_sessions::IdleSessions;
 use crate::{ApiError, ServerConfig};
 
 /// Shared state of the server. Cheap to clone.
@@ -29,8 +28,6 @@ pub(crate) struct StateInner {
     pub(crate) shutdown: CancellationToken,
     /// Running turns, waited for at shutdown.
     pub(crate) tasks: TaskTracker,
-    /// Sessions kept loaded between their turns.
-    pub(crate) idle: IdleSessions,
 }
 
 impl std::fmt::Debug for AppState {
@@ -43,7 +40,6 @@ impl AppState {
     /// State for `agent`, whose executor must ask `approvals` for confirmations (so the
     /// approval routes can answer them).
     pub fn new(agent: Agent, approvals: ApprovalQueue, config: ServerConfig) -> Self {
-        let idle = IdleSessions::new(config.idle_sessions);
         Self {
             inner: Arc::new(StateInner {
                 agent,
@@ -53,7 +49,6 @@ impl AppState {
                 agents: Mutex::new(HashMap::new()),
                 shutdown: CancellationToken::new(),
                 tasks: TaskTracker::new(),
-                idle,
             }),
         }
     }
@@ -71,20 +66,6 @@ impl AppState {
     /// Turns running now.
     pub fn running_turns(&self) -> usize {
         self.inner.turns.len()
-    }
-
-    /// Sessions kept loaded between turns now.
-    pub fn idle_sessions(&self) -> usize {
-        self.inner.idle.len()
-    }
-
-    /// Session `id` for a turn: the kept one if the store has not moved on since (`record` is
-    /// what the store has now), else loaded from the store.
-    pub(crate) async fn session_for_turn(&self, record: &SessionRecord) -> Result<Session, ApiError> {
-        if let Some(session) = self.inner.idle.take(&record.id, record.updated_at) {
-            return Ok(session);
-        }
-        Ok(self.agent_for(&record.model).open_session(&record.id).await?)
     }
 
     /// The agent answering with `model` (the default agent for its own model).

@@ -130,7 +130,7 @@ pub async fn send(
     }
     let record = state.owned_session(&id, &user).await?;
     let guard = state.inner.turns.start(&id)?;
-    let mut session = state.session_for_turn(&record).await?;
+    let mut session = state.agent_for(&record.model).open_session(&id).await?;
     let mut input = TurnInput::new(body.message);
     input.max_steps = body.max_steps;
     input.tool_mask = body.tool_mask.map(tackle_agent::ToolMask::new);
@@ -140,18 +140,12 @@ pub async fn send(
         // A closed receiver means the client left; the turn goes on and is stored.
         let _ = tx.send(event);
     });
-    let keep = state.clone();
     let task = state.inner.tasks.spawn(async move {
         let cancel = guard.cancel.clone();
         let outcome = session.run_turn(input, &sink, &cancel).await;
-        match &outcome {
-            // Kept for the next message (before the busy mark goes, so that message finds it).
-            Ok(_) => keep.inner.idle.put(session),
-            Err(e) => {
-                // Its memory may be behind the store: the next message loads it again.
-                tracing::error!(session = %session.id(), error = %e, "turn failed");
-                sink.emit(AgentEvent::Error { code: "internal".into(), message: e.to_string() });
-            }
+        if let Err(e) = &outcome {
+            tracing::error!(session = %session.id(), error = %e, "turn failed");
+            sink.emit(AgentEvent::Error { code: "internal".into(), message: e.to_string() });
         }
         drop(guard);
         outcome
@@ -209,8 +203,7 @@ pub async fn compact(
 ) -> Result<Json<CompactResult>, ApiError> {
     let record = state.owned_session(&id, &user).await?;
     let _guard = state.inner.turns.start(&id)?;
-    let mut session = state.session_for_turn(&record).await?;
+    let mut session = state.agent_for(&record.model).open_session(&id).await?;
     let report = session.compact_now(&EventSink::discard()).await?;
-    state.inner.idle.put(session);
     Ok(Json(report.into()))
 }

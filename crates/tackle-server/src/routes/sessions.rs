@@ -176,10 +176,7 @@ pub async fn create(
             history: Vec::new(),
         })
         .await?;
-    let view = session.record().clone().into();
-    // Its first message usually follows at once.
-    state.inner.idle.put(session);
-    Ok((StatusCode::CREATED, Json(view)))
+    Ok((StatusCode::CREATED, Json(session.record().clone().into())))
 }
 
 /// Lists the caller's sessions.
@@ -235,7 +232,6 @@ pub async fn delete(
     state.owned_session(&id, &user).await?;
     // Holding the busy mark while deleting keeps a turn from starting meanwhile.
     let _guard = state.inner.turns.start(&id)?;
-    state.inner.idle.forget(&id);
     state.agent().store().delete_session(&id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
