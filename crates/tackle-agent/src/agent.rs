@@ -63,6 +63,10 @@ pub(crate) struct AgentInner {
     pub(crate) last_purge: Arc<Mutex<Option<Instant>>>,
     /// Tool sources whose lists can change (MCP servers), refreshed at turn starts.
     pub(crate) sources: Arc<ToolSources>,
+    /// The catalog of the current tools, with the tool-source generation it was built for:
+    /// every session opened meanwhile shares its `Arc<[ToolSpec]>` (so providers reuse one
+    /// rendering of it) instead of freezing, fingerprinting and rendering its own copy.
+    pub(crate) catalog: Arc<Mutex<Option<(u64, ToolCatalog)>>>,
 }
 
 /// Expired outputs are purged at most this often (a server opens a session per request).
@@ -122,6 +126,7 @@ impl Agent {
                 deferred: None,
                 last_purge: Arc::default(),
                 sources: Arc::default(),
+                catalog: Arc::default(),
             }),
         }
     }
@@ -148,6 +153,7 @@ impl Agent {
                 deferred,
                 last_purge: inner.last_purge.clone(),
                 sources: inner.sources.clone(),
+                catalog: Arc::default(),
             }),
         }
     }
@@ -166,6 +172,7 @@ impl Agent {
                 deferred: inner.deferred.clone(),
                 last_purge: inner.last_purge.clone(),
                 sources: Arc::new(inner.sources.with(source)),
+                catalog: Arc::default(),
             }),
         }
     }
@@ -218,6 +225,7 @@ impl Agent {
                 deferred: self.inner.deferred.clone(),
                 last_purge: self.inner.last_purge.clone(),
                 sources: self.inner.sources.clone(),
+                catalog: self.inner.catalog.clone(),
             }),
         }
     }
@@ -253,6 +261,19 @@ impl Agent {
     /// `defer_loading`, and `call_tool` goes.
     pub fn catalog(&self) -> ToolCatalog {
         let _consistent = self.inner.sources.read_guard();
+        let generation = self.inner.sources.generation();
+        let mut cached = self.inner.catalog.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((built_for, catalog)) = cached.as_ref()
+            && *built_for == generation
+        {
+            return catalog.clone();
+        }
+        let catalog = self.build_catalog();
+        *cached = Some((generation, catalog.clone()));
+        catalog
+    }
+
+    fn build_catalog(&self) -> ToolCatalog {
         let specs = self.tool_specs();
         match &self.inner.deferred {
             None => ToolCatalog::freeze(

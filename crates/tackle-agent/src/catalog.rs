@@ -24,7 +24,7 @@ use tackle_protocol::ToolSpec;
 #[derive(Debug, Clone)]
 pub struct ToolCatalog {
     specs: Arc<[ToolSpec]>,
-    index: HashMap<String, usize>,
+    index: Arc<HashMap<String, usize>>,
     core: usize,
     fingerprint: String,
 }
@@ -49,7 +49,7 @@ impl ToolCatalog {
             specs.push(spec);
         }
         let fingerprint = fingerprint(&specs);
-        Self { specs: Arc::from(specs), index, core: core_count, fingerprint }
+        Self { specs: Arc::from(specs), index: Arc::new(index), core: core_count, fingerprint }
     }
 
     /// The definitions, shared: every request of the session sends this same allocation.

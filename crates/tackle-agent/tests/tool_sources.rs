@@ -136,6 +136,7 @@ async fn a_listed_tool_added_mid_turn_joins_the_catalog_at_the_next_turn() {
     let s = setup(script, 1_000_000).await;
     assert!(s.agent.deferred().is_none(), "100 small tools fit 10% of a 1M window");
     let mut session = s.session().await;
+    let original = session.catalog().specs().clone();
     let (text, events) = turn(&mut session, "add a tool").await;
     assert_eq!(text, "Asked for a new tool.");
     assert!(catalog_changes(&events).is_empty(), "nothing changes inside the turn");
@@ -171,11 +172,15 @@ async fn a_listed_tool_added_mid_turn_joins_the_catalog_at_the_next_turn() {
     );
     assert_eq!(lists[2].len(), lists[1].len() + 1);
 
-    // A session opened later starts with the new tools and reports nothing.
+    // A session opened later starts with the new tools and reports nothing; sessions share one
+    // catalog allocation (so providers render it once), rebuilt after the change.
     let id = session.id().to_owned();
-    drop(session);
+    let before = session.catalog().specs().clone();
     let mut reopened = s.agent.open_session(&id).await.unwrap();
     assert!(reopened.catalog().contains("test__tool_100"));
+    assert!(std::sync::Arc::ptr_eq(reopened.catalog().specs(), &before));
+    assert!(!std::sync::Arc::ptr_eq(&original, &before), "the change built a new catalog");
+    drop(session);
     let state: Option<Vec<String>> = s.store.get_state(&id, "catalog.tools").await.unwrap();
     assert!(state.unwrap().contains(&"test__tool_100".to_owned()));
     let _ = &mut reopened;
