@@ -136,14 +136,25 @@ impl Session {
         let state = store.session_state(&record.id).await?;
         let mut state_updates: Vec<(&str, serde_json::Value)> = Vec::new();
         let known: Option<String> = state.get(CATALOG_KEY)?;
-        if known.as_deref() != Some(catalog.fingerprint()) {
-            if let Some(old) = known {
-                // A changed tool set (new version, new tool source) is applied only here, at a turn
-                // boundary, and said out loud: the provider cache restarts from the tools.
-                tracing::info!(session = %record.id, from = %old, to = %catalog.fingerprint(), "tool catalog changed");
-                let before: BTreeSet<String> =
-                    state.get::<Vec<String>>(TOOL_NAMES_KEY)?.unwrap_or_default().into_iter().collect();
-                pending_warnings.push(catalog_changed("resumed", &before, &known_tools, true, &catalog));
+        let known_names: Option<BTreeSet<String>> =
+            state.get::<Vec<String>>(TOOL_NAMES_KEY)?.map(|names| names.into_iter().collect());
+        let cache_break = known.as_deref() != Some(catalog.fingerprint());
+        if cache_break || known_names.as_ref() != Some(&known_tools) {
+            // A changed tool set (new version, new tool source) is applied only here, at a turn
+            // boundary, and said out loud; a changed catalog restarts the provider cache from the
+            // tools, changed deferred tools do not. (A server opens the session per message, so
+            // this is also where it learns of a change another session's turn applied.)
+            // Sessions stored before tool names were kept get them recorded, without an event.
+            if known.is_some() && (cache_break || known_names.is_some()) {
+                tracing::info!(session = %record.id, cache_break, to = %catalog.fingerprint(), "tools changed since the session was last open");
+                let before = known_names.unwrap_or_default();
+                pending_warnings.push(catalog_changed(
+                    "resumed",
+                    &before,
+                    &known_tools,
+                    cache_break,
+                    &catalog,
+                ));
             }
             state_updates.push((CATALOG_KEY, serde_json::json!(catalog.fingerprint())));
             state_updates.push((TOOL_NAMES_KEY, serde_json::json!(known_tools)));

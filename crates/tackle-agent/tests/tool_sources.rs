@@ -196,6 +196,7 @@ async fn a_deferred_tool_added_mid_session_is_found_without_a_cache_break() {
         Turn::call("tool_search", r#"{"query":"tool_100","limit":1}"#),
         Turn::call("call_tool", r#"{"name":"test__tool_100","arguments":{"text":"hi"}}"#),
         Turn::text("Used it."),
+        Turn::text("Elsewhere."),
     ]);
     let s = setup(script, 20_000).await;
     assert_eq!(s.agent.deferred().map(|d| d.len()), Some(100));
@@ -209,6 +210,8 @@ async fn a_deferred_tool_added_mid_session_is_found_without_a_cache_break() {
         sent as f64 * 100.0 / full as f64
     );
     assert!(sent * 100 <= full * 15, "definitions sent {sent} B are <= 15% of the full catalog {full} B");
+    // Opened before the change and left idle (a server opens sessions per message).
+    let other = s.session().await.id().to_owned();
     let mut session = s.session().await;
     let (_, events) = turn(&mut session, "add a tool").await;
     assert!(catalog_changes(&events).is_empty());
@@ -226,9 +229,21 @@ async fn a_deferred_tool_added_mid_session_is_found_without_a_cache_break() {
     assert!(results[0].contains("test__tool_100"), "search finds the new tool: {}", results[0]);
     assert!(results[1].contains("tool_100 got"), "{}", results[1]);
 
+    // The idle session learns of the change when it is opened again.
+    let mut reopened = s.agent.open_session(&other).await.unwrap();
+    let (text, events) = turn(&mut reopened, "hello").await;
+    assert_eq!(text, "Elsewhere.");
+    let changes = catalog_changes(&events);
+    assert_eq!(changes.len(), 1, "{events:?}");
+    let AgentEvent::CatalogChanged { reason, added, cache_break, .. } = changes[0] else { unreachable!() };
+    assert_eq!(
+        (reason.as_str(), added.as_slice(), *cache_break),
+        ("resumed", ["test__tool_100".to_owned()].as_slice(), false)
+    );
+
     // The tool list never changed: every request's prefix starts with the same tools.
     let requests = s.fake.requests();
-    assert_eq!(requests.len(), 6);
+    assert_eq!(requests.len(), 7);
     for r in &requests {
         assert_eq!(r.body["tools"], requests[0].body["tools"]);
     }
