@@ -52,6 +52,8 @@ impl AgentConfig {
     }
 }
 
+// Cloned (every field is shared or cheap) to derive an agent with one part changed.
+#[derive(Clone)]
 pub(crate) struct AgentInner {
     pub(crate) provider: Arc<dyn Provider>,
     pub(crate) executor: Arc<ToolExecutor>,
@@ -144,37 +146,28 @@ impl Agent {
                 );
             }
         }
-        Self {
-            inner: Arc::new(AgentInner {
-                provider: inner.provider.clone(),
-                executor: inner.executor.clone(),
-                store: inner.store.clone(),
-                config: inner.config.clone(),
-                deferred,
-                last_purge: inner.last_purge.clone(),
-                sources: inner.sources.clone(),
-                catalog: Arc::default(),
-            }),
-        }
+        // The catalog depends on what is deferred: a fresh cache.
+        self.derive(|inner| {
+            inner.deferred = deferred;
+            inner.catalog = Arc::default();
+        })
+    }
+
+    /// This agent with `change` applied to a copy of its parts.
+    fn derive(&self, change: impl FnOnce(&mut AgentInner)) -> Self {
+        let mut inner = (*self.inner).clone();
+        change(&mut inner);
+        Self { inner: Arc::new(inner) }
     }
 
     /// The same agent with a tool source whose list can change while sessions run (the MCP
     /// servers). Its current tools must already be in the registry. Changes are applied at the
     /// start of a turn, as a `catalog_changed` event.
     pub fn with_tool_source(self, source: Arc<dyn ToolSource>) -> Self {
-        let inner = &self.inner;
-        Self {
-            inner: Arc::new(AgentInner {
-                provider: inner.provider.clone(),
-                executor: inner.executor.clone(),
-                store: inner.store.clone(),
-                config: inner.config.clone(),
-                deferred: inner.deferred.clone(),
-                last_purge: inner.last_purge.clone(),
-                sources: Arc::new(inner.sources.with(source)),
-                catalog: Arc::default(),
-            }),
-        }
+        self.derive(|inner| {
+            inner.sources = Arc::new(inner.sources.with(source));
+            inner.catalog = Arc::default();
+        })
     }
 
     /// Applies changes announced by tool sources (e.g. an MCP server's `list_changed`) to the
@@ -214,20 +207,8 @@ impl Agent {
     /// The same agent (provider, tools, store) answering with another model of its provider;
     /// used by servers whose clients pick a model per session.
     pub fn with_model(&self, model: impl Into<String>) -> Self {
-        let mut config = self.inner.config.clone();
-        config.model = model.into();
-        Self {
-            inner: Arc::new(AgentInner {
-                provider: self.inner.provider.clone(),
-                executor: self.inner.executor.clone(),
-                store: self.inner.store.clone(),
-                config,
-                deferred: self.inner.deferred.clone(),
-                last_purge: self.inner.last_purge.clone(),
-                sources: self.inner.sources.clone(),
-                catalog: self.inner.catalog.clone(),
-            }),
-        }
+        // Same tools, so the same catalog cache.
+        self.derive(|inner| inner.config.model = model.into())
     }
 
     /// The store sessions are kept in.
