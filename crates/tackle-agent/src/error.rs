@@ -9,9 +9,6 @@ pub enum AgentError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] tackle_store::StoreError),
-    /// The configuration is unusable.
-    #[error(transparent)]
-    Settings(#[from] crate::SettingsError),
     /// The provider could not be set up.
     #[error(transparent)]
     Provider(#[from] tackle_provider::ProviderError),

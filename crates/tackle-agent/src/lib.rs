@@ -22,9 +22,7 @@ mod model_call;
 mod offload;
 mod prefix;
 mod read_result;
-mod server_settings;
 mod session;
-mod settings;
 mod skills;
 mod step_tools;
 mod system_prompt;
@@ -50,11 +48,7 @@ pub use mask::ToolMask;
 pub use offload::{DEFAULT_OFFLOAD_BYTES, DEFAULT_OFFLOAD_TTL, StoreOffloader, offload_reference};
 pub use prefix::{PrefixStats, PrefixTracker};
 pub use read_result::{ReadResult, ReadResultArgs, ReadUnit, read_page};
-pub use server_settings::{ServerSettings, TokenSetting};
 pub use session::{Session, TurnInput, TurnOutcome};
-pub use settings::{
-    CONFIG_FILE, LoadedSettings, Settings, SettingsError, ToolSettings, default_model, user_config_dir,
-};
 pub use skills::{
     ACTIVE_SKILLS_KEY, ActivateSkill, ActivateSkillArgs, ActiveSkills, MAX_ACTIVE_SKILLS, Skill, SkillSet,
     parse_skill,

@@ -10,7 +10,9 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result};
 use serde::Serialize;
-use tackle_agent::{NewSessionOptions, Settings, ToolMask, TurnInput};
+use tackle_agent::{NewSessionOptions, ToolMask, TurnInput};
+
+use crate::settings::Settings;
 use tackle_protocol::{AgentEvent, ToolOutcome};
 use tackle_provider::{
     Anthropic, OpenAiChat, OpenAiDialect, Provider, ProviderConfig, ProviderKind, RetryPolicy,

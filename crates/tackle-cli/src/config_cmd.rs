@@ -2,9 +2,9 @@
 
 use std::process::ExitCode;
 
+use crate::settings::Settings;
 use anyhow::Result;
 use serde_json::json;
-use tackle_agent::Settings;
 use tackle_provider::ApiKey;
 
 use crate::UsageError;

@@ -69,7 +69,7 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
         .prefix("tackle-demo-")
         .tempdir()
         .context("cannot create a temporary workspace")?;
-    let settings = tackle_agent::Settings::load(workspace.path())
+    let settings = crate::settings::Settings::load(workspace.path())
         .map_err(|e| crate::UsageError(e.to_string()))?
         .settings;
     let fake = FakeModel::start(demo_script()).await.context("cannot start the scripted model")?;

@@ -12,6 +12,7 @@ mod run;
 mod runtime;
 mod serve;
 mod sessions;
+mod settings;
 mod terminal;
 
 use std::process::ExitCode;
@@ -62,13 +63,10 @@ fn main() -> ExitCode {
         Err(e) => {
             let usage = e.chain().any(|c| {
                 c.is::<UsageError>()
-                    || c.is::<tackle_agent::SettingsError>()
+                    || c.is::<settings::SettingsError>()
                     || matches!(
                         c.downcast_ref::<tackle_agent::AgentError>(),
-                        Some(
-                            tackle_agent::AgentError::Settings(_)
-                                | tackle_agent::AgentError::Workspace { .. }
-                        )
+                        Some(tackle_agent::AgentError::Workspace { .. })
                     )
             });
             eprintln!("error: {e:#}");

@@ -7,8 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use tackle_agent::{
     ActivateSkill, Agent, AgentConfig, CallTool, CompactContext, DeferredTools, NewSessionOptions,
-    ReadResult, Session, Settings, SkillSet, StoreOffloader, TodoTool, ToolMask, ToolSearch, plan_deferral,
-    user_config_dir,
+    ReadResult, Session, SkillSet, StoreOffloader, TodoTool, ToolMask, ToolSearch, plan_deferral,
 };
 use tackle_builtins::builtin_tools;
 use tackle_mcp::McpManager;
@@ -20,6 +19,7 @@ use tackle_tools::{
 
 use crate::UsageError;
 use crate::cli::ModelArgs;
+use crate::settings::{Settings, user_config_dir};
 
 /// Reads environment variables of the process.
 pub fn env_lookup(name: &str) -> Option<String> {

@@ -15,7 +15,8 @@ use tackle_tools::ApprovalMode;
 
 pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
     let workspace = workspace_dir(None)?;
-    let settings = tackle_agent::Settings::load(&workspace).map_err(|e| UsageError(e.to_string()))?.settings;
+    let settings =
+        crate::settings::Settings::load(&workspace).map_err(|e| UsageError(e.to_string()))?.settings;
     let store = open_store(&settings).await?;
     match command {
         SessionsCommand::List { json, limit } => {

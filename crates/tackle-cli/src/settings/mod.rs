@@ -8,7 +8,11 @@ use tackle_provider::{OpenAiDialect, ProviderConfig, ProviderKind};
 use tackle_tools::HookRule;
 use thiserror::Error;
 
-use crate::{ContextConfig, LoopGuardConfig};
+use tackle_agent::{ContextConfig, DeferralConfig, LoopGuardConfig};
+
+pub use server::ServerSettings;
+
+mod server;
 
 /// The configuration file name, looked up in the user config dir and the workspace.
 pub const CONFIG_FILE: &str = "tackle.toml";
@@ -56,11 +60,11 @@ pub struct Settings {
     /// `TACKLE_RECOVERABLE_COMPRESSION=off` turns it off (outputs are capped instead).
     pub recoverable_compression: bool,
     /// `tackle serve` (`[server]`).
-    pub server: crate::ServerSettings,
+    pub server: ServerSettings,
     /// MCP servers as tool sources (`[mcp.servers.<name>]`).
     pub mcp: tackle_mcp::McpConfig,
     /// Deferring tools whose definitions would take too much of the window (`[deferral]`).
-    pub deferral: crate::DeferralConfig,
+    pub deferral: DeferralConfig,
 }
 
 impl Default for Settings {
@@ -81,9 +85,9 @@ impl Default for Settings {
             dynamic_tools: true,
             context: ContextConfig::default(),
             recoverable_compression: true,
-            server: crate::ServerSettings::default(),
+            server: ServerSettings::default(),
             mcp: tackle_mcp::McpConfig::default(),
-            deferral: crate::DeferralConfig::default(),
+            deferral: DeferralConfig::default(),
         }
     }
 }

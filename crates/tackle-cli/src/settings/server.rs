@@ -1,0 +1,125 @@
+//! [`ServerSettings`]: the `[server]` table of `tackle.toml`, read by `tackle serve`.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tackle_server::{ServerConfig, UserToken};
+
+use crate::UsageError;
+
+/// Settings of `tackle serve`.
+///
+/// ```toml
+/// [server]
+/// bind = "0.0.0.0:8787"
+/// models = ["gpt-4.1-mini"]
+/// [[server.tokens]]
+/// user = "alice"
+/// token_env = "TACKLE_TOKEN_ALICE"   # or token = "..." (kept out of `tackle config` output)
+/// [server.workspaces]
+/// docs = "/srv/docs"
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerSettings {
+    /// Address to listen on (`--bind` overrides it).
+    pub bind: String,
+    /// Bearer tokens, each mapped to a user. Without any, only loopback addresses are allowed.
+    /// `TACKLE_SERVER_TOKENS=user:token,...` adds more.
+    pub tokens: Vec<TokenSetting>,
+    /// Named workspaces clients may choose; `default` is the serve command's workspace unless
+    /// set here.
+    pub workspaces: BTreeMap<String, PathBuf>,
+    /// Extra models of the provider clients may choose per session.
+    pub models: Vec<String>,
+    /// Model name under which `/v1/chat/completions` runs Tackle's agent.
+    pub agent_model: String,
+    /// Largest request body in bytes.
+    pub body_limit_bytes: usize,
+    /// Seconds between SSE heartbeats.
+    pub heartbeat_secs: u64,
+    /// Seconds running turns get to finish at shutdown before they are cancelled.
+    pub shutdown_grace_secs: u64,
+}
+
+impl Default for ServerSettings {
+    /// The server's own defaults ([`ServerConfig::new`]), so they are stated once.
+    fn default() -> Self {
+        let d = ServerConfig::new(PathBuf::new());
+        Self {
+            bind: d.bind.to_string(),
+            tokens: Vec::new(),
+            workspaces: BTreeMap::new(),
+            models: d.models,
+            agent_model: d.agent_model,
+            body_limit_bytes: d.body_limit,
+            heartbeat_secs: d.heartbeat.as_secs(),
+            shutdown_grace_secs: d.shutdown_grace.as_secs(),
+        }
+    }
+}
+
+impl ServerSettings {
+    /// The server configuration: these settings, `--bind` (`bind`), the tokens they name and
+    /// `TACKLE_SERVER_TOKENS` (read through `env`), workspaces relative to `workspace`.
+    pub fn to_config(
+        &self,
+        workspace: &Path,
+        bind: Option<&str>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<ServerConfig, UsageError> {
+        let mut config = ServerConfig::new(workspace.to_owned());
+        let bind = bind.unwrap_or(&self.bind);
+        config.bind = bind.parse::<SocketAddr>().map_err(|e| {
+            UsageError(format!("invalid bind address {bind:?}: {e}; use HOST:PORT like 127.0.0.1:8787"))
+        })?;
+        for t in &self.tokens {
+            let token = match (&t.token, &t.token_env) {
+                (Some(token), _) => token.clone(),
+                (None, Some(var)) => env(var).filter(|v| !v.is_empty()).ok_or_else(|| {
+                    UsageError(format!(
+                        "the token of server user {:?} is read from ${var}, which is not set",
+                        t.user
+                    ))
+                })?,
+                (None, None) => {
+                    return Err(UsageError(format!(
+                        "server user {:?} has neither token nor token_env",
+                        t.user
+                    )));
+                }
+            };
+            config.tokens.push(UserToken { user: t.user.clone(), token });
+        }
+        if let Some(text) = env("TACKLE_SERVER_TOKENS") {
+            config.tokens.extend(ServerConfig::parse_tokens(&text).map_err(|e| UsageError(e.to_string()))?);
+        }
+        for (name, path) in &self.workspaces {
+            let path = if path.is_absolute() { path.clone() } else { workspace.join(path) };
+            config.workspaces.insert(name.clone(), path);
+        }
+        config.models = self.models.clone();
+        config.agent_model = self.agent_model.clone();
+        config.body_limit = self.body_limit_bytes;
+        config.heartbeat = Duration::from_secs(self.heartbeat_secs.max(1));
+        config.shutdown_grace = Duration::from_secs(self.shutdown_grace_secs);
+        Ok(config)
+    }
+}
+
+/// A bearer token of one user: the secret itself or the environment variable holding it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenSetting {
+    /// The user the token authenticates.
+    pub user: String,
+    /// The secret (never printed by `tackle config`).
+    #[serde(default, skip_serializing)]
+    pub token: Option<String>,
+    /// Environment variable holding the secret.
+    #[serde(default)]
+    pub token_env: Option<String>,
+}
