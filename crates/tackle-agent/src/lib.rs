@@ -9,53 +9,27 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 mod agent;
-mod catalog;
-mod compact;
-mod compact_tool;
-mod context_window;
-mod deferral;
+mod context;
 mod error;
 pub mod invariants;
-mod loop_guard;
-mod mask;
-mod model_call;
-mod offload;
-mod prefix;
-mod read_result;
 mod session;
-mod skills;
-mod step_tools;
-mod system_prompt;
-mod tail_note;
-mod todo;
-mod tool_calls;
-mod tool_repair;
-mod tool_sources;
-mod turn;
+mod tools;
 
 pub use agent::{Agent, AgentConfig, NewSessionOptions};
-pub use catalog::ToolCatalog;
-pub use compact::{CompactReason, CompactionReport};
-pub use compact_tool::{CompactContext, CompactContextArgs};
-pub use context_window::ContextConfig;
-pub use deferral::{
-    CALL_TOOL, CallTool, CallToolArgs, DeferralConfig, DeferralMode, DeferredTools, FOUND_TOOLS_KEY,
-    FoundTools, TOOL_SEARCH, ToolSearch, ToolSearchArgs, plan_deferral,
+pub use context::{
+    CompactContext, CompactContextArgs, CompactReason, CompactionReport, ContextConfig,
+    DEFAULT_OFFLOAD_BYTES, DEFAULT_OFFLOAD_TTL, ReadResult, ReadResultArgs, ReadUnit, StoreOffloader,
+    offload_reference, read_page,
 };
 pub use error::AgentError;
-pub use loop_guard::{LoopGuard, LoopGuardConfig, Verdict, canonical_json};
-pub use mask::ToolMask;
-pub use offload::{DEFAULT_OFFLOAD_BYTES, DEFAULT_OFFLOAD_TTL, StoreOffloader, offload_reference};
-pub use prefix::{PrefixStats, PrefixTracker};
-pub use read_result::{ReadResult, ReadResultArgs, ReadUnit, read_page};
-pub use session::{Session, TurnInput, TurnOutcome};
-pub use skills::{
-    ACTIVE_SKILLS_KEY, ActivateSkill, ActivateSkillArgs, ActiveSkills, MAX_ACTIVE_SKILLS, Skill, SkillSet,
-    parse_skill,
+pub use session::{
+    BASE_PROMPT, LoopGuard, LoopGuardConfig, NOTE_PREFIX, PrefixStats, PrefixTracker, Session, TailNotes,
+    TailState, TurnInput, TurnOutcome, Verdict, canonical_json, system_sections,
 };
-pub use step_tools::{Availability, MaskStrategy, StepTools, resolve_step};
-pub use system_prompt::{BASE_PROMPT, system_sections};
-pub use tail_note::{NOTE_PREFIX, TailNotes, TailState};
-pub use todo::{TodoArgs, TodoTool};
-pub use tool_repair::repair_tool_name;
-pub use tool_sources::ToolChange;
+pub use tools::{
+    ACTIVE_SKILLS_KEY, ActivateSkill, ActivateSkillArgs, ActiveSkills, Availability, CALL_TOOL, CallTool,
+    CallToolArgs, DeferralConfig, DeferralMode, DeferredTools, FOUND_TOOLS_KEY, FoundTools,
+    MAX_ACTIVE_SKILLS, MaskStrategy, Skill, SkillSet, StepTools, TOOL_SEARCH, TodoArgs, TodoTool,
+    ToolCatalog, ToolChange, ToolMask, ToolSearch, ToolSearchArgs, parse_skill, plan_deferral,
+    repair_tool_name, resolve_step,
+};

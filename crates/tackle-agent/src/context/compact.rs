@@ -272,6 +272,6 @@ impl Session {
     /// The budget of the next request (for `/context` and the server).
     pub fn context_report(&mut self) -> tackle_protocol::ContextReport {
         let budget = self.context.budget(&self.history);
-        crate::context_window::ContextState::report(&budget)
+        crate::context::ContextState::report(&budget)
     }
 }

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use tackle_protocol::ToolAnnotations;
 use tackle_tools::{ToolContext, ToolDoc, ToolFailure, ToolOutput, TypedTool};
 
-use crate::compact::CompactionRequested;
+use crate::context::CompactionRequested;
 
 /// Arguments of `compact_context`.
 #[derive(Debug, Deserialize, JsonSchema)]

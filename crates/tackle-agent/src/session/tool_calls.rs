@@ -8,8 +8,8 @@ use tackle_store::{BeginOutcome, ToolCallFinish, ToolCallStatus};
 use tackle_tools::{CallOptions, EventSink, ToolContext, TurnState};
 use tokio_util::sync::CancellationToken;
 
-use crate::deferral::{CALL_TOOL, DeferralMode, FOUND_TOOLS_KEY, FoundTools, unwrap_call};
 use crate::invariants::interrupted_result;
+use crate::tools::{CALL_TOOL, DeferralMode, FOUND_TOOLS_KEY, FoundTools, unwrap_call};
 use crate::{AgentError, Session, repair_tool_name};
 
 /// Characters of a successful output shown in `tool_result` events.

@@ -32,7 +32,7 @@ impl Default for ContextConfig {
             reserved_output: 8_192,
             thresholds: Thresholds::default(),
             keep_tool_results: 5,
-            offload_bytes: crate::offload::DEFAULT_OFFLOAD_BYTES,
+            offload_bytes: crate::context::DEFAULT_OFFLOAD_BYTES,
             offload_ttl_days: 7,
         }
     }

@@ -17,14 +17,14 @@ use tackle_store::{SessionStatus, SessionUpdate, StepRecord};
 use tackle_tools::{EventSink, TurnState};
 use tokio_util::sync::CancellationToken;
 
-use crate::compact::{CompactReason, CompactionRequested};
-use crate::context_window::{CALIBRATION_KEY, ContextState};
+use super::loop_guard::{LoopGuard, Verdict};
+use super::model_call::{ModelCallError, call_model};
+use super::tail_note::TailState;
+use super::tool_calls::{CallBatch, run_calls};
+use crate::context::{CALIBRATION_KEY, ContextState};
+use crate::context::{CompactReason, CompactionRequested};
 use crate::invariants;
-use crate::loop_guard::{LoopGuard, Verdict};
-use crate::model_call::{ModelCallError, call_model};
-use crate::step_tools::{MaskStrategy, StepTools};
-use crate::tail_note::TailState;
-use crate::tool_calls::{CallBatch, run_calls};
+use crate::tools::{MaskStrategy, StepTools};
 use crate::{AgentError, Session, TurnInput, TurnOutcome};
 
 /// Longest session title derived from a first message.

@@ -10,7 +10,7 @@ use tackle_provider::Provider;
 use tackle_store::{NewSession, Store};
 use tackle_tools::{ToolExecutor, ToolSource};
 
-use crate::tool_sources::ToolSources;
+use crate::tools::ToolSources;
 use crate::{AgentError, ContextConfig, LoopGuardConfig, Session, ToolCatalog, ToolChange};
 
 /// Per-agent settings of the loop.

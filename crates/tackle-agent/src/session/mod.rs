@@ -4,21 +4,31 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
+
+mod loop_guard;
+mod model_call;
+mod prefix;
+mod system_prompt;
+mod tail_note;
+mod tool_calls;
+mod turn;
+
+pub use loop_guard::{LoopGuard, LoopGuardConfig, Verdict, canonical_json};
+pub use prefix::{PrefixStats, PrefixTracker};
+pub use system_prompt::{BASE_PROMPT, system_sections};
 use tackle_protocol::{
     AgentEvent, CachePolicy, ContentBlock, Message, Role, SystemSection, ToolResult, TurnEnd, Usage,
 };
 use tackle_store::{SessionRecord, ToolCallStatus};
+pub use tail_note::{NOTE_PREFIX, TailNotes, TailState};
 
 use crate::agent::LoadedMessage;
-use crate::context_window::{CALIBRATION_KEY, ContextState};
+use crate::context::{CALIBRATION_KEY, ContextState};
 use crate::invariants::interrupted_result;
-use crate::skills::{ACTIVE_SKILLS_KEY, ActiveSkills, SkillSet};
-use crate::step_tools::{Availability, StepTools, resolve_step};
-use crate::system_prompt::system_sections;
-use crate::tail_note::TailNotes;
-use crate::{
-    Agent, AgentError, DeferralMode, FOUND_TOOLS_KEY, FoundTools, PrefixTracker, ToolCatalog, ToolMask,
-};
+use crate::tools::{ACTIVE_SKILLS_KEY, ActiveSkills, SkillSet};
+use crate::tools::{Availability, StepTools, resolve_step};
+
+use crate::{Agent, AgentError, DeferralMode, FOUND_TOOLS_KEY, FoundTools, ToolCatalog, ToolMask};
 
 /// What the user sends in a turn.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

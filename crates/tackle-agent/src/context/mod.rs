@@ -1,0 +1,16 @@
+//! The context window: token accounting, compaction, offloading of large outputs and the tools
+//! that restore or compact them.
+
+mod compact;
+mod compact_tool;
+mod offload;
+mod read_result;
+mod window;
+
+pub(crate) use compact::CompactionRequested;
+pub use compact::{CompactReason, CompactionReport};
+pub use compact_tool::{CompactContext, CompactContextArgs};
+pub use offload::{DEFAULT_OFFLOAD_BYTES, DEFAULT_OFFLOAD_TTL, StoreOffloader, offload_reference};
+pub use read_result::{ReadResult, ReadResultArgs, ReadUnit, read_page};
+pub use window::ContextConfig;
+pub(crate) use window::{CALIBRATION_KEY, ContextState};
