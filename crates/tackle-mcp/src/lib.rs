@@ -6,7 +6,6 @@
 //! - [`McpTool`]: an MCP tool as a [`tackle_tools::Tool`] under a namespaced name
 //!   ([`namespaced_name`]); [`map_call_result`] turns MCP content into what the model reads.
 //! - [`McpManager`]: every configured server, started in parallel, failures reported and skipped.
-//! - [`ToolSearchIndex`]: BM25 search over tool definitions.
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
@@ -17,7 +16,6 @@ mod env;
 mod error;
 mod manager;
 mod naming;
-mod search;
 mod tool;
 
 pub use config::{ConfigError, McpConfig, McpServerConfig, McpTransportConfig};
@@ -26,5 +24,4 @@ pub use content::map_call_result;
 pub use error::McpError;
 pub use manager::{McpManager, McpServerInfo, McpServerStatus};
 pub use naming::{MAX_TOOL_NAME_LEN, NAMESPACE_SEPARATOR, namespace_all, namespaced_name, sanitize};
-pub use search::{BM25_B, BM25_K1, ToolSearchIndex};
 pub use tool::{McpTool, failure_from_error, map_annotations, spec_from_mcp};

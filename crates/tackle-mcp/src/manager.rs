@@ -17,8 +17,8 @@ use crate::config::McpServerConfig;
 use crate::connection::McpConnection;
 use crate::error::McpError;
 use crate::naming::namespace_all;
-use crate::search::ToolSearchIndex;
 use crate::tool::McpTool;
+use tackle_tools::ToolSearchIndex;
 
 /// State of one configured server, for `tackle mcp list`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

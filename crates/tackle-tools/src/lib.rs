@@ -4,7 +4,8 @@
 //! the schema from a Rust type. The [`ToolRegistry`] keeps tools in order; the
 //! [`ToolExecutor`] runs a call through validation, the [`HookPolicy`], approvals, a timeout
 //! and the output cap, and turns every failure into the [`tackle_protocol::ToolError`]
-//! envelope the model sees.
+//! envelope the model sees. [`ToolSearchIndex`] ranks tool definitions for a free-text query
+//! (BM25), for tools deferred behind `tool_search`.
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
@@ -19,6 +20,7 @@ pub mod lint;
 mod output_cap;
 mod registry;
 pub mod schema;
+mod search;
 mod source;
 mod tool;
 mod typed;
@@ -35,6 +37,7 @@ pub use failure::ToolFailure;
 pub use hooks::{AnnotationMatch, ApprovalMode, HookAction, HookDecision, HookPolicy, HookRule};
 pub use output_cap::{Capped, OutputCap, cap_output, count_lines};
 pub use registry::{RegistryError, ToolRegistry};
+pub use search::{BM25_B, BM25_K1, ToolSearchIndex};
 pub use source::ToolSource;
 pub use tool::{Tool, ToolOutput};
 pub use typed::{TypedTool, typed};

@@ -15,9 +15,9 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tackle_mcp::ToolSearchIndex;
 use tackle_protocol::{ErrorCategory, ToolAnnotations, ToolSpec};
 use tackle_store::Store;
+use tackle_tools::ToolSearchIndex;
 use tackle_tools::{ToolContext, ToolDoc, ToolFailure, ToolOutput, TypedTool};
 
 /// Name of the search tool.

@@ -1,13 +1,13 @@
 //! `tool_search` over 1,000 tool definitions.
 //!
-//! `cargo bench -p tackle-mcp --bench tool_search` — BM25 over names, descriptions and parameter
+//! `cargo bench -p tackle-tools --bench tool_search` — BM25 over names, descriptions and parameter
 //! names of 1,000 tools; prints the time per query (median of 2,000 queries). Target: <= 1 ms.
 
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use tackle_mcp::ToolSearchIndex;
 use tackle_protocol::ToolSpec;
+use tackle_tools::ToolSearchIndex;
 
 fn main() {
     let words = [
