@@ -37,8 +37,13 @@ pub fn user_for_token(tokens: &[UserToken], presented: &str) -> Option<String> {
     found.map(str::to_owned)
 }
 
-/// Middleware: resolves the bearer token to a [`User`] extension or answers 401.
-pub async fn require_user(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+/// Middleware: resolves the bearer token to a [`User`] extension or answers 401 in the error
+/// shape `E` of the router it guards (Tackle's own, or OpenAI's for the compatible routes):
+/// each router picks its shape when it adds the layer, so this module knows no route.
+pub async fn require_user<E>(State(state): State<AppState>, mut request: Request, next: Next) -> Response
+where
+    E: From<ApiError> + IntoResponse,
+{
     let tokens = &state.inner.config.tokens;
     let user = if tokens.is_empty() {
         Some(LOCAL_USER.to_owned())
@@ -56,16 +61,7 @@ pub async fn require_user(State(state): State<AppState>, mut request: Request, n
             request.extensions_mut().insert(User(user));
             next.run(request).await
         }
-        None => {
-            let openai =
-                request.uri().path().starts_with("/v1/chat/") || request.uri().path() == "/v1/models";
-            let error = ApiError::unauthorized();
-            if openai {
-                crate::routes::openai::OpenAiError(error).into_response()
-            } else {
-                error.into_response()
-            }
-        }
+        None => E::from(ApiError::unauthorized()).into_response(),
     }
 }
 

@@ -50,9 +50,15 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/sessions/{id}/results/{locator}", get(results::read))
         .route("/v1/approvals/{id}", post(approvals::decide))
         .route("/v1/tools", get(sessions::tools))
+        .route_layer(middleware::from_fn_with_state(state.clone(), auth::require_user::<ApiError>));
+    // The OpenAI-compatible routes answer every error, 401 included, in OpenAI's shape.
+    let openai_api = Router::new()
         .route("/v1/chat/completions", post(openai::chat_completions))
         .route("/v1/models", get(openai::models))
-        .route_layer(middleware::from_fn_with_state(state.clone(), auth::require_user));
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_user::<openai::OpenAiError>,
+        ));
     let limit = state.config().body_limit;
     Router::new()
         .route("/", get(web::index))
@@ -60,6 +66,7 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/openapi.json", get(openapi_json))
         .merge(api)
+        .merge(openai_api)
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(limit))
         .layer(PropagateRequestIdLayer::x_request_id())
