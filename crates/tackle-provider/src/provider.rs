@@ -16,10 +16,25 @@ use crate::ProviderError;
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ProviderError>> + Send>>;
 
 /// What a provider supports; the agent picks its strategies from this, never from the name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// New capabilities are added over time, so a provider outside this crate starts from the
+/// default (nothing supported) and sets what it has:
+///
+/// ```
+/// let mut caps = tackle_provider::Capabilities::default();
+/// caps.parallel_tool_calls = true;
+/// assert!(!caps.allowed_tools);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Capabilities {
     /// Restricting callable tools without changing definitions (OpenAI `allowed_tools`).
     pub allowed_tools: bool,
+    /// The wire has `allowed_tools`, but this endpoint is not known to accept it (an
+    /// OpenAI-compatible server): masks fall back to tail notes, and since configuring the
+    /// endpoint as OpenAI's own would restore native masks, the agent says so
+    /// (`strategy_fallback`).
+    pub allowed_tools_unverified: bool,
     /// Explicit prompt-cache breakpoints per request (Anthropic: 4; 0 means automatic caching).
     pub max_cache_breakpoints: u8,
     /// Several tool calls in one response.
@@ -68,6 +83,9 @@ pub struct EncodedRequest {
     pub body: Bytes,
     /// Beta features the body uses (Anthropic `anthropic-beta`); empty for most requests.
     pub betas: &'static [&'static str],
+    /// The body's top-level fields in the order the provider's prompt cache covers them, for
+    /// measuring prefix stability on the exact bytes; fields the cache ignores are left out.
+    pub cache_order: &'static [&'static str],
 }
 
 /// A model provider: turns a [`ModelRequest`] into a stream of [`StreamEvent`]s.

@@ -12,17 +12,8 @@ use serde_json::value::RawValue;
 /// Runs on every step, so it avoids building a JSON tree: top-level fields are taken as the
 /// exact bytes sent, and only a field that carries `cache_control` is parsed to strip it (the
 /// encoder writes compact serde_json, so re-serializing a field gives back its bytes).
-fn cache_view(path: &str, body: &[u8]) -> Option<Vec<u8>> {
+fn cache_view(order: &[&str], body: &[u8]) -> Option<Vec<u8>> {
     let fields: HashMap<&str, &RawValue> = serde_json::from_slice(body).ok()?;
-    let order: &[&str] = if path.ends_with("/messages") {
-        // Anthropic renders tools, then system, then messages. A tool_choice change
-        // invalidates the message cache, so it sits right before the messages.
-        &["tools", "system", "tool_choice", "messages"]
-    } else {
-        // OpenAI: tools and messages (system is a message); tool_choice is not part of the
-        // cached prefix.
-        &["tools", "messages"]
-    };
     let mut view = Vec::with_capacity(body.len());
     view.push(b'{');
     for (i, key) in order.iter().enumerate() {
@@ -77,10 +68,11 @@ pub struct PrefixTracker {
 }
 
 impl PrefixTracker {
-    /// Measures `body` (the exact bytes sent to `path`) against the previous request and keeps
-    /// it as the new previous. `None` for the first request or an unparseable body.
-    pub fn observe(&mut self, path: &str, body: &[u8]) -> Option<PrefixStats> {
-        let bytes = cache_view(path, body)?;
+    /// Measures `body` (the exact bytes sent) against the previous request, comparing the
+    /// top-level fields in `cache_order` (the provider's, from its encoded request), and keeps it
+    /// as the new previous. `None` for the first request or an unparseable body.
+    pub fn observe(&mut self, cache_order: &[&str], body: &[u8]) -> Option<PrefixStats> {
+        let bytes = cache_view(cache_order, body)?;
         let stats = self.previous.as_ref().map(|prev_bytes| {
             let shared = common_prefix(prev_bytes, &bytes);
             // The view ends with `]}` (the messages array, then the view object), which any
@@ -166,6 +158,10 @@ mod tests {
 
     use super::*;
 
+    /// The cache orders the two providers declare in their encoded requests.
+    const OPENAI: &[&str] = &["tools", "messages"];
+    const ANTHROPIC: &[&str] = &["tools", "system", "tool_choice", "messages"];
+
     fn body(tools: Value, messages: Value, tool_choice: Value) -> Vec<u8> {
         serde_json::to_vec(
             &json!({"model": "m", "tools": tools, "messages": messages, "tool_choice": tool_choice}),
@@ -174,13 +170,8 @@ mod tests {
     }
 
     /// The view built as a JSON tree, the straightforward (slow) way.
-    fn tree_view(path: &str, body: &[u8]) -> Vec<u8> {
+    fn tree_view(keys: &[&str], body: &[u8]) -> Vec<u8> {
         let body: Value = serde_json::from_slice(body).unwrap();
-        let keys: &[&str] = if path.ends_with("/messages") {
-            &["tools", "system", "tool_choice", "messages"]
-        } else {
-            &["tools", "messages"]
-        };
         let mut view = serde_json::Map::new();
         for k in keys {
             view.insert((*k).into(), body.get(*k).cloned().unwrap_or(Value::Null));
@@ -194,26 +185,26 @@ mod tests {
     fn the_byte_view_equals_the_tree_view() {
         let bodies = [
             (
-                "/v1/messages",
+                ANTHROPIC,
                 json!({"model": "m", "max_tokens": 5, "system": [{"type": "text", "text": "s \"q\" é\n", "cache_control": {"type": "ephemeral"}}],
                 "tools": [{"name": "a", "input_schema": {"type": "object"}}], "tool_choice": {"type": "auto"},
                 "messages": [{"role": "user", "content": [{"type": "text", "text": "hi 🎉", "cache_control": {"type": "ephemeral"}}]}]}),
             ),
-            ("/v1/messages", json!({"model": "m", "messages": [{"role": "user", "content": "x"}]})),
+            (ANTHROPIC, json!({"model": "m", "messages": [{"role": "user", "content": "x"}]})),
             (
-                "/chat/completions",
+                OPENAI,
                 json!({"model": "m", "tools": [{"type": "function", "function": {"name": "a", "parameters": {"x": 1.5}}}],
                 "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "u\u{1}"}], "prompt_cache_key": "k"}),
             ),
         ];
-        for (path, body) in bodies {
+        for (order, body) in bodies {
             let bytes = serde_json::to_vec(&body).unwrap();
             assert_eq!(
-                String::from_utf8(cache_view(path, &bytes).unwrap()).unwrap(),
-                String::from_utf8(tree_view(path, &bytes)).unwrap()
+                String::from_utf8(cache_view(order, &bytes).unwrap()).unwrap(),
+                String::from_utf8(tree_view(order, &bytes)).unwrap()
             );
         }
-        assert!(cache_view("/chat/completions", b"not json").is_none());
+        assert!(cache_view(OPENAI, b"not json").is_none());
     }
 
     #[test]
@@ -231,15 +222,9 @@ mod tests {
     fn appended_messages_keep_the_whole_prefix() {
         let mut t = PrefixTracker::default();
         let tools = json!([{"name": "a"}]);
-        assert_eq!(
-            t.observe("/chat/completions", &body(tools.clone(), json!([{"role": "user"}]), json!("auto"))),
-            None
-        );
+        assert_eq!(t.observe(OPENAI, &body(tools.clone(), json!([{"role": "user"}]), json!("auto"))), None);
         let s = t
-            .observe(
-                "/chat/completions",
-                &body(tools, json!([{"role": "user"}, {"role": "assistant"}]), json!("none")),
-            )
+            .observe(OPENAI, &body(tools, json!([{"role": "user"}, {"role": "assistant"}]), json!("none")))
             .unwrap();
         assert_eq!(s.ratio, 1.0, "OpenAI tool_choice is not in the cached prefix");
         assert_eq!(s.cache_break, None);
@@ -250,14 +235,11 @@ mod tests {
         let mut t = PrefixTracker::default();
         let m = json!([{"role": "user", "content": "hi"}]);
         t.observe(
-            "/chat/completions",
+            OPENAI,
             &body(json!([{"name": "a", "description": "x"}, {"name": "b"}]), m.clone(), json!(null)),
         );
         let s = t
-            .observe(
-                "/chat/completions",
-                &body(json!([{"name": "a", "description": "y"}, {"name": "b"}]), m, json!(null)),
-            )
+            .observe(OPENAI, &body(json!([{"name": "a", "description": "y"}, {"name": "b"}]), m, json!(null)))
             .unwrap();
         assert!(s.ratio < 0.5);
         assert_eq!(s.cache_break.as_deref(), Some("tools[0].description"));
@@ -276,10 +258,10 @@ mod tests {
         let b = |choice: Value, cc: bool| {
             serde_json::to_vec(&json!({"tools": [], "system": sys(cc), "messages": [{"role": "user"}], "tool_choice": choice})).unwrap()
         };
-        t.observe("/v1/messages", &b(json!({"type": "auto"}), true));
-        let s = t.observe("/v1/messages", &b(json!({"type": "auto"}), false)).unwrap();
+        t.observe(ANTHROPIC, &b(json!({"type": "auto"}), true));
+        let s = t.observe(ANTHROPIC, &b(json!({"type": "auto"}), false)).unwrap();
         assert_eq!((s.ratio, s.cache_break.clone()), (1.0, None), "cache_control does not count");
-        let s = t.observe("/v1/messages", &b(json!({"type": "none"}), false)).unwrap();
+        let s = t.observe(ANTHROPIC, &b(json!({"type": "none"}), false)).unwrap();
         assert_eq!(s.cache_break.as_deref(), Some("tool_choice.type"));
     }
 }

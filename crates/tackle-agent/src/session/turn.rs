@@ -157,14 +157,16 @@ impl Session {
             });
             if tools.strategy == MaskStrategy::TailNote
                 && !fallback_warned
-                && self.agent.provider().name() == "openai"
+                && self.agent.provider().capabilities().allowed_tools_unverified
             {
                 fallback_warned = true;
                 sink.emit(AgentEvent::Warning {
                     code: "strategy_fallback".into(),
-                    message: "this OpenAI-compatible server has no allowed_tools: the active tools are stated in a \
-                              tail note and enforced by the executor"
-                        .into(),
+                    message:
+                        "this server is not known to accept allowed_tools: the active tools are stated in a \
+                              tail note and enforced by the executor (set openai_dialect = \"openai\" if it \
+                              accepts them)"
+                            .into(),
                 });
             }
             if !last && let Some(note) = self.notes.next(&self.tail_state(&tools).await?) {
@@ -204,7 +206,7 @@ impl Session {
                 };
                 let mut metrics =
                     StepMetrics { context: Some(ContextState::report(&budget)), ..StepMetrics::default() };
-                if let Some(stats) = self.prefix.observe(encoded.path, &encoded.body) {
+                if let Some(stats) = self.prefix.observe(encoded.cache_order, &encoded.body) {
                     metrics.prefix_bytes = Some(stats.prefix_bytes);
                     metrics.prefix_ratio = Some(stats.ratio);
                     metrics.request_bytes = Some(stats.request_bytes);

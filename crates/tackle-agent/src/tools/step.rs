@@ -92,8 +92,8 @@ impl StepTools {
 /// let spec = |n: &str| ToolSpec::new(n, "d", json!({"type": "object"}));
 /// let catalog = ToolCatalog::freeze(vec![spec("read"), spec("shell")], vec![]);
 /// let mask = ToolMask::new([("shell".into(), false)]);
-/// let caps = Capabilities { allowed_tools: true, max_cache_breakpoints: 0, parallel_tool_calls: true,
-///     token_count_endpoint: false, prompt_cache_key: true, deferred_tools: false };
+/// let mut caps = Capabilities::default();
+/// caps.allowed_tools = true;
 /// let step = resolve_step(&catalog, &Availability { mask: Some(&mask), ..Default::default() }, &caps, false, true);
 /// assert_eq!(step.active, ["read"]);
 /// assert_eq!(step.strategy, MaskStrategy::AllowedTools);
@@ -162,14 +162,11 @@ mod tests {
     }
 
     fn caps(allowed_tools: bool) -> Capabilities {
-        Capabilities {
-            allowed_tools,
-            max_cache_breakpoints: 4,
-            parallel_tool_calls: true,
-            token_count_endpoint: false,
-            prompt_cache_key: false,
-            deferred_tools: false,
-        }
+        let mut caps = Capabilities::default();
+        caps.allowed_tools = allowed_tools;
+        caps.max_cache_breakpoints = 4;
+        caps.parallel_tool_calls = true;
+        caps
     }
 
     #[test]

@@ -20,6 +20,10 @@ use crate::{
 /// The `anthropic-version` header sent with every request.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
+/// Anthropic renders tools, then system, then messages into the cached prefix; a `tool_choice`
+/// change invalidates the message cache, so it counts right before the messages.
+const CACHE_ORDER: &[&str] = &["tools", "system", "tool_choice", "messages"];
+
 /// Anthropic Messages provider.
 ///
 /// ```
@@ -92,6 +96,7 @@ impl Provider for Anthropic {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities {
+            allowed_tools_unverified: false,
             allowed_tools: false,
             max_cache_breakpoints: MAX_BREAKPOINTS as u8,
             parallel_tool_calls: true,
@@ -104,7 +109,12 @@ impl Provider for Anthropic {
     fn encode(&self, request: &ModelRequest) -> Result<EncodedRequest, ProviderError> {
         let betas: &'static [&'static str] =
             if request.tools.iter().any(|t| t.defer_loading) { &[encode::DEFERRED_TOOLS_BETA] } else { &[] };
-        Ok(EncodedRequest { path: "/v1/messages", body: self.encode_body(request, true)?, betas })
+        Ok(EncodedRequest {
+            path: "/v1/messages",
+            body: self.encode_body(request, true)?,
+            betas,
+            cache_order: CACHE_ORDER,
+        })
     }
 
     async fn send(

@@ -18,6 +18,10 @@ use crate::{
     CallOptions, Capabilities, EncodedRequest, EventStream, Provider, ProviderConfig, ProviderError,
 };
 
+/// OpenAI hashes the tools and the messages (the system prompt is a message); `tool_choice` is
+/// not part of the cached prefix.
+const CACHE_ORDER: &[&str] = &["tools", "messages"];
+
 /// Which flavour of the Chat Completions API a server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -114,6 +118,7 @@ impl Provider for OpenAiChat {
         let official = self.dialect == OpenAiDialect::OpenAi;
         Capabilities {
             allowed_tools: official,
+            allowed_tools_unverified: !official,
             max_cache_breakpoints: 0,
             parallel_tool_calls: true,
             token_count_endpoint: false,
@@ -123,7 +128,12 @@ impl Provider for OpenAiChat {
     }
 
     fn encode(&self, request: &ModelRequest) -> Result<EncodedRequest, ProviderError> {
-        Ok(EncodedRequest { path: "/chat/completions", body: self.encode_body(request, true)?, betas: &[] })
+        Ok(EncodedRequest {
+            path: "/chat/completions",
+            body: self.encode_body(request, true)?,
+            betas: &[],
+            cache_order: CACHE_ORDER,
+        })
     }
 
     async fn send(
