@@ -7,7 +7,6 @@
 //! during compaction) is in process and answers a fixed ~300-token summary at once, so the
 //! compaction time is Tackle's own work.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -21,10 +20,7 @@ use tackle_provider::{
     ProviderConfig, ProviderError, ProviderKind,
 };
 use tackle_store::Store;
-use tackle_tools::{
-    ApprovalMode, AutoApprove, EventSink, ExecLimits, HookPolicy, OutputOffloader, ToolContext, ToolExecutor,
-    ToolRegistry,
-};
+use tackle_tools::{AutoApprove, EventSink, OutputOffloader, ToolContext};
 
 /// Answers every request with the same summary, instantly.
 struct Summarizer {
@@ -84,22 +80,20 @@ fn long_history(n: usize) -> Vec<Message> {
 }
 
 /// The agent: builtin tools, the in-process summarizer, a 2M-token window.
-fn build_agent(store: &Store) -> Agent {
-    let mut registry = ToolRegistry::new();
-    for tool in tackle_builtins::builtin_tools(&Default::default()) {
-        registry.register(tool).unwrap();
-    }
-    let executor = ToolExecutor::new(
-        Arc::new(registry),
-        HookPolicy::defaults(ApprovalMode::Headless),
-        Arc::new(AutoApprove),
-        ExecLimits::default(),
-    );
+async fn build_agent(store: &Store, workspace: &std::path::Path) -> Agent {
     let encoder =
         OpenAiChat::with_dialect(ProviderConfig::new(ProviderKind::Openai), OpenAiDialect::OpenAi).unwrap();
     let mut config = AgentConfig::new("gpt-4o");
     config.context.window = Some(2_000_000);
-    Agent::new(Arc::new(Summarizer { encoder }), Arc::new(executor), store.clone(), config)
+    Agent::builder(Summarizer { encoder })
+        .config(config)
+        .store(store.clone())
+        .workspace(workspace)
+        .approver(AutoApprove)
+        .offload(false)
+        .build()
+        .await
+        .unwrap()
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -148,7 +142,7 @@ fn main() {
         let dir = tempfile::tempdir().unwrap();
         let workspace = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("bench.db")).await.unwrap();
-        let agent = build_agent(&store);
+        let agent = build_agent(&store, workspace.path()).await;
 
         // 2. Resume a 10,000-message session written as the loop writes it (each message with
         //    its token count): load it and compute the budget, as the first request after a
@@ -168,7 +162,7 @@ fn main() {
         // agent with cold connections.
         store.close().await;
         let store = Store::open(&dir.path().join("bench.db")).await.unwrap();
-        let agent = build_agent(&store);
+        let agent = build_agent(&store, workspace.path()).await;
         let mut times = Vec::new();
         let mut opened = None;
         for _ in 0..7 {

@@ -9,12 +9,11 @@
 //! at-most-once audit, and committing every message to SQLite. The session starts with a
 //! history of about 50k tokens.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use tackle_agent::{Agent, AgentConfig, NewSessionOptions, TodoTool, TurnInput};
+use tackle_agent::{Agent, NewSessionOptions, TurnInput};
 use tackle_protocol::{
     Message, ModelRequest, Role, StopReason, StreamEvent, ToolInput, ToolResult, ToolUse, Usage,
 };
@@ -23,9 +22,7 @@ use tackle_provider::{
     ProviderConfig, ProviderError, ProviderKind,
 };
 use tackle_store::Store;
-use tackle_tools::{
-    ApprovalMode, AutoApprove, EventSink, ExecLimits, HookPolicy, ToolExecutor, ToolRegistry, typed,
-};
+use tackle_tools::{AutoApprove, EventSink};
 use tokio_util::sync::CancellationToken;
 
 /// Arguments of `noop`.
@@ -134,23 +131,20 @@ fn main() {
         let dir = tempfile::tempdir().unwrap();
         let workspace = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("bench.db")).await.unwrap();
-        let mut registry = ToolRegistry::new();
-        for tool in tackle_builtins::builtin_tools(&Default::default()) {
-            registry.register(tool).unwrap();
-        }
-        registry.register(typed(TodoTool::new(store.clone()))).unwrap();
-        registry.register(typed(Noop)).unwrap();
-        let executor = ToolExecutor::new(
-            Arc::new(registry),
-            HookPolicy::defaults(ApprovalMode::Headless),
-            Arc::new(AutoApprove),
-            ExecLimits::default(),
-        );
         let encoder =
             OpenAiChat::with_dialect(ProviderConfig::new(ProviderKind::Openai), OpenAiDialect::OpenAi)
                 .unwrap();
-        let provider = Arc::new(InstantModel { encoder, calls: AtomicUsize::new(0) });
-        let agent = Agent::new(provider, Arc::new(executor), store.clone(), AgentConfig::new("bench"));
+        let provider = InstantModel { encoder, calls: AtomicUsize::new(0) };
+        let agent = Agent::builder(provider)
+            .model("bench")
+            .store(store.clone())
+            .workspace(workspace.path())
+            .tool(Noop)
+            .approver(AutoApprove)
+            .offload(false)
+            .build()
+            .await
+            .unwrap();
         let session = agent
             .create_session(NewSessionOptions {
                 workspace: workspace.path().to_owned(),

@@ -15,7 +15,7 @@ pub mod invariants;
 mod session;
 mod tools;
 
-pub use agent::{Agent, AgentConfig, NewSessionOptions};
+pub use agent::{Agent, AgentBuilder, AgentConfig, BuildError, NewSessionOptions};
 pub use context::{
     CompactContext, CompactContextArgs, CompactReason, CompactionReport, ContextConfig,
     DEFAULT_OFFLOAD_BYTES, DEFAULT_OFFLOAD_TTL, ReadResult, ReadResultArgs, ReadUnit, StoreOffloader,
@@ -27,9 +27,9 @@ pub use session::{
     TailState, TurnInput, TurnOutcome, Verdict, canonical_json, system_sections,
 };
 pub use tools::{
-    ACTIVE_SKILLS_KEY, ActivateSkill, ActivateSkillArgs, ActiveSkills, Availability, CALL_TOOL, CallTool,
-    CallToolArgs, DeferralConfig, DeferralMode, DeferredTools, FOUND_TOOLS_KEY, FoundTools,
-    MAX_ACTIVE_SKILLS, MaskStrategy, Skill, SkillSet, StepTools, TOOL_SEARCH, TodoArgs, TodoTool,
-    ToolCatalog, ToolChange, ToolMask, ToolSearch, ToolSearchArgs, parse_skill, plan_deferral,
-    repair_tool_name, resolve_step,
+    ACTIVATE_SKILL, ACTIVE_SKILLS_KEY, ActivateSkill, ActivateSkillArgs, ActiveSkills, Availability,
+    CALL_TOOL, CallTool, CallToolArgs, DeferralConfig, DeferralMode, DeferredTools, DiscoveredSkills,
+    FOUND_TOOLS_KEY, FoundTools, MAX_ACTIVE_SKILLS, MaskStrategy, Skill, SkillLibrary, SkillSet, StepTools,
+    TOOL_SEARCH, TodoArgs, TodoTool, ToolCatalog, ToolChange, ToolMask, ToolSearch, ToolSearchArgs,
+    parse_skill, plan_deferral, repair_tool_name, resolve_step,
 };

@@ -23,9 +23,7 @@ use tackle_provider::{
 };
 use tackle_store::{MessageFilter, Store};
 use tackle_testkit::{Fault, Script, Turn};
-use tackle_tools::{
-    ApprovalMode, AutoApprove, EventSink, ExecLimits, HookPolicy, ToolExecutor, ToolRegistry, typed,
-};
+use tackle_tools::{AutoApprove, EventSink};
 use tokio_util::sync::CancellationToken;
 
 fn locators(h: &Harness) -> Vec<String> {
@@ -391,26 +389,21 @@ async fn a_thousand_step_session_never_exceeds_the_budget() {
     let db = tempfile::tempdir().unwrap();
     let workspace = tempfile::tempdir().unwrap();
     let store = Store::open(&db.path().join("t.db")).await.unwrap();
-    let mut registry = ToolRegistry::new();
-    for t in tackle_builtins::builtin_tools(&Default::default()) {
-        registry.register(t).unwrap();
-    }
-    registry.register(typed(tackle_agent::ReadResult::new(store.clone()))).unwrap();
-    let executor = ToolExecutor::new(
-        Arc::new(registry),
-        HookPolicy::defaults(ApprovalMode::Headless),
-        Arc::new(AutoApprove),
-        ExecLimits::default(),
-    )
-    .with_offloader(Arc::new(StoreOffloader::new(store.clone(), 4096, Duration::from_secs(3600))));
     let encoder =
         OpenAiChat::with_dialect(ProviderConfig::new(ProviderKind::Openai), OpenAiDialect::OpenAi).unwrap();
-    let provider = Arc::new(LongRunModel { encoder, calls: AtomicUsize::new(0) });
+    let provider = LongRunModel { encoder, calls: AtomicUsize::new(0) };
     let mut config = AgentConfig::new("gpt-4o");
     config.context.window = Some(12_000);
     config.context.reserved_output = 1_000;
     config.max_steps = 12;
-    let agent = Agent::new(provider, Arc::new(executor), store.clone(), config);
+    let agent = Agent::builder(provider)
+        .config(config)
+        .store(store.clone())
+        .workspace(workspace.path())
+        .approver(AutoApprove)
+        .build()
+        .await
+        .unwrap();
     let mut session = agent
         .create_session(NewSessionOptions { workspace: workspace.path().to_owned(), ..Default::default() })
         .await

@@ -9,16 +9,14 @@ use async_trait::async_trait;
 use common::provider;
 use serde_json::{Value, json};
 use tackle_agent::{
-    Agent, AgentConfig, CallTool, ContextConfig, DeferralConfig, NewSessionOptions, ToolSearch, TurnInput,
-    plan_deferral,
+    Agent, AgentConfig, ContextConfig, DeferralConfig, NewSessionOptions, TurnInput, plan_deferral,
 };
 use tackle_protocol::{AgentEvent, ToolAnnotations, ToolSpec};
 use tackle_provider::ProviderKind;
 use tackle_store::Store;
 use tackle_testkit::{FakeModel, Script, Turn};
 use tackle_tools::{
-    ApprovalMode, AutoApprove, EventSink, ExecLimits, HookPolicy, Tool, ToolContext, ToolExecutor,
-    ToolFailure, ToolOutput, ToolRegistry,
+    AutoApprove, EventSink, StaticTools, Tool, ToolContext, ToolFailure, ToolOutput, ToolRegistry, ToolSource,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -75,8 +73,13 @@ async fn deferred_tools_are_found_and_called_without_changing_the_prefix() {
     let db = tempfile::tempdir().unwrap();
     let workspace = tempfile::tempdir().unwrap();
     let store = Store::open(&db.path().join("t.db")).await.unwrap();
-    let registry = remote_registry();
-    let full: usize = registry.specs().iter().map(|s| serde_json::to_string(s).unwrap().len()).sum();
+    let mut registry = ToolRegistry::new();
+    for tool in tackle_builtins::builtin_tools(&Default::default()) {
+        registry.register(tool).unwrap();
+    }
+    for tool in remote_tools().tools() {
+        registry.register(tool).unwrap();
+    }
     let names: Vec<String> = (0..100).map(|n| remote(n).0.name).collect();
     assert!(
         plan_deferral(
@@ -91,6 +94,13 @@ async fn deferred_tools_are_found_and_called_without_changing_the_prefix() {
     );
     let agent = deferred_agent(ProviderKind::Openai, "gpt-4o", &fake, &store, false).await;
     assert_eq!(agent.deferred().unwrap().len(), 100, "100 tools are over 10% of a 50k window");
+    // Everything the agent could offer without deferral.
+    let full: usize = agent
+        .tool_specs()
+        .iter()
+        .filter(|s| s.name != "tool_search" && s.name != "call_tool")
+        .map(|s| serde_json::to_string(s).unwrap().len())
+        .sum();
     let catalog = agent.catalog();
     assert!(
         catalog.contains("tool_search")
@@ -102,7 +112,16 @@ async fn deferred_tools_are_found_and_called_without_changing_the_prefix() {
         "tool definitions per request: {sent} B of {full} B ({:.1}%)",
         sent as f64 * 100.0 / full as f64
     );
-    assert!(sent * 100 <= full * 15, "definitions sent {sent} B are <= 15% of the full catalog {full} B");
+    // Exactly the remote definitions are left out: what is sent is the core tools plus the two
+    // deferral tools, a small share of everything.
+    let size = |name: &str| {
+        serde_json::to_string(&agent.tool_specs().into_iter().find(|s| s.name == name).unwrap())
+            .unwrap()
+            .len()
+    };
+    let remote: usize = (0..100).map(|n| size(&remote(n).0.name)).sum();
+    assert_eq!(sent, full - remote + size("tool_search") + size("call_tool"));
+    assert!(sent * 100 <= full * 16, "definitions sent {sent} B are <= 16% of the full catalog {full} B");
 
     let mut session = agent
         .create_session(NewSessionOptions { workspace: workspace.path().to_owned(), ..Default::default() })
@@ -148,20 +167,13 @@ async fn deferred_tools_are_found_and_called_without_changing_the_prefix() {
     );
 }
 
-/// The builtins and the 100 remote tools.
-fn remote_registry() -> ToolRegistry {
-    let mut registry = ToolRegistry::new();
-    for tool in tackle_builtins::builtin_tools(&Default::default()) {
-        registry.register(tool).unwrap();
-    }
-    for n in 0..100 {
-        registry.register(Arc::new(remote(n))).unwrap();
-    }
-    registry
+/// The 100 remote tools, as a tool source.
+fn remote_tools() -> Arc<StaticTools> {
+    Arc::new(StaticTools::new("remote", (0..100).map(|n| Arc::new(remote(n)) as Arc<dyn Tool>).collect()))
 }
 
-/// [`remote_registry`] with `tool_search` and `call_tool`, deferred in a 50k window as
-/// `tackle.toml` would have it, and an agent over `kind` answering as `model`.
+/// The builtins and the 100 remote tools, deferred in a 50k window as `tackle.toml` would have
+/// it, with `tool_search` and `call_tool`, and an agent over `kind` answering as `model`.
 async fn deferred_agent(
     kind: ProviderKind,
     model: &str,
@@ -169,23 +181,19 @@ async fn deferred_agent(
     store: &Store,
     native: bool,
 ) -> Agent {
-    let mut registry = remote_registry();
-    let names: Vec<String> = (0..100).map(|n| remote(n).0.name).collect();
-    let context = ContextConfig { window: Some(50_000), ..ContextConfig::default() };
-    let config = DeferralConfig { native, ..DeferralConfig::default() };
-    let deferred = plan_deferral(&registry.specs(), &names, model, &context, &config).unwrap();
-    registry.register(tackle_tools::typed(ToolSearch::new(deferred.clone(), store.clone()))).unwrap();
-    registry.register(tackle_tools::typed(CallTool)).unwrap();
-    let executor = ToolExecutor::new(
-        Arc::new(registry),
-        HookPolicy::defaults(ApprovalMode::Headless),
-        Arc::new(AutoApprove),
-        ExecLimits::default(),
-    );
-    let mut agent_config = AgentConfig::new(model);
-    agent_config.context = context;
-    Agent::new(provider(kind, fake), Arc::new(executor), store.clone(), agent_config)
-        .with_deferred(Some(deferred))
+    let mut config = AgentConfig::new(model);
+    config.context = ContextConfig { window: Some(50_000), ..ContextConfig::default() };
+    config.deferral = DeferralConfig { native, ..DeferralConfig::default() };
+    let agent = Agent::builder(provider(kind, fake))
+        .config(config)
+        .store(store.clone())
+        .tool_source(remote_tools())
+        .approver(AutoApprove)
+        .build()
+        .await
+        .unwrap();
+    assert!(agent.deferred().is_some(), "100 tools in a 50k window are deferred");
+    agent
 }
 
 async fn run(agent: &Agent, workspace: &std::path::Path, text: &str) -> (String, Vec<AgentEvent>) {

@@ -160,16 +160,16 @@ async fn compatible_servers_fall_back_to_the_tail_note_with_a_warning() {
     // Same fake, but spoken to as an OpenAI-compatible server without allowed_tools.
     let config = tackle_provider::ProviderConfig::new(ProviderKind::Openai)
         .with_base_url(format!("{}/v1", h.fake.base_url()));
-    let provider = std::sync::Arc::new(
+    let provider =
         tackle_provider::OpenAiChat::with_dialect(config, tackle_provider::OpenAiDialect::Compatible)
-            .unwrap(),
-    );
-    let agent = tackle_agent::Agent::new(
-        provider,
-        h.agent.executor().clone(),
-        h.store.clone(),
-        h.agent.config().clone(),
-    );
+            .unwrap();
+    let agent = tackle_agent::Agent::builder(provider)
+        .config(h.agent.config().clone())
+        .store(h.store.clone())
+        .workspace(h.workspace.path())
+        .build()
+        .await
+        .unwrap();
     let mut session = agent
         .create_session(tackle_agent::NewSessionOptions {
             workspace: h.workspace.path().to_owned(),

@@ -10,18 +10,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::provider;
-use tackle_agent::{
-    Agent, AgentConfig, CallTool, ContextConfig, DeferralConfig, NewSessionOptions, Session, ToolSearch,
-    TurnInput, plan_deferral,
-};
+use tackle_agent::{Agent, AgentConfig, ContextConfig, NewSessionOptions, Session, TurnInput};
 use tackle_mcp::{McpManager, McpServerConfig};
 use tackle_protocol::AgentEvent;
 use tackle_provider::ProviderKind;
 use tackle_store::Store;
 use tackle_testkit::{FakeModel, Script, Turn};
-use tackle_tools::{
-    ApprovalMode, AutoApprove, EventSink, ExecLimits, HookPolicy, ToolExecutor, ToolRegistry,
-};
+use tackle_tools::{AutoApprove, EventSink};
 use tokio_util::sync::CancellationToken;
 
 struct Setup {
@@ -43,33 +38,18 @@ async fn setup(script: Script, window: u64) -> Setup {
     let db = tempfile::tempdir().unwrap();
     let workspace = tempfile::tempdir().unwrap();
     let store = Store::open(&db.path().join("t.db")).await.unwrap();
-    let mut registry = ToolRegistry::new();
-    for tool in tackle_builtins::builtin_tools(&Default::default()) {
-        registry.register(tool).unwrap();
-    }
-    let mut names = Vec::new();
-    for tool in manager.tools() {
-        names.push(tool.spec().name.clone());
-        registry.register(tool).unwrap();
-    }
-    assert_eq!(names.len(), 100);
-    let context = ContextConfig { window: Some(window), ..ContextConfig::default() };
-    let deferred = plan_deferral(&registry.specs(), &names, "gpt-4o", &context, &DeferralConfig::default());
-    if let Some(d) = &deferred {
-        registry.register(tackle_tools::typed(ToolSearch::new(d.clone(), store.clone()))).unwrap();
-        registry.register(tackle_tools::typed(CallTool)).unwrap();
-    }
-    let executor = ToolExecutor::new(
-        Arc::new(registry),
-        HookPolicy::defaults(ApprovalMode::Headless),
-        Arc::new(AutoApprove),
-        ExecLimits::default(),
-    );
     let mut config = AgentConfig::new("gpt-4o");
-    config.context = context;
-    let agent = Agent::new(provider(ProviderKind::Openai, &fake), Arc::new(executor), store.clone(), config)
-        .with_deferred(deferred)
-        .with_tool_source(manager.clone());
+    config.context = ContextConfig { window: Some(window), ..ContextConfig::default() };
+    let agent = Agent::builder(provider(ProviderKind::Openai, &fake))
+        .config(config)
+        .store(store.clone())
+        .workspace(workspace.path())
+        .tool_source(manager.clone())
+        .approver(AutoApprove)
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(manager.tools().len(), 100);
     let path = workspace.path().to_owned();
     Setup { fake, agent, manager, _dirs: (db, workspace), workspace: path, store }
 }

@@ -5,17 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use tackle_agent::{
-    ActivateSkill, Agent, AgentConfig, CallTool, CompactContext, DeferredTools, NewSessionOptions,
-    ReadResult, Session, SkillSet, StoreOffloader, TodoTool, ToolMask, ToolSearch, plan_deferral,
-};
-use tackle_builtins::builtin_tools;
-use tackle_mcp::McpManager;
+use tackle_agent::{Agent, AgentConfig, BuildError, NewSessionOptions, Session, ToolMask};
 use tackle_provider::{OpenAiChat, Provider, ProviderConfig, ProviderKind, build_provider};
 use tackle_store::Store;
-use tackle_tools::{
-    ApprovalMode, Approver, AutoApprove, DenyAll, ExecLimits, HookPolicy, ToolExecutor, ToolRegistry, typed,
-};
+use tackle_tools::{ApprovalMode, Approver, AutoApprove, DenyAll, ExecLimits};
 
 use crate::UsageError;
 use crate::cli::ModelArgs;
@@ -81,52 +74,6 @@ pub fn provider_for(settings: &Settings) -> Result<(Arc<dyn Provider>, ProviderK
     Ok((provider, kind))
 }
 
-/// The tools of an agent: the registry, the deferred subset and the MCP servers they come from.
-pub struct Tools {
-    pub registry: ToolRegistry,
-    pub deferred: Option<Arc<DeferredTools>>,
-    /// The MCP servers, whose `list_changed` notifications are applied at turn boundaries.
-    pub mcp: Option<Arc<McpManager>>,
-}
-
-/// The tool registry: builtins, the todo tool, `activate_skill` when the workspace or the user
-/// config dir has skills, and the tools of configured MCP servers, deferred behind
-/// `tool_search` / `call_tool` when their definitions are over budget.
-pub async fn tools(settings: &Settings, store: &Store, workspace: &Path, model: &str) -> Result<Tools> {
-    let mut registry = ToolRegistry::new();
-    for tool in builtin_tools(&settings.builtins) {
-        registry.register(tool)?;
-    }
-    registry.register(typed(TodoTool::new(store.clone())))?;
-    registry.register(typed(ReadResult::new(store.clone())))?;
-    registry.register(typed(CompactContext))?;
-    let mut roots = vec![workspace.to_owned()];
-    roots.extend(user_config_dir());
-    let (skills, _) = SkillSet::discover(&roots);
-    if !skills.is_empty() {
-        registry.register(typed(ActivateSkill::new(skills, store.clone())))?;
-    }
-    let mut deferred = None;
-    let mut mcp = None;
-    if !settings.mcp.servers.is_empty() {
-        let manager = Arc::new(McpManager::connect(&settings.mcp.servers).await);
-        let mut mcp_names = Vec::new();
-        for tool in manager.tools() {
-            mcp_names.push(tool.spec().name.clone());
-            if let Err(e) = registry.register(tool) {
-                tracing::warn!(error = %e, "MCP tool skipped");
-            }
-        }
-        deferred = plan_deferral(&registry.specs(), &mcp_names, model, &settings.context, &settings.deferral);
-        if let Some(d) = &deferred {
-            registry.register(typed(ToolSearch::new(d.clone(), store.clone())))?;
-            registry.register(typed(CallTool))?;
-        }
-        mcp = Some(manager);
-    }
-    Ok(Tools { registry, deferred, mcp })
-}
-
 /// Who decides on confirmations.
 pub enum Approvals {
     /// Everything is approved (`--yes`, or the demo's throwaway workspace).
@@ -137,7 +84,8 @@ pub enum Approvals {
     Ask(Arc<dyn Approver>),
 }
 
-/// Builds the agent.
+/// Builds the agent the settings describe: builtins, the agent's own tools, skills of the
+/// workspace (and the server's named workspaces), MCP servers (deferred when over budget).
 pub async fn build_agent(
     settings: &Settings,
     workspace: &Path,
@@ -147,8 +95,6 @@ pub async fn build_agent(
     approvals: Approvals,
     mode: ApprovalMode,
 ) -> Result<Agent> {
-    let model = settings.model_for(kind);
-    let Tools { registry, deferred, mcp } = tools(settings, &store, workspace, &model).await?;
     let approver: Arc<dyn Approver> = match approvals {
         Approvals::Auto => Arc::new(AutoApprove),
         Approvals::Deny => {
@@ -162,31 +108,35 @@ pub async fn build_agent(
         max_output_lines: settings.tools.max_output_lines,
         ..ExecLimits::default()
     };
-    let hooks = HookPolicy::new(settings.hooks.clone(), mode).map_err(UsageError)?;
-    let mut executor = ToolExecutor::new(Arc::new(registry), hooks, approver, limits);
-    if settings.recoverable_compression {
-        let ttl = std::time::Duration::from_secs(settings.context.offload_ttl_days * 24 * 3600);
-        executor = executor.with_offloader(Arc::new(StoreOffloader::new(
-            store.clone(),
-            settings.context.offload_bytes,
-            ttl,
-        )));
-    }
     let mut config = AgentConfig::new(settings.model_for(kind));
     config.max_steps = settings.max_steps;
-    config.max_output_tokens = settings.max_output_tokens;
     config.loop_guard = settings.loop_guard.clone();
     config.dynamic_tools = settings.dynamic_tools;
-    config.user_config_dir = user_config_dir();
     config.context = settings.context.clone();
+    config.deferral = settings.deferral.clone();
+    let mut builder = Agent::builder(provider)
+        .config(config)
+        .store(store)
+        .workspace(workspace)
+        .workspaces(settings.server.workspaces.values().map(|p| workspace.join(p)))
+        .builtins(settings.builtins.clone())
+        .mcp(settings.mcp.clone())
+        .hooks(settings.hooks.clone(), mode)
+        .shared_approver(approver)
+        .limits(limits)
+        .offload(settings.recoverable_compression);
+    if let Some(dir) = user_config_dir() {
+        builder = builder.skill_root(dir);
+    }
     if let Some(max) = settings.max_output_tokens {
-        config.context.reserved_output = u64::from(max);
+        builder = builder.max_output_tokens(max);
     }
-    let mut agent = Agent::new(provider, Arc::new(executor), store, config).with_deferred(deferred);
-    if let Some(mcp) = mcp {
-        agent = agent.with_tool_source(mcp);
-    }
-    Ok(agent)
+    builder.build().await.map_err(|e| match e {
+        BuildError::Hook(_) | BuildError::Workspace { .. } | BuildError::NoModel | BuildError::Limit(_) => {
+            UsageError(e.to_string()).into()
+        }
+        other => anyhow::Error::new(other),
+    })
 }
 
 /// Opens `--session` (by id or unique prefix) or creates a new session in `workspace`.

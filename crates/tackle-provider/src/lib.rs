@@ -33,7 +33,7 @@ pub use error::ProviderError;
 pub use http::{WireDecoder, decode_sse};
 pub use openai::{OpenAiChat, OpenAiChatDecoder, OpenAiDialect};
 pub use provider::{
-    CallOptions, Capabilities, EncodedRequest, EventStream, Provider, RetryHook, RetryNotice,
+    CallOptions, Capabilities, EncodedRequest, EventStream, IntoProvider, Provider, RetryHook, RetryNotice,
 };
 pub use retry::{RetryPolicy, server_requested_wait};
 

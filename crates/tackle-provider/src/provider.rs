@@ -136,3 +136,29 @@ pub trait Provider: Send + Sync {
         Ok(acc.finish())
     }
 }
+
+/// A provider, shared or not: what agent builders accept.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tackle_provider::{Anthropic, IntoProvider, Provider, ProviderConfig, ProviderKind};
+/// let owned = Anthropic::new(ProviderConfig::new(ProviderKind::Anthropic)).unwrap();
+/// let shared: Arc<dyn Provider> = owned.into_provider();
+/// assert_eq!(shared.clone().into_provider().name(), "anthropic");
+/// ```
+pub trait IntoProvider {
+    /// The provider behind an `Arc`.
+    fn into_provider(self) -> Arc<dyn Provider>;
+}
+
+impl IntoProvider for Arc<dyn Provider> {
+    fn into_provider(self) -> Arc<dyn Provider> {
+        self
+    }
+}
+
+impl<P: Provider + 'static> IntoProvider for P {
+    fn into_provider(self) -> Arc<dyn Provider> {
+        Arc::new(self)
+    }
+}

@@ -12,17 +12,15 @@
 //!    sent straight to the fake model. On 2 cores the client, the server and the fake model share
 //!    the CPU, so burst latencies are mostly queueing.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
-use tackle_agent::{Agent, AgentConfig};
-use tackle_builtins::{BuiltinConfig, builtin_tools};
+use tackle_agent::Agent;
 use tackle_provider::{OpenAiChat, OpenAiDialect, ProviderConfig, ProviderKind, RetryPolicy};
 use tackle_server::{AppState, ServerConfig};
 use tackle_store::Store;
 use tackle_testkit::{FakeModel, Script, Turn};
-use tackle_tools::{ApprovalMode, ApprovalQueue, ExecLimits, HookPolicy, ToolExecutor, ToolRegistry};
+use tackle_tools::{ApprovalMode, ApprovalQueue};
 
 /// One timed request, boxed so turns and direct calls can be paced alike.
 type TurnFuture = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Duration, String>> + Send>>;
@@ -54,23 +52,22 @@ async fn main() {
     let db = tempfile::tempdir().unwrap();
     let workspace = tempfile::tempdir().unwrap();
     let store = Store::open(&db.path().join("tackle.db")).await.unwrap();
-    let mut registry = ToolRegistry::new();
-    for tool in builtin_tools(&BuiltinConfig::default()) {
-        registry.register(tool).unwrap();
-    }
     let approvals = ApprovalQueue::default();
-    let executor = ToolExecutor::new(
-        Arc::new(registry),
-        HookPolicy::defaults(ApprovalMode::Server),
-        Arc::new(approvals.clone()),
-        ExecLimits::default(),
-    );
     let config = ProviderConfig::new(ProviderKind::Openai)
         .with_base_url(format!("{}/v1", fake.base_url()))
         .with_api_key("sk-bench")
         .with_retry(RetryPolicy { max_retries: 0, ..RetryPolicy::default() });
-    let provider = Arc::new(OpenAiChat::with_dialect(config, OpenAiDialect::OpenAi).unwrap());
-    let agent = Agent::new(provider, Arc::new(executor), store.clone(), AgentConfig::new("model-x"));
+    let provider = OpenAiChat::with_dialect(config, OpenAiDialect::OpenAi).unwrap();
+    let agent = Agent::builder(provider)
+        .model("model-x")
+        .store(store.clone())
+        .workspace(workspace.path())
+        .hooks(Vec::new(), ApprovalMode::Server)
+        .approver(approvals.clone())
+        .offload(false)
+        .build()
+        .await
+        .unwrap();
     let mut server = ServerConfig::new(workspace.path().to_owned());
     server.heartbeat = Duration::from_secs(15);
     let state = AppState::new(agent, approvals, server);

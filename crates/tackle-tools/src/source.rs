@@ -24,3 +24,46 @@ pub trait ToolSource: Send + Sync {
     /// changed (then [`ToolSource::tools`] returns the new list).
     async fn refresh(&self) -> bool;
 }
+
+/// A fixed set of tools offered as a source: treated like an MCP server's tools (after the core
+/// tools, deferred behind `tool_search` when over budget), but never changing.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tackle_tools::{StaticTools, Tool, ToolSource};
+/// let source = StaticTools::new("plugins", Vec::<Arc<dyn Tool>>::new());
+/// assert_eq!(source.name(), "plugins");
+/// ```
+#[derive(Clone)]
+pub struct StaticTools {
+    name: String,
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+impl StaticTools {
+    /// A source named `name` offering `tools`.
+    pub fn new(name: impl Into<String>, tools: Vec<Arc<dyn Tool>>) -> Self {
+        Self { name: name.into(), tools }
+    }
+}
+
+impl std::fmt::Debug for StaticTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StaticTools").field("name", &self.name).field("tools", &self.tools.len()).finish()
+    }
+}
+
+#[async_trait]
+impl ToolSource for StaticTools {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.tools.clone()
+    }
+
+    async fn refresh(&self) -> bool {
+        false
+    }
+}

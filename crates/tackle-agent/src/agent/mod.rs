@@ -4,53 +4,19 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use tackle_protocol::ToolSpec;
 use tackle_provider::Provider;
 use tackle_store::{NewSession, Store};
 use tackle_tools::{ToolExecutor, ToolSource};
 
-use crate::tools::ToolSources;
-use crate::{AgentError, ContextConfig, LoopGuardConfig, Session, ToolCatalog, ToolChange};
+use crate::tools::{SkillLibrary, ToolSources};
+use crate::{AgentError, Session, ToolCatalog, ToolChange, TurnInput, TurnOutcome};
 
-/// Per-agent settings of the loop.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AgentConfig {
-    /// Model name sent to the provider.
-    pub model: String,
-    /// Steps per turn unless a turn asks for fewer or more.
-    pub max_steps: u32,
-    /// Output token limit per model call.
-    pub max_output_tokens: Option<u32>,
-    /// Doom-loop thresholds.
-    pub loop_guard: LoopGuardConfig,
-    /// Per-step tool availability (masks, skills); `false` is the kill switch: every tool is
-    /// always active.
-    pub dynamic_tools: bool,
-    /// The user's config directory (`~/.config/tackle`), searched for skills after the workspace.
-    pub user_config_dir: Option<PathBuf>,
-    /// Context window management.
-    pub context: ContextConfig,
-    /// Deferral of tools over budget.
-    pub deferral: crate::DeferralConfig,
-}
+mod builder;
+mod config;
 
-impl AgentConfig {
-    /// Defaults for `model`: 25 steps, provider default output limit, default guard, dynamic
-    /// tools on, no user config dir.
-    pub fn new(model: impl Into<String>) -> Self {
-        Self {
-            model: model.into(),
-            max_steps: 25,
-            max_output_tokens: None,
-            loop_guard: LoopGuardConfig::default(),
-            dynamic_tools: true,
-            user_config_dir: None,
-            context: ContextConfig::default(),
-            deferral: crate::DeferralConfig::default(),
-        }
-    }
-}
+pub use builder::{AgentBuilder, BuildError};
+pub use config::AgentConfig;
 
 // Cloned (every field is shared or cheap) to derive an agent with one part changed.
 #[derive(Clone)]
@@ -69,6 +35,10 @@ pub(crate) struct AgentInner {
     /// every session opened meanwhile shares its `Arc<[ToolSpec]>` (so providers reuse one
     /// rendering of it) instead of freezing, fingerprinting and rendering its own copy.
     pub(crate) catalog: Arc<Mutex<Option<(u64, ToolCatalog)>>>,
+    /// The workspace of sessions that name none.
+    pub(crate) workspace: PathBuf,
+    /// Skills per workspace, discovered once each.
+    pub(crate) skills: Arc<SkillLibrary>,
 }
 
 /// Expired outputs are purged at most this often (a server opens a session per request).
@@ -102,7 +72,7 @@ pub(crate) struct LoadedMessage {
 pub struct NewSessionOptions {
     /// Title; derived from the first message when empty.
     pub title: Option<String>,
-    /// Workspace root the tools work in.
+    /// Workspace root the tools work in; the agent's own when empty.
     pub workspace: PathBuf,
     /// Owner (user id) for multi-user servers; `local` otherwise.
     pub owner: Option<String>,
@@ -112,12 +82,25 @@ pub struct NewSessionOptions {
 }
 
 impl Agent {
-    /// An agent from its parts.
-    pub fn new(
+    /// A builder: provider first, then the model and whatever differs from the defaults.
+    ///
+    /// ```no_run
+    /// # async fn demo(provider: std::sync::Arc<dyn tackle_provider::Provider>) -> Result<(), tackle_agent::BuildError> {
+    /// let agent = tackle_agent::Agent::builder(provider).model("claude-sonnet-4-5").max_steps(10).build().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn builder(provider: impl tackle_provider::IntoProvider) -> AgentBuilder {
+        AgentBuilder::new(provider)
+    }
+
+    /// An agent from parts the builder validated.
+    pub(crate) fn from_parts(
         provider: Arc<dyn Provider>,
         executor: Arc<ToolExecutor>,
         store: Store,
         config: AgentConfig,
+        workspace: PathBuf,
+        skills: Arc<SkillLibrary>,
     ) -> Self {
         Self {
             inner: Arc::new(AgentInner {
@@ -129,13 +112,29 @@ impl Agent {
                 last_purge: Arc::default(),
                 sources: Arc::default(),
                 catalog: Arc::default(),
+                workspace,
+                skills,
             }),
         }
     }
 
+    /// Runs one turn of `prompt` in a new session (in the default workspace) and returns how
+    /// it ended; the session stays in the store. Events are not reported: use
+    /// [`Agent::create_session`] and [`Session::run_turn`] to stream them.
+    pub async fn run(&self, prompt: impl Into<String>) -> Result<TurnOutcome, AgentError> {
+        let mut session = self.create_session(NewSessionOptions::default()).await?;
+        session
+            .run_turn(
+                TurnInput::new(prompt),
+                &tackle_tools::EventSink::discard(),
+                &tokio_util::sync::CancellationToken::new(),
+            )
+            .await
+    }
+
     /// The same agent with `deferred` tools left out of the catalog (see [`crate::plan_deferral`]);
     /// the registry must hold them and `tool_search` and `call_tool`.
-    pub fn with_deferred(self, deferred: Option<Arc<crate::DeferredTools>>) -> Self {
+    pub(crate) fn with_deferred(self, deferred: Option<Arc<crate::DeferredTools>>) -> Self {
         let inner = &self.inner;
         if let Some(d) = &deferred {
             d.resolve(inner.provider.capabilities().deferred_tools);
@@ -163,7 +162,7 @@ impl Agent {
     /// The same agent with a tool source whose list can change while sessions run (the MCP
     /// servers). Its current tools must already be in the registry. Changes are applied at the
     /// start of a turn, as a `catalog_changed` event.
-    pub fn with_tool_source(self, source: Arc<dyn ToolSource>) -> Self {
+    pub(crate) fn with_tool_source(self, source: Arc<dyn ToolSource>) -> Self {
         self.derive(|inner| {
             inner.sources = Arc::new(inner.sources.with(source));
             inner.catalog = Arc::default();
@@ -279,16 +278,23 @@ impl Agent {
         }
     }
 
-    /// Where skills are looked for: the workspace, then the user config dir.
-    pub fn skill_roots(&self, workspace: &Path) -> Vec<PathBuf> {
-        let mut roots = vec![workspace.to_owned()];
-        roots.extend(self.inner.config.user_config_dir.clone());
-        roots
+    /// The workspace of sessions that name none.
+    pub fn workspace(&self) -> &Path {
+        &self.inner.workspace
+    }
+
+    /// Skills per workspace (what sessions offer and `activate_skill` accepts).
+    pub fn skills(&self) -> &Arc<SkillLibrary> {
+        &self.inner.skills
     }
 
     /// Creates a session in the store.
     pub async fn create_session(&self, options: NewSessionOptions) -> Result<Session, AgentError> {
-        let workspace = canonical_workspace(&options.workspace)?;
+        let workspace = if options.workspace.as_os_str().is_empty() {
+            self.inner.workspace.clone()
+        } else {
+            canonical_workspace(&options.workspace)?
+        };
         let record = self
             .inner
             .store
@@ -348,7 +354,7 @@ impl Agent {
     }
 }
 
-fn canonical_workspace(path: &Path) -> Result<PathBuf, AgentError> {
+pub(crate) fn canonical_workspace(path: &Path) -> Result<PathBuf, AgentError> {
     let err = |message: String| AgentError::Workspace { path: path.display().to_string(), message };
     let canonical =
         path.canonicalize().map_err(|e| err(format!("{e}; create it or pass an existing --workspace")))?;

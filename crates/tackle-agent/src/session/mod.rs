@@ -25,7 +25,7 @@ pub use tail_note::{NOTE_PREFIX, TailNotes, TailState};
 use crate::agent::LoadedMessage;
 use crate::context::{CALIBRATION_KEY, ContextState};
 use crate::invariants::interrupted_result;
-use crate::tools::{ACTIVE_SKILLS_KEY, ActiveSkills, SkillSet};
+use crate::tools::{ACTIVATE_SKILL, ACTIVE_SKILLS_KEY, ActiveSkills, SkillSet};
 use crate::tools::{Availability, StepTools, resolve_step};
 
 use crate::{Agent, AgentError, DeferralMode, FOUND_TOOLS_KEY, FoundTools, ToolCatalog, ToolMask};
@@ -179,11 +179,19 @@ impl Session {
                 ),
             });
         }
-        let (skills, skill_warnings) = SkillSet::discover(&agent.skill_roots(&workspace));
-        for w in skill_warnings {
-            tracing::warn!("{w}");
-            pending_warnings.push(AgentEvent::Warning { code: "skill_invalid".into(), message: w });
-        }
+        // The skills `activate_skill` knows for this workspace, offered only when the catalog
+        // has the tool (so the prompt never offers a skill nothing can activate).
+        let skills = if catalog.contains(ACTIVATE_SKILL) {
+            let discovered = agent.skills().for_workspace(&workspace);
+            for w in &discovered.warnings {
+                tracing::warn!("{w}");
+                pending_warnings
+                    .push(AgentEvent::Warning { code: "skill_invalid".into(), message: w.clone() });
+            }
+            discovered.skills.clone()
+        } else {
+            SkillSet::default()
+        };
         let mut system = system_sections(&workspace);
         system.extend(skills.system_section());
         // Cacheable sections first: dynamic text may only follow them.

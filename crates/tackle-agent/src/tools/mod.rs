@@ -19,8 +19,8 @@ pub use deferral::{
 pub use mask::ToolMask;
 pub use repair::repair_tool_name;
 pub use skills::{
-    ACTIVE_SKILLS_KEY, ActivateSkill, ActivateSkillArgs, ActiveSkills, MAX_ACTIVE_SKILLS, Skill, SkillSet,
-    parse_skill,
+    ACTIVATE_SKILL, ACTIVE_SKILLS_KEY, ActivateSkill, ActivateSkillArgs, ActiveSkills, DiscoveredSkills,
+    MAX_ACTIVE_SKILLS, Skill, SkillLibrary, SkillSet, parse_skill,
 };
 pub use sources::ToolChange;
 pub(crate) use sources::ToolSources;

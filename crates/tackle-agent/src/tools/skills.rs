@@ -5,8 +5,9 @@
 //! callable from the next step. At most [`MAX_ACTIVE_SKILLS`] are active; activating another
 //! evicts the oldest (FIFO), masking its tools again. The active list is stored per session.
 
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
@@ -17,6 +18,9 @@ use tackle_tools::{ToolContext, ToolDoc, ToolFailure, ToolOutput, TypedTool};
 
 /// Most skills active at once.
 pub const MAX_ACTIVE_SKILLS: usize = 3;
+
+/// Name of the tool that activates skills.
+pub const ACTIVATE_SKILL: &str = "activate_skill";
 
 /// Session-state key of the active skill list.
 pub const ACTIVE_SKILLS_KEY: &str = "skills.active";
@@ -157,6 +161,58 @@ impl SkillSet {
     }
 }
 
+/// Skills found for one workspace, with the problems met while reading them.
+#[derive(Debug, Default)]
+pub struct DiscoveredSkills {
+    /// The skills.
+    pub skills: SkillSet,
+    /// Unreadable or malformed skill files, one message each.
+    pub warnings: Vec<String>,
+}
+
+/// The skills of every workspace an agent's sessions use, discovered once per workspace.
+///
+/// A workspace's skills are its own `skills/` directory, then those of the extra roots (the
+/// user's config directory). The session's system prompt and `activate_skill` both ask this
+/// library, so a skill the prompt offers is a skill the tool accepts, in every workspace.
+/// Skills added to disk later are seen by a new agent (a new process), not by a running one.
+#[derive(Debug, Default)]
+pub struct SkillLibrary {
+    extra_roots: Vec<PathBuf>,
+    found: Mutex<HashMap<PathBuf, Arc<DiscoveredSkills>>>,
+}
+
+impl SkillLibrary {
+    /// A library searching each workspace, then `extra_roots` (e.g. `~/.config/tackle`).
+    pub fn new(extra_roots: Vec<PathBuf>) -> Self {
+        Self { extra_roots, found: Mutex::default() }
+    }
+
+    /// A library with these skills for `workspace` (embedding and tests).
+    pub fn with_skills(workspace: &Path, skills: SkillSet) -> Self {
+        let library = Self::default();
+        let discovered = Arc::new(DiscoveredSkills { skills, warnings: Vec::new() });
+        library.lock().insert(workspace.to_owned(), discovered);
+        library
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Arc<DiscoveredSkills>>> {
+        self.found.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The skills of `workspace` (a canonical path), discovered on first use.
+    pub fn for_workspace(&self, workspace: &Path) -> Arc<DiscoveredSkills> {
+        if let Some(found) = self.lock().get(workspace) {
+            return found.clone();
+        }
+        let mut roots = vec![workspace.to_owned()];
+        roots.extend(self.extra_roots.iter().cloned());
+        let (skills, warnings) = SkillSet::discover(&roots);
+        let discovered = Arc::new(DiscoveredSkills { skills, warnings });
+        self.lock().entry(workspace.to_owned()).or_insert(discovered).clone()
+    }
+}
+
 /// The active skills of a session, oldest first.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
@@ -185,14 +241,15 @@ pub struct ActivateSkillArgs {
 /// The `activate_skill` tool.
 #[derive(Debug, Clone)]
 pub struct ActivateSkill {
-    skills: SkillSet,
+    library: Arc<SkillLibrary>,
     store: Store,
 }
 
 impl ActivateSkill {
-    /// A tool activating skills of `skills`, keeping the active list in `store`.
-    pub fn new(skills: SkillSet, store: Store) -> Self {
-        Self { skills, store }
+    /// A tool activating the skills `library` holds for the calling session's workspace,
+    /// keeping the active list in `store`.
+    pub fn new(library: Arc<SkillLibrary>, store: Store) -> Self {
+        Self { library, store }
     }
 }
 
@@ -201,7 +258,7 @@ impl TypedTool for ActivateSkill {
     type Args = ActivateSkillArgs;
 
     fn name(&self) -> &str {
-        "activate_skill"
+        ACTIVATE_SKILL
     }
 
     fn description(&self) -> String {
@@ -222,8 +279,10 @@ impl TypedTool for ActivateSkill {
     }
 
     async fn run(&self, args: ActivateSkillArgs, ctx: ToolContext) -> Result<ToolOutput, ToolFailure> {
-        let Some(skill) = self.skills.get(&args.name) else {
-            let names = self.skills.names();
+        let discovered = self.library.for_workspace(&ctx.workspace);
+        let skills = &discovered.skills;
+        let Some(skill) = skills.get(&args.name) else {
+            let names = skills.names();
             let list = if names.is_empty() { "none".to_owned() } else { names.join(", ") };
             return Err(ToolFailure::new(
                 ErrorCategory::NotFound,

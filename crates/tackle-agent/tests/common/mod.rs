@@ -8,21 +8,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use tackle_agent::{
-    ActivateSkill, Agent, AgentConfig, CompactContext, NewSessionOptions, ReadResult, Session, SkillSet,
-    StoreOffloader, TodoTool,
-};
-use tackle_builtins::{BuiltinConfig, builtin_tools};
+use tackle_agent::{Agent, AgentConfig, NewSessionOptions, Session};
 use tackle_protocol::{AgentEvent, ToolAnnotations};
 use tackle_provider::{
     Anthropic, OpenAiChat, OpenAiDialect, Provider, ProviderConfig, ProviderKind, RetryPolicy,
 };
 use tackle_store::Store;
 use tackle_testkit::{FakeModel, Script};
-use tackle_tools::{
-    ApprovalMode, AutoApprove, EventSink, ExecLimits, HookPolicy, ToolContext, ToolExecutor, ToolFailure,
-    ToolOutput, ToolRegistry, TypedTool, typed,
-};
+use tackle_tools::{AutoApprove, EventSink, ToolContext, ToolFailure, ToolOutput, TypedTool};
 
 /// Both wire formats, for tests that must pass in each.
 pub const FORMATS: [ProviderKind; 2] = [ProviderKind::Openai, ProviderKind::Anthropic];
@@ -144,49 +137,30 @@ impl Harness {
         let db_dir = tempfile::tempdir().unwrap();
         let store = Store::open(&db_dir.path().join("tackle.db")).await.unwrap();
         let counter = Arc::new(AtomicUsize::new(0));
-        let (skills, _) = SkillSet::discover(&[workspace.path().to_owned()]);
-        let agent = Self::build_agent(kind, &fake, &store, counter.clone(), skills, config);
+        let agent = Self::build_agent(kind, &fake, &store, counter.clone(), workspace.path(), config).await;
         Self { fake, agent, store, workspace, db_dir, counter, events: Arc::default(), kind }
     }
 
-    pub fn build_agent(
+    /// The harness's agent: builtins, `count` and `meet`, skills of `workspace`, offloading,
+    /// everything approved.
+    pub async fn build_agent(
         kind: ProviderKind,
         fake: &FakeModel,
         store: &Store,
         counter: Arc<AtomicUsize>,
-        skills: SkillSet,
+        workspace: &std::path::Path,
         config: impl FnOnce(AgentConfig) -> AgentConfig,
     ) -> Agent {
-        let mut registry = ToolRegistry::new();
-        for tool in builtin_tools(&BuiltinConfig::default()) {
-            registry.register(tool).unwrap();
-        }
-        registry.register(typed(TodoTool::new(store.clone()))).unwrap();
-        registry.register(typed(Count(counter))).unwrap();
-        registry.register(typed(Meet(Arc::new(tokio::sync::Barrier::new(2))))).unwrap();
-        if !skills.is_empty() {
-            registry.register(typed(ActivateSkill::new(skills, store.clone()))).unwrap();
-        }
-        registry.register(typed(ReadResult::new(store.clone()))).unwrap();
-        registry.register(typed(CompactContext)).unwrap();
-        let offloader = StoreOffloader::new(
-            store.clone(),
-            tackle_agent::DEFAULT_OFFLOAD_BYTES,
-            tackle_agent::DEFAULT_OFFLOAD_TTL,
-        );
-        let executor = ToolExecutor::new(
-            Arc::new(registry),
-            HookPolicy::defaults(ApprovalMode::Headless),
-            Arc::new(AutoApprove),
-            ExecLimits::default(),
-        )
-        .with_offloader(Arc::new(offloader));
-        Agent::new(
-            provider(kind, fake),
-            Arc::new(executor),
-            store.clone(),
-            config(AgentConfig::new("model-x")),
-        )
+        Agent::builder(provider(kind, fake))
+            .config(config(AgentConfig::new("model-x")))
+            .store(store.clone())
+            .workspace(workspace)
+            .tool(Count(counter))
+            .tool(Meet(Arc::new(tokio::sync::Barrier::new(2))))
+            .approver(AutoApprove)
+            .build()
+            .await
+            .unwrap()
     }
 
     pub async fn session(&self) -> Session {

@@ -1,7 +1,6 @@
 //! A server over a real store and real tools, talking to the scripted fake model.
 #![allow(dead_code)]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -9,13 +8,12 @@ use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::Value;
-use tackle_agent::{Agent, AgentConfig, ReadResult, StoreOffloader};
-use tackle_builtins::{BuiltinConfig, builtin_tools};
+use tackle_agent::Agent;
 use tackle_provider::{OpenAiChat, OpenAiDialect, ProviderConfig, ProviderKind, RetryPolicy};
 use tackle_server::{AppState, ServerConfig, UserToken, router};
 use tackle_store::Store;
 use tackle_testkit::{FakeModel, Script};
-use tackle_tools::{ApprovalMode, ApprovalQueue, ExecLimits, HookPolicy, ToolExecutor, ToolRegistry, typed};
+use tackle_tools::{ApprovalMode, ApprovalQueue};
 use tower::ServiceExt;
 
 pub const ALICE: &str = "alice-token-0123456789";
@@ -47,30 +45,22 @@ impl Harness {
         let workspace = tempfile::tempdir().unwrap();
         let db = tempfile::tempdir().unwrap();
         let store = Store::open(&db.path().join("tackle.db")).await.unwrap();
-        let mut registry = ToolRegistry::new();
-        for tool in builtin_tools(&BuiltinConfig::default()) {
-            registry.register(tool).unwrap();
-        }
-        registry.register(typed(ReadResult::new(store.clone()))).unwrap();
         let approvals = ApprovalQueue::default();
-        let executor = ToolExecutor::new(
-            Arc::new(registry),
-            HookPolicy::defaults(ApprovalMode::Server),
-            Arc::new(approvals.clone()),
-            ExecLimits::default(),
-        )
-        .with_offloader(Arc::new(StoreOffloader::new(
-            store.clone(),
-            tackle_agent::DEFAULT_OFFLOAD_BYTES,
-            tackle_agent::DEFAULT_OFFLOAD_TTL,
-        )));
         let retry = RetryPolicy { max_retries: 0, ..RetryPolicy::default() };
         let config = ProviderConfig::new(ProviderKind::Openai)
             .with_base_url(format!("{}/v1", fake.base_url()))
             .with_api_key("sk-test")
             .with_retry(retry);
-        let provider = Arc::new(OpenAiChat::with_dialect(config, OpenAiDialect::OpenAi).unwrap());
-        let agent = Agent::new(provider, Arc::new(executor), store.clone(), AgentConfig::new("model-x"));
+        let provider = OpenAiChat::with_dialect(config, OpenAiDialect::OpenAi).unwrap();
+        let agent = Agent::builder(provider)
+            .model("model-x")
+            .store(store.clone())
+            .workspace(workspace.path())
+            .hooks(Vec::new(), ApprovalMode::Server)
+            .approver(approvals.clone())
+            .build()
+            .await
+            .unwrap();
         let mut server = ServerConfig::new(workspace.path().to_owned());
         server.tokens = tokens;
         server.models = vec!["model-y".into()];

@@ -1,0 +1,441 @@
+//! [`AgentBuilder`]: everything an agent needs, validated once, in one place.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tackle_builtins::{BuiltinConfig, builtin_tools};
+use tackle_mcp::{McpConfig, McpManager};
+use tackle_provider::{IntoProvider, Provider};
+use tackle_store::Store;
+use tackle_tools::{
+    ApprovalMode, Approver, DenyAll, ExecLimits, HookPolicy, HookRule, IntoTool, RegistryError, Tool,
+    ToolExecutor, ToolRegistry, ToolSource, typed,
+};
+use thiserror::Error;
+
+use crate::context::{CompactContext, ReadResult, StoreOffloader};
+use crate::tools::{ActivateSkill, CallTool, SkillLibrary, TodoTool, ToolSearch};
+use crate::{Agent, AgentConfig, ContextConfig, DeferralConfig, LoopGuardConfig, plan_deferral};
+
+/// Why an agent could not be built. Each message names the part and what to change.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// No model was named.
+    #[error("no model is set: call AgentBuilder::model with the provider's model name")]
+    NoModel,
+    /// The session store could not be opened.
+    #[error("cannot open the session store {path}: {message}")]
+    Store {
+        /// The database file (or `:memory:`).
+        path: String,
+        /// Why.
+        message: String,
+    },
+    /// The default workspace is not a usable directory.
+    #[error("workspace {path} is not usable: {message}")]
+    Workspace {
+        /// The path given.
+        path: String,
+        /// Why, and what to do.
+        message: String,
+    },
+    /// Two tools share a name, or a tool has an invalid name or schema.
+    #[error("tool setup failed: {0}")]
+    Tool(#[from] RegistryError),
+    /// A hook rule is invalid.
+    #[error("invalid hook rule: {0}; fix the rule's `tools` glob")]
+    Hook(String),
+    /// A limit that must be positive is zero.
+    #[error("{0} must be at least 1")]
+    Limit(&'static str),
+}
+
+/// Where sessions are stored.
+#[derive(Debug, Clone)]
+enum StoreChoice {
+    /// SQLite under `TACKLE_HOME` when it is set, else in memory.
+    Default,
+    InMemory,
+    Path(PathBuf),
+    Given(Store),
+}
+
+/// Builds an [`Agent`]: a provider, a model, tools, a store and the rules around them.
+///
+/// Everything has a working default: the builtin tools (shell, files, web fetch) in the
+/// current directory, the agent's own tools (`todo`, `read_result`, `compact_context`, skills
+/// when the workspace has any), confirmations denied with a message the model can relay,
+/// large outputs offloaded to the store, and a store in memory (SQLite under `TACKLE_HOME`
+/// when that is set).
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use tackle_agent::Agent;
+/// use tackle_provider::{OpenAiChat, ProviderConfig, ProviderKind};
+///
+/// let provider = OpenAiChat::new(ProviderConfig::from_env(ProviderKind::Openai))?;
+/// let agent = Agent::builder(provider).model("gpt-4.1-mini").build().await?;
+/// let outcome = agent.run("What is in this directory?").await?;
+/// println!("{}", outcome.text);
+/// # Ok(()) }
+/// ```
+#[must_use = "call build() to get the agent"]
+pub struct AgentBuilder {
+    provider: Arc<dyn Provider>,
+    config: AgentConfig,
+    store: StoreChoice,
+    workspace: Option<PathBuf>,
+    workspaces: Vec<PathBuf>,
+    builtins: Option<BuiltinConfig>,
+    tools: Vec<Arc<dyn Tool>>,
+    mcp: McpConfig,
+    sources: Vec<Arc<dyn ToolSource>>,
+    skills: bool,
+    skill_roots: Vec<PathBuf>,
+    hooks: Vec<HookRule>,
+    approval_mode: ApprovalMode,
+    approver: Option<Arc<dyn Approver>>,
+    limits: ExecLimits,
+    offload: bool,
+}
+
+impl std::fmt::Debug for AgentBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentBuilder")
+            .field("provider", &self.provider.name())
+            .field("config", &self.config)
+            .field("store", &self.store)
+            .field("workspace", &self.workspace)
+            .field("tools", &self.tools.iter().map(|t| t.spec().name.clone()).collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentBuilder {
+    /// A builder for an agent answering with `provider`.
+    pub fn new(provider: impl IntoProvider) -> Self {
+        Self {
+            provider: provider.into_provider(),
+            config: AgentConfig::new(""),
+            store: StoreChoice::Default,
+            workspace: None,
+            workspaces: Vec::new(),
+            builtins: Some(BuiltinConfig::default()),
+            tools: Vec::new(),
+            mcp: McpConfig::default(),
+            sources: Vec::new(),
+            skills: true,
+            skill_roots: Vec::new(),
+            hooks: Vec::new(),
+            approval_mode: ApprovalMode::Headless,
+            approver: None,
+            limits: ExecLimits::default(),
+            offload: true,
+        }
+    }
+
+    /// The model name sent to the provider (required).
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.config.model = model.into();
+        self
+    }
+
+    /// Sessions are stored in this store.
+    pub fn store(mut self, store: Store) -> Self {
+        self.store = StoreChoice::Given(store);
+        self
+    }
+
+    /// Sessions are stored in the SQLite database at `path` (created if missing).
+    pub fn store_path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.store = StoreChoice::Path(path.into());
+        self
+    }
+
+    /// Sessions live in memory only and are gone when the agent is dropped.
+    pub fn in_memory(mut self) -> Self {
+        self.store = StoreChoice::InMemory;
+        self
+    }
+
+    /// The directory tools work in when a session names none (default: the current directory).
+    pub fn workspace(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.workspace = Some(dir.into());
+        self
+    }
+
+    /// Further workspaces sessions may be created in (a server's named workspaces); their skills
+    /// are discovered up front so `activate_skill` is offered when any of them has skills.
+    pub fn workspaces(mut self, dirs: impl IntoIterator<Item = PathBuf>) -> Self {
+        self.workspaces.extend(dirs);
+        self
+    }
+
+    /// The builtin tools with these limits (they are on by default).
+    pub fn builtins(mut self, config: BuiltinConfig) -> Self {
+        self.builtins = Some(config);
+        self
+    }
+
+    /// No builtin tools (shell, files, web fetch): only the agent's own and those added.
+    pub fn without_builtins(mut self) -> Self {
+        self.builtins = None;
+        self
+    }
+
+    /// Adds a tool: a [`tackle_tools::TypedTool`], a [`tackle_tools::tool_fn`] closure, or an
+    /// `Arc<dyn Tool>`. Tools are offered in the order added, after the builtins.
+    pub fn tool(mut self, tool: impl IntoTool) -> Self {
+        self.tools.push(tool.into_tool());
+        self
+    }
+
+    /// Adds several tools.
+    pub fn tools(mut self, tools: impl IntoIterator<Item = Arc<dyn Tool>>) -> Self {
+        self.tools.extend(tools);
+        self
+    }
+
+    /// MCP servers whose tools join the agent (started in parallel at `build`; a server that
+    /// fails to start is reported and skipped). Their tools are deferred behind `tool_search`
+    /// when their definitions are over budget (see [`AgentBuilder::deferral`]).
+    pub fn mcp(mut self, config: McpConfig) -> Self {
+        self.mcp = config;
+        self
+    }
+
+    /// A source of tools whose list can change while sessions run; its current tools are
+    /// registered, and changes are applied at turn starts (`catalog_changed`).
+    pub fn tool_source(mut self, source: Arc<dyn ToolSource>) -> Self {
+        self.sources.push(source);
+        self
+    }
+
+    /// Whether skills (`skills/*/SKILL.md` in the workspace and the extra roots) are offered
+    /// (default: on).
+    pub fn skills(mut self, on: bool) -> Self {
+        self.skills = on;
+        self
+    }
+
+    /// Another directory searched for `skills/` after the workspace (e.g. `~/.config/tackle`).
+    pub fn skill_root(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.skill_roots.push(dir.into());
+        self
+    }
+
+    /// When tool definitions are over budget, which tools are deferred and how.
+    pub fn deferral(mut self, config: DeferralConfig) -> Self {
+        self.config.deferral = config;
+        self
+    }
+
+    /// Hook rules (first match wins), applied in `mode`.
+    pub fn hooks(mut self, rules: Vec<HookRule>, mode: ApprovalMode) -> Self {
+        self.hooks = rules;
+        self.approval_mode = mode;
+        self
+    }
+
+    /// Who decides on calls that need a confirmation (default: nobody, so they are denied
+    /// with a message the model relays).
+    pub fn approver(mut self, approver: impl Approver + 'static) -> Self {
+        self.approver = Some(Arc::new(approver));
+        self
+    }
+
+    /// Like [`AgentBuilder::approver`] for an approver already shared.
+    pub fn shared_approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = Some(approver);
+        self
+    }
+
+    /// Time and output limits of tool calls.
+    pub fn limits(mut self, limits: ExecLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Whether outputs over the offload threshold go to the store behind a locator
+    /// (default: on); off, they are capped instead.
+    pub fn offload(mut self, on: bool) -> Self {
+        self.offload = on;
+        self
+    }
+
+    /// Steps (model calls) per turn.
+    pub fn max_steps(mut self, steps: u32) -> Self {
+        self.config.max_steps = steps;
+        self
+    }
+
+    /// Output token limit per model call (also the context budget's reserve).
+    pub fn max_output_tokens(mut self, tokens: u32) -> Self {
+        self.config.max_output_tokens = Some(tokens);
+        self.config.context.reserved_output = u64::from(tokens);
+        self
+    }
+
+    /// Context window management (window, thresholds, offloading).
+    pub fn context(mut self, context: ContextConfig) -> Self {
+        let reserved = self.config.max_output_tokens.map(u64::from);
+        self.config.context = context;
+        if let Some(r) = reserved {
+            self.config.context.reserved_output = r;
+        }
+        self
+    }
+
+    /// Doom-loop thresholds.
+    pub fn loop_guard(mut self, guard: LoopGuardConfig) -> Self {
+        self.config.loop_guard = guard;
+        self
+    }
+
+    /// Per-step tool availability (masks, skills); `false` makes every tool always callable.
+    pub fn dynamic_tools(mut self, on: bool) -> Self {
+        self.config.dynamic_tools = on;
+        self
+    }
+
+    /// Sets every loop setting at once (keeps the model unless `config` names one).
+    pub fn config(mut self, config: AgentConfig) -> Self {
+        let model = std::mem::take(&mut self.config.model);
+        self.config = config;
+        if self.config.model.is_empty() {
+            self.config.model = model;
+        }
+        self
+    }
+
+    /// Validates the parts, opens the store, connects MCP servers and registers the tools.
+    pub async fn build(self) -> Result<Agent, BuildError> {
+        if self.config.model.trim().is_empty() {
+            return Err(BuildError::NoModel);
+        }
+        if self.config.max_steps == 0 {
+            return Err(BuildError::Limit("max_steps"));
+        }
+        let hooks = HookPolicy::new(self.hooks, self.approval_mode).map_err(BuildError::Hook)?;
+        let workspace = match self.workspace {
+            Some(dir) => dir,
+            None => std::env::current_dir().map_err(|e| BuildError::Workspace {
+                path: ".".into(),
+                message: format!("cannot read the current directory: {e}; set AgentBuilder::workspace"),
+            })?,
+        };
+        let workspace = crate::agent::canonical_workspace(&workspace).map_err(|e| match e {
+            crate::AgentError::Workspace { path, message } => BuildError::Workspace { path, message },
+            other => {
+                BuildError::Workspace { path: workspace.display().to_string(), message: other.to_string() }
+            }
+        })?;
+        let store = open_store(self.store).await?;
+
+        let skills = Arc::new(SkillLibrary::new(self.skill_roots));
+        let any_skills = self.skills
+            && std::iter::once(&workspace)
+                .chain(&self.workspaces)
+                .any(|w| w.canonicalize().is_ok_and(|w| !skills.for_workspace(&w).skills.is_empty()));
+
+        // The order tools are offered in: builtins, todo, the embedder's, skills, the context
+        // tools, then tools from sources (MCP), then the deferral tools.
+        let mut registry = ToolRegistry::new();
+        if let Some(config) = &self.builtins {
+            for tool in builtin_tools(config) {
+                registry.register(tool)?;
+            }
+        }
+        registry.register(typed(TodoTool::new(store.clone())))?;
+        for tool in self.tools {
+            registry.register(tool)?;
+        }
+        if any_skills {
+            registry.register(typed(ActivateSkill::new(skills.clone(), store.clone())))?;
+        }
+        registry.register(typed(ReadResult::new(store.clone())))?;
+        registry.register(typed(CompactContext))?;
+
+        let mut sources = self.sources;
+        if !self.mcp.servers.is_empty() {
+            sources.push(Arc::new(McpManager::connect(&self.mcp.servers).await));
+        }
+        let mut deferrable = Vec::new();
+        for source in &sources {
+            for tool in source.tools() {
+                let name = tool.spec().name.clone();
+                match registry.register(tool) {
+                    Ok(()) => deferrable.push(name),
+                    Err(e) => tracing::warn!(source = source.name(), error = %e, "tool skipped"),
+                }
+            }
+        }
+        let deferred = plan_deferral(
+            &registry.specs(),
+            &deferrable,
+            &self.config.model,
+            &self.config.context,
+            &self.config.deferral,
+        );
+        if let Some(d) = &deferred {
+            registry.register(typed(ToolSearch::new(d.clone(), store.clone())))?;
+            registry.register(typed(CallTool))?;
+        }
+
+        let approver = self.approver.unwrap_or_else(|| {
+            Arc::new(DenyAll::new(
+                "this call needs a person's confirmation and none can be asked here; tell the user what you \
+                 wanted to do",
+            ))
+        });
+        let mut executor = ToolExecutor::new(Arc::new(registry), hooks, approver, self.limits);
+        if self.offload {
+            let context = &self.config.context;
+            let ttl = std::time::Duration::from_secs(context.offload_ttl_days.saturating_mul(24 * 3600));
+            executor = executor.with_offloader(Arc::new(StoreOffloader::new(
+                store.clone(),
+                context.offload_bytes,
+                ttl,
+            )));
+        }
+        let mut agent =
+            Agent::from_parts(self.provider, Arc::new(executor), store, self.config, workspace, skills)
+                .with_deferred(deferred);
+        for source in sources {
+            agent = agent.with_tool_source(source);
+        }
+        Ok(agent)
+    }
+}
+
+async fn open_store(choice: StoreChoice) -> Result<Store, BuildError> {
+    let open = |path: PathBuf| async move {
+        if let Some(dir) = path.parent()
+            && !dir.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(dir).map_err(|e| BuildError::Store {
+                path: path.display().to_string(),
+                message: format!("cannot create {}: {e}", dir.display()),
+            })?;
+        }
+        Store::open(&path)
+            .await
+            .map_err(|e| BuildError::Store { path: path.display().to_string(), message: e.to_string() })
+    };
+    match choice {
+        StoreChoice::Given(store) => Ok(store),
+        StoreChoice::Path(path) => open(path).await,
+        StoreChoice::Default => match std::env::var_os("TACKLE_HOME").filter(|h| !h.is_empty()) {
+            Some(home) => open(Path::new(&home).join("tackle.db")).await,
+            None => in_memory().await,
+        },
+        StoreChoice::InMemory => in_memory().await,
+    }
+}
+
+async fn in_memory() -> Result<Store, BuildError> {
+    Store::open_in_memory()
+        .await
+        .map_err(|e| BuildError::Store { path: ":memory:".into(), message: e.to_string() })
+}
