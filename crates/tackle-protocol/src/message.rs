@@ -170,6 +170,15 @@ impl ToolInput {
         }
     }
 
+    /// The arguments as JSON; arguments that did not parse become the string the model sent
+    /// (for events and audit records, which must show what was called).
+    pub fn to_value(&self) -> Value {
+        match self {
+            Self::Json { value } => value.clone(),
+            Self::Invalid { raw, .. } => Value::String(raw.clone()),
+        }
+    }
+
     /// The arguments as the text a provider expects back (OpenAI `arguments`).
     pub fn to_wire_string(&self) -> String {
         match self {

@@ -16,8 +16,9 @@ pub struct ModelRequest {
     pub model: String,
     /// System instructions, cacheable sections first.
     pub system: Vec<SystemSection>,
-    /// The conversation.
-    pub messages: Vec<Message>,
+    /// The conversation, shared with the session that lends it (a request never copies a
+    /// long history).
+    pub messages: Arc<Vec<Message>>,
     /// Tool definitions, identical for every step of a session.
     pub tools: Arc<[ToolSpec]>,
     /// Which tools may be called in this request.
@@ -44,11 +45,11 @@ impl ModelRequest {
     /// let req = ModelRequest::new("gpt-4.1", vec![Message::user("hi")]);
     /// assert!(req.tools.is_empty());
     /// ```
-    pub fn new(model: impl Into<String>, messages: Vec<Message>) -> Self {
+    pub fn new(model: impl Into<String>, messages: impl Into<Arc<Vec<Message>>>) -> Self {
         Self {
             model: model.into(),
             system: Vec::new(),
-            messages,
+            messages: messages.into(),
             tools: Arc::from(Vec::new()),
             tool_choice: ToolChoice::Auto,
             parallel_tool_calls: None,

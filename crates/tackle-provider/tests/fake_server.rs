@@ -81,8 +81,8 @@ async fn a_streamed_two_step_tool_conversation_in_both_formats() {
         assert_eq!(first.usage.cache_write_tokens, expected_write, "{}", client.name());
         assert_eq!(first.usage.input_tokens, 1200);
 
-        request.messages.push(first.into_message());
-        request.messages.push(Message {
+        std::sync::Arc::make_mut(&mut request.messages).push(first.into_message());
+        std::sync::Arc::make_mut(&mut request.messages).push(Message {
             role: Role::Tool,
             content: vec![ContentBlock::ToolResult(ToolResult::ok(&call.id, "hello"))],
         });
@@ -204,8 +204,8 @@ async fn anthropic_deferred_tools_round_trip_with_the_beta() {
     ]);
     let first = client.complete(&request, &CallOptions::default()).await.unwrap();
     let call = first.tool_uses().next().unwrap().clone();
-    request.messages.push(first.into_message());
-    request.messages.push(Message {
+    std::sync::Arc::make_mut(&mut request.messages).push(first.into_message());
+    std::sync::Arc::make_mut(&mut request.messages).push(Message {
         role: Role::Tool,
         content: vec![ContentBlock::ToolResult(
             ToolResult::ok(&call.id, "Found: weather__forecast")

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tackle_context::{
     SUMMARY_INSTRUCTIONS, apply_clear, cleared_stub, plan_clear, plan_prefix, removal_message,
-    replace_prefix, summary_message,
+    summary_message,
 };
 use tackle_protocol::{AgentEvent, Message, ModelRequest, ToolChoice};
 use tackle_provider::CallOptions;
@@ -74,7 +74,7 @@ impl Session {
         };
         let target = ((budget.effective_window() as f64 * share) as u64).saturating_sub(fixed);
         match reason {
-            CompactReason::Forced => target.min(self.context.conversation_tokens() / 2),
+            CompactReason::Forced => target.min(self.history.total_tokens() / 2),
             _ => target,
         }
     }
@@ -89,8 +89,7 @@ impl Session {
     ) -> Result<CompactionReport, AgentError> {
         let store = self.agent.store().clone();
         let sid = self.record.id.clone();
-        self.context.sync(&self.history);
-        let tokens_before = self.context.conversation_tokens();
+        let tokens_before = self.history.total_tokens();
         let messages_before = self.history.len();
         let target = self.compaction_target(reason);
         let mut strategies = Vec::new();
@@ -104,22 +103,17 @@ impl Session {
 
         // (b) Summarize the oldest part with the model, reusing the session's system and tools
         // (so the summary request itself reads the prompt cache).
-        if self.context.conversation_tokens() > target {
-            let need = self.context.conversation_tokens() - target;
-            if let Some(range) = plan_prefix(&self.history, &self.context.counts, protected_from, need) {
-                match self.summarize(&self.history[range.clone()]).await {
+        if self.history.total_tokens() > target {
+            let need = self.history.total_tokens() - target;
+            if let Some(range) =
+                plan_prefix(self.history.messages(), self.history.tokens(), protected_from, need)
+            {
+                match self.summarize(&self.history.messages()[range.clone()]).await {
                     Ok(summary) => {
                         let removed = range.len();
                         self.hide(&range).await?;
-                        self.history = replace_prefix(
-                            std::mem::take(&mut self.history),
-                            range.clone(),
-                            summary_message(&summary, removed),
-                        );
-                        self.seqs = std::iter::once(None).chain(self.seqs.drain(range.end..)).collect();
+                        self.replace_prefix(range.clone(), summary_message(&summary, removed));
                         protected_from = protected_from + 1 - range.len();
-                        self.context.reset();
-                        self.context.sync(&self.history);
                         strategies.push("summarize".to_owned());
                     }
                     Err(e) => {
@@ -135,7 +129,7 @@ impl Session {
 
         // (a') Still too big: clear results of the current turn too, except the last ones. The
         // turn's messages stay; only outputs move behind their locators, restorable.
-        if self.context.conversation_tokens() > target {
+        if self.history.total_tokens() > target {
             let keep = self.agent.config().context.keep_tool_results;
             if self.clear_results(self.history.len(), keep).await? {
                 strategies.push("clear_current_turn_results".to_owned());
@@ -143,20 +137,15 @@ impl Session {
         }
 
         // (c) Drop the oldest part as the last resort (still kept in the store).
-        if self.context.conversation_tokens() > target {
-            let need = self.context.conversation_tokens() - target;
-            if let Some(range) = plan_prefix(&self.history, &self.context.counts, protected_from, need) {
+        if self.history.total_tokens() > target {
+            let need = self.history.total_tokens() - target;
+            if let Some(range) =
+                plan_prefix(self.history.messages(), self.history.tokens(), protected_from, need)
+            {
                 let removed = range.len();
                 self.hide(&range).await?;
-                self.history = replace_prefix(
-                    std::mem::take(&mut self.history),
-                    range.clone(),
-                    removal_message(removed),
-                );
-                self.seqs = std::iter::once(None).chain(self.seqs.drain(range.end..)).collect();
+                self.replace_prefix(range.clone(), removal_message(removed));
                 protected_from = protected_from + 1 - range.len();
-                self.context.reset();
-                self.context.sync(&self.history);
                 strategies.push("truncate".to_owned());
             }
         }
@@ -166,14 +155,14 @@ impl Session {
             reason,
             strategies: strategies.clone(),
             tokens_before,
-            tokens_after: self.context.conversation_tokens(),
+            tokens_after: self.history.total_tokens(),
             messages_before,
             messages_after: self.history.len(),
         };
         if !strategies.is_empty() {
             let upto = store.message_count(&sid).await? - 1;
             let stats = serde_json::to_value(&report).unwrap_or_default();
-            store.save_snapshot(&sid, upto, &self.history, &stats).await?;
+            store.save_snapshot(&sid, upto, self.history.messages(), &stats).await?;
             self.compacted = true;
         }
         sink.emit(AgentEvent::ContextCompacted {
@@ -190,7 +179,7 @@ impl Session {
     /// Replaces tool results before `protected_from`, except the last `keep`, with stubs naming
     /// the locator of their stored text. Returns whether anything was cleared.
     async fn clear_results(&mut self, protected_from: usize, keep: usize) -> Result<bool, AgentError> {
-        let plan = plan_clear(&self.history, protected_from, keep);
+        let plan = plan_clear(self.history.messages(), protected_from, keep);
         if plan.is_empty() {
             return Ok(false);
         }
@@ -199,7 +188,7 @@ impl Session {
         let mut stubs = Vec::with_capacity(plan.len());
         for target in &plan {
             let Some(tackle_protocol::ContentBlock::ToolResult(r)) =
-                self.history.get(target.message).and_then(|m| m.content.get(target.block))
+                self.history.messages().get(target.message).and_then(|m| m.content.get(target.block))
             else {
                 continue;
             };
@@ -216,22 +205,33 @@ impl Session {
                 .await?;
             stubs.push((target.message, target.block, cleared_stub(&target.tool, r, &meta.locator)));
         }
-        apply_clear(&mut self.history, &plan, |t, _| {
-            stubs
-                .iter()
-                .find(|(m, b, _)| *m == t.message && *b == t.block)
-                .map(|(_, _, s)| s.clone())
-                .unwrap_or_default()
-        });
-        self.context.reset();
-        self.context.sync(&self.history);
+        let context = &self.context;
+        self.history.edit(
+            |messages| {
+                apply_clear(messages, &plan, |t, _| {
+                    stubs
+                        .iter()
+                        .find(|(m, b, _)| *m == t.message && *b == t.block)
+                        .map(|(_, _, s)| s.clone())
+                        .unwrap_or_default()
+                })
+            },
+            |m| context.count_message(m),
+        );
+        self.context.forget_report();
         Ok(true)
+    }
+
+    /// Replaces the prefix `range` of the history with one message.
+    fn replace_prefix(&mut self, range: std::ops::Range<usize>, message: Message) {
+        let tokens = self.context.count_message(&message);
+        self.history.replace_range(range, message, tokens);
+        self.context.forget_report();
     }
 
     /// Marks the stored originals of `range` hidden (they stay in the store).
     async fn hide(&self, range: &std::ops::Range<usize>) -> Result<(), AgentError> {
-        let seqs: Vec<i64> =
-            self.seqs.get(range.clone()).unwrap_or_default().iter().flatten().copied().collect();
+        let seqs = self.history.seqs_in(range.clone());
         if !seqs.is_empty() {
             self.agent.store().hide_messages(&self.record.id, &seqs).await?;
         }
@@ -244,7 +244,7 @@ impl Session {
         conversation.push(Message::user(SUMMARY_INSTRUCTIONS));
         let mut request = ModelRequest::new(config.model.clone(), conversation);
         request.system = self.system.clone();
-        request.tools = self.catalog.specs().clone();
+        request.tools = self.tools.catalog().specs().clone();
         request.tool_choice = ToolChoice::None;
         request.max_output_tokens = Some(2048);
         request.prompt_cache_key = Some(self.record.id.clone());
@@ -263,6 +263,7 @@ impl Session {
     pub async fn compact_now(&mut self, sink: &EventSink) -> Result<CompactionReport, AgentError> {
         let protected = self
             .history
+            .messages()
             .iter()
             .rposition(|m| m.role == tackle_protocol::Role::User && !m.text().starts_with(crate::NOTE_PREFIX))
             .unwrap_or(0);

@@ -7,6 +7,8 @@ use tackle_context::{
 };
 use tackle_protocol::{ContextReport, Message, SystemSection, ToolSpec};
 
+use crate::session::History;
+
 /// Settings of context management.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -50,8 +52,6 @@ pub(crate) struct ContextState {
     reserved_output: u64,
     /// System, skills and tools: fixed for the session.
     fixed: Components,
-    /// Tokens per history message, memoized (extended lazily, rebuilt after compaction).
-    pub(crate) counts: Vec<u64>,
     /// Reported tokens per counted token, for models whose tokenizer is not public.
     pub(crate) calibration: f64,
     /// The provider's input tokens for the last request and how many messages it had.
@@ -82,7 +82,6 @@ impl ContextState {
             window: config.window.unwrap_or_else(|| context_window(model)),
             reserved_output: config.reserved_output,
             fixed,
-            counts: Vec::new(),
             calibration: 1.0,
             last_reported: None,
             last_estimate: None,
@@ -104,40 +103,15 @@ impl ContextState {
         self.counter.count_message(message)
     }
 
-    /// Starts from counts stored with the messages; those without one are counted.
-    pub(crate) fn seed(&mut self, history: &[Message], stored: &[Option<u64>]) {
-        self.counts = history
-            .iter()
-            .zip(stored)
-            .map(|(m, n)| n.unwrap_or_else(|| self.counter.count_message(m)))
-            .collect();
-    }
-
-    /// Counts messages not counted yet.
-    pub(crate) fn sync(&mut self, history: &[Message]) {
-        if self.counts.len() > history.len() {
-            self.counts.truncate(history.len());
-        }
-        for m in &history[self.counts.len()..] {
-            self.counts.push(self.counter.count_message(m));
-        }
-    }
-
-    /// Forgets counts and the last report (after the history changed in place).
-    pub(crate) fn reset(&mut self) {
-        self.counts.clear();
+    /// Forgets the last report (after the history changed in place: positions moved).
+    pub(crate) fn forget_report(&mut self) {
         self.last_reported = None;
     }
 
-    /// Tokens of the conversation as counted (uncalibrated).
-    pub(crate) fn conversation_tokens(&self) -> u64 {
-        self.counts.iter().sum()
-    }
-
-    /// The budget of a request with `history` (call [`ContextState::sync`] first).
-    pub(crate) fn budget(&mut self, history: &[Message]) -> ContextBudget {
-        self.sync(history);
-        let counted = self.fixed.total() + self.conversation_tokens();
+    /// The budget of a request with `history`.
+    pub(crate) fn budget(&mut self, history: &History) -> ContextBudget {
+        let conversation = history.total_tokens();
+        let counted = self.fixed.total() + conversation;
         self.last_estimate = Some(counted);
         let cal = if self.exact { 1.0 } else { self.calibration };
         let scale = |v: u64| (v as f64 * cal).round() as u64;
@@ -145,7 +119,7 @@ impl ContextState {
             && n <= history.len()
         {
             // The provider counted everything up to its last request; count only what follows.
-            let fresh: u64 = self.counts[n..].iter().sum();
+            let fresh: u64 = history.tokens()[n..].iter().sum();
             let conversation = reported.saturating_sub(self.fixed.total()) + scale(fresh);
             let components = Components { conversation, ..self.fixed };
             return ContextBudget::new(self.window, self.reserved_output, components, CountSource::Reported);
@@ -154,7 +128,7 @@ impl ContextState {
             system: scale(self.fixed.system),
             skills: scale(self.fixed.skills),
             tools: scale(self.fixed.tools),
-            conversation: scale(self.conversation_tokens()),
+            conversation: scale(conversation),
         };
         let source = if self.exact { CountSource::Exact } else { CountSource::Estimated };
         ContextBudget::new(self.window, self.reserved_output, components, source)

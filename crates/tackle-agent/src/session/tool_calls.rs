@@ -2,14 +2,13 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
-use tackle_protocol::{AgentEvent, ErrorCategory, ToolError, ToolInput, ToolOutcome, ToolResult, ToolUse};
+use tackle_protocol::{AgentEvent, ToolError, ToolOutcome, ToolResult, ToolUse};
 use tackle_store::{BeginOutcome, ToolCallFinish, ToolCallStatus};
 use tackle_tools::{CallOptions, EventSink, ToolContext, TurnState};
 use tokio_util::sync::CancellationToken;
 
 use crate::invariants::interrupted_result;
-use crate::tools::{CALL_TOOL, DeferralMode, FOUND_TOOLS_KEY, FoundTools, unwrap_call};
+use crate::tools::{Planned, StepView};
 use crate::{AgentError, Session, repair_tool_name};
 
 /// Characters of a successful output shown in `tool_result` events.
@@ -18,11 +17,11 @@ const PREVIEW_CHARS: usize = 300;
 /// What the calls of one step share.
 pub(crate) struct CallBatch<'a> {
     pub(crate) session: &'a Session,
+    /// The step's tools and the session's tool state, read once at the step's start.
+    pub(crate) view: &'a StepView,
     pub(crate) turn_state: &'a TurnState,
     pub(crate) sink: &'a EventSink,
     pub(crate) cancel: &'a CancellationToken,
-    /// Tools callable in this step (`None`: all).
-    pub(crate) allowed: Option<&'a [String]>,
 }
 
 /// One finished call, as the loop needs it.
@@ -58,7 +57,7 @@ pub(crate) async fn run_calls(
         .collect();
     // Deferred tools: `call_tool(name, arguments)` runs the named tool (found by tool_search)
     // as an ordinary call with the same id; the history keeps the call as the model made it.
-    let planned = plan_deferred(&batch, resolved).await?;
+    let planned = batch.session.tools.plan_calls(batch.view, resolved);
     let parallel = planned.len() > 1
         && planned.iter().all(|p| {
             matches!(p, Planned::Run { call, .. } if registry.get(&call.name).is_some_and(|t| {
@@ -78,81 +77,16 @@ pub(crate) async fn run_calls(
     }
 }
 
-/// A call ready to run, or refused before it runs.
-enum Planned {
-    /// Run `call`; `unwrapped` calls came through `call_tool` and skip the step's mask (the mask
-    /// allowed `call_tool`, and search decides which deferred tools exist for the model).
-    Run { call: ToolUse, unwrapped: bool },
-    /// Answer with this envelope without running anything.
-    Refuse { call: ToolUse, error: ToolError },
-}
-
-async fn plan_deferred(batch: &CallBatch<'_>, calls: Vec<ToolUse>) -> Result<Vec<Planned>, AgentError> {
-    let Some(deferred) = batch.session.agent.deferred() else {
-        return Ok(calls.into_iter().map(|call| Planned::Run { call, unwrapped: false }).collect());
-    };
-    let involved = calls.iter().any(|c| c.name == CALL_TOOL || deferred.contains(&c.name));
-    let found: FoundTools = if involved {
-        batch
-            .session
-            .agent
-            .store()
-            .get_state(&batch.session.record.id, FOUND_TOOLS_KEY)
-            .await?
-            .unwrap_or_default()
-    } else {
-        FoundTools::default()
-    };
-    let mask_allows_proxy = batch.allowed.is_none_or(|a| a.iter().any(|n| n == CALL_TOOL));
-    let native = deferred.mode() == DeferralMode::Native;
-    Ok(calls
-        .into_iter()
-        .map(|call| {
-            if native && deferred.contains(&call.name) {
-                // Loaded tools are called by name; the executor checks the step's active set
-                // (found tools are in it) and the tool's own schema.
-                return match unwrap_call(&serde_json::json!({"name": call.name}), deferred, &found) {
-                    Ok(_) => Planned::Run { call, unwrapped: false },
-                    Err(failure) => Planned::Refuse { error: failure.into_envelope(&call.name), call },
-                };
-            }
-            let args = if call.name == CALL_TOOL {
-                args_value(&call.input)
-            } else if deferred.contains(&call.name) {
-                // The model called a deferred tool by name: treat it as call_tool.
-                serde_json::json!({"name": call.name, "arguments": args_value(&call.input)})
-            } else {
-                return Planned::Run { call, unwrapped: false };
-            };
-            match unwrap_call(&args, deferred, &found) {
-                Ok((name, arguments)) if mask_allows_proxy => Planned::Run {
-                    call: ToolUse { id: call.id.clone(), name, input: arguments.into() },
-                    unwrapped: true,
-                },
-                Ok(_) => Planned::Refuse {
-                    error: ToolError::new(
-                        &call.name,
-                        ErrorCategory::Denied,
-                        "call_tool is not available in this step",
-                    ),
-                    call,
-                },
-                Err(failure) => Planned::Refuse { error: failure.into_envelope(&call.name), call },
-            }
-        })
-        .collect())
-}
-
 async fn run_planned(batch: &CallBatch<'_>, planned: &Planned) -> Result<ExecutedCall, AgentError> {
     match planned {
         Planned::Run { call, unwrapped } => {
-            run_one(batch, call, if *unwrapped { None } else { batch.allowed }).await
+            run_one(batch, call, if *unwrapped { None } else { batch.view.tools.allowed() }).await
         }
         Planned::Refuse { call, error } => {
             batch.sink.emit(AgentEvent::ToolCall {
                 id: call.id.clone(),
                 name: call.name.clone(),
-                args: args_value(&call.input),
+                args: call.input.to_value(),
             });
             let result = ToolResult::error(&call.id, error.to_json());
             let outcome = Err(error.clone());
@@ -171,13 +105,6 @@ async fn run_planned(batch: &CallBatch<'_>, planned: &Planned) -> Result<Execute
     }
 }
 
-fn args_value(input: &ToolInput) -> Value {
-    match input {
-        ToolInput::Json { value } => value.clone(),
-        ToolInput::Invalid { raw, .. } => Value::String(raw.clone()),
-    }
-}
-
 async fn run_one(
     batch: &CallBatch<'_>,
     call: &ToolUse,
@@ -186,7 +113,7 @@ async fn run_one(
     let session = batch.session;
     let store = session.agent.store();
     let sid = &session.record.id;
-    let args = args_value(&call.input);
+    let args = call.input.to_value();
     batch.sink.emit(AgentEvent::ToolCall {
         id: call.id.clone(),
         name: call.name.clone(),

@@ -24,7 +24,7 @@ use super::tool_calls::{CallBatch, run_calls};
 use crate::context::{CALIBRATION_KEY, ContextState};
 use crate::context::{CompactReason, CompactionRequested};
 use crate::invariants;
-use crate::tools::{MaskStrategy, StepTools};
+use crate::tools::{MaskStrategy, StepTools, StepView};
 use crate::{AgentError, Session, TurnInput, TurnOutcome};
 
 /// Longest session title derived from a first message.
@@ -116,7 +116,7 @@ impl Session {
         let max_steps = input.max_steps.unwrap_or(config.max_steps).max(1);
         let mask = input.tool_mask.filter(|m| !m.is_empty());
         if let Some(m) = &mask {
-            let unknown: Vec<&str> = m.names().filter(|n| !self.catalog.contains(n)).collect();
+            let unknown: Vec<&str> = m.names().filter(|n| !self.tools.catalog().contains(n)).collect();
             if !unknown.is_empty() {
                 sink.emit(AgentEvent::Warning {
                     code: "unknown_tool_in_mask".into(),
@@ -148,7 +148,9 @@ impl Session {
             sink.emit(AgentEvent::StepStarted { step, max_steps });
             let started = Instant::now();
 
-            let tools = self.step_tools(mask.as_ref(), last).await?;
+            // The session's tool state, read once for the whole step.
+            let view = self.tools.step(&self.agent, &self.record.id, mask.as_ref(), last).await?;
+            let tools = &view.tools;
             sink.emit(AgentEvent::ToolsResolved {
                 step,
                 active: tools.active.clone(),
@@ -169,7 +171,7 @@ impl Session {
                             .into(),
                 });
             }
-            if !last && let Some(note) = self.notes.next(&self.tail_state(&tools).await?) {
+            if !last && let Some(note) = self.notes.next(&self.tail_state(&view).await?) {
                 self.append(turn, note).await?;
             }
 
@@ -192,11 +194,12 @@ impl Session {
                         return Ok(outcome(step, TurnEnd::Failed, String::new(), usage, Some(message)));
                     }
                 }
-                let request = self.build_request(&tools);
+                let request = self.build_request(tools);
                 let encoded = self.agent.provider().encode(&request);
-                // The request borrowed the history to be encoded; take it back.
                 self.last_request_len = request.messages.len();
-                self.restore_history(request.messages);
+                // The request only borrowed the history: dropping it lets the history grow
+                // without a copy.
+                drop(request);
                 let encoded = match encoded {
                     Ok(e) => e,
                     Err(e) => {
@@ -293,8 +296,7 @@ impl Session {
                 return Ok(outcome(step, TurnEnd::MaxSteps, text, usage, Some(note)));
             }
 
-            let batch =
-                CallBatch { session: self, turn_state: &turn_state, sink, cancel, allowed: tools.allowed() };
+            let batch = CallBatch { session: self, view: &view, turn_state: &turn_state, sink, cancel };
             let executed = run_calls(batch, &calls).await?;
             let results: Vec<ToolResult> = executed.iter().map(|r| r.result.clone()).collect();
             self.append(turn, Message::tool_results(results)).await?;
@@ -331,28 +333,25 @@ impl Session {
         Ok(outcome(step, TurnEnd::MaxSteps, String::new(), usage, None))
     }
 
-    /// The request of a step: frozen tools, the step's tool choice, repaired history, cache
-    /// breakpoints after the system prompt and at the end of the history (and where the previous
-    /// request ended, so its cache entry is read). The history moves into the request (no copy
-    /// of a long conversation per step); the caller moves it back.
+    /// The request of a step: frozen tools, the step's tool choice, the history (lent, not
+    /// copied; repaired first only if it is not provider-valid), cache breakpoints after the
+    /// system prompt and at the end of the history (and where the previous request ended, so
+    /// its cache entry is read).
     pub(crate) fn build_request(&mut self, tools: &StepTools) -> ModelRequest {
-        let history = std::mem::take(&mut self.history);
-        let messages = if invariants::is_valid(&history) {
-            history
-        } else {
-            let (repaired, repairs) = invariants::enforce(&history);
+        if !invariants::is_valid(self.history.messages()) {
+            let (repaired, repairs) = invariants::enforce(self.history.messages());
             tracing::warn!(session = %self.record.id, ?repairs, "history repaired before the request");
             // The repaired history replaces the old one: positions no longer match the store.
-            self.seqs = vec![None; repaired.len()];
-            self.context.reset();
-            repaired
-        };
+            let context = &self.context;
+            self.history.replace_all(repaired, |m| context.count_message(m));
+            self.context.forget_report();
+        }
         let config = self.agent.config();
-        let last = messages.len().saturating_sub(1);
+        let last = self.history.len().saturating_sub(1);
         let previous = self.last_request_len.saturating_sub(1);
-        let mut request = ModelRequest::new(config.model.clone(), messages);
+        let mut request = ModelRequest::new(config.model.clone(), self.history.lend());
         request.system = self.system.clone();
-        request.tools = self.catalog.specs().clone();
+        request.tools = self.tools.catalog().specs().clone();
         request.tool_choice = tools.tool_choice.clone();
         request.max_output_tokens = config.max_output_tokens;
         request.prompt_cache_key = Some(self.record.id.clone());
@@ -364,39 +363,12 @@ impl Session {
     }
 
     /// What the tail note should say before a step.
-    async fn tail_state(&self, tools: &StepTools) -> Result<TailState, AgentError> {
+    async fn tail_state(&self, view: &StepView) -> Result<TailState, AgentError> {
         let todos = self.agent.store().open_todos(&self.record.id).await?;
-        let mut extra = Vec::new();
-        if let Some(deferred) = self.agent.deferred() {
-            let found: crate::FoundTools = self
-                .agent
-                .store()
-                .get_state(&self.record.id, crate::FOUND_TOOLS_KEY)
-                .await?
-                .unwrap_or_default();
-            if deferred.mode() == crate::DeferralMode::Native {
-                // Found tools are loaded into the model's context by the provider itself.
-                extra.push(format!(
-                    "{} more tools can be loaded with tool_search, then called directly.",
-                    deferred.len().saturating_sub(found.0.len())
-                ));
-            } else if found.0.is_empty() {
-                extra.push(format!(
-                    "{} more tools are available through tool_search, then call_tool.",
-                    deferred.len()
-                ));
-            } else {
-                extra.push(format!(
-                    "Found with tool_search, call them with call_tool: {}. {} more tools can be searched.",
-                    found.0.join(", "),
-                    deferred.len().saturating_sub(found.0.len())
-                ));
-            }
-        }
         Ok(TailState {
-            active_tools: tools.note(),
+            active_tools: view.tools.note(),
             open_todos: todos.into_iter().map(|t| format!("{}. {}", t.id, t.text)).collect(),
-            extra,
+            extra: self.tools.deferred_note(view).into_iter().collect(),
         })
     }
 

@@ -144,7 +144,7 @@ fn messages(request: &ModelRequest) -> Vec<WireMessage<'_>> {
     if !system.is_empty() {
         out.push(WireMessage::Text { role: "system", content: Cow::Owned(system.join("\n\n")) });
     }
-    for message in &request.messages {
+    for message in request.messages.iter() {
         match message.role {
             Role::Assistant => {
                 let text = message.text();
