@@ -63,7 +63,7 @@ fn long_history(n: usize) -> Vec<Message> {
         out.push(Message {
             role: Role::Assistant,
             content: vec![ContentBlock::ToolUse(ToolUse {
-                id: id.clone(),
+                id: id.clone().into(),
                 name: "read_file".into(),
                 input: ToolInput::parse(&format!(r#"{{"path": "src/module_{i}.rs"}}"#)),
             })],

@@ -84,10 +84,13 @@ impl Provider for InstantModel {
             cache_write_tokens: 0,
         };
         let events = if n.is_multiple_of(2) {
-            let call =
-                ToolUse { id: format!("call_{n}"), name: "noop".into(), input: ToolInput::parse("{}") };
+            let call = ToolUse {
+                id: format!("call_{n}").into(),
+                name: "noop".into(),
+                input: ToolInput::parse("{}"),
+            };
             vec![
-                StreamEvent::ToolCallStart { index: 0, id: call.id.clone(), name: call.name.clone() },
+                StreamEvent::ToolCallStart { index: 0, id: call.id.to_string(), name: call.name.clone() },
                 StreamEvent::ToolCallDelta { index: 0, arguments: "{}".into() },
                 StreamEvent::ToolCallEnd { index: 0, call },
                 StreamEvent::Usage(usage),
@@ -111,7 +114,7 @@ fn history() -> Vec<Message> {
     for i in 0..100 {
         out.push(Message::user(format!("step {i}: please look at the next file")));
         let call = ToolUse {
-            id: format!("old_{i}"),
+            id: format!("old_{i}").into(),
             name: "read_file".into(),
             input: ToolInput::parse(r#"{"path": "src/lib.rs"}"#),
         };

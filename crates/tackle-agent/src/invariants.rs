@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use tackle_protocol::{ContentBlock, ErrorCategory, Message, Role, ToolError, ToolResult};
+use tackle_protocol::{ContentBlock, ErrorCategory, Message, Role, ToolCallId, ToolError, ToolResult};
 
 /// What [`enforce`] changed, for logs and events.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -12,12 +12,12 @@ pub enum Repair {
     /// A tool use had no result; an `interrupted` error result was added.
     MissingResult {
         /// The call id.
-        call_id: String,
+        call_id: ToolCallId,
     },
     /// A tool result answered no tool use of the preceding assistant message; it was dropped.
     OrphanResult {
         /// The call id it named.
-        call_id: String,
+        call_id: ToolCallId,
     },
     /// An empty message or empty text block was dropped.
     EmptyDropped,
@@ -33,12 +33,12 @@ pub enum Repair {
     /// A tool use repeated an id already used in the same assistant turn; it was dropped.
     DuplicateCall {
         /// The repeated id.
-        call_id: String,
+        call_id: ToolCallId,
     },
 }
 
 /// The error result given to a tool call that never finished (crash, cancellation).
-pub fn interrupted_result(call_id: &str, tool: &str) -> ToolResult {
+pub fn interrupted_result(call_id: &ToolCallId, tool: &str) -> ToolResult {
     let envelope = ToolError::new(
         tool,
         ErrorCategory::Interrupted,
@@ -139,7 +139,7 @@ fn dedupe_calls(message: &mut Message, repairs: &mut Vec<Repair>) {
 }
 
 /// Tool uses of the last assistant message not yet answered in the tool message right after it.
-fn open_calls(out: &[Message]) -> Vec<(String, String)> {
+fn open_calls(out: &[Message]) -> Vec<(ToolCallId, String)> {
     let Some(pos) = out.iter().rposition(|m| m.role == Role::Assistant) else { return Vec::new() };
     let answered: HashSet<&str> = out[pos + 1..]
         .iter()
@@ -178,11 +178,11 @@ fn close_open_calls(out: &mut Vec<Message>, repairs: &mut Vec<Repair>) {
 fn push_results(out: &mut Vec<Message>, message: Message, repairs: &mut Vec<Repair>) {
     // Results must answer the assistant message right before this run of tool messages.
     let tail_start = out.iter().rposition(|m| m.role != Role::Tool).map(|i| i + 1).unwrap_or(0);
-    let expected: HashSet<String> = match tail_start.checked_sub(1).map(|i| &out[i]) {
+    let expected: HashSet<ToolCallId> = match tail_start.checked_sub(1).map(|i| &out[i]) {
         Some(m) if m.role == Role::Assistant => m.tool_uses().map(|u| u.id.clone()).collect(),
         _ => HashSet::new(),
     };
-    let mut seen: HashSet<String> =
+    let mut seen: HashSet<ToolCallId> =
         out[tail_start..].iter().flat_map(|m| m.tool_results_iter().map(|r| r.tool_use_id.clone())).collect();
     let mut kept = Vec::new();
     for block in message.content {

@@ -25,7 +25,7 @@ fn arb_turn(turn: usize) -> impl Strategy<Value = Vec<Message>> {
                         .iter()
                         .map(|id| {
                             ContentBlock::ToolUse(ToolUse {
-                                id: id.clone(),
+                                id: id.clone().into(),
                                 name: "shell".into(),
                                 input: json!({}).into(),
                             })

@@ -371,8 +371,11 @@ impl LongRunModel {
                 ]
             } else {
                 let args = format!(r#"{{"command": "for i in $(seq 1 60); do echo row{n}_$i; done"}}"#);
-                let call =
-                    ToolUse { id: format!("call_{n}"), name: "shell".into(), input: ToolInput::parse(&args) };
+                let call = ToolUse {
+                    id: format!("call_{n}").into(),
+                    name: "shell".into(),
+                    input: ToolInput::parse(&args),
+                };
                 vec![
                     StreamEvent::ToolCallEnd { index: 0, call },
                     StreamEvent::Usage(usage),

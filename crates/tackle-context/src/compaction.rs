@@ -44,7 +44,7 @@ pub struct ClearTarget {
     /// Index of the block in it.
     pub block: usize,
     /// The call it answers.
-    pub tool_use_id: String,
+    pub tool_use_id: tackle_protocol::ToolCallId,
     /// The tool that produced it.
     pub tool: String,
 }

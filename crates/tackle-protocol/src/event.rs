@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{StopReason, ToolError, Usage};
+use crate::{ApprovalId, SessionId, StopReason, ToolCallId, ToolError, Usage};
 
 /// One event of an agent run. Serialized as one JSON object with a `type` tag, so a run can be
 /// written as JSON lines or sent as server-sent events named after the tag.
@@ -21,7 +21,7 @@ pub enum AgentEvent {
     /// A turn began in a (new or resumed) session.
     SessionStarted {
         /// Session id.
-        session_id: String,
+        session_id: SessionId,
         /// Provider name (`openai`, `anthropic`, ...).
         provider: String,
         /// Model name.
@@ -60,7 +60,7 @@ pub enum AgentEvent {
     /// The model called a tool.
     ToolCall {
         /// Call id.
-        id: String,
+        id: ToolCallId,
         /// Tool name as the model spelled it.
         name: String,
         /// Arguments (the raw text as a JSON string when they were not valid JSON).
@@ -69,9 +69,9 @@ pub enum AgentEvent {
     /// A call waits for a person's approval.
     ApprovalRequested {
         /// Approval id, used to approve or deny.
-        approval_id: String,
+        approval_id: ApprovalId,
         /// Call id.
-        call_id: String,
+        call_id: ToolCallId,
         /// Tool name.
         tool: String,
         /// Arguments of the call.
@@ -80,7 +80,7 @@ pub enum AgentEvent {
     /// A pending approval was decided.
     ApprovalResolved {
         /// Approval id.
-        approval_id: String,
+        approval_id: ApprovalId,
         /// Whether the call may run.
         approved: bool,
         /// Reason given, if any.
@@ -90,7 +90,7 @@ pub enum AgentEvent {
     /// A tool call finished.
     ToolResult {
         /// Call id.
-        id: String,
+        id: ToolCallId,
         /// Tool name.
         name: String,
         /// Success or the error envelope the model sees.
@@ -135,8 +135,8 @@ pub enum AgentEvent {
     },
     /// Something worth a person's attention that does not stop the turn.
     Warning {
-        /// Stable machine-readable code (e.g. `unknown_tool_in_mask`, `strategy_fallback`).
-        code: String,
+        /// What kind of warning, stable for machines.
+        code: WarningCode,
         /// Explanation.
         message: String,
     },
@@ -298,4 +298,75 @@ pub struct ContextReport {
     pub tools: u64,
     /// Conversation tokens.
     pub conversation: u64,
+}
+
+/// The kind of a [`AgentEvent::Warning`], stable for machines (serialized in snake case).
+///
+/// ```
+/// use tackle_protocol::WarningCode;
+/// assert_eq!(WarningCode::CacheBreak.as_str(), "cache_break");
+/// assert_eq!(WarningCode::CacheBreak, "cache_break");
+/// let parsed: WarningCode = serde_json::from_str("\"a_code_from_a_newer_tackle\"").unwrap();
+/// assert_eq!(parsed, WarningCode::Other);
+/// ```
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum WarningCode {
+    /// A tool mask names tools that do not exist.
+    UnknownToolInMask,
+    /// A native strategy is unavailable and a fallback is used (tail notes instead of
+    /// `allowed_tools`, the `tool_search` proxy instead of native deferred loading).
+    StrategyFallback,
+    /// The request prefix changed: the provider's prompt cache is invalidated from there.
+    CacheBreak,
+    /// The turn reached its step limit.
+    MaxSteps,
+    /// The same failing call was repeated; the model was reminded.
+    RepeatedFailure,
+    /// A misspelled tool name was repaired.
+    ToolNameRepaired,
+    /// A skill file could not be read.
+    SkillInvalid,
+    /// Summarizing for compaction failed; the oldest messages were dropped instead.
+    SummarizationFailed,
+    /// A code this version does not know (from a newer Tackle).
+    #[serde(other)]
+    Other,
+}
+
+impl WarningCode {
+    /// The code as serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::UnknownToolInMask => "unknown_tool_in_mask",
+            Self::StrategyFallback => "strategy_fallback",
+            Self::CacheBreak => "cache_break",
+            Self::MaxSteps => "max_steps",
+            Self::RepeatedFailure => "repeated_failure",
+            Self::ToolNameRepaired => "tool_name_repaired",
+            Self::SkillInvalid => "skill_invalid",
+            Self::SummarizationFailed => "summarization_failed",
+            Self::Other => "other",
+        }
+    }
+}
+
+impl std::fmt::Display for WarningCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<str> for WarningCode {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for WarningCode {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
 }

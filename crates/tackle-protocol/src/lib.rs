@@ -13,13 +13,15 @@
 
 mod envelope;
 mod event;
+mod ids;
 mod message;
 mod request;
 mod response;
 mod tool;
 
 pub use envelope::{ErrorCategory, ToolError};
-pub use event::{AgentEvent, ContextReport, StepMetrics, ToolOutcome, TurnEnd};
+pub use event::{AgentEvent, ContextReport, StepMetrics, ToolOutcome, TurnEnd, WarningCode};
+pub use ids::{ApprovalId, SessionId, ToolCallId};
 pub use message::{ContentBlock, Message, Reasoning, Role, ToolInput, ToolResult, ToolUse};
 pub use request::{CacheBreakpoint, CachePolicy, ModelRequest, SystemSection};
 pub use response::{ModelResponse, ResponseAccumulator, StopReason, StreamEvent, Usage};

@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::ToolCallId;
+
 /// Who authored a message.
 ///
 /// System instructions are not messages: they live in [`crate::ModelRequest::system`] so that
@@ -116,7 +118,7 @@ impl ContentBlock {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolUse {
     /// Provider-assigned call id; the matching [`ToolResult::tool_use_id`] must repeat it.
-    pub id: String,
+    pub id: ToolCallId,
     /// Name of the tool the model asked for (not necessarily one that exists).
     pub name: String,
     /// The call's arguments.
@@ -198,7 +200,7 @@ impl From<Value> for ToolInput {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolResult {
     /// The [`ToolUse::id`] this answers.
-    pub tool_use_id: String,
+    pub tool_use_id: ToolCallId,
     /// What the model reads: the tool's output, or a serialized [`crate::ToolError`] envelope.
     pub content: String,
     /// True when `content` is an error envelope (Anthropic `is_error`).
@@ -213,7 +215,7 @@ pub struct ToolResult {
 
 impl ToolResult {
     /// A successful result.
-    pub fn ok(tool_use_id: impl Into<String>, content: impl Into<String>) -> Self {
+    pub fn ok(tool_use_id: impl Into<ToolCallId>, content: impl Into<String>) -> Self {
         Self {
             tool_use_id: tool_use_id.into(),
             content: content.into(),
@@ -223,7 +225,7 @@ impl ToolResult {
     }
 
     /// An error result; `content` should be a serialized [`crate::ToolError`].
-    pub fn error(tool_use_id: impl Into<String>, content: impl Into<String>) -> Self {
+    pub fn error(tool_use_id: impl Into<ToolCallId>, content: impl Into<String>) -> Self {
         Self {
             tool_use_id: tool_use_id.into(),
             content: content.into(),

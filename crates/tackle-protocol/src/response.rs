@@ -270,7 +270,7 @@ impl ResponseAccumulator {
     pub fn finish(mut self) -> ModelResponse {
         for (_, (id, name, args)) in std::mem::take(&mut self.pending) {
             self.response.content.push(ContentBlock::ToolUse(ToolUse {
-                id,
+                id: id.into(),
                 name,
                 input: ToolInput::parse(&args),
             }));

@@ -100,7 +100,7 @@ async fn a_streamed_two_step_tool_conversation_in_both_formats() {
         let sent = fake.requests();
         assert_eq!(sent.len(), 2);
         let body = sent[1].body.to_string();
-        assert!(body.contains(&call.id), "{body}");
+        assert!(body.contains(call.id.as_str()), "{body}");
     }
 }
 

@@ -56,7 +56,7 @@ impl fmt::Display for SessionStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionRecord {
     /// UUIDv7.
-    pub id: String,
+    pub id: tackle_protocol::SessionId,
     /// Owner (user id); `local` for the CLI.
     pub owner: String,
     /// Title.
@@ -151,7 +151,7 @@ macro_rules! session_columns {
 
 fn record(row: &SqliteRow) -> Result<SessionRecord, StoreError> {
     Ok(SessionRecord {
-        id: row.try_get("id")?,
+        id: row.try_get::<String, _>("id")?.into(),
         owner: row.try_get("owner")?,
         title: row.try_get("title")?,
         provider: row.try_get("provider")?,

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tackle_protocol::{ApprovalId, SessionId, ToolCallId};
 use thiserror::Error;
 use tokio::sync::oneshot;
 
@@ -13,11 +14,11 @@ use tokio::sync::oneshot;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApprovalRequest {
     /// Approval id (UUIDv7).
-    pub id: String,
+    pub id: ApprovalId,
     /// Session of the call.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Call id.
-    pub call_id: String,
+    pub call_id: ToolCallId,
     /// Tool name.
     pub tool: String,
     /// Arguments.
@@ -119,8 +120,8 @@ struct Pending {
 /// ```
 #[derive(Clone, Default)]
 pub struct ApprovalQueue {
-    pending: Arc<Mutex<HashMap<String, Pending>>>,
-    order: Arc<Mutex<Vec<String>>>,
+    pending: Arc<Mutex<HashMap<ApprovalId, Pending>>>,
+    order: Arc<Mutex<Vec<ApprovalId>>>,
 }
 
 impl std::fmt::Debug for ApprovalQueue {
@@ -157,7 +158,7 @@ impl ApprovalQueue {
 
     fn remove(&self, id: &str) -> Option<Pending> {
         let entry = self.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(id);
-        self.order.lock().unwrap_or_else(|p| p.into_inner()).retain(|i| i != id);
+        self.order.lock().unwrap_or_else(|p| p.into_inner()).retain(|i| i.as_str() != id);
         entry
     }
 }
@@ -165,7 +166,7 @@ impl ApprovalQueue {
 /// Removes a pending entry when the waiting future is dropped (the turn was cancelled).
 struct PendingGuard<'a> {
     queue: &'a ApprovalQueue,
-    id: String,
+    id: ApprovalId,
 }
 
 impl Drop for PendingGuard<'_> {
@@ -194,7 +195,7 @@ mod tests {
         ApprovalRequest {
             id: id.into(),
             session_id: session.into(),
-            call_id: format!("call-{id}"),
+            call_id: format!("call-{id}").into(),
             tool: "shell".into(),
             args: serde_json::json!({"command": "rm -rf build"}),
             rule: "default for destructive tools".into(),

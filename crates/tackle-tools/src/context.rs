@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use tackle_protocol::{SessionId, ToolCallId};
 use tokio_util::sync::CancellationToken;
 
 use crate::EventSink;
@@ -15,9 +16,9 @@ use crate::EventSink;
 #[derive(Clone, Debug)]
 pub struct ToolContext {
     /// Session the call belongs to.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Id of the tool call (as the model assigned it).
-    pub call_id: String,
+    pub call_id: ToolCallId,
     /// Workspace root: file tools and the shell are jailed inside it.
     pub workspace: PathBuf,
     /// Cancelled when the turn is cancelled or the call times out; long tools should watch it.
@@ -39,7 +40,7 @@ impl ToolContext {
     /// let ctx = ToolContext::new("session-1", "call-1", std::env::temp_dir());
     /// assert!(!ctx.cancel.is_cancelled());
     /// ```
-    pub fn new(session_id: impl Into<String>, call_id: impl Into<String>, workspace: PathBuf) -> Self {
+    pub fn new(session_id: impl Into<SessionId>, call_id: impl Into<ToolCallId>, workspace: PathBuf) -> Self {
         Self {
             session_id: session_id.into(),
             call_id: call_id.into(),
@@ -52,7 +53,7 @@ impl ToolContext {
     }
 
     /// The same context for another call of the same turn.
-    pub fn for_call(&self, call_id: impl Into<String>) -> Self {
+    pub fn for_call(&self, call_id: impl Into<ToolCallId>) -> Self {
         Self { call_id: call_id.into(), cancel: self.cancel.child_token(), ..self.clone() }
     }
 }

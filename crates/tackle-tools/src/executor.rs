@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde_json::Value;
-use tackle_protocol::{AgentEvent, ErrorCategory, ToolError, ToolInput, ToolResult, ToolUse};
+use tackle_protocol::{
+    AgentEvent, ApprovalId, ErrorCategory, ToolCallId, ToolError, ToolInput, ToolResult, ToolUse,
+};
 
 use crate::hooks::{HookAction, HookPolicy};
 use crate::output_cap::{OutputCap, cap_output, count_lines};
@@ -76,7 +78,7 @@ pub struct Offloaded {
 #[derive(Debug, Clone)]
 pub struct CallReport {
     /// Call id.
-    pub call_id: String,
+    pub call_id: ToolCallId,
     /// Tool name as called.
     pub tool: String,
     /// The tool's output, or the envelope the model sees.
@@ -284,7 +286,7 @@ impl ToolExecutor {
         rule: &str,
     ) -> Result<(), ToolError> {
         let request = ApprovalRequest {
-            id: uuid::Uuid::now_v7().to_string(),
+            id: ApprovalId::new(uuid::Uuid::now_v7().to_string()),
             session_id: ctx.session_id.clone(),
             call_id: call.id.clone(),
             tool: call.name.clone(),

@@ -144,7 +144,7 @@ fn executor(approver: Arc<dyn Approver>, rules: Vec<HookRule>) -> ToolExecutor {
 }
 
 fn call(name: &str, args: Value) -> ToolUse {
-    ToolUse { id: format!("call_{name}"), name: name.into(), input: args.into() }
+    ToolUse { id: format!("call_{name}").into(), name: name.into(), input: args.into() }
 }
 
 fn ctx() -> ToolContext {

@@ -118,8 +118,7 @@ impl Session {
                     }
                     Err(e) => {
                         tracing::warn!(session = %sid, error = %e, "summarization failed; truncating instead");
-                        sink.emit(AgentEvent::Warning {
-                            code: "summarization_failed".into(),
+                        sink.emit(AgentEvent::Warning { code: tackle_protocol::WarningCode::SummarizationFailed,
                             message: format!("summarizing the conversation failed ({e}); the oldest messages are dropped instead"),
                         });
                     }
@@ -247,7 +246,7 @@ impl Session {
         request.tools = self.tools.catalog().specs().clone();
         request.tool_choice = ToolChoice::None;
         request.max_output_tokens = Some(2048);
-        request.prompt_cache_key = Some(self.record.id.clone());
+        request.prompt_cache_key = Some(self.record.id.to_string());
         let response = self.agent.provider().complete(&request, &CallOptions::default()).await?;
         let text = response.text();
         if text.trim().is_empty() {

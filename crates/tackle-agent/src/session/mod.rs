@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use tackle_protocol::{
-    AgentEvent, CachePolicy, ContentBlock, Message, Role, SystemSection, ToolResult, TurnEnd, Usage,
+    AgentEvent, CachePolicy, ContentBlock, Message, Role, SessionId, SystemSection, ToolCallId, ToolResult,
+    TurnEnd, Usage,
 };
 use tackle_store::{SessionRecord, ToolCallStatus};
 
@@ -57,7 +58,7 @@ impl TurnInput {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TurnOutcome {
     /// Session id.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Steps taken.
     pub steps: u32,
     /// How it ended.
@@ -204,7 +205,7 @@ impl Session {
     }
 
     /// Session id.
-    pub fn id(&self) -> &str {
+    pub fn id(&self) -> &SessionId {
         &self.record.id
     }
 
@@ -242,11 +243,11 @@ impl Session {
     pub(crate) async fn close_open_calls(&mut self, turn: i64) -> Result<(), AgentError> {
         let messages = self.history.messages();
         let Some(pos) = messages.iter().rposition(|m| m.role == Role::Assistant) else { return Ok(()) };
-        let answered: Vec<String> = messages[pos + 1..]
+        let answered: Vec<ToolCallId> = messages[pos + 1..]
             .iter()
             .flat_map(|m| m.tool_results_iter().map(|r| r.tool_use_id.clone()))
             .collect();
-        let open: Vec<(String, String)> = messages[pos]
+        let open: Vec<(ToolCallId, String)> = messages[pos]
             .tool_uses()
             .filter(|u| !answered.contains(&u.id))
             .map(|u| (u.id.clone(), u.name.clone()))

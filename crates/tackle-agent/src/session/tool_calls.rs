@@ -47,7 +47,7 @@ pub(crate) async fn run_calls(
         .map(|c| match repair_tool_name(&c.name, &names) {
             Some(fixed) => {
                 batch.sink.emit(AgentEvent::Warning {
-                    code: "tool_name_repaired".into(),
+                    code: tackle_protocol::WarningCode::ToolNameRepaired,
                     message: format!("the model called `{}`; ran `{fixed}`", c.name),
                 });
                 ToolUse { name: fixed.to_owned(), ..c.clone() }

@@ -119,7 +119,7 @@ impl Session {
             let unknown: Vec<&str> = m.names().filter(|n| !self.tools.catalog().contains(n)).collect();
             if !unknown.is_empty() {
                 sink.emit(AgentEvent::Warning {
-                    code: "unknown_tool_in_mask".into(),
+                    code: tackle_protocol::WarningCode::UnknownToolInMask,
                     message: format!("the tool mask names tools that do not exist: {}", unknown.join(", ")),
                 });
             }
@@ -163,7 +163,7 @@ impl Session {
             {
                 fallback_warned = true;
                 sink.emit(AgentEvent::Warning {
-                    code: "strategy_fallback".into(),
+                    code: tackle_protocol::WarningCode::StrategyFallback,
                     message:
                         "this server is not known to accept allowed_tools: the active tools are stated in a \
                               tail note and enforced by the executor (set openai_dialect = \"openai\" if it \
@@ -218,8 +218,7 @@ impl Session {
                 if let Some(path) = &metrics.cache_break
                     && !std::mem::take(&mut self.compacted)
                 {
-                    sink.emit(AgentEvent::Warning {
-                        code: "cache_break".into(),
+                    sink.emit(AgentEvent::Warning { code: tackle_protocol::WarningCode::CacheBreak,
                         message: format!("the request prefix changed at {path}; the provider cache is invalidated from there"),
                     });
                 }
@@ -277,7 +276,10 @@ impl Session {
                         "reached the step limit ({max_steps}); the last step ran without tools. \
                          Send another message to continue, or raise --max-steps."
                     );
-                    sink.emit(AgentEvent::Warning { code: "max_steps".into(), message: note.clone() });
+                    sink.emit(AgentEvent::Warning {
+                        code: tackle_protocol::WarningCode::MaxSteps,
+                        message: note.clone(),
+                    });
                     return Ok(outcome(step, TurnEnd::MaxSteps, text, usage, Some(note)));
                 }
                 return Ok(outcome(step, TurnEnd::Completed, text, usage, None));
@@ -292,7 +294,10 @@ impl Session {
                 let note = format!(
                     "reached the step limit ({max_steps}) with tool calls pending; they were not run"
                 );
-                sink.emit(AgentEvent::Warning { code: "max_steps".into(), message: note.clone() });
+                sink.emit(AgentEvent::Warning {
+                    code: tackle_protocol::WarningCode::MaxSteps,
+                    message: note.clone(),
+                });
                 return Ok(outcome(step, TurnEnd::MaxSteps, text, usage, Some(note)));
             }
 
@@ -310,7 +315,7 @@ impl Session {
                     Verdict::Continue => {}
                     Verdict::Remind(text) => {
                         sink.emit(AgentEvent::Warning {
-                            code: "repeated_failure".into(),
+                            code: tackle_protocol::WarningCode::RepeatedFailure,
                             message: text.clone(),
                         });
                         self.append(turn, Message::user(text)).await?;
@@ -354,7 +359,7 @@ impl Session {
         request.tools = self.tools.catalog().specs().clone();
         request.tool_choice = tools.tool_choice.clone();
         request.max_output_tokens = config.max_output_tokens;
-        request.prompt_cache_key = Some(self.record.id.clone());
+        request.prompt_cache_key = Some(self.record.id.to_string());
         request.cache_breakpoints = vec![CacheBreakpoint::System, CacheBreakpoint::Message { index: last }];
         if self.last_request_len > 0 && previous < last {
             request.cache_breakpoints.push(CacheBreakpoint::Message { index: previous });

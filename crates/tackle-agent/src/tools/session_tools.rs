@@ -95,8 +95,7 @@ impl SessionTools {
             updates.push((TOOL_NAMES_KEY, serde_json::json!(known)));
         }
         if deferred.as_ref().is_some_and(|d| d.fell_back()) {
-            warnings.push(AgentEvent::Warning {
-                code: "strategy_fallback".into(),
+            warnings.push(AgentEvent::Warning { code: tackle_protocol::WarningCode::StrategyFallback,
                 message: format!(
                     "[deferral] native is set but {} has no native deferred loading: deferred tools are reached \
                      through tool_search and call_tool",
@@ -110,7 +109,10 @@ impl SessionTools {
             let discovered = agent.skills().for_workspace(workspace);
             for w in &discovered.warnings {
                 tracing::warn!("{w}");
-                warnings.push(AgentEvent::Warning { code: "skill_invalid".into(), message: w.clone() });
+                warnings.push(AgentEvent::Warning {
+                    code: tackle_protocol::WarningCode::SkillInvalid,
+                    message: w.clone(),
+                });
             }
             discovered.skills.clone()
         } else {

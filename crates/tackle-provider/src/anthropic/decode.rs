@@ -128,7 +128,10 @@ impl AnthropicDecoder {
         match self.blocks.remove(&index) {
             Some(Block::ToolUse { id, name, json }) => {
                 let input = ToolInput::parse(&json);
-                out.push_back(StreamEvent::ToolCallEnd { index, call: ToolUse { id, name, input } });
+                out.push_back(StreamEvent::ToolCallEnd {
+                    index,
+                    call: ToolUse { id: id.into(), name, input },
+                });
             }
             Some(Block::Thinking { text, signature }) => {
                 let data = json!({ "type": "thinking", "thinking": text, "signature": signature });

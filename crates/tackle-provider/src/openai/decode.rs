@@ -134,7 +134,10 @@ impl OpenAiChatDecoder {
                 }
             }
             let input = ToolInput::parse(&call.args);
-            out.push_back(StreamEvent::ToolCallEnd { index, call: ToolUse { id, name: call.name, input } });
+            out.push_back(StreamEvent::ToolCallEnd {
+                index,
+                call: ToolUse { id: id.into(), name: call.name, input },
+            });
         }
     }
 

@@ -70,9 +70,9 @@ pub async fn list(
         .pending(Some(&id))
         .into_iter()
         .map(|r| ApprovalView {
-            id: r.id,
-            session_id: r.session_id,
-            call_id: r.call_id,
+            id: r.id.into(),
+            session_id: r.session_id.into(),
+            call_id: r.call_id.into(),
             tool: r.tool,
             args: r.args,
             rule: r.rule,

@@ -167,7 +167,7 @@ pub async fn send(
         .map_err(|e| ApiError::internal(format!("the turn stopped unexpectedly: {e}")))?
         .map_err(ApiError::from)?;
     Ok(Json(TurnResult {
-        session_id: outcome.session_id,
+        session_id: outcome.session_id.into(),
         steps: outcome.steps,
         end: outcome.end,
         text: outcome.text,

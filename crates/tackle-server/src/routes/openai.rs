@@ -239,7 +239,7 @@ fn convert_messages(messages: &[ChatMessage]) -> Result<(Vec<SystemSection>, Vec
                 }
                 for call in &m.tool_calls {
                     content.push(ContentBlock::ToolUse(ToolUse {
-                        id: call.id.clone(),
+                        id: call.id.clone().into(),
                         name: call.function.name.clone(),
                         input: ToolInput::parse(&call.function.arguments),
                     }));

@@ -59,7 +59,7 @@ pub struct SessionView {
 impl From<SessionRecord> for SessionView {
     fn from(r: SessionRecord) -> Self {
         Self {
-            id: r.id,
+            id: r.id.into(),
             title: r.title,
             provider: r.provider,
             model: r.model,
