@@ -17,19 +17,12 @@ mod tools;
 
 pub use agent::{Agent, AgentBuilder, AgentConfig, BuildError, NewSessionOptions};
 pub use context::{
-    CompactContext, CompactContextArgs, CompactReason, CompactionReport, ContextConfig,
-    DEFAULT_OFFLOAD_BYTES, DEFAULT_OFFLOAD_TTL, ReadResult, ReadResultArgs, ReadUnit, StoreOffloader,
-    offload_reference, read_page,
+    CompactReason, CompactionReport, ContextConfig, DEFAULT_OFFLOAD_BYTES, DEFAULT_OFFLOAD_TTL,
+    ReadResultArgs, ReadUnit, StoreOffloader, read_page,
 };
 pub use error::AgentError;
-pub use session::{
-    BASE_PROMPT, LoopGuard, LoopGuardConfig, NOTE_PREFIX, PrefixStats, PrefixTracker, Session, TailNotes,
-    TailState, TurnInput, TurnOutcome, Verdict, canonical_json, system_sections,
-};
+pub use session::{LoopGuardConfig, PrefixStats, Session, TurnInput, TurnOutcome};
 pub use tools::{
-    ACTIVATE_SKILL, ACTIVE_SKILLS_KEY, ActivateSkill, ActivateSkillArgs, ActiveSkills, Availability,
-    CALL_TOOL, CallTool, CallToolArgs, DeferralConfig, DeferralMode, DeferredTools, DiscoveredSkills,
-    FOUND_TOOLS_KEY, FoundTools, MAX_ACTIVE_SKILLS, MaskStrategy, Skill, SkillLibrary, SkillSet, StepTools,
-    TOOL_SEARCH, TodoArgs, TodoTool, ToolCatalog, ToolChange, ToolMask, ToolSearch, ToolSearchArgs,
-    parse_skill, plan_deferral, repair_tool_name, resolve_step,
+    DeferralConfig, DeferralMode, DeferredTools, DiscoveredSkills, MaskError, MaskStrategy, Skill,
+    SkillError, SkillLibrary, SkillSet, StepTools, ToolCatalog, ToolChange, ToolMask,
 };

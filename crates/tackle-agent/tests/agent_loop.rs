@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use common::{FORMATS, Harness};
 use serde_json::{Value, json};
-use tackle_agent::{TurnInput, canonical_json};
+use tackle_agent::TurnInput;
 use tackle_protocol::{AgentEvent, ContentBlock, ErrorCategory, Role, ToolOutcome, TurnEnd};
 use tackle_store::{BeginOutcome, MessageFilter, ToolCallFinish, ToolCallStatus};
 use tackle_testkit::{Fault, Script, Turn};
@@ -429,4 +429,20 @@ async fn a_mid_stream_failure_retries_the_step_once() {
         assert!(h.events().iter().any(|e| matches!(e, AgentEvent::Retry { .. })));
         assert_eq!(h.fake.requests().len(), 2);
     }
+}
+
+/// JSON with object keys sorted, to compare values whatever their key order.
+fn canonical_json(v: &Value) -> String {
+    fn sorted(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&m[k]))).collect())
+            }
+            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    sorted(v).to_string()
 }

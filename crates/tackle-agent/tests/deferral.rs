@@ -8,16 +8,12 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use common::provider;
 use serde_json::{Value, json};
-use tackle_agent::{
-    Agent, AgentConfig, ContextConfig, DeferralConfig, NewSessionOptions, TurnInput, plan_deferral,
-};
+use tackle_agent::{Agent, AgentConfig, ContextConfig, DeferralConfig, NewSessionOptions, TurnInput};
 use tackle_protocol::{AgentEvent, ToolAnnotations, ToolSpec};
 use tackle_provider::ProviderKind;
 use tackle_store::Store;
 use tackle_testkit::{FakeModel, Script, Turn};
-use tackle_tools::{
-    AutoApprove, EventSink, StaticTools, Tool, ToolContext, ToolFailure, ToolOutput, ToolRegistry, ToolSource,
-};
+use tackle_tools::{AutoApprove, EventSink, StaticTools, Tool, ToolContext, ToolFailure, ToolOutput};
 use tokio_util::sync::CancellationToken;
 
 /// A tool with a runtime schema, like an MCP tool: `svc{n}__op` needs an integer `count`.
@@ -73,25 +69,16 @@ async fn deferred_tools_are_found_and_called_without_changing_the_prefix() {
     let db = tempfile::tempdir().unwrap();
     let workspace = tempfile::tempdir().unwrap();
     let store = Store::open(&db.path().join("t.db")).await.unwrap();
-    let mut registry = ToolRegistry::new();
-    for tool in tackle_builtins::builtin_tools(&Default::default()) {
-        registry.register(tool).unwrap();
-    }
-    for tool in remote_tools().tools() {
-        registry.register(tool).unwrap();
-    }
-    let names: Vec<String> = (0..100).map(|n| remote(n).0.name).collect();
-    assert!(
-        plan_deferral(
-            &registry.specs(),
-            &names,
-            "gpt-4o",
-            &ContextConfig { window: Some(1_000_000), ..ContextConfig::default() },
-            &DeferralConfig::default()
-        )
-        .is_none(),
-        "they fit 10% of a 1M window"
-    );
+    let mut roomy = AgentConfig::new("gpt-4o");
+    roomy.context = ContextConfig { window: Some(1_000_000), ..ContextConfig::default() };
+    let agent = Agent::builder(provider(ProviderKind::Openai, &fake))
+        .config(roomy)
+        .in_memory()
+        .tool_source(remote_tools())
+        .build()
+        .await
+        .unwrap();
+    assert!(agent.deferred().is_none(), "they fit 10% of a 1M window");
     let agent = deferred_agent(ProviderKind::Openai, "gpt-4o", &fake, &store, false).await;
     assert_eq!(agent.deferred().unwrap().len(), 100, "100 tools are over 10% of a 50k window");
     // Everything the agent could offer without deferral.

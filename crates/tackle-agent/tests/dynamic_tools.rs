@@ -237,8 +237,7 @@ async fn skills_unlock_tools_evict_fifo_and_persist_across_resume() {
 
         session.run_turn(TurnInput::new("more skills"), &h.sink(), &cancel).await.unwrap();
         assert_eq!(h.counter.load(Ordering::SeqCst), 1, "{kind}: counting was evicted by the fourth skill");
-        let active: Vec<String> =
-            h.store.get_state(session.id(), tackle_agent::ACTIVE_SKILLS_KEY).await.unwrap().unwrap();
+        let active: Vec<String> = session.active_skills().await.unwrap();
         assert_eq!(active, ["a", "b", "c"]);
 
         let mut resumed = h.agent.open_session(session.id()).await.unwrap();

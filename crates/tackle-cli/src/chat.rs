@@ -140,14 +140,9 @@ async fn slash(command: &str, state: &mut ChatState) -> Result<Flow> {
                 eprintln!("  {:<16} {status:<13} {first}", spec.name);
             }
             if let Some(deferred) = state.agent.deferred() {
-                let found: tackle_agent::FoundTools = state
-                    .agent
-                    .store()
-                    .get_state(state.session.id(), tackle_agent::FOUND_TOOLS_KEY)
-                    .await?
-                    .unwrap_or_default();
+                let found = state.session.found_tools().await?;
                 for name in deferred.names() {
-                    let status = if found.0.contains(&name) { "found" } else { "deferred" };
+                    let status = if found.contains(&name) { "found" } else { "deferred" };
                     let first = deferred
                         .get(&name)
                         .and_then(|s| s.description.lines().next().map(str::to_owned))

@@ -159,7 +159,7 @@ pub async fn open_or_create(agent: &Agent, session: Option<&str>, workspace: &Pa
 /// The `--tool-mask` flag, parsed.
 pub fn tool_mask(arg: Option<&str>) -> Result<Option<ToolMask>> {
     match arg {
-        Some(text) => Ok(ToolMask::parse_cli(text).map_err(UsageError)?),
+        Some(text) => Ok(ToolMask::parse_cli(text).map_err(|e| UsageError(e.to_string()))?),
         None => Ok(None),
     }
 }

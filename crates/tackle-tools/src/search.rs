@@ -33,7 +33,7 @@ const STOP_WORDS: &[&str] = &[
 ///
 /// ```
 /// use serde_json::json;
-/// use tackle_mcp::ToolSearchIndex;
+/// use tackle_tools::ToolSearchIndex;
 /// use tackle_protocol::ToolSpec;
 /// let tools = [
 ///     ToolSpec::new("fs__read_text_file", "Read a file as text.", json!({"type": "object"})),

@@ -14,8 +14,9 @@ use tackle_tools::{
 use thiserror::Error;
 
 use crate::context::{CompactContext, ReadResult, StoreOffloader};
+use crate::tools::plan_deferral;
 use crate::tools::{ActivateSkill, CallTool, SkillLibrary, TodoTool, ToolSearch};
-use crate::{Agent, AgentConfig, ContextConfig, DeferralConfig, LoopGuardConfig, plan_deferral};
+use crate::{Agent, AgentConfig, ContextConfig, DeferralConfig, LoopGuardConfig};
 
 /// Why an agent could not be built. Each message names the part and what to change.
 #[derive(Debug, Error)]

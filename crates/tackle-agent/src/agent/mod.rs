@@ -132,7 +132,7 @@ impl Agent {
             .await
     }
 
-    /// The same agent with `deferred` tools left out of the catalog (see [`crate::plan_deferral`]);
+    /// The same agent with `deferred` tools left out of the catalog (see [`crate::tools::plan_deferral`]);
     /// the registry must hold them and `tool_search` and `call_tool`.
     pub(crate) fn with_deferred(self, deferred: Option<Arc<crate::DeferredTools>>) -> Self {
         let inner = &self.inner;
@@ -259,7 +259,7 @@ impl Agent {
             None => ToolCatalog::freeze(
                 specs
                     .into_iter()
-                    .filter(|s| s.name != crate::TOOL_SEARCH && s.name != crate::CALL_TOOL)
+                    .filter(|s| s.name != crate::tools::TOOL_SEARCH && s.name != crate::tools::CALL_TOOL)
                     .collect(),
                 Vec::new(),
             ),
@@ -271,7 +271,7 @@ impl Agent {
             Some(d) => {
                 let (deferred, core): (Vec<ToolSpec>, Vec<ToolSpec>) = specs
                     .into_iter()
-                    .filter(|s| s.name != crate::CALL_TOOL)
+                    .filter(|s| s.name != crate::tools::CALL_TOOL)
                     .partition(|s| d.contains(&s.name));
                 ToolCatalog::freeze(core, deferred.into_iter().map(ToolSpec::deferred).collect())
             }

@@ -264,7 +264,9 @@ impl Session {
             .history
             .messages()
             .iter()
-            .rposition(|m| m.role == tackle_protocol::Role::User && !m.text().starts_with(crate::NOTE_PREFIX))
+            .rposition(|m| {
+                m.role == tackle_protocol::Role::User && !m.text().starts_with(crate::session::NOTE_PREFIX)
+            })
             .unwrap_or(0);
         self.compact(protected, CompactReason::Forced, sink).await
     }

@@ -9,8 +9,9 @@ mod window;
 
 pub(crate) use compact::CompactionRequested;
 pub use compact::{CompactReason, CompactionReport};
-pub use compact_tool::{CompactContext, CompactContextArgs};
-pub use offload::{DEFAULT_OFFLOAD_BYTES, DEFAULT_OFFLOAD_TTL, StoreOffloader, offload_reference};
-pub use read_result::{ReadResult, ReadResultArgs, ReadUnit, read_page};
+pub(crate) use compact_tool::CompactContext;
+pub use offload::{DEFAULT_OFFLOAD_BYTES, DEFAULT_OFFLOAD_TTL, StoreOffloader};
+pub(crate) use read_result::ReadResult;
+pub use read_result::{ReadResultArgs, ReadUnit, read_page};
 pub use window::ContextConfig;
 pub(crate) use window::{CALIBRATION_KEY, ContextState};

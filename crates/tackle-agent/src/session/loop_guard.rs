@@ -47,17 +47,6 @@ pub enum Verdict {
 }
 
 /// Tracks the calls of one turn.
-///
-/// ```
-/// use serde_json::json;
-/// use tackle_agent::{LoopGuard, LoopGuardConfig, Verdict};
-/// use tackle_protocol::{ErrorCategory, ToolError};
-/// let mut guard = LoopGuard::new(LoopGuardConfig::default());
-/// let err = ToolError::new("read_file", ErrorCategory::NotFound, "no such file");
-/// assert_eq!(guard.observe("read_file", &json!({"path": "x"}), Some(&err)), Verdict::Continue);
-/// assert!(matches!(guard.observe("read_file", &json!({"path": "x"}), Some(&err)), Verdict::Remind(_)));
-/// assert!(matches!(guard.observe("read_file", &json!({"path": "x"}), Some(&err)), Verdict::Stop(_)));
-/// ```
 #[derive(Debug, Default)]
 pub struct LoopGuard {
     config: LoopGuardConfig,
@@ -146,6 +135,17 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn the_guard_reminds_then_stops() {
+        use serde_json::json;
+        use tackle_protocol::{ErrorCategory, ToolError};
+        let mut guard = LoopGuard::new(LoopGuardConfig::default());
+        let err = ToolError::new("read_file", ErrorCategory::NotFound, "no such file");
+        assert_eq!(guard.observe("read_file", &json!({"path": "x"}), Some(&err)), Verdict::Continue);
+        assert!(matches!(guard.observe("read_file", &json!({"path": "x"}), Some(&err)), Verdict::Remind(_)));
+        assert!(matches!(guard.observe("read_file", &json!({"path": "x"}), Some(&err)), Verdict::Stop(_)));
+    }
 
     fn err(category: ErrorCategory) -> ToolError {
         ToolError::new("t", category, "boom")

@@ -19,10 +19,11 @@ mod tool_calls;
 mod turn;
 
 pub(crate) use history::History;
-pub use loop_guard::{LoopGuard, LoopGuardConfig, Verdict, canonical_json};
-pub use prefix::{PrefixStats, PrefixTracker};
-pub use system_prompt::{BASE_PROMPT, system_sections};
-pub use tail_note::{NOTE_PREFIX, TailNotes, TailState};
+pub use loop_guard::LoopGuardConfig;
+pub use prefix::PrefixStats;
+pub(crate) use prefix::PrefixTracker;
+pub(crate) use system_prompt::system_sections;
+pub(crate) use tail_note::{NOTE_PREFIX, TailNotes};
 
 use crate::agent::LoadedMessage;
 use crate::context::{CALIBRATION_KEY, ContextState};
@@ -202,6 +203,28 @@ impl Session {
         last_step: bool,
     ) -> Result<StepTools, AgentError> {
         self.tools.step_tools(&self.agent, &self.record.id, mask, last_step).await
+    }
+
+    /// Deferred tools found by `tool_search` in this session, in the order found.
+    pub async fn found_tools(&self) -> Result<Vec<String>, AgentError> {
+        let found: crate::tools::FoundTools = self
+            .agent
+            .store()
+            .get_state(&self.record.id, crate::tools::FOUND_TOOLS_KEY)
+            .await?
+            .unwrap_or_default();
+        Ok(found.0)
+    }
+
+    /// The skills active in this session, oldest first.
+    pub async fn active_skills(&self) -> Result<Vec<String>, AgentError> {
+        let active: crate::tools::ActiveSkills = self
+            .agent
+            .store()
+            .get_state(&self.record.id, crate::tools::ACTIVE_SKILLS_KEY)
+            .await?
+            .unwrap_or_default();
+        Ok(active.0.into_iter().collect())
     }
 
     /// Session id.

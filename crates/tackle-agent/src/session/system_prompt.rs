@@ -30,14 +30,6 @@ pub const WORKSPACE_PROMPT_FILES: [(&str, &str); 2] = [("soul", "SOUL.md"), ("ag
 pub const MAX_PROMPT_FILE_BYTES: usize = 64 * 1024;
 
 /// The system sections for a workspace: base, then `SOUL.md` and `AGENTS.md` when present.
-///
-/// ```
-/// let dir = std::env::temp_dir().join(format!("tackle-doc-{}", std::process::id()));
-/// std::fs::create_dir_all(&dir).unwrap();
-/// std::fs::write(dir.join("AGENTS.md"), "Use tabs.").unwrap();
-/// let sections = tackle_agent::system_sections(&dir);
-/// assert_eq!(sections.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["base", "agents"]);
-/// ```
 pub fn system_sections(workspace: &Path) -> Vec<SystemSection> {
     let mut sections = vec![SystemSection::cacheable("base", BASE_PROMPT)];
     for (name, file) in WORKSPACE_PROMPT_FILES {
@@ -52,4 +44,18 @@ pub fn system_sections(workspace: &Path) -> Vec<SystemSection> {
         }
     }
     sections
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workspace_prompt_files_become_sections() {
+        let dir = std::env::temp_dir().join(format!("tackle-doc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("AGENTS.md"), "Use tabs.").unwrap();
+        let sections = system_sections(&dir);
+        assert_eq!(sections.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["base", "agents"]);
+    }
 }

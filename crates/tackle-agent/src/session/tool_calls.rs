@@ -8,8 +8,9 @@ use tackle_tools::{CallOptions, EventSink, ToolContext, TurnState};
 use tokio_util::sync::CancellationToken;
 
 use crate::invariants::interrupted_result;
+use crate::tools::repair_tool_name;
 use crate::tools::{Planned, StepView};
-use crate::{AgentError, Session, repair_tool_name};
+use crate::{AgentError, Session};
 
 /// Characters of a successful output shown in `tool_result` events.
 const PREVIEW_CHARS: usize = 300;

@@ -280,6 +280,8 @@ pub struct CallToolArgs {
     pub name: String,
     /// Its arguments, matching the input schema `tool_search` returned.
     #[serde(default)]
+    // Part of the schema the model sees; the loop unwraps calls before this type is read.
+    #[allow(dead_code)]
     pub arguments: Option<Value>,
 }
 

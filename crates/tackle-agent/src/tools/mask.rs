@@ -50,15 +50,15 @@ impl ToolMask {
     }
 
     /// Parses the CLI form (`{"shell":false}`), reporting what is wrong.
-    pub fn parse_cli(text: &str) -> Result<Option<Self>, String> {
-        let value: Value = serde_json::from_str(text)
-            .map_err(|e| format!("--tool-mask is not JSON ({e}); example: '{{\"shell\": false}}'"))?;
+    pub fn parse_cli(text: &str) -> Result<Option<Self>, MaskError> {
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| MaskError::NotJson { detail: e.to_string() })?;
         if !value.is_object() {
-            return Err("--tool-mask must be a JSON object of tool name to true/false".into());
+            return Err(MaskError::NotAnObject);
         }
         let (mask, dropped) = Self::normalize(&value);
-        if let Some(name) = dropped.first() {
-            return Err(format!("--tool-mask entry {name:?} is not true or false"));
+        if let Some(name) = dropped.into_iter().next() {
+            return Err(MaskError::NotABoolean { tool: name });
         }
         Ok(mask)
     }
@@ -110,8 +110,29 @@ mod tests {
 
     #[test]
     fn cli_errors_say_what_to_type() {
-        assert!(ToolMask::parse_cli("shell=false").unwrap_err().contains("example"));
-        assert!(ToolMask::parse_cli(r#"{"shell":"no"}"#).unwrap_err().contains("shell"));
+        assert!(ToolMask::parse_cli("shell=false").unwrap_err().to_string().contains("example"));
+        assert!(ToolMask::parse_cli(r#"{"shell":"no"}"#).unwrap_err().to_string().contains("shell"));
         assert_eq!(ToolMask::parse_cli("{}").unwrap(), None);
     }
+}
+
+/// Why a `--tool-mask` value was refused; each message shows what to type instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MaskError {
+    /// The text is not JSON.
+    #[error("--tool-mask is not JSON ({detail}); example: '{{\"shell\": false}}'")]
+    NotJson {
+        /// The parser's message.
+        detail: String,
+    },
+    /// The JSON is not an object.
+    #[error("--tool-mask must be a JSON object of tool name to true/false, e.g. '{{\"shell\": false}}'")]
+    NotAnObject,
+    /// An entry is not a boolean.
+    #[error("--tool-mask entry {tool:?} is not true or false")]
+    NotABoolean {
+        /// The tool named.
+        tool: String,
+    },
 }

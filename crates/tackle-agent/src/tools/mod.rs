@@ -12,18 +12,17 @@ mod step;
 mod todo;
 
 pub use catalog::ToolCatalog;
-pub use deferral::{
-    CALL_TOOL, CallTool, CallToolArgs, DeferralConfig, DeferralMode, DeferredTools, FOUND_TOOLS_KEY,
-    FoundTools, TOOL_SEARCH, ToolSearch, ToolSearchArgs, plan_deferral,
+pub(crate) use deferral::{
+    CALL_TOOL, CallTool, FOUND_TOOLS_KEY, FoundTools, TOOL_SEARCH, ToolSearch, plan_deferral,
 };
-pub use mask::ToolMask;
-pub use repair::repair_tool_name;
+pub use deferral::{DeferralConfig, DeferralMode, DeferredTools};
+pub use mask::{MaskError, ToolMask};
+pub(crate) use repair::repair_tool_name;
 pub(crate) use session_tools::{Planned, SessionTools, StepView};
-pub use skills::{
-    ACTIVATE_SKILL, ACTIVE_SKILLS_KEY, ActivateSkill, ActivateSkillArgs, ActiveSkills, DiscoveredSkills,
-    MAX_ACTIVE_SKILLS, Skill, SkillLibrary, SkillSet, parse_skill,
-};
+pub(crate) use skills::{ACTIVATE_SKILL, ACTIVE_SKILLS_KEY, ActivateSkill, ActiveSkills};
+pub use skills::{DiscoveredSkills, Skill, SkillError, SkillLibrary, SkillSet};
 pub use sources::ToolChange;
 pub(crate) use sources::ToolSources;
-pub use step::{Availability, MaskStrategy, StepTools, resolve_step};
-pub use todo::{TodoArgs, TodoTool};
+pub(crate) use step::{Availability, resolve_step};
+pub use step::{MaskStrategy, StepTools};
+pub(crate) use todo::TodoTool;

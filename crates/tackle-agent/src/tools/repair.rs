@@ -4,14 +4,6 @@
 /// the same name ignoring case, or with a namespace prefix some models add (`functions.`,
 /// `tools.`, `default_api.`) or `.`/`-` in place of `_`. Returns `None` for an exact match (no
 /// repair needed) or when nothing or several things match.
-///
-/// ```
-/// let names = ["read_file".to_string(), "shell".to_string()];
-/// assert_eq!(tackle_agent::repair_tool_name("functions.read_file", &names), Some("read_file"));
-/// assert_eq!(tackle_agent::repair_tool_name("SHELL", &names), Some("shell"));
-/// assert_eq!(tackle_agent::repair_tool_name("shell", &names), None);
-/// assert_eq!(tackle_agent::repair_tool_name("write", &names), None);
-/// ```
 pub fn repair_tool_name<'a>(name: &str, registered: &'a [String]) -> Option<&'a str> {
     if registered.iter().any(|n| n == name) {
         return None;
@@ -28,4 +20,18 @@ pub fn repair_tool_name<'a>(name: &str, registered: &'a [String]) -> Option<&'a 
         return None;
     }
     Some(first.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixed_and_cased_names_are_repaired() {
+        let names = ["read_file".to_string(), "shell".to_string()];
+        assert_eq!(repair_tool_name("functions.read_file", &names), Some("read_file"));
+        assert_eq!(repair_tool_name("SHELL", &names), Some("shell"));
+        assert_eq!(repair_tool_name("shell", &names), None);
+        assert_eq!(repair_tool_name("write", &names), None);
+    }
 }

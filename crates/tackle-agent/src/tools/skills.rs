@@ -60,19 +60,36 @@ fn split_front_matter(text: &str) -> Option<(&str, &str)> {
     Some((yaml, body.trim_start_matches(['\r', '\n'])))
 }
 
-/// Parses one SKILL.md. Errors say what is wrong, for a warning.
-pub fn parse_skill(dir_name: &str, path: &Path, text: &str) -> Result<Skill, String> {
-    let (yaml, body) =
-        split_front_matter(text).ok_or("missing YAML front matter (--- name/description/tools ---)")?;
+/// Why a SKILL.md was skipped; each message says what to fix in the file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SkillError {
+    /// The file does not start with front matter.
+    #[error("missing YAML front matter (--- name/description/tools ---)")]
+    NoFrontMatter,
+    /// The front matter is not valid YAML of the expected shape.
+    #[error("invalid front matter: {0}")]
+    InvalidFrontMatter(String),
+    /// The name is not usable.
+    #[error("skill name {0:?} must match ^[a-zA-Z0-9_-]{{1,64}}$")]
+    InvalidName(String),
+    /// No description.
+    #[error("front matter needs a description")]
+    NoDescription,
+}
+
+/// Parses one SKILL.md.
+pub(crate) fn parse_skill(dir_name: &str, path: &Path, text: &str) -> Result<Skill, SkillError> {
+    let (yaml, body) = split_front_matter(text).ok_or(SkillError::NoFrontMatter)?;
     let front: FrontMatter =
-        serde_saphyr::from_str(yaml).map_err(|e| format!("invalid front matter: {e}"))?;
+        serde_saphyr::from_str(yaml).map_err(|e| SkillError::InvalidFrontMatter(e.to_string()))?;
     let name = front.name.unwrap_or_else(|| dir_name.to_owned());
     if !tackle_protocol::is_valid_tool_name(&name) {
-        return Err(format!("skill name {name:?} must match ^[a-zA-Z0-9_-]{{1,64}}$"));
+        return Err(SkillError::InvalidName(name));
     }
     let description = front.description.unwrap_or_default().trim().to_owned();
     if description.is_empty() {
-        return Err("front matter needs a description".into());
+        return Err(SkillError::NoDescription);
     }
     Ok(Skill {
         name,
@@ -327,7 +344,10 @@ mod tests {
         assert!(parse_skill("d", Path::new("x"), "no front matter").is_err());
         assert!(parse_skill("d", Path::new("x"), "---\nname: [unclosed\n---\n").is_err());
         assert!(
-            parse_skill("d", Path::new("x"), "---\nname: x\n---\nbody").unwrap_err().contains("description")
+            parse_skill("d", Path::new("x"), "---\nname: x\n---\nbody")
+                .unwrap_err()
+                .to_string()
+                .contains("description")
         );
     }
 

@@ -83,21 +83,6 @@ impl StepTools {
 ///
 /// `dynamic` is the kill switch: when false, every tool is active (but the last step still
 /// sends `none`).
-///
-/// ```
-/// use serde_json::json;
-/// use tackle_agent::{Availability, MaskStrategy, ToolCatalog, ToolMask, resolve_step};
-/// use tackle_protocol::ToolSpec;
-/// use tackle_provider::Capabilities;
-/// let spec = |n: &str| ToolSpec::new(n, "d", json!({"type": "object"}));
-/// let catalog = ToolCatalog::freeze(vec![spec("read"), spec("shell")], vec![]);
-/// let mask = ToolMask::new([("shell".into(), false)]);
-/// let mut caps = Capabilities::default();
-/// caps.allowed_tools = true;
-/// let step = resolve_step(&catalog, &Availability { mask: Some(&mask), ..Default::default() }, &caps, false, true);
-/// assert_eq!(step.active, ["read"]);
-/// assert_eq!(step.strategy, MaskStrategy::AllowedTools);
-/// ```
 pub fn resolve_step(
     catalog: &ToolCatalog,
     availability: &Availability<'_>,
@@ -152,6 +137,25 @@ mod tests {
     use tackle_protocol::ToolSpec;
 
     use super::*;
+
+    #[test]
+    fn a_mask_becomes_allowed_tools() {
+        use serde_json::json;
+        let spec = |n: &str| ToolSpec::new(n, "d", json!({"type": "object"}));
+        let catalog = ToolCatalog::freeze(vec![spec("read"), spec("shell")], vec![]);
+        let mask = ToolMask::new([("shell".into(), false)]);
+        let mut caps = Capabilities::default();
+        caps.allowed_tools = true;
+        let step = resolve_step(
+            &catalog,
+            &Availability { mask: Some(&mask), ..Default::default() },
+            &caps,
+            false,
+            true,
+        );
+        assert_eq!(step.active, ["read"]);
+        assert_eq!(step.strategy, MaskStrategy::AllowedTools);
+    }
 
     fn catalog() -> ToolCatalog {
         let spec = |n: &str| ToolSpec::new(n, "d", json!({"type": "object"}));
