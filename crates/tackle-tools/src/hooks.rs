@@ -120,13 +120,15 @@ pub struct HookPolicy {
 
 impl HookPolicy {
     /// A policy from rules; an invalid glob is an error naming it.
-    pub fn new(rules: Vec<HookRule>, mode: ApprovalMode) -> Result<Self, String> {
+    pub fn new(rules: Vec<HookRule>, mode: ApprovalMode) -> Result<Self, HookError> {
         let mut compiled = Vec::with_capacity(rules.len());
         for rule in rules {
             let matcher = match &rule.tools {
-                Some(g) => {
-                    Some(Glob::new(g).map_err(|e| format!("invalid hook glob {g:?}: {e}"))?.compile_matcher())
-                }
+                Some(g) => Some(
+                    Glob::new(g)
+                        .map_err(|e| HookError::InvalidGlob { glob: g.clone(), detail: e.to_string() })?
+                        .compile_matcher(),
+                ),
                 None => None,
             };
             compiled.push((rule, matcher));
@@ -211,6 +213,20 @@ mod tests {
     fn bad_globs_are_reported() {
         let err =
             HookPolicy::new(vec![HookRule::tools("[", HookAction::Deny)], ApprovalMode::Server).unwrap_err();
-        assert!(err.contains("invalid hook glob"), "{err}");
+        assert!(err.to_string().contains("invalid hook glob"), "{err}");
     }
+}
+
+/// A hook rule that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HookError {
+    /// The `tools` glob does not compile.
+    #[error("invalid hook glob {glob:?}: {detail}; use * and ? wildcards, e.g. \"mcp__github__*\"")]
+    InvalidGlob {
+        /// The glob as written.
+        glob: String,
+        /// The parser's message.
+        detail: String,
+    },
 }

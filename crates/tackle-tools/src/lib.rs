@@ -36,7 +36,7 @@ pub use events::EventSink;
 pub use executor::{CallOptions, CallReport, ExecLimits, Offloaded, OutputOffloader, ToolExecutor};
 pub use failure::ToolFailure;
 pub use function::{FnTool, IntoTool, tool_fn};
-pub use hooks::{AnnotationMatch, ApprovalMode, HookAction, HookDecision, HookPolicy, HookRule};
+pub use hooks::{AnnotationMatch, ApprovalMode, HookAction, HookDecision, HookError, HookPolicy, HookRule};
 pub use output_cap::{Capped, OutputCap, cap_output, count_lines};
 pub use registry::{RegistryError, ToolRegistry};
 pub use search::{BM25_B, BM25_K1, ToolSearchIndex};

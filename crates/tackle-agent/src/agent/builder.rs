@@ -45,8 +45,8 @@ pub enum BuildError {
     #[error("tool setup failed: {0}")]
     Tool(#[from] RegistryError),
     /// A hook rule is invalid.
-    #[error("invalid hook rule: {0}; fix the rule's `tools` glob")]
-    Hook(String),
+    #[error("invalid hook rule in [[hooks]]: {0}")]
+    Hook(#[from] tackle_tools::HookError),
     /// A limit that must be positive is zero.
     #[error("{0} must be at least 1")]
     Limit(&'static str),
@@ -318,7 +318,7 @@ impl AgentBuilder {
         if self.config.max_steps == 0 {
             return Err(BuildError::Limit("max_steps"));
         }
-        let hooks = HookPolicy::new(self.hooks, self.approval_mode).map_err(BuildError::Hook)?;
+        let hooks = HookPolicy::new(self.hooks, self.approval_mode)?;
         let workspace = match self.workspace {
             Some(dir) => dir,
             None => std::env::current_dir().map_err(|e| BuildError::Workspace {
