@@ -5,6 +5,7 @@ use thiserror::Error;
 /// Why an agent operation failed. Failures inside a turn (provider errors, doom loops) do not
 /// use this type: they end the turn with an `error` event and a [`crate::TurnOutcome`].
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum AgentError {
     /// The store failed.
     #[error(transparent)]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use common::provider;
 use serde_json::{Value, json};
-use tackle_agent::{Agent, AgentConfig, ContextConfig, DeferralConfig, NewSessionOptions, TurnInput};
+use tackle_agent::{Agent, AgentConfig, NewSessionOptions, TurnInput};
 use tackle_protocol::{AgentEvent, ToolAnnotations, ToolSpec};
 use tackle_provider::ProviderKind;
 use tackle_store::Store;
@@ -70,7 +70,7 @@ async fn deferred_tools_are_found_and_called_without_changing_the_prefix() {
     let workspace = tempfile::tempdir().unwrap();
     let store = Store::open(&db.path().join("t.db")).await.unwrap();
     let mut roomy = AgentConfig::new("gpt-4o");
-    roomy.context = ContextConfig { window: Some(1_000_000), ..ContextConfig::default() };
+    roomy.context.window = Some(1_000_000);
     let agent = Agent::builder(provider(ProviderKind::Openai, &fake))
         .config(roomy)
         .in_memory()
@@ -169,8 +169,8 @@ async fn deferred_agent(
     native: bool,
 ) -> Agent {
     let mut config = AgentConfig::new(model);
-    config.context = ContextConfig { window: Some(50_000), ..ContextConfig::default() };
-    config.deferral = DeferralConfig { native, ..DeferralConfig::default() };
+    config.context.window = Some(50_000);
+    config.deferral.native = native;
     let agent = Agent::builder(provider(kind, fake))
         .config(config)
         .store(store.clone())

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::provider;
-use tackle_agent::{Agent, AgentConfig, ContextConfig, NewSessionOptions, Session, TurnInput};
+use tackle_agent::{Agent, AgentConfig, NewSessionOptions, Session, TurnInput};
 use tackle_mcp::{McpManager, McpServerConfig};
 use tackle_protocol::AgentEvent;
 use tackle_provider::ProviderKind;
@@ -39,7 +39,7 @@ async fn setup(script: Script, window: u64) -> Setup {
     let workspace = tempfile::tempdir().unwrap();
     let store = Store::open(&db.path().join("t.db")).await.unwrap();
     let mut config = AgentConfig::new("gpt-4o");
-    config.context = ContextConfig { window: Some(window), ..ContextConfig::default() };
+    config.context.window = Some(window);
     let agent = Agent::builder(provider(ProviderKind::Openai, &fake))
         .config(config)
         .store(store.clone())

@@ -17,6 +17,7 @@ use crate::{ApprovalId, SessionId, StopReason, ToolCallId, ToolError, Usage};
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum AgentEvent {
     /// A turn began in a (new or resumed) session.
     SessionStarted {

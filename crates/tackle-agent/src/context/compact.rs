@@ -21,6 +21,7 @@ use crate::{AgentError, Session};
 /// Why compaction ran.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum CompactReason {
     /// The budget crossed the trigger threshold.
     Threshold,

@@ -12,6 +12,7 @@ use crate::session::History;
 /// Settings of context management.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct ContextConfig {
     /// The model's context window; from a built-in table when unset.
     pub window: Option<u64>,

@@ -10,6 +10,7 @@ use tackle_protocol::{ErrorCategory, ToolError};
 /// Thresholds of the [`LoopGuard`]. Counts are per turn.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
+#[non_exhaustive]
 pub struct LoopGuardConfig {
     /// Identical failures (same tool, arguments and category) after which a reminder is added.
     pub remind_after: u32,

@@ -30,6 +30,7 @@ pub const FOUND_TOOLS_KEY: &str = "tools.found";
 /// When to defer (`[deferral]` in `tackle.toml`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct DeferralConfig {
     /// Defer at all (`false` sends every definition, whatever it costs).
     pub enabled: bool,
@@ -52,6 +53,7 @@ impl Default for DeferralConfig {
 /// How deferred tools reach the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum DeferralMode {
     /// Left out of the catalog; found with `tool_search`, called through `call_tool`. Works with
     /// every provider.

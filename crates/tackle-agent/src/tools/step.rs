@@ -10,6 +10,7 @@ use crate::{ToolCatalog, ToolMask};
 
 /// How a step's tool availability is enforced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum MaskStrategy {
     /// Every tool is available; nothing to enforce.
     All,
