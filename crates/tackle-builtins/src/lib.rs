@@ -3,8 +3,15 @@
 //! Every file tool and the shell's working directory go through the [`WorkspaceJail`];
 //! `web_fetch` goes through an SSRF guard ([`blocked_reason`]) that checks literal addresses,
 //! every resolved address, and every redirect hop.
+//!
+//! ```
+//! let tools = tackle_builtins::builtin_tools(&tackle_builtins::BuiltinConfig::default());
+//! let names: Vec<&str> = tools.iter().map(|t| t.spec().name.as_str()).collect();
+//! assert_eq!(names, ["shell", "read_file", "write_file", "edit_file", "list_files", "web_fetch"]);
+//! ```
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+#![deny(missing_docs)]
 
 mod capture;
 mod config;

@@ -6,8 +6,19 @@
 //! - [`McpTool`]: an MCP tool as a [`tackle_tools::Tool`] under a namespaced name
 //!   ([`namespaced_name`]); [`map_call_result`] turns MCP content into what the model reads.
 //! - [`McpManager`]: every configured server, started in parallel, failures reported and skipped.
+//!
+//! ```
+//! let config: tackle_mcp::McpConfig = toml::from_str(r#"
+//!     [servers.files]
+//!     command = "npx"
+//!     args = ["-y", "@modelcontextprotocol/server-filesystem", "."]
+//! "#).unwrap();
+//! assert!(config.servers.contains_key("files"));
+//! assert_eq!(tackle_mcp::namespaced_name("files", "read_file"), "files__read_file");
+//! ```
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+#![deny(missing_docs)]
 
 pub mod config;
 mod connection;

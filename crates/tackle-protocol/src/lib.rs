@@ -8,8 +8,19 @@
 //!
 //! Provider crates translate these types to and from their wire formats; nothing here knows about
 //! HTTP, JSON field names of a particular provider, or storage.
+//!
+//! ```
+//! use tackle_protocol::{ContentBlock, Message, ToolInput, ToolResult, ToolUse};
+//! let call = ToolUse { id: "call_1".into(), name: "read_file".into(), input: ToolInput::parse(r#"{"path": "a.txt"}"#) };
+//! let assistant = Message { role: tackle_protocol::Role::Assistant, content: vec![ContentBlock::ToolUse(call)] };
+//! let results = Message::tool_results(vec![ToolResult::ok("call_1", "hello")]);
+//! assert!(tackle_protocol::Message::user("read a.txt").tool_uses().next().is_none());
+//! assert_eq!(assistant.tool_uses().next().unwrap().id, "call_1");
+//! assert_eq!(results.tool_results_iter().next().unwrap().content, "hello");
+//! ```
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+#![deny(missing_docs)]
 
 mod envelope;
 mod event;

@@ -10,8 +10,20 @@
 //! Both retry like the official SDKs ([`RetryPolicy`]), read the SDKs' environment variables
 //! ([`ProviderConfig::from_env`]), never leak the API key, and end every failure in a typed
 //! [`ProviderError`].
+//!
+//! ```
+//! use tackle_protocol::{Message, ModelRequest};
+//! use tackle_provider::{OpenAiChat, Provider, ProviderConfig, ProviderKind};
+//! // Encoding is pure: the exact bytes that would be sent, without sending them.
+//! let provider = OpenAiChat::new(ProviderConfig::new(ProviderKind::Openai)).unwrap();
+//! let encoded = provider.encode(&ModelRequest::new("gpt-4.1", vec![Message::user("hi")])).unwrap();
+//! let body: serde_json::Value = serde_json::from_slice(&encoded.body).unwrap();
+//! assert_eq!(encoded.path, "/chat/completions");
+//! assert_eq!(body["messages"][0]["content"], "hi");
+//! ```
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+#![deny(missing_docs)]
 
 mod anthropic;
 mod config;

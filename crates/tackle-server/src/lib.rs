@@ -7,8 +7,32 @@
 //! confirmations, then [`serve`] it.
 //!
 //! [`ApprovalQueue`]: tackle_tools::ApprovalQueue
+//!
+//! ```
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! use tower::ServiceExt;
+//! use tackle_provider::{OpenAiChat, ProviderConfig, ProviderKind};
+//! use tackle_server::{AppState, ServerConfig, router};
+//! use tackle_tools::{ApprovalMode, ApprovalQueue};
+//!
+//! let approvals = ApprovalQueue::default();
+//! let provider = OpenAiChat::new(ProviderConfig::new(ProviderKind::Openai)).unwrap();
+//! let agent = tackle_agent::Agent::builder(provider)
+//!     .model("gpt-4.1")
+//!     .hooks(Vec::new(), ApprovalMode::Server)
+//!     .approver(approvals.clone())
+//!     .build()
+//!     .await
+//!     .unwrap();
+//! let state = AppState::new(agent, approvals, ServerConfig::new(std::env::temp_dir()));
+//! let request = http::Request::get("/healthz").body(axum::body::Body::empty()).unwrap();
+//! let response = router(state).oneshot(request).await.unwrap();
+//! assert_eq!(response.status(), 200);
+//! # });
+//! ```
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+#![deny(missing_docs)]
 
 pub mod auth;
 mod config;

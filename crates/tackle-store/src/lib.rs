@@ -4,8 +4,20 @@
 //! tool-call audit (which also makes each call id run at most once), offloaded outputs
 //! (zstd-compressed, blake3-checked, per session, with a time to live), todo items, session
 //! state and compaction snapshots. Deleting a session deletes all of it.
+//!
+//! ```
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! use tackle_protocol::Message;
+//! use tackle_store::{NewSession, Store};
+//! let store = Store::open_in_memory().await.unwrap();
+//! let session = store.create_session(NewSession { owner: "local".into(), ..NewSession::default() }).await.unwrap();
+//! store.append_messages(&session.id, 1, &[Message::user("hi"), Message::assistant("hello")]).await.unwrap();
+//! assert_eq!(store.message_count(&session.id).await.unwrap(), 2);
+//! # });
+//! ```
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+#![deny(missing_docs)]
 
 mod blobs;
 mod checkpoint;

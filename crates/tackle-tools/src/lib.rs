@@ -6,8 +6,42 @@
 //! and the output cap, and turns every failure into the [`tackle_protocol::ToolError`]
 //! envelope the model sees. [`ToolSearchIndex`] ranks tool definitions for a free-text query
 //! (BM25), for tools deferred behind `tool_search`.
+//!
+//! ```
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! use std::sync::Arc;
+//! use schemars::JsonSchema;
+//! use serde::Deserialize;
+//! use tackle_protocol::{ToolInput, ToolUse};
+//! use tackle_tools::{ApprovalMode, AutoApprove, CallOptions, ExecLimits, HookPolicy, IntoTool, ToolContext,
+//!     ToolExecutor, ToolFailure, ToolRegistry, tool_fn};
+//!
+//! /// Arguments of `add`.
+//! #[derive(Deserialize, JsonSchema)]
+//! struct AddArgs {
+//!     /// First term.
+//!     a: i64,
+//!     /// Second term.
+//!     b: i64,
+//! }
+//! let mut registry = ToolRegistry::new();
+//! registry.register(tool_fn("add", "Add two integers.", |x: AddArgs| async move {
+//!     Ok::<_, ToolFailure>((x.a + x.b).to_string())
+//! }).into_tool()).unwrap();
+//! let executor = ToolExecutor::new(Arc::new(registry), HookPolicy::defaults(ApprovalMode::Headless),
+//!     Arc::new(AutoApprove), ExecLimits::default());
+//! let ctx = ToolContext::new("session", "call_1", std::env::temp_dir());
+//! let ok = ToolUse { id: "call_1".into(), name: "add".into(), input: ToolInput::parse(r#"{"a": 2, "b": 3}"#) };
+//! assert_eq!(executor.execute(&ok, ctx.clone(), &CallOptions::default()).await.result.content, "5");
+//! // A bad call gets an envelope the model can learn from, and never runs.
+//! let bad = ToolUse { id: "call_2".into(), name: "add".into(), input: ToolInput::parse(r#"{"a": "two"}"#) };
+//! let report = executor.execute(&bad, ctx.for_call("call_2"), &CallOptions::default()).await;
+//! assert!(report.result.is_error && report.result.content.contains("invalid_args"));
+//! # });
+//! ```
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+#![deny(missing_docs)]
 
 mod approval;
 mod context;
