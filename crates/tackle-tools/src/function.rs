@@ -38,19 +38,25 @@ pub struct FnTool<A, F> {
 ///     b: i64,
 /// }
 ///
-/// let add = tool_fn("add", "Add two integers.", |args: AddArgs| async move {
-///     Ok::<_, ToolFailure>((args.a + args.b).to_string())
+/// let add = tool_fn("add", "Add two integers.", |args: AddArgs| async move { (args.a + args.b).to_string() });
+/// // A closure that can fail returns a Result with a ToolFailure, which the model sees.
+/// let div = tool_fn("div", "Divide two integers.", |args: AddArgs| async move {
+///     match args.a.checked_div(args.b) {
+///         Some(q) => Ok(q.to_string()),
+///         None => Err(ToolFailure::invalid_args("b must not be 0")),
+///     }
 /// });
+/// assert_eq!(div.into_tool().spec().name, "div");
 /// let tool = add.into_tool();
 /// assert_eq!(tool.spec().name, "add");
 /// assert_eq!(tool.spec().input_schema["required"], serde_json::json!(["a", "b"]));
 /// ```
-pub fn tool_fn<A, F, Fut, O>(name: impl Into<String>, description: impl Into<String>, run: F) -> FnTool<A, F>
+pub fn tool_fn<A, F, Fut>(name: impl Into<String>, description: impl Into<String>, run: F) -> FnTool<A, F>
 where
     A: JsonSchema + DeserializeOwned + Send + 'static,
     F: Fn(A) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<O, ToolFailure>> + Send + 'static,
-    O: Into<ToolOutput>,
+    Fut: Future + Send + 'static,
+    Fut::Output: IntoToolResult,
 {
     FnTool {
         name: name.into(),
@@ -71,12 +77,12 @@ impl<A, F> FnTool<A, F> {
 }
 
 #[async_trait]
-impl<A, F, Fut, O> TypedTool for FnTool<A, F>
+impl<A, F, Fut> TypedTool for FnTool<A, F>
 where
     A: JsonSchema + DeserializeOwned + Send + 'static,
     F: Fn(A) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<O, ToolFailure>> + Send + 'static,
-    O: Into<ToolOutput>,
+    Fut: Future + Send + 'static,
+    Fut::Output: IntoToolResult,
 {
     type Args = A;
 
@@ -93,7 +99,38 @@ where
     }
 
     async fn run(&self, args: A, _ctx: ToolContext) -> Result<ToolOutput, ToolFailure> {
-        (self.run)(args).await.map(Into::into)
+        (self.run)(args).await.into_tool_result()
+    }
+}
+
+/// What a [`tool_fn`] closure may return: text or a [`ToolOutput`] (it cannot fail), or a
+/// `Result` whose error is a [`ToolFailure`] (the model gets its envelope).
+pub trait IntoToolResult {
+    /// The result as the executor takes it.
+    fn into_tool_result(self) -> Result<ToolOutput, ToolFailure>;
+}
+
+impl<O: Into<ToolOutput>> IntoToolResult for Result<O, ToolFailure> {
+    fn into_tool_result(self) -> Result<ToolOutput, ToolFailure> {
+        self.map(Into::into)
+    }
+}
+
+impl IntoToolResult for ToolOutput {
+    fn into_tool_result(self) -> Result<ToolOutput, ToolFailure> {
+        Ok(self)
+    }
+}
+
+impl IntoToolResult for String {
+    fn into_tool_result(self) -> Result<ToolOutput, ToolFailure> {
+        Ok(self.into())
+    }
+}
+
+impl IntoToolResult for &'static str {
+    fn into_tool_result(self) -> Result<ToolOutput, ToolFailure> {
+        Ok(self.into())
     }
 }
 

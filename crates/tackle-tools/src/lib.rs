@@ -25,9 +25,7 @@
 //!     b: i64,
 //! }
 //! let mut registry = ToolRegistry::new();
-//! registry.register(tool_fn("add", "Add two integers.", |x: AddArgs| async move {
-//!     Ok::<_, ToolFailure>((x.a + x.b).to_string())
-//! }).into_tool()).unwrap();
+//! registry.register(tool_fn("add", "Add two integers.", |x: AddArgs| async move { (x.a + x.b).to_string() }).into_tool()).unwrap();
 //! let executor = ToolExecutor::new(Arc::new(registry), HookPolicy::defaults(ApprovalMode::Headless),
 //!     Arc::new(AutoApprove), ExecLimits::default());
 //! let ctx = ToolContext::new("session", "call_1", std::env::temp_dir());
@@ -69,7 +67,7 @@ pub use doc::ToolDoc;
 pub use events::EventSink;
 pub use executor::{CallOptions, CallReport, ExecLimits, Offloaded, OutputOffloader, ToolExecutor};
 pub use failure::ToolFailure;
-pub use function::{FnTool, IntoTool, tool_fn};
+pub use function::{FnTool, IntoTool, IntoToolResult, tool_fn};
 pub use hooks::{AnnotationMatch, ApprovalMode, HookAction, HookDecision, HookError, HookPolicy, HookRule};
 pub use output_cap::{Capped, OutputCap, cap_output, count_lines};
 pub use registry::{RegistryError, ToolRegistry};
