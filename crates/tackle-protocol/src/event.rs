@@ -332,6 +332,8 @@ pub enum WarningCode {
     SkillInvalid,
     /// Summarizing for compaction failed; the oldest messages were dropped instead.
     SummarizationFailed,
+    /// The model reused a tool-call id; the call got a fresh one and ran.
+    ToolCallIdReused,
     /// A code this version does not know (from a newer Tackle).
     #[serde(other)]
     Other,
@@ -349,6 +351,7 @@ impl WarningCode {
             Self::ToolNameRepaired => "tool_name_repaired",
             Self::SkillInvalid => "skill_invalid",
             Self::SummarizationFailed => "summarization_failed",
+            Self::ToolCallIdReused => "tool_call_id_reused",
             Self::Other => "other",
         }
     }

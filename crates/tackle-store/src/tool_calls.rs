@@ -140,6 +140,27 @@ macro_rules! select_calls {
 }
 
 impl Store {
+    /// Which of `call_ids` the session's audit already holds (in one query), so a model that
+    /// reuses an id gets a fresh one instead of the earlier call's result.
+    pub async fn recorded_call_ids(
+        &self,
+        session_id: &str,
+        call_ids: &[&str],
+    ) -> Result<std::collections::HashSet<String>, StoreError> {
+        if call_ids.is_empty() {
+            return Ok(Default::default());
+        }
+        let mut query = sqlx::QueryBuilder::new("SELECT call_id FROM tool_calls WHERE session_id = ");
+        query.push_bind(session_id).push(" AND call_id IN (");
+        let mut ids = query.separated(", ");
+        for id in call_ids {
+            ids.push_bind(*id);
+        }
+        query.push(")");
+        let rows = query.build().fetch_all(&self.pool).await?;
+        rows.iter().map(|r| Ok(r.try_get::<String, _>("call_id")?)).collect()
+    }
+
     /// Records a call as running unless its id is already recorded.
     pub async fn begin_tool_call(
         &self,

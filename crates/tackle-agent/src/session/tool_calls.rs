@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use tackle_protocol::{AgentEvent, ToolError, ToolOutcome, ToolResult, ToolUse};
+use std::collections::HashSet;
+
+use tackle_protocol::{AgentEvent, ContentBlock, ToolError, ToolOutcome, ToolResult, ToolUse, WarningCode};
 use tackle_store::{BeginOutcome, ToolCallFinish, ToolCallStatus};
 use tackle_tools::{CallOptions, EventSink, ToolContext, TurnState};
 use tokio_util::sync::CancellationToken;
@@ -33,6 +35,62 @@ pub(crate) struct ExecutedCall {
     pub(crate) outcome: Result<(), ToolError>,
     /// What the model sees.
     pub(crate) result: ToolResult,
+}
+
+/// Gives every tool use of a new assistant message an id no earlier call of the session has
+/// (in the history or the audit) and no other call of the message has: some models, proxies
+/// and gateways reuse ids, and a reused id must not be mistaken for a call that already ran.
+/// A reused id becomes `<id>_<n>` (provider-valid: letters, digits, `_`, `-` stay so), and a
+/// `tool_call_id_reused` warning says so.
+pub(crate) async fn unique_call_ids(
+    session: &Session,
+    content: &mut [ContentBlock],
+    sink: &EventSink,
+) -> Result<(), AgentError> {
+    let ids: Vec<String> = content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolUse(u) => Some(u.id.to_string()),
+            _ => None,
+        })
+        .collect();
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let store = session.agent.store();
+    let sid = &session.record.id;
+    let mut taken: HashSet<String> =
+        session.history.messages().iter().flat_map(|m| m.tool_uses().map(|u| u.id.to_string())).collect();
+    taken.extend(store.recorded_call_ids(sid, &ids.iter().map(String::as_str).collect::<Vec<_>>()).await?);
+    for block in content.iter_mut() {
+        let ContentBlock::ToolUse(call) = block else { continue };
+        if !taken.contains(call.id.as_str()) {
+            taken.insert(call.id.to_string());
+            continue;
+        }
+        // A fresh id, checked against the audit too (it may hold ids the history lost to
+        // compaction).
+        let mut n = 2u32;
+        let fresh = loop {
+            let candidate = format!("{}_{n}", call.id);
+            if !taken.contains(&candidate)
+                && store.recorded_call_ids(sid, &[candidate.as_str()]).await?.is_empty()
+            {
+                break candidate;
+            }
+            n += 1;
+        };
+        sink.emit(AgentEvent::Warning {
+            code: WarningCode::ToolCallIdReused,
+            message: format!(
+                "the model reused the tool-call id {:?} ({}); the call runs as {fresh:?}",
+                call.id, call.name
+            ),
+        });
+        taken.insert(fresh.clone());
+        call.id = fresh.into();
+    }
+    Ok(())
 }
 
 /// Runs `calls` concurrently when every one is read-only or idempotent, else in order; results

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use super::loop_guard::{LoopGuard, Verdict};
 use super::model_call::{ModelCallError, call_model};
 use super::tail_note::TailState;
-use super::tool_calls::{CallBatch, run_calls};
+use super::tool_calls::{CallBatch, run_calls, unique_call_ids};
 use crate::context::{CALIBRATION_KEY, ContextState};
 use crate::context::{CompactReason, CompactionRequested};
 use crate::invariants;
@@ -263,6 +263,10 @@ impl Session {
                 strategy: tools.strategy,
             };
             let text = response.text();
+            let mut response = response;
+            // Every call runs once, whatever ids the model used: a reused id gets a fresh one
+            // before the message is committed, so the history and the audit stay one-to-one.
+            unique_call_ids(self, &mut response.content, sink).await?;
             let calls: Vec<_> = response.tool_uses().cloned().collect();
             let message = response.into_message();
             if !message.is_empty() {
