@@ -270,6 +270,7 @@ async fn a_process_killed_between_steps_resumes_with_every_committed_message() {
     let list: Value = serde_json::from_slice(&output(cmd).await.stdout).unwrap();
     let id = list[0]["id"].as_str().unwrap().to_owned();
     assert_eq!(list[0]["message_count"], 3, "user, assistant call, tool result were committed");
+    assert_eq!(list[0]["status"], "interrupted", "a turn whose process died is not shown as running");
 
     let mut cmd = tackle(home.path());
     with_fake(&mut cmd, "openai", &fake);
@@ -280,6 +281,10 @@ async fn a_process_killed_between_steps_resumes_with_every_committed_message() {
     assert_eq!(result["text"], "finished after resume");
     let resumed = fake.requests().last().unwrap().body.to_string();
     assert!(resumed.contains("write step1") && resumed.contains("created step1.txt"), "{resumed}");
+    let mut cmd = tackle(home.path());
+    cmd.args(["sessions", "list", "--json"]);
+    let list: Value = serde_json::from_slice(&output(cmd).await.stdout).unwrap();
+    assert_eq!(list[0]["status"], "idle");
 }
 
 #[tokio::test]

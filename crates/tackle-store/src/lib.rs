@@ -25,6 +25,7 @@ mod db;
 mod error;
 mod frames;
 mod messages;
+mod runner;
 mod sessions;
 mod snapshots;
 mod state;

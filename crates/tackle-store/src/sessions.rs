@@ -8,6 +8,7 @@ use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
 use crate::db::now_ms;
+use crate::runner::Runner;
 use crate::{Store, StoreError};
 
 /// Lifecycle state of a session.
@@ -16,8 +17,10 @@ use crate::{Store, StoreError};
 pub enum SessionStatus {
     /// No turn running.
     Idle,
-    /// A turn is running (or the process died during one).
+    /// A turn is running.
     Running,
+    /// A turn was running when its process died; the next turn answers its open calls.
+    Interrupted,
     /// The last turn failed.
     Failed,
     /// Kept for reference; not offered for new turns by front ends.
@@ -30,6 +33,7 @@ impl SessionStatus {
         match self {
             Self::Idle => "idle",
             Self::Running => "running",
+            Self::Interrupted => "interrupted",
             Self::Failed => "failed",
             Self::Archived => "archived",
         }
@@ -39,6 +43,7 @@ impl SessionStatus {
         Ok(match s {
             "idle" => Self::Idle,
             "running" => Self::Running,
+            "interrupted" => Self::Interrupted,
             "failed" => Self::Failed,
             "archived" => Self::Archived,
             other => return Err(StoreError::Corrupt { what: "session status", detail: other.to_owned() }),
@@ -145,8 +150,18 @@ pub struct SessionSummary {
 
 macro_rules! session_columns {
     () => {
-        "id, owner, title, provider, model, workspace, status, metadata, created_at, updated_at"
+        "id, owner, title, provider, model, workspace, status, runner, metadata, created_at, updated_at"
     };
+}
+
+/// The stored status, with a running turn whose process is gone reported as interrupted.
+fn status_of(row: &SqliteRow) -> Result<SessionStatus, StoreError> {
+    let status = SessionStatus::parse(row.try_get::<&str, _>("status")?)?;
+    let runner: Option<&str> = row.try_get("runner")?;
+    Ok(match (status, runner.and_then(Runner::decode)) {
+        (SessionStatus::Running, Some(runner)) if runner.is_gone() => SessionStatus::Interrupted,
+        _ => status,
+    })
 }
 
 fn record(row: &SqliteRow) -> Result<SessionRecord, StoreError> {
@@ -157,7 +172,7 @@ fn record(row: &SqliteRow) -> Result<SessionRecord, StoreError> {
         provider: row.try_get("provider")?,
         model: row.try_get("model")?,
         workspace: row.try_get("workspace")?,
-        status: SessionStatus::parse(row.try_get::<&str, _>("status")?)?,
+        status: status_of(row)?,
         metadata: serde_json::from_str(row.try_get::<&str, _>("metadata")?)?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
@@ -229,7 +244,7 @@ impl Store {
     /// Sessions, most recently active first.
     pub async fn list_sessions(&self, filter: SessionFilter) -> Result<Vec<SessionSummary>, StoreError> {
         let rows = sqlx::query(
-            "SELECT s.id, s.owner, s.title, s.provider, s.model, s.workspace, s.status, s.created_at, s.updated_at,
+            "SELECT s.id, s.owner, s.title, s.provider, s.model, s.workspace, s.status, s.runner, s.created_at, s.updated_at,
                     (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS message_count
              FROM sessions s
              WHERE (?1 IS NULL OR s.owner = ?1)
@@ -250,7 +265,7 @@ impl Store {
                     provider: row.try_get("provider")?,
                     model: row.try_get("model")?,
                     workspace: row.try_get("workspace")?,
-                    status: SessionStatus::parse(row.try_get::<&str, _>("status")?)?,
+                    status: status_of(&row)?,
                     created_at: row.try_get("created_at")?,
                     updated_at: row.try_get("updated_at")?,
                     message_count: row.try_get("message_count")?,
@@ -265,6 +280,7 @@ impl Store {
         let done = sqlx::query(
             "UPDATE sessions SET
                 title = COALESCE(?, title),
+                runner = CASE WHEN ? IS NULL THEN runner WHEN ? = 'running' THEN ? ELSE NULL END,
                 status = COALESCE(?, status),
                 model = COALESCE(?, model),
                 metadata = COALESCE(?, metadata),
@@ -272,6 +288,9 @@ impl Store {
              WHERE id = ?",
         )
         .bind(update.title)
+        .bind(update.status.map(SessionStatus::as_str))
+        .bind(update.status.map(SessionStatus::as_str))
+        .bind(Runner::current().encode())
         .bind(update.status.map(SessionStatus::as_str))
         .bind(update.model)
         .bind(metadata)

@@ -1,0 +1,3 @@
+-- Which process runs a session's turn (host:pid:start time), so a turn whose process died is
+-- reported as interrupted instead of running forever.
+ALTER TABLE sessions ADD COLUMN runner TEXT;

@@ -1,0 +1,79 @@
+//! [`Runner`]: which process runs a session's turn, so a turn whose process died (a crash, a
+//! `kill -9`) is reported as `interrupted` rather than `running` forever.
+//!
+//! A runner is `host:pid:start`, the process's start time since boot (from `/proc`), so a pid
+//! reused by another process does not count as alive. Another host's runner cannot be checked
+//! from here and is taken as alive.
+
+/// The identity of a process running turns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Runner {
+    host: String,
+    pid: u32,
+    start: u64,
+}
+
+impl Runner {
+    /// This process.
+    pub(crate) fn current() -> Self {
+        let pid = std::process::id();
+        Self { host: hostname(), pid, start: start_time(pid).unwrap_or(0) }
+    }
+
+    /// The stored form.
+    pub(crate) fn encode(&self) -> String {
+        format!("{}:{}:{}", self.host, self.pid, self.start)
+    }
+
+    /// A stored runner; `None` when it is not one.
+    pub(crate) fn decode(text: &str) -> Option<Self> {
+        let mut parts = text.rsplitn(3, ':');
+        let start = parts.next()?.parse().ok()?;
+        let pid = parts.next()?.parse().ok()?;
+        let host = parts.next()?.to_owned();
+        Some(Self { host, pid, start })
+    }
+
+    /// Whether the process is known to be gone: same host, and no process with this pid and
+    /// start time exists.
+    pub(crate) fn is_gone(&self) -> bool {
+        if self.host != hostname() || !cfg!(target_os = "linux") {
+            return false;
+        }
+        start_time(self.pid) != Some(self.start)
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_owned()).unwrap_or_default()
+}
+
+/// Field 22 of `/proc/<pid>/stat`: the process start time in clock ticks since boot.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may contain spaces: count after it.
+    let after = &stat[stat.rfind(')')? + 2..];
+    after.split(' ').nth(19)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_is_alive_and_a_dead_child_is_gone() {
+        let me = Runner::current();
+        assert!(!me.is_gone());
+        assert_eq!(Runner::decode(&me.encode()), Some(me.clone()));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        let start = start_time(pid);
+        child.wait().unwrap();
+        let dead = Runner { host: me.host.clone(), pid, start: start.unwrap_or(1) };
+        assert!(dead.is_gone(), "a reaped process is gone");
+        let reused = Runner { host: me.host.clone(), pid: me.pid, start: me.start + 1 };
+        assert!(reused.is_gone(), "same pid, other start time: another process");
+        let elsewhere = Runner { host: "another-host".into(), pid: 1, start: 1 };
+        assert!(!elsewhere.is_gone(), "another host cannot be checked");
+    }
+}
