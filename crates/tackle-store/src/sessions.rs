@@ -265,7 +265,7 @@ impl Store {
                     provider: row.try_get("provider")?,
                     model: row.try_get("model")?,
                     workspace: row.try_get("workspace")?,
-                    status: status_of(&row)?,
+                    status: status_of(row)?,
                     created_at: row.try_get("created_at")?,
                     updated_at: row.try_get("updated_at")?,
                     message_count: row.try_get("message_count")?,
