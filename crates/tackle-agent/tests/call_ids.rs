@@ -114,3 +114,31 @@ async fn an_id_reused_in_a_later_turn_runs_the_new_call() {
         assert_eq!(runs, "first\nsecond\n", "{kind}: the reused id did not return the old result");
     }
 }
+
+#[tokio::test]
+async fn an_id_reused_after_compaction_runs_the_new_call() {
+    let kind = ProviderKind::Openai;
+    let script = Script::new(vec![
+        Turn::default().with_call_id("call_x", "shell", append("before")),
+        Turn::text("one"),
+        Turn::text("two"),
+        // The summary of turns one and two.
+        Turn::text("Goal: append words. Files touched: runs.txt."),
+        Turn::default().with_call_id("call_x", "shell", append("after")),
+        Turn::text("three"),
+    ]);
+    let h = Harness::new(kind, script).await;
+    let mut session = h.session().await;
+    let cancel = CancellationToken::new();
+    session.run_turn(TurnInput::new("first"), &h.sink(), &cancel).await.unwrap();
+    session.run_turn(TurnInput::new("second"), &h.sink(), &cancel).await.unwrap();
+    let report = session.compact_now(&h.sink()).await.unwrap();
+    assert!(report.strategies.iter().any(|s| s == "summarize"), "{report:?}");
+    assert!(
+        !session.history().iter().any(|m| m.tool_uses().any(|u| u.id == "call_x")),
+        "the first call left the history the model sees"
+    );
+    session.run_turn(TurnInput::new("third"), &h.sink(), &cancel).await.unwrap();
+    let runs = std::fs::read_to_string(h.workspace.path().join("runs.txt")).unwrap();
+    assert_eq!(runs, "before\nafter\n", "the audit, not the history, knew the id was taken");
+}

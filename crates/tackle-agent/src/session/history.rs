@@ -16,15 +16,20 @@ pub(crate) struct History {
     messages: Arc<Vec<Message>>,
     seqs: Vec<Option<i64>>,
     tokens: Vec<u64>,
+    /// Every message of the session since its start is here (nothing summarized, dropped or
+    /// repaired away), so every tool call it ever made is too.
+    complete: bool,
 }
 
 impl History {
     /// A history from `(message, seq, tokens)` entries.
     pub(crate) fn from_entries(entries: impl IntoIterator<Item = (Message, Option<i64>, u64)>) -> Self {
-        let mut history = Self::default();
+        let mut history = Self { complete: true, ..Self::default() };
         let messages = Arc::make_mut(&mut history.messages);
         for (message, seq, tokens) in entries {
             messages.push(message);
+            // Messages made by compaction (from a snapshot) are not stored rows.
+            history.complete &= seq.is_some();
             history.seqs.push(seq);
             history.tokens.push(tokens);
         }
@@ -40,6 +45,11 @@ impl History {
     /// copies only if the request is still alive.
     pub(crate) fn lend(&self) -> Arc<Vec<Message>> {
         self.messages.clone()
+    }
+
+    /// Whether every message since the session started is here (no compaction or repair).
+    pub(crate) fn is_complete(&self) -> bool {
+        self.complete
     }
 
     /// Number of messages.
@@ -82,6 +92,7 @@ impl History {
         let start = range.start.min(self.len());
         let end = range.end.clamp(start, self.len());
         Arc::make_mut(&mut self.messages).splice(start..end, std::iter::once(message));
+        self.complete = false;
         self.seqs.splice(start..end, std::iter::once(None));
         self.tokens.splice(start..end, std::iter::once(tokens));
     }
@@ -99,6 +110,7 @@ impl History {
     pub(crate) fn replace_all(&mut self, messages: Vec<Message>, count: impl Fn(&Message) -> u64) {
         self.tokens = messages.iter().map(count).collect();
         self.seqs = vec![None; messages.len()];
+        self.complete = false;
         self.messages = Arc::new(messages);
     }
 }
@@ -122,7 +134,9 @@ mod tests {
         h.push(Message::assistant("dddd"), Some(4), 4);
         assert_eq!(lent.len(), 3, "a lent request keeps what it was given");
         assert_eq!((h.len(), h.total_tokens()), (4, 10));
+        assert!(h.is_complete());
         h.replace_range(0..2, Message::user("summary"), 7);
+        assert!(!h.is_complete(), "summarized messages are gone from memory");
         assert_eq!(h.messages()[0].text(), "summary");
         assert_eq!(h.tokens(), [7, 3, 4]);
         assert_eq!(h.seqs_in(0..3), [3, 4], "the summary is not a stored row");

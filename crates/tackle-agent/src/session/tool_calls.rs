@@ -61,7 +61,12 @@ pub(crate) async fn unique_call_ids(
     let sid = &session.record.id;
     let mut taken: HashSet<String> =
         session.history.messages().iter().flat_map(|m| m.tool_uses().map(|u| u.id.to_string())).collect();
-    taken.extend(store.recorded_call_ids(sid, &ids.iter().map(String::as_str).collect::<Vec<_>>()).await?);
+    // Every audited call was committed as a tool use first, so a history that holds the whole
+    // session knows every id; after compaction the audit is asked too.
+    if !session.history.is_complete() {
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        taken.extend(store.recorded_call_ids(sid, &ids).await?);
+    }
     for block in content.iter_mut() {
         let ContentBlock::ToolUse(call) = block else { continue };
         if !taken.contains(call.id.as_str()) {
@@ -74,7 +79,8 @@ pub(crate) async fn unique_call_ids(
         let fresh = loop {
             let candidate = format!("{}_{n}", call.id);
             if !taken.contains(&candidate)
-                && store.recorded_call_ids(sid, &[candidate.as_str()]).await?.is_empty()
+                && (session.history.is_complete()
+                    || store.recorded_call_ids(sid, &[candidate.as_str()]).await?.is_empty())
             {
                 break candidate;
             }
