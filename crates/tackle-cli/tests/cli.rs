@@ -509,3 +509,25 @@ async fn mcp_tools_run_directly_or_through_tool_search_when_deferred() {
     assert!(rows[0]["tool_count"].as_u64().unwrap() > 5);
     assert!(rows[0]["definition_tokens"].as_u64().unwrap() > 100);
 }
+
+#[tokio::test]
+async fn a_provider_that_never_answers_fails_after_the_configured_read_timeout() {
+    let home = tempfile::tempdir().unwrap();
+    let fake = FakeModel::start(Script::new(vec![Turn::text("too late")])).await.unwrap();
+    fake.push_fault(Fault::Latency { ms: 60_000 });
+    let mut cmd = tackle(home.path());
+    with_fake(&mut cmd, "openai", &fake);
+    cmd.env("TACKLE_READ_TIMEOUT_SECS", "1").env("TACKLE_MAX_RETRIES", "0");
+    cmd.args(["run", "hello", "--workspace"]).arg(home.path());
+    let started = std::time::Instant::now();
+    let out = output(cmd).await;
+    // The default would wait 120 s per attempt; a bound far below the fake's 60 s latency
+    // shows the setting was applied.
+    assert!(started.elapsed() < Duration::from_secs(30), "took {:?}", started.elapsed());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).to_lowercase().contains("timed out") || text(&out.stderr).contains("timeout"),
+        "{}",
+        text(&out.stderr)
+    );
+}
