@@ -233,6 +233,10 @@ pub enum ToolOutcome {
     Ok {
         /// The first few hundred characters of what the model sees.
         preview: String,
+        /// The last lines of what the model sees, when it is longer than the preview (where a
+        /// command's output ends, for front ends that show it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tail: Option<String>,
     },
     /// The tool failed; the model sees this envelope.
     Error {
