@@ -13,7 +13,12 @@ const BIN: &str = env!("CARGO_BIN_EXE_tackle");
 
 /// A command with a clean environment: no provider keys, a private data directory.
 fn tackle(home: &Path) -> Command {
-    let mut cmd = Command::new(BIN);
+    tackle_at(BIN, home)
+}
+
+/// [`tackle`] with another path to the program.
+fn tackle_at(program: &str, home: &Path) -> Command {
+    let mut cmd = Command::new(program);
     cmd.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", home)
@@ -50,8 +55,30 @@ async fn demo_runs_offline_and_stores_the_session() {
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("echo 'Hello, world!'"), "{stderr}");
-    assert!(stderr.contains("error not_found"), "the demo recovers from a real tool error: {stderr}");
-    assert!(stderr.contains("Hello, world!"));
+    assert!(
+        stderr.contains("✗ read_file greet.sh not_found"),
+        "the demo recovers from a real tool error: {stderr}"
+    );
+    // The shell step shows what it printed, and the edit its diff.
+    assert!(
+        stderr.contains("│ Hello, world!") && stderr.contains("the shell step printed: Hello, world!"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("-echo 'Hello, Tackle!'") && stderr.contains("+echo 'Hello, world!'"),
+        "{stderr}"
+    );
+    // Usage is simulated from the requests sent, and says so; the old scripted figures are gone.
+    assert!(stderr.contains("simulated usage:") && !stderr.contains("27500"), "{stderr}");
+    // The hint runs this very binary (not on PATH here).
+    let hint = stderr.lines().find_map(|l| l.strip_prefix("see it again: ")).unwrap();
+    let mut again = hint.split_whitespace();
+    let (exe, rest): (&str, Vec<&str>) = (again.next().unwrap(), again.collect());
+    assert_eq!(std::fs::canonicalize(exe).unwrap(), std::fs::canonicalize(BIN).unwrap(), "{hint}");
+    let mut cmd = tackle_at(exe, home.path());
+    cmd.args(&rest);
+    let out = output(cmd).await;
+    assert!(out.status.success() && text(&out.stdout).contains("tackle demo"), "{}", text(&out.stderr));
     let mut cmd = tackle(home.path());
     cmd.args(["sessions", "list", "--json"]);
     let list: Value = serde_json::from_slice(&output(cmd).await.stdout).unwrap();
