@@ -5,7 +5,9 @@ mod bench;
 mod chat;
 mod cli;
 mod config_cmd;
+mod config_init;
 mod demo;
+mod export;
 mod markdown;
 mod mcp_cmd;
 mod render;
@@ -67,7 +69,18 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve::run(args).await,
             Command::Mcp { command: cli::McpCommand::List(args) } => mcp_cmd::list(args).await,
             Command::Demo(args) => demo::run(args).await,
+            Command::Config(cli::ConfigArgs { command: Some(cli::ConfigCommand::Init(init)), .. }) => {
+                config_init::run(init).await
+            }
             Command::Config(args) => config_cmd::run(args).await,
+            Command::Results { command: cli::ResultsCommand::Show { locator } } => {
+                sessions::show_result(&locator).await
+            }
+            Command::Completions { shell } => {
+                let mut command = <Cli as clap::CommandFactory>::command();
+                clap_complete::generate(shell, &mut command, "tackle", &mut std::io::stdout());
+                Ok(ExitCode::SUCCESS)
+            }
             Command::Bench { command: cli::BenchCommand::Cache(args) } => bench::run(args).await,
         }
     });
