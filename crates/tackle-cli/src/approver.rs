@@ -100,10 +100,8 @@ impl Approver for TerminalApprover {
         let label = call_label(s, &request.tool, &request.args);
         {
             let m = self.memory();
+            // Allowed already: the result line shows the call.
             if m.auto || m.always.contains(&request.tool) {
-                let why = if m.auto { "approvals are automatic" } else { "always allowed in this session" };
-                drop(m);
-                self.screen.write(|| eprintln!("{} {label} {}", s.green("✓"), s.dim(&format!("({why})"))));
                 return ApprovalDecision::approve();
             }
         }

@@ -105,8 +105,9 @@ impl TerminalRenderer {
 
     pub fn render(&mut self, event: &AgentEvent) {
         let s = self.err;
+        // The turn's clock starts with its first event.
+        self.turn_started.get_or_insert_with(Instant::now);
         match event {
-            AgentEvent::SessionStarted { .. } => self.turn_started = Some(Instant::now()),
             AgentEvent::StepStarted { .. } => self.screen.spin("thinking"),
             AgentEvent::TextDelta { text } => self.text(text),
             AgentEvent::ToolCall { id, name, args } => {
@@ -176,13 +177,17 @@ impl TerminalRenderer {
 /// `─ 4 steps · 12,345 tokens in (85% cached) · 240 out · 4.2s`.
 pub fn turn_line(steps: u32, usage: &Usage, end: TurnEnd, elapsed: Option<std::time::Duration>) -> String {
     let mut parts = vec![format!("{steps} step{}", if steps == 1 { "" } else { "s" })];
-    let mut input = format!("{} tokens in", thousands(usage.input_tokens));
-    if usage.input_tokens > 0 {
-        let share = 100.0 * usage.cache_read_tokens as f64 / usage.input_tokens as f64;
-        input.push_str(&format!(" ({share:.0}% cached)"));
+    if usage.input_tokens == 0 && usage.output_tokens == 0 {
+        parts.push("no usage reported".into());
+    } else {
+        let mut input = format!("{} tokens in", thousands(usage.input_tokens));
+        if usage.input_tokens > 0 {
+            let share = 100.0 * usage.cache_read_tokens as f64 / usage.input_tokens as f64;
+            input.push_str(&format!(" ({share:.0}% cached)"));
+        }
+        parts.push(input);
+        parts.push(format!("{} out", thousands(usage.output_tokens)));
     }
-    parts.push(input);
-    parts.push(format!("{} out", thousands(usage.output_tokens)));
     if let Some(e) = elapsed {
         parts.push(format!("{:.1}s", e.as_secs_f64()));
     }

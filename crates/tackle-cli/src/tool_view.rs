@@ -217,7 +217,18 @@ fn preview_lines(
             }
             None => first_lines(style, preview, 1, total),
         },
-        "read_file" => first_lines(style, preview, 4, total),
+        "read_file" => {
+            // `     1\tline` → `1  line`; the `[lines a-b of n]` footer is for the model.
+            let body: String = preview
+                .lines()
+                .filter(|l| !l.starts_with("[lines "))
+                .map(|l| match l.trim_start().split_once('\t') {
+                    Some((n, text)) if n.chars().all(|c| c.is_ascii_digit()) => format!("{n}  {text}\n"),
+                    _ => format!("{l}\n"),
+                })
+                .collect();
+            first_lines(style, &body, 4, total.saturating_sub(1))
+        }
         _ => match serde_json::from_str::<Value>(preview) {
             Ok(json) => json_preview(style, &json),
             Err(_) => first_lines(style, preview, 3, total),
