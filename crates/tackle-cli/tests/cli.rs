@@ -696,3 +696,24 @@ async fn config_init_writes_a_commented_file_that_loads() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--force"));
 }
+
+#[tokio::test]
+async fn logs_and_status_lines_carry_no_escape_codes_off_a_terminal() {
+    let home = tempfile::tempdir().unwrap();
+    let fake = FakeModel::start(Script::new(vec![
+        Turn::call("list_files", r#"{"path": "."}"#),
+        Turn::text("**bold** answer"),
+    ]))
+    .await
+    .unwrap();
+    let mut cmd = tackle(home.path());
+    with_fake(&mut cmd, "openai", &fake);
+    cmd.args(["-vv", "run", "hi", "--workspace"]).arg(home.path());
+    let out = output(cmd).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(stderr.contains("DEBUG") || stderr.contains("INFO"), "logs were written: {stderr}");
+    assert!(!stderr.contains('\x1b') && !stdout.contains('\x1b'), "{stderr:?}");
+    assert!(stderr.contains("✓ list_files ."), "{stderr}");
+    assert_eq!(stdout.trim(), "**bold** answer", "markdown passes through a pipe unchanged");
+}
