@@ -7,8 +7,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use crate::settings::{Settings, user_config_dir};
 use anyhow::{Context, Result};
-use tackle_agent::{Settings, user_config_dir};
 
 use crate::UsageError;
 use crate::cli::ConfigInitArgs;

@@ -199,7 +199,8 @@ pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
 /// `tackle results show LOCATOR`: the full, byte-exact output on stdout.
 pub async fn show_result(locator: &str) -> Result<ExitCode> {
     let workspace = workspace_dir(None)?;
-    let settings = tackle_agent::Settings::load(&workspace).map_err(|e| UsageError(e.to_string()))?.settings;
+    let settings =
+        crate::settings::Settings::load(&workspace).map_err(|e| UsageError(e.to_string()))?.settings;
     let store = open_store(&settings).await?;
     let not_found = |e: tackle_store::StoreError| {
         match e {
