@@ -39,12 +39,19 @@ try {
   out.tools = await page.$$eval("#toollist input", (xs) => xs.map((x) => x.dataset.tool));
   // Mask web_fetch for this turn with its toggle.
   await page.uncheck("#toollist input[data-tool=web_fetch]");
+  // Something shows while the (slow) model has not answered yet: recorded by an observer, so
+  // a busy machine cannot make the check miss it.
+  await page.evaluate(() => {
+    window.__sawWaiting = false;
+    new MutationObserver(() => {
+      if (document.querySelector("#log .waiting") && !document.querySelector("#log .tool")) window.__sawWaiting = true;
+    }).observe(document.body, { childList: true, subtree: true });
+  });
   await page.fill("#input", "list the files, write notes, count, then say hello");
   await page.press("#input", "Enter");
-  // Something shows while the (slow) model has not answered yet.
-  out.waiting = await page.waitForSelector(".waiting", { timeout: 5000 }).then(() => true, () => false);
   await page.waitForSelector(".tool[data-call] .status.ok");
   out.firstCard = await page.$eval(".tool .name", (e) => e.textContent);
+  out.waiting = await page.evaluate(() => window.__sawWaiting);
   out.url = await page.evaluate(() => location.pathname);
   // write_file waits for approval: the card shows what will be written.
   await page.waitForSelector(".tool .plan:not([hidden]) .diff");
