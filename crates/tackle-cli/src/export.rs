@@ -53,7 +53,7 @@ pub async fn export(store: &Store, record: &SessionRecord) -> Result<Export, tac
     Ok(Export {
         format: FORMAT.to_owned(),
         session: ExportedSession {
-            id: record.id.clone(),
+            id: record.id.to_string(),
             title: record.title.clone(),
             provider: record.provider.clone(),
             model: record.model.clone(),

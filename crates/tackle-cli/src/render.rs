@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde_json::Value;
-use tackle_protocol::{AgentEvent, TurnEnd, Usage};
+use tackle_protocol::{AgentEvent, ToolCallId, TurnEnd, Usage, WarningCode};
 use tackle_tools::EventSink;
 
 use crate::markdown::MarkdownStream;
@@ -26,7 +26,8 @@ pub enum TextOutput {
 }
 
 /// Warnings about Tackle's own mechanics, shown only with `-v`: the turn goes on unaffected.
-const INTERNAL_WARNINGS: &[&str] = &["strategy_fallback", "tool_name_repaired", "cache_break"];
+const INTERNAL_WARNINGS: &[WarningCode] =
+    &[WarningCode::StrategyFallback, WarningCode::ToolNameRepaired, WarningCode::CacheBreak];
 
 /// Renders events for a person: the answer on stdout (markdown styled on a terminal), tool
 /// calls, approvals' outcomes, warnings and a closing line per turn on stderr, and a spinner
@@ -39,7 +40,7 @@ pub struct TerminalRenderer {
     verbose: bool,
     workspace: PathBuf,
     /// Calls announced and not finished: their label and the file before they ran.
-    calls: HashMap<String, (String, Option<Before>)>,
+    calls: HashMap<ToolCallId, (String, Option<Before>)>,
     /// Whether the cursor is mid-line on stdout (so a status line starts on a new line).
     mid_line: bool,
     turn_started: Option<Instant>,
@@ -131,7 +132,7 @@ impl TerminalRenderer {
                 self.status(&[s.yellow(&line)]);
             }
             AgentEvent::Warning { code, message } => {
-                if self.verbose || !INTERNAL_WARNINGS.contains(&code.as_str()) {
+                if self.verbose || !INTERNAL_WARNINGS.contains(code) {
                     self.status(&[s.yellow(&format!("warning: {}", sanitize(message)))]);
                 } else {
                     tracing::debug!(%code, %message, "internal warning (shown with -v)");
