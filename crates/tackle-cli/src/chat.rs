@@ -81,6 +81,7 @@ pub async fn run(args: ChatArgs) -> Result<ExitCode> {
         short(session.id()),
         style.dim("/help for commands, Ctrl-D to leave")
     );
+    let mut interrupts = Interrupts::new()?;
     let mut state = ChatState {
         agent,
         session,
@@ -115,7 +116,7 @@ pub async fn run(args: ChatArgs) -> Result<ExitCode> {
                 }
             }
         }
-        run_turn(&mut state, line, &events).await;
+        run_turn(&mut state, line, &events, &mut interrupts).await;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -125,7 +126,26 @@ enum Flow {
     Quit,
 }
 
-async fn run_turn(state: &mut ChatState, line: &str, events: &EventSink) {
+/// SIGINT, listened to from the REPL's start: a Ctrl-C that lands while a turn is only getting
+/// under way must cancel it, never kill the REPL.
+struct Interrupts(tokio::signal::unix::Signal);
+
+impl Interrupts {
+    fn new() -> Result<Self> {
+        let signal = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+            .map_err(|e| anyhow::anyhow!("cannot listen for Ctrl-C: {e}"))?;
+        Ok(Self(signal))
+    }
+
+    /// Forgets interrupts that arrived between turns (they cancel nothing).
+    fn drain(&mut self) {
+        use futures::FutureExt;
+        while let Some(Some(())) = self.0.recv().now_or_never() {}
+    }
+}
+
+async fn run_turn(state: &mut ChatState, line: &str, events: &EventSink, interrupts: &mut Interrupts) {
+    interrupts.drain();
     let cancel = CancellationToken::new();
     if let Some(a) = &state.approver {
         a.set_turn(cancel.clone());
@@ -139,7 +159,7 @@ async fn run_turn(state: &mut ChatState, line: &str, events: &EventSink) {
     let result = loop {
         tokio::select! {
             r = &mut turn => break r,
-            _ = tokio::signal::ctrl_c() => {
+            _ = interrupts.0.recv() => {
                 screen.write(|| eprintln!("\n{}", style.yellow("(cancelling the turn…)")));
                 cancel.cancel();
             }

@@ -346,17 +346,22 @@ async fn ctrl_c_cancels_the_turn_not_the_repl() {
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(b"talk slowly\n").unwrap();
     stdin.flush().unwrap();
-    for _ in 0..200 {
+    // Only once the turn is under way (a loaded machine may take seconds to get there).
+    for _ in 0..1500 {
         if !fake.requests().is_empty() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    assert_eq!(fake.requests().len(), 1, "the turn started");
     tokio::time::sleep(Duration::from_millis(200)).await;
     let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     assert!(status.success());
     tokio::time::sleep(Duration::from_millis(200)).await;
-    stdin.write_all(b"again\n/quit\n").unwrap();
+    if let Err(e) = stdin.write_all(b"again\n/quit\n") {
+        let out = child.wait_with_output().unwrap();
+        panic!("the REPL is gone ({e}): {:?}\n{}", out.status, text(&out.stderr));
+    }
     drop(stdin);
     let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap()).await.unwrap();
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
