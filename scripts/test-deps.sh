@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the real peers the integration tests drive: Debian's Chromium (web chat page),
+# Installs the real peers the integration tests drive: Debian's Chromium (web chat page) and
+# tmux (the REPL on a real terminal),
 # playwright-core (to drive it), the official `openai` Python SDK (OpenAI-compatible endpoint)
 # and the MCP reference servers from npm. Idempotent, and quick when everything is there.
 # Everything but Chromium lives under target/test-deps, so `cargo clean` resets it.
@@ -14,6 +15,12 @@ if ! command -v chromium >/dev/null; then
   echo "installing Debian chromium (browser tests)"
   as_root apt-get update -qq
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq chromium >/dev/null
+fi
+
+if ! command -v tmux >/dev/null; then
+  echo "installing Debian tmux (REPL tests)"
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq tmux >/dev/null
 fi
 
 # npm packages, pinned by the lock file in scripts/test-deps/.
