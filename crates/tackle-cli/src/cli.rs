@@ -95,12 +95,18 @@ pub struct ModelArgs {
     /// Workspace directory the tools work in (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
-    /// Resume this session (id or unique prefix) instead of starting a new one.
-    #[arg(long, value_name = "ID")]
-    pub session: Option<String>,
     /// Steps (model calls) per turn; the last one runs without tools.
     #[arg(long)]
     pub max_steps: Option<u32>,
+}
+
+/// Flags of commands that run turns in the terminal (`run`, `chat`); `serve` takes these per
+/// request instead.
+#[derive(Debug, Clone, Args)]
+pub struct TurnArgs {
+    /// Resume this session (id or unique prefix) instead of starting a new one.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
     /// Approve every tool call that would ask for confirmation.
     #[arg(long)]
     pub yes: bool,
@@ -117,11 +123,14 @@ fn parse_provider(s: &str) -> Result<ProviderKind, String> {
 /// `tackle run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The prompt.
+    /// The prompt; `-` reads it from standard input.
     pub prompt: String,
-    /// Model and session options.
+    /// Model options.
     #[command(flatten)]
     pub model: ModelArgs,
+    /// Session and tool options.
+    #[command(flatten)]
+    pub turn: TurnArgs,
     /// Write every event as JSON lines to FILE, or to stdout with `-`.
     #[arg(long, value_name = "FILE|-")]
     pub events: Option<String>,
@@ -133,9 +142,12 @@ pub struct RunArgs {
 /// `tackle chat`.
 #[derive(Debug, Args)]
 pub struct ChatArgs {
-    /// Model and session options.
+    /// Model options.
     #[command(flatten)]
     pub model: ModelArgs,
+    /// Session and tool options.
+    #[command(flatten)]
+    pub turn: TurnArgs,
 }
 
 /// `tackle sessions ...`.

@@ -194,6 +194,41 @@ impl ProviderConfig {
     pub fn base(&self) -> &str {
         self.base_url.trim_end_matches('/')
     }
+
+    /// Checks the base URL before anything is sent: an absolute `http` or `https` URL with a
+    /// host, without a query or fragment.
+    ///
+    /// ```
+    /// use tackle_provider::{ProviderConfig, ProviderKind};
+    /// let ok = ProviderConfig::new(ProviderKind::Openai).with_base_url("http://localhost:11434/v1");
+    /// assert!(ok.check_base_url().is_ok());
+    /// let bad = ProviderConfig::new(ProviderKind::Openai).with_base_url("not a url");
+    /// assert!(bad.check_base_url().unwrap_err().to_string().contains("not a url"));
+    /// ```
+    pub fn check_base_url(&self) -> Result<(), BaseUrlError> {
+        let error = |reason: &str| BaseUrlError { url: self.base_url.clone(), reason: reason.to_owned() };
+        let url = reqwest::Url::parse(&self.base_url).map_err(|e| error(&e.to_string()))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(error("the scheme must be http or https"));
+        }
+        if url.host_str().is_none_or(str::is_empty) {
+            return Err(error("it has no host"));
+        }
+        if url.query().is_some() || url.fragment().is_some() {
+            return Err(error("it must not have a query or fragment"));
+        }
+        Ok(())
+    }
+}
+
+/// A provider base URL that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid base URL {url:?}: {reason}; use an absolute URL like http://localhost:11434/v1")]
+pub struct BaseUrlError {
+    /// The URL given.
+    pub url: String,
+    /// What is wrong with it.
+    pub reason: String,
 }
 
 pub(crate) mod millis {

@@ -40,7 +40,7 @@ use std::sync::Arc;
 pub use anthropic::{
     ANTHROPIC_VERSION, Anthropic, AnthropicDecoder, DEFAULT_MAX_TOKENS, DEFERRED_TOOLS_BETA, MAX_BREAKPOINTS,
 };
-pub use config::{ApiKey, ProviderConfig, ProviderKind, Timeouts};
+pub use config::{ApiKey, BaseUrlError, ProviderConfig, ProviderKind, Timeouts};
 pub use error::ProviderError;
 pub use http::{WireDecoder, decode_sse};
 pub use openai::{OpenAiChat, OpenAiChatDecoder, OpenAiDialect};

@@ -154,6 +154,15 @@ pub enum SettingsError {
     /// No data directory could be determined.
     #[error("cannot determine a data directory: set TACKLE_HOME")]
     NoDataDir,
+    /// The data directory is a file.
+    #[error("the data directory {} is not a directory; point TACKLE_HOME (or data_dir) at a directory", path.display())]
+    DataDirNotADirectory {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The provider's base URL is unusable (from `--base-url`, `base_url`, or the SDK variable).
+    #[error(transparent)]
+    BaseUrl(#[from] tackle_provider::BaseUrlError),
 }
 
 /// Settings with where they came from.
@@ -220,10 +229,15 @@ impl Settings {
 
     /// The data directory: `TACKLE_HOME`, the configured one, or the platform data dir.
     pub fn data_dir(&self) -> Result<PathBuf, SettingsError> {
-        if let Some(d) = &self.data_dir {
-            return Ok(d.clone());
+        let dir = match &self.data_dir {
+            Some(d) => d.clone(),
+            None => dirs::data_dir().map(|d| d.join("tackle")).ok_or(SettingsError::NoDataDir)?,
+        };
+        // Checked before anything is created in it.
+        if dir.exists() && !dir.is_dir() {
+            return Err(SettingsError::DataDirNotADirectory { path: dir });
         }
-        dirs::data_dir().map(|d| d.join("tackle")).ok_or(SettingsError::NoDataDir)
+        Ok(dir)
     }
 
     /// The SQLite database file inside the data directory.
@@ -246,6 +260,7 @@ impl Settings {
         if let Some(url) = &self.base_url {
             config.base_url = url.clone();
         }
+        config.check_base_url()?;
         config.retry.max_retries = self.max_retries;
         config.timeouts = tackle_provider::Timeouts {
             connect: std::time::Duration::from_secs(self.connect_timeout_secs.max(1)),
