@@ -751,7 +751,9 @@ async fn bad_input_exits_2_before_any_session_request_or_file() {
     let fake = FakeModel::start(Script::new(vec![Turn::text("never")])).await.unwrap();
     let a_file = home.path().join("a-file");
     std::fs::write(&a_file, "not a directory").unwrap();
-    let cases: Vec<(Vec<&str>, Vec<(&str, &str)>, &str)> = vec![
+    /// Arguments, environment, and what the error must name.
+    type Case<'a> = (Vec<&'a str>, Vec<(&'a str, &'a str)>, &'a str);
+    let cases: Vec<Case> = vec![
         (vec!["run", "--base-url", "not a url", "hi"], vec![], "not a url"),
         (vec!["run", "hi"], vec![("TACKLE_HOME", a_file.to_str().unwrap())], "a-file"),
         (vec!["run", "--events", "/no/such/dir/events.jsonl", "hi"], vec![], "/no/such/dir"),
