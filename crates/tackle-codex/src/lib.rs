@@ -1,10 +1,18 @@
 //! Codex's `app-server` as a model behind Tackle.
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+mod approvals;
 mod config;
+mod connection;
 mod error;
 pub mod rpc;
+mod server;
+mod thread;
 pub mod wire;
 
+pub use approvals::{CodexApprovals, DenyNativeTools, HookApprovals, NativeToolRequest};
 pub use config::CodexConfig;
+pub use connection::ServerRequest;
 pub use error::CodexError;
+pub use server::{CodexServer, ThreadOptions};
+pub use thread::{Answer, CodexThread, ToolCall, TurnEnd, TurnEvent};

@@ -468,4 +468,4 @@ pub mod method {
 
 #[cfg(test)]
 #[path = "wire_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -8,7 +8,7 @@ use super::*;
 const SCHEMA: &str = include_str!("../schema/app-server.schema.json");
 
 /// Validates `value` against `#/definitions/{name}` of the committed schema.
-fn check(name: &str, value: &impl Serialize) {
+pub(crate) fn check(name: &str, value: &impl Serialize) {
     let mut schema: Value = serde_json::from_str(SCHEMA).unwrap();
     schema["$ref"] = json!(format!("#/definitions/{name}"));
     let validator = jsonschema::validator_for(&schema).unwrap();
