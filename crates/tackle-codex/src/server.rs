@@ -178,6 +178,11 @@ impl CodexServer {
         }
     }
 
+    /// Sends any request (for methods without a typed call here, e.g. `account/read`).
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, CodexError> {
+        self.live().await?.conn.request(method, params).await
+    }
+
     /// Starts a new thread with `options.tools` as its dynamic tools.
     pub async fn start_thread(&self, options: ThreadOptions) -> Result<CodexThread, CodexError> {
         let live = self.live().await?;
