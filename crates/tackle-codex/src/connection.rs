@@ -148,6 +148,8 @@ pub(crate) struct Connection {
     stderr: Arc<Mutex<VecDeque<String>>>,
     /// Kills the process when the connection is dropped or broken.
     kill: CancellationToken,
+    /// The process id, when there is a process.
+    pid: Option<u32>,
 }
 
 impl Drop for Connection {
@@ -185,7 +187,8 @@ impl Connection {
                 message: "no stdio pipes".into(),
             });
         };
-        let (conn, inbound) = Self::start(BufReader::new(stdout), stdin, config.request_timeout());
+        let (conn, inbound) =
+            Self::start(BufReader::new(stdout), stdin, config.request_timeout(), child.id());
         conn.watch_stderr(stderr);
         conn.supervise(child);
         Ok((conn, inbound))
@@ -196,6 +199,7 @@ impl Connection {
         reader: R,
         writer: W,
         request_timeout: Duration,
+        pid: Option<u32>,
     ) -> (Arc<Self>, mpsc::UnboundedReceiver<Inbound>)
     where
         R: AsyncBufRead + Unpin + Send + 'static,
@@ -211,6 +215,7 @@ impl Connection {
             request_timeout,
             stderr: Arc::default(),
             kill: CancellationToken::new(),
+            pid,
         });
         tokio::spawn(write_loop(writer, line_rx, conn.closed.clone(), conn.stderr.clone()));
         let reader_state = ReaderState {
@@ -267,6 +272,11 @@ impl Connection {
             tokio::time::sleep(Duration::from_millis(50)).await;
             closed.close(CodexError::Exited { status, stderr: tail(&stderr) });
         });
+    }
+
+    /// The app-server's process id.
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self.pid
     }
 
     /// Whether the connection is gone.
@@ -504,7 +514,7 @@ pub(crate) fn in_memory(
 ) -> (Arc<Connection>, mpsc::UnboundedReceiver<Inbound>, impl AsyncBufRead + Unpin, impl AsyncWrite + Unpin) {
     let (client_out, server_in) = tokio::io::duplex(1 << 16);
     let (server_out, client_in) = tokio::io::duplex(1 << 16);
-    let (conn, inbound) = Connection::start(BufReader::new(client_in), client_out, request_timeout);
+    let (conn, inbound) = Connection::start(BufReader::new(client_in), client_out, request_timeout, None);
     (conn, inbound, BufReader::new(server_in), server_out)
 }
 

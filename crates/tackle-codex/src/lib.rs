@@ -4,7 +4,9 @@
 mod approvals;
 mod config;
 mod connection;
+pub mod convert;
 mod error;
+mod provider;
 pub mod rpc;
 mod server;
 mod thread;
@@ -14,5 +16,6 @@ pub use approvals::{CodexApprovals, DenyNativeTools, HookApprovals, NativeToolRe
 pub use config::CodexConfig;
 pub use connection::ServerRequest;
 pub use error::CodexError;
+pub use provider::{ApprovalsFactory, CodexProvider};
 pub use server::{CodexServer, ThreadOptions};
 pub use thread::{Answer, CodexThread, ToolCall, TurnEnd, TurnEvent};

@@ -178,6 +178,11 @@ impl CodexServer {
         }
     }
 
+    /// The process id of the running app-server (none before the first use or after it died).
+    pub async fn pid(&self) -> Option<u32> {
+        self.inner.live.lock().await.as_ref().filter(|l| !l.conn.is_closed()).and_then(|l| l.conn.pid())
+    }
+
     /// Sends any request (for methods without a typed call here, e.g. `account/read`).
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, CodexError> {
         self.live().await?.conn.request(method, params).await

@@ -108,6 +108,8 @@ struct Batch {
     announced: HashSet<CallId>,
     /// Calls that arrived (so a late announcement does not wait for them again).
     arrived: HashSet<CallId>,
+    /// The response's dynamic calls in the model's order (requests may arrive in any order).
+    order: Vec<CallId>,
     /// The response is complete.
     response_done: bool,
     /// Raw events are flowing on this thread.
@@ -278,6 +280,16 @@ impl CodexThread {
         self.request(method::TURN_INTERRUPT, &params).await.map(|_| ())
     }
 
+    /// Stops the running turn without waiting (its owner stopped listening): open calls are
+    /// answered with errors, and the interrupt is sent without waiting for its answer.
+    pub fn abandon_turn(&mut self) {
+        if let Some(turn) = self.turn.take() {
+            self.release_all("the client stopped listening to this turn");
+            self.batch = Batch { raw_events: self.batch.raw_events, ..Batch::default() };
+            self.live.conn.fire(method::TURN_INTERRUPT, json!({"threadId": self.id, "turnId": turn}));
+        }
+    }
+
     /// Answers tool call `call` with `response`.
     pub fn answer(&self, call: &CallId, response: DynamicToolCallResponse) -> Result<Answer, CodexError> {
         let mut calls = self.calls.lock();
@@ -341,11 +353,14 @@ impl CodexThread {
     }
 
     fn take_batch(&mut self) -> TurnEvent {
-        let calls = std::mem::take(&mut self.batch.calls);
+        let mut calls = std::mem::take(&mut self.batch.calls);
+        let order = &self.batch.order;
+        calls.sort_by_key(|c| order.iter().position(|id| *id == c.call_id).unwrap_or(usize::MAX));
         if self.batch.announced.is_empty() {
             // The response's calls are all out; the next calls belong to a new response.
             self.batch.response_done = false;
             self.batch.arrived.clear();
+            self.batch.order.clear();
         }
         TurnEvent::ToolCalls(calls)
     }
@@ -404,6 +419,7 @@ impl CodexThread {
                 self.batch.raw_events = true;
                 if let Some(call) = self.announced_call(params.get("item")) {
                     self.batch.response_done = false;
+                    self.batch.order.push(call.clone());
                     if !self.batch.arrived.contains(&call) {
                         self.batch.announced.insert(call);
                     }
@@ -542,11 +558,8 @@ fn router_gone() -> CodexError {
 
 impl Drop for CodexThread {
     fn drop(&mut self) {
-        if let Some(turn) = self.turn.take()
-            && !self.live.conn.is_closed()
-        {
-            self.release_all("the client closed the conversation");
-            self.live.conn.fire(method::TURN_INTERRUPT, json!({"threadId": self.id, "turnId": turn}));
+        if !self.live.conn.is_closed() {
+            self.abandon_turn();
         }
         self.server.detach(&self.id, self.live.generation);
     }

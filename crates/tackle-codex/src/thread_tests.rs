@@ -219,3 +219,17 @@ async fn dropping_a_thread_mid_turn_answers_its_calls_and_interrupts() {
     assert_eq!((answer["id"].clone(), answer["result"]["success"].clone()), (json!(9), json!(false)));
     assert_eq!(peer.recv().await["method"], "turn/interrupt");
 }
+
+#[tokio::test]
+async fn a_batch_keeps_the_models_order_whatever_order_the_requests_come_in() {
+    let (mut thread, mut peer) = setup(CodexConfig::default(), &["a"]).await;
+    peer.send(raw_call("c1", "a", "{}")).await;
+    peer.send(raw_call("c2", "a", "{}")).await;
+    peer.send(raw_done()).await;
+    peer.send(call_request(1, "c2", "a")).await;
+    peer.send(call_request(0, "c1", "a")).await;
+    let _usage = thread.next_event().await.unwrap();
+    let TurnEvent::ToolCalls(calls) = thread.next_event().await.unwrap() else { panic!("no batch") };
+    let ids: Vec<&str> = calls.iter().map(|c| c.call_id.as_str()).collect();
+    assert_eq!(ids, ["c1", "c2"]);
+}

@@ -84,7 +84,7 @@ pub struct InitializeCapabilities {
 }
 
 /// A tool Codex may call back (`thread/start` `dynamicTools`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum DynamicToolSpec {
     /// A function tool.
