@@ -13,7 +13,8 @@ use crate::approver::TerminalApprover;
 use crate::cli::ChatArgs;
 use crate::render::{TerminalRenderer, TextOutput, sink};
 use crate::runtime::{
-    Approvals, build_agent, open_or_create, open_store, provider_for, settings_for, tool_mask, workspace_dir,
+    Approvals, ModelProvider, build_agent, open_or_create, open_store, provider_for, settings_for, tool_mask,
+    workspace_dir,
 };
 use crate::terminal::{Input, Terminal};
 
@@ -45,8 +46,6 @@ pub async fn run(args: ChatArgs) -> Result<ExitCode> {
     let workspace = workspace_dir(args.model.workspace.as_ref())?;
     let settings = settings_for(&workspace, &args.model)?;
     let mask = tool_mask(args.model.tool_mask.as_deref())?;
-    let (provider, kind) = provider_for(&settings)?;
-    let store = open_store(&settings).await?;
     let history = settings.data_dir().ok().map(|d| d.join("repl_history"));
     let terminal = Terminal::start(history);
     let approvals = if args.model.yes {
@@ -54,6 +53,9 @@ pub async fn run(args: ChatArgs) -> Result<ExitCode> {
     } else {
         Approvals::Ask(Arc::new(TerminalApprover::new(terminal.clone())))
     };
+    let ModelProvider { provider, kind, .. } =
+        provider_for(&settings, &workspace, &approvals, ApprovalMode::Interactive)?;
+    let store = open_store(&settings).await?;
     let agent =
         build_agent(&settings, &workspace, provider, kind, store, approvals, ApprovalMode::Interactive)
             .await?;

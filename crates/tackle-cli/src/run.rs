@@ -14,15 +14,14 @@ use crate::approver::TerminalApprover;
 use crate::cli::RunArgs;
 use crate::render::{JsonSink, TerminalRenderer, TextOutput, events_target, json_lines, sink};
 use crate::runtime::{
-    Approvals, build_agent, open_or_create, open_store, provider_for, settings_for, tool_mask, workspace_dir,
+    Approvals, ModelProvider, build_agent, open_or_create, open_store, provider_for, settings_for, tool_mask,
+    workspace_dir,
 };
 use crate::terminal::Terminal;
 
 pub async fn run(args: RunArgs) -> Result<ExitCode> {
     let workspace = workspace_dir(args.model.workspace.as_ref())?;
     let settings = settings_for(&workspace, &args.model)?;
-    let (provider, kind) = provider_for(&settings)?;
-    let store = open_store(&settings).await?;
     let approvals = if args.model.yes {
         Approvals::Auto
     } else if std::io::stdin().is_terminal() {
@@ -30,6 +29,9 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     } else {
         Approvals::Deny
     };
+    let ModelProvider { provider, kind, .. } =
+        provider_for(&settings, &workspace, &approvals, ApprovalMode::Headless)?;
+    let store = open_store(&settings).await?;
     let agent =
         build_agent(&settings, &workspace, provider, kind, store, approvals, ApprovalMode::Headless).await?;
     let mut session = open_or_create(&agent, args.model.session.as_deref(), &workspace).await?;

@@ -10,7 +10,7 @@ use tackle_tools::{ApprovalMode, ApprovalQueue};
 use crate::UsageError;
 use crate::cli::ServeArgs;
 use crate::runtime::{
-    Approvals, build_agent, env_lookup, open_store, provider_for, settings_for, workspace_dir,
+    Approvals, ModelProvider, build_agent, env_lookup, open_store, provider_for, settings_for, workspace_dir,
 };
 
 pub async fn run(args: ServeArgs) -> Result<ExitCode> {
@@ -18,19 +18,12 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode> {
     let settings = settings_for(&workspace, &args.model)?;
     let config = settings.server.to_config(&workspace, args.bind.as_deref(), &env_lookup)?;
     config.validate().map_err(|e| UsageError(e.to_string()))?;
-    let (provider, kind) = provider_for(&settings)?;
-    let store = open_store(&settings).await?;
     let approvals = ApprovalQueue::default();
-    let agent = build_agent(
-        &settings,
-        &workspace,
-        provider,
-        kind,
-        store,
-        Approvals::Ask(Arc::new(approvals.clone())),
-        ApprovalMode::Server,
-    )
-    .await?;
+    let ask = Approvals::Ask(Arc::new(approvals.clone()));
+    let ModelProvider { provider, kind, .. } =
+        provider_for(&settings, &workspace, &ask, ApprovalMode::Server)?;
+    let store = open_store(&settings).await?;
+    let agent = build_agent(&settings, &workspace, provider, kind, store, ask, ApprovalMode::Server).await?;
     let bind = config.bind;
     let state = AppState::new(agent, approvals, config);
     let listener = tokio::net::TcpListener::bind(bind)

@@ -6,6 +6,16 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+/// A `TACKLE_CODEX_*` variable with a value Tackle cannot use.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid value of {var}: {message}")]
+pub struct InvalidEnv {
+    /// The variable.
+    pub var: String,
+    /// What is wrong.
+    pub message: String,
+}
+
 /// How Tackle runs and talks to `codex app-server`.
 ///
 /// ```toml
@@ -79,7 +89,8 @@ impl CodexConfig {
     /// c.apply_env(&env).unwrap();
     /// assert_eq!(c.args, ["app-server", "--listen", "stdio://"]);
     /// ```
-    pub fn apply_env(&mut self, env: &dyn Fn(&str) -> Option<String>) -> Result<(), String> {
+    pub fn apply_env(&mut self, env: &dyn Fn(&str) -> Option<String>) -> Result<(), InvalidEnv> {
+        let bad = |var: &str, message: String| InvalidEnv { var: var.to_owned(), message };
         let get = |k: &str| env(k).filter(|v| !v.trim().is_empty());
         if let Some(v) = get("TACKLE_CODEX_COMMAND") {
             self.command = v;
@@ -98,7 +109,7 @@ impl CodexConfig {
             self.builtin_tools = match v.trim().to_ascii_lowercase().as_str() {
                 "on" | "true" | "1" | "yes" => true,
                 "off" | "false" | "0" | "no" => false,
-                _ => return Err(format!("TACKLE_CODEX_BUILTIN_TOOLS: {v:?} is not on or off")),
+                _ => return Err(bad("TACKLE_CODEX_BUILTIN_TOOLS", format!("{v:?} is not on or off"))),
             };
         }
         for (var, field) in [
@@ -112,12 +123,12 @@ impl CodexConfig {
                     .parse()
                     .ok()
                     .filter(|n| *n > 0)
-                    .ok_or_else(|| format!("{var}: {v:?} is not a positive number of seconds"))?;
+                    .ok_or_else(|| bad(var, format!("{v:?} is not a positive number of seconds")))?;
             }
         }
         if let Some(v) = get("TACKLE_CODEX_THREAD_CONFIG") {
             self.thread_config = serde_json::from_str(&v)
-                .map_err(|e| format!("TACKLE_CODEX_THREAD_CONFIG: not a JSON object ({e})"))?;
+                .map_err(|e| bad("TACKLE_CODEX_THREAD_CONFIG", format!("not a JSON object ({e})")))?;
         }
         Ok(())
     }
@@ -194,7 +205,7 @@ mod tests {
         ] {
             let env = |k: &str| (k == var).then(|| value.to_owned());
             let err = CodexConfig::default().apply_env(&env).unwrap_err();
-            assert!(err.contains(var), "{err}");
+            assert_eq!(err.var, var, "{err}");
         }
     }
 

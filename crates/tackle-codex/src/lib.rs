@@ -13,7 +13,7 @@ mod thread;
 pub mod wire;
 
 pub use approvals::{CodexApprovals, DenyNativeTools, HookApprovals, NativeToolRequest};
-pub use config::CodexConfig;
+pub use config::{CodexConfig, InvalidEnv};
 pub use connection::ServerRequest;
 pub use error::CodexError;
 pub use provider::{ApprovalsFactory, CodexProvider};

@@ -71,6 +71,8 @@ pub struct Settings {
     pub mcp: tackle_mcp::McpConfig,
     /// Deferring tools whose definitions would take too much of the window (`[deferral]`).
     pub deferral: DeferralConfig,
+    /// Codex's app-server as the model (`--provider codex`, `[codex]`, `TACKLE_CODEX_*`).
+    pub codex: tackle_codex::CodexConfig,
 }
 
 impl Default for Settings {
@@ -96,6 +98,7 @@ impl Default for Settings {
             server: ServerSettings::default(),
             mcp: tackle_mcp::McpConfig::default(),
             deferral: DeferralConfig::default(),
+            codex: tackle_codex::CodexConfig::default(),
         }
     }
 }
@@ -270,6 +273,8 @@ pub fn default_model(kind: ProviderKind) -> &'static str {
     match kind {
         ProviderKind::Openai => "gpt-4.1",
         ProviderKind::Anthropic => "claude-sonnet-4-5",
+        // The model configured in Codex (CODEX_HOME/config.toml).
+        ProviderKind::Codex => "default",
     }
 }
 

@@ -1,29 +1,14 @@
-//! Shared helpers of the Codex integration tests: the pinned binary, a throwaway CODEX_HOME
-//! pointed at the testkit's fake Responses server.
+//! Shared helpers of the Codex integration tests.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 
 use tackle_codex::CodexConfig;
+pub use tackle_testkit::codex::PINNED_VERSION;
 
-/// The Codex version the tests and the committed schema are pinned to.
-pub const PINNED_VERSION: &str = "0.169.0";
-
-/// The native `codex` binary installed by scripts/test-deps.sh (npm `@openai/codex`), or the
-/// one `TACKLE_CODEX_BIN` names. The native binary, not the npm wrapper script: killing it
-/// kills Codex itself.
+/// The pinned Codex binary (see [`tackle_testkit::codex::binary`]).
 pub fn codex_binary() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("TACKLE_CODEX_BIN") {
-        return Some(PathBuf::from(p));
-    }
-    let (package, triple) = match std::env::consts::ARCH {
-        "x86_64" => ("codex-linux-x64", "x86_64-unknown-linux-musl"),
-        "aarch64" => ("codex-linux-arm64", "aarch64-unknown-linux-musl"),
-        _ => return None,
-    };
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/test-deps/node/node_modules");
-    let path = root.join("@openai").join(package).join("vendor").join(triple).join("bin/codex");
-    path.is_file().then_some(path)
+    tackle_testkit::codex::binary()
 }
 
 /// Peers are required when `TACKLE_REQUIRE_PEERS` is set (scripts/test.sh sets it); otherwise a
@@ -36,32 +21,16 @@ pub fn missing_peer(what: &str) {
     eprintln!("skipped: {what} is not installed (run scripts/test-deps.sh)");
 }
 
-/// A CODEX_HOME whose config.toml sends every model request to `base_url` (the testkit's fake,
-/// Responses wire), without retries, approvals or network beyond it.
+/// A CODEX_HOME whose config.toml sends every model request to the fake at `base_url`.
 pub fn codex_home(dir: &Path, base_url: &str) {
-    let config = format!(
-        r#"model = "mock-model"
-model_provider = "mock"
-approval_policy = "never"
-sandbox_mode = "read-only"
-
-[model_providers.mock]
-name = "Mock provider"
-base_url = "{base_url}/v1"
-wire_api = "responses"
-request_max_retries = 0
-stream_max_retries = 0
-"#
-    );
-    std::fs::write(dir.join("config.toml"), config).unwrap();
+    tackle_testkit::codex::write_home(dir, base_url).unwrap();
 }
 
 /// The configuration that runs `binary` against the fake behind `home`.
 pub fn config(binary: &Path, home: &Path) -> CodexConfig {
     CodexConfig {
         command: binary.display().to_string(),
-        // A fake that is down must fail the turn, not make Codex reconnect forever.
-        args: vec!["app-server".into(), "--disable".into(), "unbounded_connection_retries".into()],
+        args: tackle_testkit::codex::APP_SERVER_ARGS.map(str::to_owned).to_vec(),
         codex_home: Some(home.to_owned()),
         request_timeout_secs: 60,
         idle_timeout_secs: 60,
