@@ -25,6 +25,8 @@ pub struct InvalidEnv {
 /// codex_home = "/home/me/.codex"    # CODEX_HOME of the child; TACKLE_CODEX_HOME
 /// pass_env = ["OPENAI_API_KEY"]     # secrets the child may see; TACKLE_CODEX_PASS_ENV
 /// builtin_tools = false             # Codex's own shell, apply_patch, web search; TACKLE_CODEX_BUILTIN_TOOLS
+/// bridge = true                     # tackle serve: models codex/<model>; TACKLE_CODEX_BRIDGE
+/// models = ["gpt-5-codex"]          # listed by /v1/models; TACKLE_CODEX_MODELS (comma-separated)
 /// ```
 ///
 /// ```
@@ -61,6 +63,12 @@ pub struct CodexConfig {
     /// Extra Codex configuration for every thread (`thread/start` `config`), e.g.
     /// `{ model_reasoning_effort = "high" }`.
     pub thread_config: BTreeMap<String, serde_json::Value>,
+    /// Serve Codex on `tackle serve`'s `/v1/chat/completions` as models `codex/<model>` (on by
+    /// itself with `--provider codex`).
+    pub bridge: bool,
+    /// Models `/v1/models` lists as `codex/<model>` besides `codex/default` (Codex's configured
+    /// model); any other name is accepted too.
+    pub models: Vec<String>,
 }
 
 impl Default for CodexConfig {
@@ -75,6 +83,8 @@ impl Default for CodexConfig {
             tool_call_timeout_secs: 900,
             idle_timeout_secs: 600,
             thread_config: BTreeMap::new(),
+            bridge: false,
+            models: Vec::new(),
         }
     }
 }
@@ -105,12 +115,20 @@ impl CodexConfig {
             self.pass_env =
                 v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect();
         }
-        if let Some(v) = get("TACKLE_CODEX_BUILTIN_TOOLS") {
-            self.builtin_tools = match v.trim().to_ascii_lowercase().as_str() {
-                "on" | "true" | "1" | "yes" => true,
-                "off" | "false" | "0" | "no" => false,
-                _ => return Err(bad("TACKLE_CODEX_BUILTIN_TOOLS", format!("{v:?} is not on or off"))),
-            };
+        for (var, flag) in [
+            ("TACKLE_CODEX_BUILTIN_TOOLS", &mut self.builtin_tools),
+            ("TACKLE_CODEX_BRIDGE", &mut self.bridge),
+        ] {
+            if let Some(v) = get(var) {
+                *flag = match v.trim().to_ascii_lowercase().as_str() {
+                    "on" | "true" | "1" | "yes" => true,
+                    "off" | "false" | "0" | "no" => false,
+                    _ => return Err(bad(var, format!("{v:?} is not on or off"))),
+                };
+            }
+        }
+        if let Some(v) = get("TACKLE_CODEX_MODELS") {
+            self.models = v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect();
         }
         for (var, field) in [
             ("TACKLE_CODEX_REQUEST_TIMEOUT_SECS", &mut self.request_timeout_secs),

@@ -2,6 +2,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
 mod approvals;
+mod bridge;
 mod config;
 mod connection;
 pub mod convert;
@@ -13,6 +14,7 @@ mod thread;
 pub mod wire;
 
 pub use approvals::{CodexApprovals, DenyNativeTools, HookApprovals, NativeToolRequest};
+pub use bridge::{BridgeError, BridgeRequest, CodexBridge, tools_for};
 pub use config::{CodexConfig, InvalidEnv};
 pub use connection::ServerRequest;
 pub use error::CodexError;

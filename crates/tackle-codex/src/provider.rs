@@ -60,12 +60,12 @@ struct Step {
 /// Makes the approval policy of a session's Codex-native tools.
 pub type ApprovalsFactory = Arc<dyn Fn(&str) -> Arc<dyn CodexApprovals> + Send + Sync>;
 
-/// A session's thread and what of its history was delivered.
+/// A conversation's thread and what of its history was delivered.
 #[derive(Default)]
-struct Link {
-    thread: Option<CodexThread>,
+pub(crate) struct Link {
+    pub(crate) thread: Option<CodexThread>,
     /// `(nonce of the latest marker, messages delivered)` of the last delivery.
-    delivered: Option<(String, usize)>,
+    pub(crate) delivered: Option<(String, usize)>,
 }
 
 /// Codex as a [`Provider`]: see the module docs.
@@ -235,7 +235,7 @@ impl CodexProvider {
 
         let marker =
             ThreadMarker { thread: thread_id, tools: fingerprint, nonce: uuid::Uuid::now_v7().to_string() };
-        Ok(turn_stream(link, marker))
+        Ok(turn_stream(link, Some(marker)))
     }
 
     /// A request outside the session's conversation, on a throwaway thread.
@@ -252,17 +252,17 @@ impl CodexProvider {
             nonce: uuid::Uuid::now_v7().to_string(),
         };
         let link = Arc::new(tokio::sync::Mutex::new(Link { thread: Some(thread), delivered: None }));
-        Ok(turn_stream(link.lock_owned().await, marker))
+        Ok(turn_stream(link.lock_owned().await, Some(marker)))
     }
 }
 
 /// The model name Codex should use; `default` (or empty) leaves Codex's configured model.
-fn model_param(model: &str) -> Option<String> {
+pub(crate) fn model_param(model: &str) -> Option<String> {
     let m = model.strip_prefix("codex/").unwrap_or(model);
     (!m.is_empty() && m != "default").then(|| m.to_owned())
 }
 
-fn user_inputs(messages: &[Message]) -> Vec<UserInput> {
+pub(crate) fn user_inputs(messages: &[Message]) -> Vec<UserInput> {
     messages
         .iter()
         .filter(|m| m.role == Role::User)
@@ -272,9 +272,9 @@ fn user_inputs(messages: &[Message]) -> Vec<UserInput> {
         .collect()
 }
 
-/// Streams the running turn until it asks for tools or ends. Dropped early (the agent
-/// cancelled), it interrupts the turn.
-fn turn_stream(link: OwnedMutexGuard<Link>, marker: ThreadMarker) -> EventStream {
+/// Streams the running turn until it asks for tools or ends, after the marker if one is
+/// given. Dropped early (the client cancelled), it interrupts the turn.
+pub(crate) fn turn_stream(link: OwnedMutexGuard<Link>, marker: Option<ThreadMarker>) -> EventStream {
     struct State {
         link: OwnedMutexGuard<Link>,
         queue: VecDeque<Result<StreamEvent, ProviderError>>,
@@ -291,7 +291,9 @@ fn turn_stream(link: OwnedMutexGuard<Link>, marker: ThreadMarker) -> EventStream
         }
     }
     let mut queue = VecDeque::new();
-    queue.push_back(Ok(StreamEvent::Reasoning(marker.to_reasoning())));
+    if let Some(marker) = marker {
+        queue.push_back(Ok(StreamEvent::Reasoning(marker.to_reasoning())));
+    }
     let state = State { link, queue, usage: Usage::default(), done: false };
     futures::stream::unfold(state, |mut state| async move {
         loop {

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use tackle_codex::CodexConfig;
+#[allow(unused_imports)]
 pub use tackle_testkit::codex::PINNED_VERSION;
 
 /// The pinned Codex binary (see [`tackle_testkit::codex::binary`]).
