@@ -46,6 +46,12 @@ impl Setup {
         })
     }
 
+    /// A new session in the workspace.
+    async fn session(&self, agent: &Agent) -> tackle_agent::Session {
+        let options = NewSessionOptions { workspace: self.workspace.path().to_owned(), ..Default::default() };
+        agent.create_session(options).await.unwrap()
+    }
+
     /// An agent over a fresh provider (a new Codex process: what a Tackle restart sees).
     async fn agent(&self, extra: Vec<Arc<dyn Tool>>) -> (Agent, Arc<CodexProvider>) {
         let server = CodexServer::new(common::config(&self.binary, self.home.path()));
@@ -134,13 +140,7 @@ async fn a_multi_step_task_runs_tackles_tools_and_the_session_resumes_its_thread
         return common::missing_peer("codex (npm @openai/codex)");
     };
     let (agent, provider) = setup.agent(Vec::new()).await;
-    let mut session = agent
-        .create_session(NewSessionOptions {
-            workspace: setup.workspace.path().to_owned(),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let mut session = setup.session(&agent).await;
     let (outcome, events) = run(&mut session, "write notes.txt, then read it back").await;
     assert_eq!(outcome.end, TurnEnd::Completed, "{:?}", outcome.error);
     assert_eq!(outcome.text, "notes.txt says hello codex.");
@@ -234,13 +234,7 @@ async fn a_killed_codex_process_loses_no_result_and_runs_no_call_twice() {
     let pid = Arc::new(Mutex::new(None));
     let tool = Arc::new(KillCodex { runs: runs.clone(), pid: pid.clone() });
     let (agent, provider) = setup.agent(vec![tool]).await;
-    let mut session = agent
-        .create_session(NewSessionOptions {
-            workspace: setup.workspace.path().to_owned(),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let mut session = setup.session(&agent).await;
     // Start the process first so the tool knows whom to kill.
     provider.server().request("account/read", json!({})).await.unwrap();
     let first_pid = provider.server().pid().await.unwrap();
@@ -272,13 +266,7 @@ async fn a_changed_tool_set_starts_a_new_thread_seeded_with_the_conversation() {
         return common::missing_peer("codex (npm @openai/codex)");
     };
     let (agent, provider) = setup.agent(Vec::new()).await;
-    let mut session = agent
-        .create_session(NewSessionOptions {
-            workspace: setup.workspace.path().to_owned(),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let mut session = setup.session(&agent).await;
     let (first, _) = run(&mut session, "first question").await;
     assert_eq!(first.text, "First answer.");
     let first_thread = provider.thread_of(session.id()).await.unwrap();

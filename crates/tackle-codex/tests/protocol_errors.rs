@@ -49,6 +49,13 @@ fn options() -> ThreadOptions {
     }
 }
 
+/// A thread with a turn started.
+async fn started(server: &CodexServer) -> CodexThread {
+    let mut thread = server.start_thread(options()).await.unwrap();
+    thread.start_turn(vec![UserInput::text("go")]).await.unwrap();
+    thread
+}
+
 /// Runs the turn to its end (or error), collecting text.
 async fn drain(thread: &mut CodexThread) -> (String, Result<TurnEnd, CodexError>) {
     let mut text = String::new();
@@ -83,8 +90,7 @@ async fn a_tool_call_round_trip_works_with_the_scripted_peer() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log");
     let server = server("tool_call", &log, 20);
-    let mut thread = server.start_thread(options()).await.unwrap();
-    thread.start_turn(vec![UserInput::text("go")]).await.unwrap();
+    let mut thread = started(&server).await;
     let (text, end) = drain(&mut thread).await;
     assert_eq!((text.as_str(), end), ("tool said: HI", Ok(TurnEnd::Completed)));
     let lines = logged(&log);
@@ -98,8 +104,7 @@ async fn a_malformed_line_ends_the_turn_with_a_typed_error_and_the_next_use_rest
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log");
     let server = server("malformed", &log, 20);
-    let mut thread = server.start_thread(options()).await.unwrap();
-    thread.start_turn(vec![UserInput::text("go")]).await.unwrap();
+    let mut thread = started(&server).await;
     let (text, end) = drain(&mut thread).await;
     assert_eq!(text, "partial");
     let err = end.unwrap_err();
@@ -121,8 +126,7 @@ async fn an_unknown_request_is_answered_with_an_error_and_the_turn_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log");
     let server = server("unknown_request", &log, 20);
-    let mut thread = server.start_thread(options()).await.unwrap();
-    thread.start_turn(vec![UserInput::text("go")]).await.unwrap();
+    let mut thread = started(&server).await;
     let (text, end) = drain(&mut thread).await;
     assert_eq!((text.as_str(), end), ("answered with error -32601", Ok(TurnEnd::Completed)));
 }
@@ -143,8 +147,7 @@ async fn an_unknown_method_of_ours_is_a_typed_rejection() {
 async fn the_process_exiting_mid_turn_is_a_typed_error_with_its_stderr() {
     let dir = tempfile::tempdir().unwrap();
     let server = server("exit_mid_turn", &dir.path().join("log"), 20);
-    let mut thread = server.start_thread(options()).await.unwrap();
-    thread.start_turn(vec![UserInput::text("go")]).await.unwrap();
+    let mut thread = started(&server).await;
     let (text, end) = drain(&mut thread).await;
     assert_eq!(text, "half an ans");
     let err = end.unwrap_err();
@@ -162,8 +165,7 @@ async fn the_process_exiting_mid_turn_is_a_typed_error_with_its_stderr() {
 async fn a_silent_turn_fails_after_the_idle_limit() {
     let dir = tempfile::tempdir().unwrap();
     let server = server("silent", &dir.path().join("log"), 1);
-    let mut thread = server.start_thread(options()).await.unwrap();
-    thread.start_turn(vec![UserInput::text("go")]).await.unwrap();
+    let mut thread = started(&server).await;
     let (_, end) = drain(&mut thread).await;
     assert_eq!(end.unwrap_err(), CodexError::Idle { secs: 1 });
 }
