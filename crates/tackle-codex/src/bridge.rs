@@ -318,7 +318,11 @@ impl CodexBridge {
         let mut thread = self.server.start_thread(options).await?;
         thread.inject(convert::history_items(&request.messages[..split])).await?;
         thread.start_turn(inputs).await?;
-        let link = Arc::new(tokio::sync::Mutex::new(Link { thread: Some(thread), delivered: None }));
+        let link = Arc::new(tokio::sync::Mutex::new(Link {
+            thread: Some(thread),
+            tools: String::new(),
+            delivered: None,
+        }));
         let guard = link.clone().try_lock_owned().map_err(|_| BridgeError::Busy)?;
         let mut state = self.lock();
         evict(&mut state);

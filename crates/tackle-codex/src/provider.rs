@@ -64,6 +64,8 @@ pub type ApprovalsFactory = Arc<dyn Fn(&str) -> Arc<dyn CodexApprovals> + Send +
 #[derive(Default)]
 pub(crate) struct Link {
     pub(crate) thread: Option<CodexThread>,
+    /// Fingerprint of the thread's dynamic tools.
+    pub(crate) tools: String,
     /// `(nonce of the latest marker, messages delivered)` of the last delivery.
     pub(crate) delivered: Option<(String, usize)>,
 }
@@ -140,33 +142,40 @@ impl CodexProvider {
         let mut link = self.link(&session).lock_owned().await;
         let fingerprint = convert::fingerprint(&step.tools);
         let marker = convert::latest_marker(&step.messages);
-        let reusable = |thread: &CodexThread, m: &ThreadMarker| {
-            thread.id() == &m.thread && thread.is_connected() && m.tools == fingerprint
-        };
-        // Where the thread comes from, and where the history new to it starts.
-        let tail_start = match &marker {
-            Some((i, m)) if link.thread.as_ref().is_some_and(|t| reusable(t, m)) => Some(i + 1),
-            Some((i, m)) if m.tools == fingerprint => {
-                match self
-                    .server
-                    .resume_thread(&m.thread, self.options(&step, step.tools.clone(), false))
-                    .await
-                {
-                    Ok(thread) => {
-                        tracing::info!(%session, thread = %m.thread, "resumed the Codex thread of the session");
-                        link.thread = Some(thread);
-                        Some(i + 1)
-                    }
-                    Err(e) if e.is_connection_lost() => return Err(e),
-                    Err(e) => {
-                        tracing::warn!(%session, thread = %m.thread, error = %e, "cannot resume the Codex thread; starting a new one");
-                        None
-                    }
-                }
-            }
+        // The thread this history continues, and where the part new to it starts: the
+        // marker's, or (before any response was recorded, e.g. when the first one broke off)
+        // the thread this link started from the same history.
+        let candidate = match &marker {
+            Some((i, m)) if m.tools == fingerprint => Some((m.thread.clone(), i + 1)),
             Some(_) => {
                 tracing::info!(%session, "the tool set changed; starting a new Codex thread");
                 None
+            }
+            None => match (&link.thread, &link.delivered) {
+                (Some(t), Some((nonce, _))) if nonce.is_empty() && link.tools == fingerprint => {
+                    Some((t.id().clone(), 0))
+                }
+                _ => None,
+            },
+        };
+        let tail_start = match candidate {
+            Some((id, start)) if link.thread.as_ref().is_some_and(|t| t.id() == &id && t.is_connected()) => {
+                Some(start)
+            }
+            Some((id, start)) => {
+                match self.server.resume_thread(&id, self.options(&step, step.tools.clone(), false)).await {
+                    Ok(thread) => {
+                        tracing::info!(%session, thread = %id, "resumed the Codex thread of the session");
+                        link.thread = Some(thread);
+                        link.tools = fingerprint.clone();
+                        Some(start)
+                    }
+                    Err(e) if e.is_connection_lost() => return Err(e),
+                    Err(e) => {
+                        tracing::warn!(%session, thread = %id, error = %e, "cannot resume the Codex thread; starting a new one");
+                        None
+                    }
+                }
             }
             None => None,
         };
@@ -183,6 +192,7 @@ impl CodexProvider {
                 thread.inject(convert::history_items(&step.messages[..split])).await?;
                 inputs = user_inputs(&step.messages[split..]);
                 link.thread = Some(thread);
+                link.tools = fingerprint.clone();
                 link.delivered = None;
                 step.messages.len()
             }
@@ -248,10 +258,14 @@ impl CodexProvider {
         thread.start_turn(user_inputs(&step.messages[split..])).await?;
         let marker = ThreadMarker {
             thread: thread.id().clone(),
-            tools: fingerprint,
+            tools: fingerprint.clone(),
             nonce: uuid::Uuid::now_v7().to_string(),
         };
-        let link = Arc::new(tokio::sync::Mutex::new(Link { thread: Some(thread), delivered: None }));
+        let link = Arc::new(tokio::sync::Mutex::new(Link {
+            thread: Some(thread),
+            tools: fingerprint,
+            delivered: None,
+        }));
         Ok(turn_stream(link.lock_owned().await, Some(marker)))
     }
 }

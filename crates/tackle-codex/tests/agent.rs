@@ -293,3 +293,45 @@ async fn a_changed_tool_set_starts_a_new_thread_seeded_with_the_conversation() {
     let input = last.body["input"].to_string();
     assert!(input.contains("first question") && input.contains("First answer."), "seeded: {input}");
 }
+
+#[tokio::test]
+async fn codex_dying_mid_turn_is_retried_on_a_new_process_that_resumes_the_thread() {
+    // The first model request hangs; Codex is killed while it waits. The agent retries the
+    // step once; the provider starts a new process, resumes the thread and goes on. (The fake
+    // picks a request's turn when it answers: the retried request, answered at once, gets the
+    // first turn.)
+    let script = Script::new(vec![Turn::text("Recovered."), Turn::text("never delivered")]);
+    let Some(setup) = Setup::new(script).await else {
+        return common::missing_peer("codex (npm @openai/codex)");
+    };
+    setup.fake.push_fault(tackle_testkit::Fault::Latency { ms: 30_000 });
+    let (agent, provider) = setup.agent(Vec::new()).await;
+    let mut session = setup.session(&agent).await;
+    let turn = tokio::spawn(async move {
+        let outcome = run(&mut session, "hello?").await;
+        (outcome, session)
+    });
+    for _ in 0..600 {
+        if !setup.fake.requests().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(setup.fake.requests().len(), 1, "Codex sent the first model request");
+    let first_pid = provider.server().pid().await.unwrap();
+    let status = std::process::Command::new("kill").arg("-9").arg(first_pid.to_string()).status().unwrap();
+    assert!(status.success());
+
+    let ((outcome, events), session) = turn.await.unwrap();
+    assert_eq!(outcome.end, TurnEnd::Completed, "{:?}", outcome.error);
+    assert_eq!(outcome.text, "Recovered.");
+    let retries: Vec<&AgentEvent> = events.iter().filter(|e| matches!(e, AgentEvent::Retry { .. })).collect();
+    assert_eq!(retries.len(), 1, "{retries:?}");
+    assert_ne!(provider.server().pid().await, Some(first_pid));
+    let requests = setup.fake.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].body["prompt_cache_key"], requests[1].body["prompt_cache_key"], "the same thread");
+    let user_turns = requests[1].body["input"].to_string().matches("hello?").count();
+    assert_eq!(user_turns, 1, "the prompt reached the resumed thread once");
+    drop(session);
+}
