@@ -377,11 +377,17 @@ impl CodexThread {
                 return;
             }
         };
+        match &self.turn {
+            // A late call of a turn this thread stopped following (interrupted or abandoned).
+            Some(active) if *active != params.turn_id => {
+                let _ = request.respond(release_result("the turn that made this call was stopped"));
+                return;
+            }
+            Some(_) => {}
+            None => self.turn = Some(params.turn_id.clone()),
+        }
         self.batch.announced.remove(&params.call_id);
         self.batch.arrived.insert(params.call_id.clone());
-        if self.turn.is_none() {
-            self.turn = Some(params.turn_id.clone());
-        }
         let timer = self.release_timer(params.call_id.clone(), params.turn_id.clone());
         let responder = request.into_responder();
         let previous =
@@ -415,7 +421,7 @@ impl CodexThread {
             method::REASONING_SUMMARY_DELTA | method::REASONING_TEXT_DELTA if !for_other_turn => {
                 params.get("delta").and_then(Value::as_str).map(|d| TurnEvent::ReasoningDelta(d.to_owned()))
             }
-            method::RAW_ITEM_COMPLETED => {
+            method::RAW_ITEM_COMPLETED if !for_other_turn => {
                 self.batch.raw_events = true;
                 if let Some(call) = self.announced_call(params.get("item")) {
                     self.batch.response_done = false;
@@ -426,7 +432,7 @@ impl CodexThread {
                 }
                 None
             }
-            method::RAW_RESPONSE_COMPLETED => {
+            method::RAW_RESPONSE_COMPLETED if !for_other_turn => {
                 self.batch.raw_events = true;
                 self.batch.response_done = true;
                 let usage = params.get("usage").filter(|u| !u.is_null()).cloned();

@@ -233,3 +233,24 @@ async fn a_batch_keeps_the_models_order_whatever_order_the_requests_come_in() {
     let ids: Vec<&str> = calls.iter().map(|c| c.call_id.as_str()).collect();
     assert_eq!(ids, ["c1", "c2"]);
 }
+
+#[tokio::test]
+async fn calls_and_events_of_an_abandoned_turn_do_not_leak_into_the_next() {
+    let (mut thread, mut peer) = setup(CodexConfig::default(), &["a"]).await;
+    thread.abandon_turn();
+    assert_eq!(peer.recv().await["method"], "turn/interrupt");
+    let next = tokio::spawn(async move {
+        thread.start_turn(vec![UserInput::text("again")]).await.unwrap();
+        thread
+    });
+    peer.answer("turn/start", json!({"turn": {"id": "tu2", "items": [], "status": "inProgress"}})).await;
+    let mut thread = next.await.unwrap();
+    // The old turn's stragglers: a raw call, a request, its end.
+    peer.send(raw_call("old", "a", "{}")).await;
+    peer.send(call_request(5, "old", "a")).await;
+    peer.send(json!({"method": "turn/completed", "params": {"threadId": "th", "turn": {"id": "tu", "items": [], "status": "interrupted"}}})).await;
+    peer.send(json!({"method": "turn/completed", "params": {"threadId": "th", "turn": {"id": "tu2", "items": [], "status": "completed"}}})).await;
+    assert_eq!(thread.next_event().await.unwrap(), TurnEvent::Ended(TurnEnd::Completed));
+    let answer = peer.recv().await;
+    assert_eq!((answer["id"].clone(), answer["result"]["success"].clone()), (json!(5), json!(false)));
+}
