@@ -224,3 +224,121 @@ async fn codex_models_are_refused_when_the_bridge_is_off() {
     let (_, models) = h.call(Method::GET, "/v1/models", Some(ALICE), None).await;
     assert!(!models.to_string().contains("codex/"), "{models}");
 }
+
+/// `tackle serve --provider codex`: the sessions API runs Tackle's agent on Codex. Codex's own
+/// shell (builtin tools on) asks for approval, which goes to the server's approval queue like
+/// any confirmation of Tackle's hook policy; Tackle's own tools run in Tackle's executor.
+#[tokio::test]
+async fn the_sessions_api_runs_on_codex_and_codex_approvals_use_the_approval_routes() {
+    use tackle_agent::{Agent, AgentConfig};
+    use tackle_builtins::{BuiltinConfig, builtin_tools};
+    use tackle_codex::{ApprovalsFactory, CodexApprovals, CodexProvider, HookApprovals};
+    use tackle_server::{AppState, ServerConfig};
+    use tackle_tools::{ApprovalMode, ApprovalQueue, ExecLimits, HookPolicy, ToolExecutor, ToolRegistry};
+
+    let Some(binary) = tackle_testkit::codex::binary() else {
+        return missing_peer("codex (npm @openai/codex)");
+    };
+    let fake = tackle_testkit::FakeModel::start(Script::new(vec![
+        Turn::default().with_call_id("call-x", "exec_command", r#"{"cmd":"touch made_by_codex"}"#),
+        Turn::default().with_call_id("call-l", "list_files", r#"{"path":"."}"#),
+        Turn::text("Codex made made_by_codex."),
+    ]))
+    .await
+    .unwrap();
+    let codex_home = tempfile::tempdir().unwrap();
+    tackle_testkit::codex::write_home(codex_home.path(), &fake.base_url()).unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    let db = tempfile::tempdir().unwrap();
+    let store = tackle_store::Store::open(&db.path().join("tackle.db")).await.unwrap();
+    let queue = ApprovalQueue::default();
+    let config = CodexConfig {
+        command: binary.display().to_string(),
+        args: tackle_testkit::codex::APP_SERVER_ARGS.map(str::to_owned).to_vec(),
+        codex_home: Some(codex_home.path().to_owned()),
+        builtin_tools: true,
+        ..CodexConfig::default()
+    };
+    let approver = queue.clone();
+    let factory: ApprovalsFactory = Arc::new(move |session: &str| {
+        let policy = HookPolicy::defaults(ApprovalMode::Server);
+        Arc::new(HookApprovals::new(policy, Arc::new(approver.clone()), session)) as Arc<dyn CodexApprovals>
+    });
+    let server = CodexServer::new(config);
+    let provider = CodexProvider::new(server, Some(workspace.path().to_owned())).with_approvals(factory);
+    let mut registry = ToolRegistry::new();
+    for tool in builtin_tools(&BuiltinConfig::default()) {
+        registry.register(tool).unwrap();
+    }
+    let executor = ToolExecutor::new(
+        Arc::new(registry),
+        HookPolicy::defaults(ApprovalMode::Server),
+        Arc::new(queue.clone()),
+        ExecLimits::default(),
+    );
+    let agent = Agent::new(Arc::new(provider), Arc::new(executor), store, AgentConfig::new("mock-model"));
+    let state = AppState::new(agent, queue.clone(), ServerConfig::new(workspace.path().to_owned()));
+    let app = tackle_server::router(state);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let http = reqwest::Client::new();
+
+    let session: Value =
+        http.post(format!("{base}/v1/sessions")).json(&json!({})).send().await.unwrap().json().await.unwrap();
+    let id = session["id"].as_str().unwrap().to_owned();
+    let turn = {
+        let (http, base, id) = (http.clone(), base.clone(), id.clone());
+        tokio::spawn(async move {
+            let body = json!({"message": "make a file", "stream": false});
+            let r = http.post(format!("{base}/v1/sessions/{id}/messages")).json(&body).send().await.unwrap();
+            (r.status(), r.json::<Value>().await.unwrap())
+        })
+    };
+    // Codex's command waits for a decision in the session's approval queue.
+    let mut pending = Value::Null;
+    for _ in 0..600 {
+        let listed: Value = http
+            .get(format!("{base}/v1/sessions/{id}/approvals"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        pending = listed["approvals"].clone();
+        if pending.as_array().is_some_and(|a| !a.is_empty()) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let approval = &pending[0];
+    assert_eq!(approval["tool"], "codex_exec", "{pending}");
+    assert!(approval["args"]["command"].as_str().unwrap().contains("touch made_by_codex"), "{pending}");
+    assert!(!workspace.path().join("made_by_codex").exists(), "nothing runs before the decision");
+    let approval_id = approval["id"].as_str().unwrap();
+    let decided = http
+        .post(format!("{base}/v1/approvals/{approval_id}"))
+        .json(&json!({"approve": true}))
+        .send()
+        .await
+        .unwrap();
+    assert!(decided.status().is_success());
+
+    let (status, result) =
+        tokio::time::timeout(std::time::Duration::from_secs(120), turn).await.unwrap().unwrap();
+    assert_eq!(status, StatusCode::OK, "{result}");
+    assert_eq!(result["end"], "completed", "{result}");
+    assert_eq!(result["text"], "Codex made made_by_codex.");
+    assert!(workspace.path().join("made_by_codex").exists(), "Codex ran its approved command");
+    let tool_results: Vec<&str> = result["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "tool_result")
+        .map(|e| e["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(tool_results, ["call-l"], "Tackle's executor ran Tackle's tool; Codex ran its own");
+    let requests = fake.requests();
+    assert!(requests[2].body["input"].to_string().contains("made_by_codex"), "list_files saw the new file");
+}
