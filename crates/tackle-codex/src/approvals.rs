@@ -96,9 +96,9 @@ impl CodexApprovals for HookApprovals {
             HookAction::Confirm => {
                 let id = uuid::Uuid::now_v7().to_string();
                 let asked = ApprovalRequest {
-                    id,
-                    session_id: self.session_id.clone(),
-                    call_id: request.item_id.clone(),
+                    id: id.into(),
+                    session_id: self.session_id.clone().into(),
+                    call_id: request.item_id.clone().into(),
                     tool: request.tool.to_owned(),
                     args: request.args.clone(),
                     rule: decision.rule,

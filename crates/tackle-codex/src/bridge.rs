@@ -231,11 +231,11 @@ impl CodexBridge {
                 e.owner == request.owner && e.handed_out.contains(&CallId::from(first.tool_use_id.as_str()))
             });
             let Some((id, entry)) = found else {
-                return Err(BridgeError::UnknownToolCall { id: first.tool_use_id.clone(), at: first_at });
+                return Err(BridgeError::UnknownToolCall { id: first.tool_use_id.to_string(), at: first_at });
             };
             for (at, r) in &results {
                 if !entry.handed_out.contains(&CallId::from(r.tool_use_id.as_str())) {
-                    return Err(BridgeError::UnknownToolCall { id: r.tool_use_id.clone(), at: *at });
+                    return Err(BridgeError::UnknownToolCall { id: r.tool_use_id.to_string(), at: *at });
                 }
             }
             if entry.expected != history_digest(&messages[..last_assistant]) {
@@ -256,12 +256,12 @@ impl CodexBridge {
             match thread.answer(&call, convert::tool_answer(result))? {
                 Answer::Delivered => {}
                 Answer::Duplicate => {
-                    return Err(BridgeError::AlreadyAnswered { id: result.tool_use_id.clone() });
+                    return Err(BridgeError::AlreadyAnswered { id: result.tool_use_id.to_string() });
                 }
                 Answer::Late => {
                     drop(guard);
                     self.lock().entries.remove(&id);
-                    return Err(BridgeError::ExpiredToolCall { id: result.tool_use_id.clone(), secs });
+                    return Err(BridgeError::ExpiredToolCall { id: result.tool_use_id.to_string(), secs });
                 }
                 Answer::Unknown => {
                     drop(guard);

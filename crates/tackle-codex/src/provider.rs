@@ -343,8 +343,11 @@ pub(crate) fn turn_stream(link: OwnedMutexGuard<Link>, marker: Option<ThreadMark
                             name: call.tool.clone(),
                         }));
                         state.queue.push_back(Ok(StreamEvent::ToolCallDelta { index, arguments }));
-                        let call =
-                            ToolUse { id, name: call.tool, input: ToolInput::Json { value: call.arguments } };
+                        let call = ToolUse {
+                            id: id.into(),
+                            name: call.tool,
+                            input: ToolInput::Json { value: call.arguments },
+                        };
                         state.queue.push_back(Ok(StreamEvent::ToolCallEnd { index, call }));
                     }
                     state.queue.push_back(Ok(StreamEvent::Stop { reason: StopReason::ToolUse }));
@@ -375,17 +378,11 @@ impl Provider for CodexProvider {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            // Dynamic tools are fixed at thread start: per-step masks are tail notes plus the
-            // executor's refusal.
-            allowed_tools: false,
-            max_cache_breakpoints: 0,
-            parallel_tool_calls: true,
-            token_count_endpoint: false,
-            // Codex keys its prompt cache by thread itself.
-            prompt_cache_key: false,
-            deferred_tools: false,
-        }
+        // Dynamic tools are fixed at thread start: per-step masks are tail notes plus the
+        // executor's refusal. Codex keys its prompt cache by thread itself.
+        let mut caps = Capabilities::default();
+        caps.parallel_tool_calls = true;
+        caps
     }
 
     fn encode(&self, request: &ModelRequest) -> Result<EncodedRequest, ProviderError> {
@@ -414,7 +411,12 @@ impl Provider for CodexProvider {
         };
         let body =
             serde_json::to_vec(&step).map_err(|e| ProviderError::Protocol { message: e.to_string() })?;
-        Ok(EncodedRequest { path: "codex:turn", body: Bytes::from(body), betas: &[] })
+        Ok(EncodedRequest {
+            path: "codex:turn",
+            body: Bytes::from(body),
+            betas: &[],
+            cache_order: &["tools", "messages"],
+        })
     }
 
     async fn send(

@@ -11,16 +11,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use tackle_agent::{Agent, AgentConfig, NewSessionOptions, TurnInput};
-use tackle_builtins::{BuiltinConfig, builtin_tools};
+use tackle_agent::{Agent, NewSessionOptions, TurnInput};
 use tackle_codex::{CodexProvider, CodexServer};
 use tackle_protocol::{AgentEvent, ToolSpec, TurnEnd};
 use tackle_store::Store;
 use tackle_testkit::{FakeModel, RecordedRequest, Script, Turn};
-use tackle_tools::{
-    ApprovalMode, AutoApprove, EventSink, ExecLimits, HookPolicy, Tool, ToolContext, ToolExecutor,
-    ToolFailure, ToolOutput, ToolRegistry,
-};
+use tackle_tools::{AutoApprove, EventSink, Tool, ToolContext, ToolFailure, ToolOutput};
 use tokio_util::sync::CancellationToken;
 
 struct Setup {
@@ -56,19 +52,18 @@ impl Setup {
     async fn agent(&self, extra: Vec<Arc<dyn Tool>>) -> (Agent, Arc<CodexProvider>) {
         let server = CodexServer::new(common::config(&self.binary, self.home.path()));
         let provider = Arc::new(CodexProvider::new(server, Some(self.workspace.path().to_owned())));
-        let mut registry = ToolRegistry::new();
-        let builtins = BuiltinConfig::default();
-        for tool in builtin_tools(&builtins).into_iter().chain(extra) {
-            registry.register(tool).unwrap();
-        }
-        let executor = ToolExecutor::new(
-            Arc::new(registry),
-            HookPolicy::defaults(ApprovalMode::Headless),
-            Arc::new(AutoApprove),
-            ExecLimits::default(),
-        );
         let store = Store::open(&self.db.path().join("tackle.db")).await.unwrap();
-        let agent = Agent::new(provider.clone(), Arc::new(executor), store, AgentConfig::new("mock-model"));
+        let shared: Arc<dyn tackle_provider::Provider> = provider.clone();
+        let agent = Agent::builder(shared)
+            .model("mock-model")
+            .store(store)
+            .workspace(self.workspace.path())
+            .tools(extra)
+            .skills(false)
+            .approver(AutoApprove)
+            .build()
+            .await
+            .unwrap();
         (agent, provider)
     }
 }

@@ -230,11 +230,10 @@ async fn codex_models_are_refused_when_the_bridge_is_off() {
 /// any confirmation of Tackle's hook policy; Tackle's own tools run in Tackle's executor.
 #[tokio::test]
 async fn the_sessions_api_runs_on_codex_and_codex_approvals_use_the_approval_routes() {
-    use tackle_agent::{Agent, AgentConfig};
-    use tackle_builtins::{BuiltinConfig, builtin_tools};
+    use tackle_agent::Agent;
     use tackle_codex::{ApprovalsFactory, CodexApprovals, CodexProvider, HookApprovals};
     use tackle_server::{AppState, ServerConfig};
-    use tackle_tools::{ApprovalMode, ApprovalQueue, ExecLimits, HookPolicy, ToolExecutor, ToolRegistry};
+    use tackle_tools::{ApprovalMode, ApprovalQueue, HookPolicy};
 
     let Some(binary) = tackle_testkit::codex::binary() else {
         return missing_peer("codex (npm @openai/codex)");
@@ -266,17 +265,16 @@ async fn the_sessions_api_runs_on_codex_and_codex_approvals_use_the_approval_rou
     });
     let server = CodexServer::new(config);
     let provider = CodexProvider::new(server, Some(workspace.path().to_owned())).with_approvals(factory);
-    let mut registry = ToolRegistry::new();
-    for tool in builtin_tools(&BuiltinConfig::default()) {
-        registry.register(tool).unwrap();
-    }
-    let executor = ToolExecutor::new(
-        Arc::new(registry),
-        HookPolicy::defaults(ApprovalMode::Server),
-        Arc::new(queue.clone()),
-        ExecLimits::default(),
-    );
-    let agent = Agent::new(Arc::new(provider), Arc::new(executor), store, AgentConfig::new("mock-model"));
+    let agent = Agent::builder(provider)
+        .model("mock-model")
+        .store(store)
+        .workspace(workspace.path())
+        .skills(false)
+        .hooks(Vec::new(), ApprovalMode::Server)
+        .approver(queue.clone())
+        .build()
+        .await
+        .unwrap();
     let state = AppState::new(agent, queue.clone(), ServerConfig::new(workspace.path().to_owned()));
     let app = tackle_server::router(state);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
