@@ -40,7 +40,7 @@ use crate::approvals::{CodexApprovals, DenyNativeTools};
 use crate::convert::{self, ThreadMarker};
 use crate::server::{CodexServer, ThreadOptions};
 use crate::thread::{Answer, CodexThread, TurnEnd, TurnEvent};
-use crate::wire::{DynamicToolSpec, UserInput};
+use crate::wire::{CallId, DynamicToolSpec, UserInput};
 
 /// What the encoded body of a model call carries (tools and messages under the keys the
 /// agent's prefix measurement reads).
@@ -214,7 +214,7 @@ impl CodexProvider {
             match message.role {
                 Role::Tool => {
                     for result in message.tool_results_iter() {
-                        let call = crate::wire::CallId::from(result.tool_use_id.as_str());
+                        let call = codex_call(thread, result.tool_use_id.as_str());
                         match thread.answer(&call, convert::tool_answer(result))? {
                             Answer::Delivered | Answer::Duplicate => {}
                             Answer::Late if i >= already => inputs.push(UserInput::text(format!(
@@ -274,6 +274,23 @@ impl CodexProvider {
 pub(crate) fn model_param(model: &str) -> Option<String> {
     let m = model.strip_prefix("codex/").unwrap_or(model);
     (!m.is_empty() && m != "default").then(|| m.to_owned())
+}
+
+/// The Codex call a tool result answers. The agent gives a reused call id a fresh one,
+/// `<id>_<n>`, before running it (every call the model makes runs once): such a result answers
+/// the open call `<id>`.
+fn codex_call(thread: &CodexThread, id: &str) -> CallId {
+    let exact = CallId::from(id);
+    if thread.is_pending(&exact) {
+        return exact;
+    }
+    match id.rsplit_once('_') {
+        Some((base, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
+            let base = CallId::from(base);
+            if thread.is_pending(&base) { base } else { exact }
+        }
+        _ => exact,
+    }
 }
 
 pub(crate) fn user_inputs(messages: &[Message]) -> Vec<UserInput> {

@@ -190,7 +190,7 @@ async fn a_multi_step_task_runs_tackles_tools_and_the_session_resumes_its_thread
     assert_eq!(outputs(last).len(), 3, "the thread kept its history: {:?}", outputs(last));
 }
 
-/// Counts its runs and kills the Codex process on the first one (a crash while a call is out).
+/// Counts its runs and kills the Codex process it was given, once (a crash while a call is out).
 struct KillCodex {
     runs: Arc<AtomicUsize>,
     pid: Arc<Mutex<Option<u32>>>,
@@ -205,7 +205,7 @@ impl Tool for KillCodex {
 
     async fn call(&self, _args: Value, _ctx: ToolContext) -> Result<ToolOutput, ToolFailure> {
         let n = self.runs.fetch_add(1, Ordering::SeqCst) + 1;
-        if let Some(pid) = *self.pid.lock().unwrap() {
+        if let Some(pid) = self.pid.lock().unwrap().take() {
             let status = std::process::Command::new("kill").arg("-9").arg(pid.to_string()).status().unwrap();
             assert!(status.success());
         }
@@ -215,8 +215,9 @@ impl Tool for KillCodex {
 
 #[tokio::test]
 async fn a_killed_codex_process_loses_no_result_and_runs_no_call_twice() {
-    // The model calls `tick`; the call kills Codex. The model (after the restart) replays the
-    // very same call id, then answers.
+    // The model calls `tick`; the call kills Codex while its request is open. After the
+    // restart the model reuses the very same call id (a new call, by the session's rule that
+    // every call the model makes runs once), then answers.
     let script = Script::new(vec![
         Turn::default().with_call_id("call-1", "tick", "{}"),
         Turn::default().with_call_id("call-1", "tick", "{}"),
@@ -238,19 +239,35 @@ async fn a_killed_codex_process_loses_no_result_and_runs_no_call_twice() {
     let (outcome, events) = run(&mut session, "tick once").await;
     assert_eq!(outcome.end, TurnEnd::Completed, "{:?}", outcome.error);
     assert_eq!(outcome.text, "Ticked.");
-    assert_eq!(runs.load(Ordering::SeqCst), 1, "call-1 ran exactly once");
     let second_pid = provider.server().pid().await.unwrap();
     assert_ne!(first_pid, second_pid, "a new Codex process took over");
+    // Two model calls, two runs: the crash and the resume ran nothing again.
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    let ran: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolResult { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ran, ["call-1", "call-1_2"], "the reused id ran under a fresh one");
 
     let requests = setup.fake.requests();
     assert_eq!(requests.len(), 3, "{:#?}", requests.iter().map(|r| &r.body["input"]).collect::<Vec<_>>());
     // After the restart the model got the result the dead process never received.
     assert_eq!(outputs(&requests[1]), [("call-1".to_owned(), "ticked 1 time(s)".to_owned())]);
     assert_eq!(requests[0].body["prompt_cache_key"], requests[2].body["prompt_cache_key"], "the same thread");
-    // The replayed call got the recorded result, not a second run.
-    let replayed = outputs(&requests[2]);
-    assert!(replayed.iter().all(|(_, out)| out == "ticked 1 time(s)"), "{replayed:?}");
+    // The open request of the reused id got the new call's result, without waiting for the
+    // release timeout.
+    assert_eq!(
+        outputs(&requests[2]),
+        [
+            ("call-1".to_owned(), "ticked 1 time(s)".to_owned()),
+            ("call-1".to_owned(), "ticked 2 time(s)".to_owned())
+        ]
+    );
     let retries = events.iter().filter(|e| matches!(e, AgentEvent::Retry { .. })).count();
+    // Noticed before the next call, or by that call's failure and one retry of the step.
     assert!(retries <= 1, "{retries} retries");
 }
 
