@@ -27,7 +27,7 @@ fn tackle(home: &Path, codex: &Path, codex_home: &Path) -> Command {
         .env("XDG_CONFIG_HOME", home.join("config"))
         .env("TACKLE_HOME", home.join("data"))
         .env("TACKLE_CODEX_COMMAND", codex)
-        .env("TACKLE_CODEX_ARGS", tackle_testkit::codex::APP_SERVER_ARGS.join(" "))
+        .env("TACKLE_CODEX_ARGS", tackle_testkit::codex::APP_SERVER_ARGS.join(","))
         .env("TACKLE_CODEX_HOME", codex_home)
         .stdin(Stdio::null());
     cmd

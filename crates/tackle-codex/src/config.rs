@@ -6,27 +6,17 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-/// A `TACKLE_CODEX_*` variable with a value Tackle cannot use.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid value of {var}: {message}")]
-pub struct InvalidEnv {
-    /// The variable.
-    pub var: String,
-    /// What is wrong.
-    pub message: String,
-}
-
 /// How Tackle runs and talks to `codex app-server`.
 ///
 /// ```toml
 /// [codex]
 /// command = "codex"                 # or a full path; TACKLE_CODEX_COMMAND
-/// args = ["app-server"]             # TACKLE_CODEX_ARGS (space-separated)
-/// codex_home = "/home/me/.codex"    # CODEX_HOME of the child; TACKLE_CODEX_HOME
+/// args = ["app-server"]             # TACKLE_CODEX_ARGS (JSON array or comma-separated)
+/// home = "/home/me/.codex"          # CODEX_HOME of the child; TACKLE_CODEX_HOME
 /// pass_env = ["OPENAI_API_KEY"]     # secrets the child may see; TACKLE_CODEX_PASS_ENV
 /// builtin_tools = false             # Codex's own shell, apply_patch, web search; TACKLE_CODEX_BUILTIN_TOOLS
 /// bridge = true                     # tackle serve: models codex/<model>; TACKLE_CODEX_BRIDGE
-/// models = ["gpt-5-codex"]          # listed by /v1/models; TACKLE_CODEX_MODELS (comma-separated)
+/// models = ["gpt-5-codex"]          # listed by /v1/models; TACKLE_CODEX_MODELS
 /// ```
 ///
 /// ```
@@ -44,7 +34,7 @@ pub struct CodexConfig {
     pub args: Vec<String>,
     /// `CODEX_HOME` of the child (where Codex keeps its login, config and threads); unset: the
     /// child inherits the variable, or Codex's default `~/.codex`.
-    pub codex_home: Option<PathBuf>,
+    pub home: Option<PathBuf>,
     /// Variables passed to the child even though they look like secrets. Every other variable
     /// whose name looks like a secret (`*KEY*`, `*TOKEN*`, `OPENAI_*`, ...) is withheld; Codex
     /// reads its login from `CODEX_HOME`.
@@ -76,7 +66,7 @@ impl Default for CodexConfig {
         Self {
             command: "codex".into(),
             args: vec!["app-server".into()],
-            codex_home: None,
+            home: None,
             pass_env: Vec::new(),
             builtin_tools: false,
             request_timeout_secs: 60,
@@ -90,67 +80,6 @@ impl Default for CodexConfig {
 }
 
 impl CodexConfig {
-    /// Applies `TACKLE_CODEX_*` variables read through `env`; the error names the variable.
-    ///
-    /// ```
-    /// use tackle_codex::CodexConfig;
-    /// let mut c = CodexConfig::default();
-    /// let env = |k: &str| (k == "TACKLE_CODEX_ARGS").then(|| "app-server --listen stdio://".to_owned());
-    /// c.apply_env(&env).unwrap();
-    /// assert_eq!(c.args, ["app-server", "--listen", "stdio://"]);
-    /// ```
-    pub fn apply_env(&mut self, env: &dyn Fn(&str) -> Option<String>) -> Result<(), InvalidEnv> {
-        let bad = |var: &str, message: String| InvalidEnv { var: var.to_owned(), message };
-        let get = |k: &str| env(k).filter(|v| !v.trim().is_empty());
-        if let Some(v) = get("TACKLE_CODEX_COMMAND") {
-            self.command = v;
-        }
-        if let Some(v) = get("TACKLE_CODEX_ARGS") {
-            self.args = v.split_whitespace().map(str::to_owned).collect();
-        }
-        if let Some(v) = get("TACKLE_CODEX_HOME") {
-            self.codex_home = Some(PathBuf::from(v));
-        }
-        if let Some(v) = get("TACKLE_CODEX_PASS_ENV") {
-            self.pass_env =
-                v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect();
-        }
-        for (var, flag) in [
-            ("TACKLE_CODEX_BUILTIN_TOOLS", &mut self.builtin_tools),
-            ("TACKLE_CODEX_BRIDGE", &mut self.bridge),
-        ] {
-            if let Some(v) = get(var) {
-                *flag = match v.trim().to_ascii_lowercase().as_str() {
-                    "on" | "true" | "1" | "yes" => true,
-                    "off" | "false" | "0" | "no" => false,
-                    _ => return Err(bad(var, format!("{v:?} is not on or off"))),
-                };
-            }
-        }
-        if let Some(v) = get("TACKLE_CODEX_MODELS") {
-            self.models = v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect();
-        }
-        for (var, field) in [
-            ("TACKLE_CODEX_REQUEST_TIMEOUT_SECS", &mut self.request_timeout_secs),
-            ("TACKLE_CODEX_TOOL_CALL_TIMEOUT_SECS", &mut self.tool_call_timeout_secs),
-            ("TACKLE_CODEX_IDLE_TIMEOUT_SECS", &mut self.idle_timeout_secs),
-        ] {
-            if let Some(v) = get(var) {
-                *field = v
-                    .trim()
-                    .parse()
-                    .ok()
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| bad(var, format!("{v:?} is not a positive number of seconds")))?;
-            }
-        }
-        if let Some(v) = get("TACKLE_CODEX_THREAD_CONFIG") {
-            self.thread_config = serde_json::from_str(&v)
-                .map_err(|e| bad("TACKLE_CODEX_THREAD_CONFIG", format!("not a JSON object ({e})")))?;
-        }
-        Ok(())
-    }
-
     /// Checks values a file could set wrong; the message says what to change.
     pub fn validate(&self) -> Result<(), String> {
         if self.command.trim().is_empty() {
@@ -195,37 +124,6 @@ impl CodexConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn env_overrides_and_bad_values_name_the_variable() {
-        let vars = [
-            ("TACKLE_CODEX_COMMAND", "/opt/codex"),
-            ("TACKLE_CODEX_HOME", "/tmp/ch"),
-            ("TACKLE_CODEX_PASS_ENV", "OPENAI_API_KEY, OTHER"),
-            ("TACKLE_CODEX_BUILTIN_TOOLS", "on"),
-            ("TACKLE_CODEX_TOOL_CALL_TIMEOUT_SECS", "5"),
-            ("TACKLE_CODEX_THREAD_CONFIG", r#"{"model_reasoning_effort":"high"}"#),
-        ];
-        let env = |k: &str| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| (*v).to_owned());
-        let mut c = CodexConfig::default();
-        c.apply_env(&env).unwrap();
-        assert_eq!(c.command, "/opt/codex");
-        assert_eq!(c.codex_home, Some(PathBuf::from("/tmp/ch")));
-        assert_eq!(c.pass_env, ["OPENAI_API_KEY", "OTHER"]);
-        assert!(c.builtin_tools);
-        assert_eq!(c.tool_call_timeout(), Duration::from_secs(5));
-        assert_eq!(c.thread_config["model_reasoning_effort"], "high");
-
-        for (var, value) in [
-            ("TACKLE_CODEX_IDLE_TIMEOUT_SECS", "0"),
-            ("TACKLE_CODEX_BUILTIN_TOOLS", "maybe"),
-            ("TACKLE_CODEX_THREAD_CONFIG", "[1]"),
-        ] {
-            let env = |k: &str| (k == var).then(|| value.to_owned());
-            let err = CodexConfig::default().apply_env(&env).unwrap_err();
-            assert_eq!(err.var, var, "{err}");
-        }
-    }
 
     #[test]
     fn toml_rejects_unknown_keys_and_zero_limits() {

@@ -173,7 +173,7 @@ impl Connection {
             .kill_on_drop(true)
             .env_clear()
             .envs(child_env(std::env::vars_os(), config));
-        if let Some(home) = &config.codex_home {
+        if let Some(home) = &config.home {
             command.env("CODEX_HOME", home);
         }
         let mut child = command
@@ -356,7 +356,7 @@ pub(crate) fn child_env(
         .cloned()
         .collect();
     let mut vars = tackle_builtins::without_secrets(inherited);
-    vars.retain(|(k, _)| !(config.codex_home.is_some() && k == "CODEX_HOME"));
+    vars.retain(|(k, _)| !(config.home.is_some() && k == "CODEX_HOME"));
     vars.extend(passed);
     vars
 }

@@ -120,7 +120,7 @@ fn the_child_gets_no_secrets_but_what_is_passed() {
             .map(|(k, v)| (std::ffi::OsString::from(k), std::ffi::OsString::from(v)));
     let config = CodexConfig {
         pass_env: vec!["OPENAI_API_KEY".into()],
-        codex_home: Some("/new".into()),
+        home: Some("/new".into()),
         ..CodexConfig::default()
     };
     let env = child_env(inherited, &config);

@@ -38,7 +38,7 @@ async fn harness(script: Script, codex_home: &tempfile::TempDir) -> Option<Harne
     let config = CodexConfig {
         command: binary.display().to_string(),
         args: tackle_testkit::codex::APP_SERVER_ARGS.map(str::to_owned).to_vec(),
-        codex_home: Some(codex_home.path().to_owned()),
+        home: Some(codex_home.path().to_owned()),
         tool_call_timeout_secs: TOOL_CALL_TIMEOUT,
         models: vec!["mock-model".into()],
         ..CodexConfig::default()
@@ -254,7 +254,7 @@ async fn the_sessions_api_runs_on_codex_and_codex_approvals_use_the_approval_rou
     let config = CodexConfig {
         command: binary.display().to_string(),
         args: tackle_testkit::codex::APP_SERVER_ARGS.map(str::to_owned).to_vec(),
-        codex_home: Some(codex_home.path().to_owned()),
+        home: Some(codex_home.path().to_owned()),
         builtin_tools: true,
         ..CodexConfig::default()
     };

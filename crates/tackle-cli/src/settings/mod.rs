@@ -366,6 +366,7 @@ mod tests {
             ("loop.per_tool_cap", r#"{"shell": 3}"#),
             ("server.workspaces", r#"{"docs": "/srv/docs"}"#),
             ("mcp.servers", r#"{"files": {"command": "mcp-files"}}"#),
+            ("codex.thread_config", r#"{"model_reasoning_effort": "high"}"#),
         ];
         if let Some((_, text)) = fixed.iter().find(|(p, _)| *p == var.path) {
             return (*text).to_owned();

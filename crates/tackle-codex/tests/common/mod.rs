@@ -32,7 +32,7 @@ pub fn config(binary: &Path, home: &Path) -> CodexConfig {
     CodexConfig {
         command: binary.display().to_string(),
         args: tackle_testkit::codex::APP_SERVER_ARGS.map(str::to_owned).to_vec(),
-        codex_home: Some(home.to_owned()),
+        home: Some(home.to_owned()),
         request_timeout_secs: 60,
         idle_timeout_secs: 60,
         ..CodexConfig::default()
