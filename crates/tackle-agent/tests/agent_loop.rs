@@ -115,6 +115,7 @@ async fn the_last_step_keeps_the_tools_and_says_none() {
             tackle_provider::ProviderKind::Anthropic => {
                 assert_eq!(tool_choice(&requests[2].body), json!({"type": "none"}));
             }
+            tackle_provider::ProviderKind::Codex => unreachable!("FORMATS has the HTTP wire formats only"),
         }
         // The third model answer (a call despite `none`) must not run.
         assert_eq!(h.counter.load(Ordering::SeqCst), 2, "{kind}");

@@ -149,6 +149,7 @@ async fn a_call_to_an_inactive_tool_is_refused_with_the_active_list() {
             ProviderKind::Openai => {
                 assert!(!first.contains("Tools available in this step"), "OpenAI enforces natively")
             }
+            ProviderKind::Codex => unreachable!("FORMATS has the HTTP wire formats only"),
         }
     }
 }

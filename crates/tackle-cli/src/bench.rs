@@ -154,6 +154,7 @@ async fn run_format(kind: ProviderKind, steps: usize) -> Result<CacheReport> {
                 .with_retry(retry);
             Arc::new(Anthropic::new(c)?)
         }
+        ProviderKind::Codex => anyhow::bail!("tackle bench cache measures the HTTP wire formats, not codex"),
     };
     let workspace = tempfile::tempdir()?;
     std::fs::write(workspace.path().join("README.md"), "# Project\n")?;

@@ -15,7 +15,8 @@ use crate::approver::TerminalApprover;
 use crate::cli::ChatArgs;
 use crate::render::{TerminalRenderer, TextOutput, sink, thousands};
 use crate::runtime::{
-    Approvals, build_agent, open_or_create, open_store, provider_for, settings_for, tool_mask, workspace_dir,
+    Approvals, ModelProvider, build_agent, open_or_create, open_store, provider_for, settings_for, tool_mask,
+    workspace_dir,
 };
 use crate::screen::Screen;
 use crate::style::{Style, color_allowed};
@@ -56,8 +57,6 @@ pub async fn run(args: ChatArgs) -> Result<ExitCode> {
     let workspace = workspace_dir(args.model.workspace.as_ref())?;
     let settings = settings_for(&workspace, &args.model)?;
     let mask = tool_mask(args.turn.tool_mask.as_deref())?;
-    let (provider, kind) = provider_for(&settings)?;
-    let store = open_store(&settings).await?;
     let history = settings.data_dir().ok().map(|d| d.join("repl_history"));
     let terminal = Terminal::start(history);
     let style = Style::stderr();
@@ -68,6 +67,9 @@ pub async fn run(args: ChatArgs) -> Result<ExitCode> {
         Some(a) => Approvals::Ask(a.clone()),
         None => Approvals::Auto,
     };
+    let ModelProvider { provider, kind, .. } =
+        provider_for(&settings, &workspace, &approvals, ApprovalMode::Interactive)?;
+    let store = open_store(&settings).await?;
     let agent =
         build_agent(&settings, &workspace, provider, kind, store, approvals, ApprovalMode::Interactive)
             .await?;

@@ -15,7 +15,8 @@ use crate::approver::TerminalApprover;
 use crate::cli::RunArgs;
 use crate::render::{JsonSink, TerminalRenderer, TextOutput, events_target, json_lines, sink};
 use crate::runtime::{
-    Approvals, build_agent, open_or_create, open_store, provider_for, settings_for, tool_mask, workspace_dir,
+    Approvals, ModelProvider, build_agent, open_or_create, open_store, provider_for, settings_for, tool_mask,
+    workspace_dir,
 };
 use crate::screen::Screen;
 use crate::style::color_allowed;
@@ -30,8 +31,6 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     }
     let workspace = workspace_dir(args.model.workspace.as_ref())?;
     let settings = settings_for(&workspace, &args.model)?;
-    let (provider, kind) = provider_for(&settings)?;
-    let store = open_store(&settings).await?;
     let events_to_stdout = args.events.as_deref() == Some("-");
     // No spinner when stdout carries JSON for a program.
     let screen =
@@ -43,6 +42,9 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         (Some(a), _) => Approvals::Ask(a.clone()),
         (None, _) => Approvals::Deny,
     };
+    let ModelProvider { provider, kind, .. } =
+        provider_for(&settings, &workspace, &approvals, ApprovalMode::Headless)?;
+    let store = open_store(&settings).await?;
     let agent =
         build_agent(&settings, &workspace, provider, kind, store, approvals, ApprovalMode::Headless).await?;
     let mut session = open_or_create(&agent, args.turn.session.as_deref(), &workspace).await?;

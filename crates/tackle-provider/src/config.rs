@@ -15,31 +15,38 @@ pub enum ProviderKind {
     Openai,
     /// Anthropic Messages.
     Anthropic,
+    /// Codex's `app-server` (JSON-RPC over a child process, crate `tackle-codex`): Codex is
+    /// the model, with its own login in `CODEX_HOME`; no API key or base URL.
+    Codex,
 }
 
 impl ProviderKind {
-    /// `openai` or `anthropic`.
+    /// `openai`, `anthropic` or `codex`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Openai => "openai",
             Self::Anthropic => "anthropic",
+            Self::Codex => "codex",
         }
     }
 
-    /// The environment variables the official SDKs read: `(api key, base url)`.
-    pub fn env_vars(self) -> (&'static str, &'static str) {
+    /// The environment variables the official SDKs read: `(api key, base url)`; none for
+    /// Codex, which keeps its login in `CODEX_HOME`.
+    pub fn env_vars(self) -> Option<(&'static str, &'static str)> {
         match self {
-            Self::Openai => ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
-            Self::Anthropic => ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
+            Self::Openai => Some(("OPENAI_API_KEY", "OPENAI_BASE_URL")),
+            Self::Anthropic => Some(("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")),
+            Self::Codex => None,
         }
     }
 
     /// The official API's base URL (OpenAI's includes `/v1`, Anthropic's does not, as in the
-    /// official SDKs).
+    /// official SDKs); empty for Codex.
     pub fn default_base_url(self) -> &'static str {
         match self {
             Self::Openai => "https://api.openai.com/v1",
             Self::Anthropic => "https://api.anthropic.com",
+            Self::Codex => "",
         }
     }
 }
@@ -57,7 +64,8 @@ impl std::str::FromStr for ProviderKind {
         match s.to_ascii_lowercase().as_str() {
             "openai" => Ok(Self::Openai),
             "anthropic" => Ok(Self::Anthropic),
-            other => Err(format!("unknown provider {other:?}: use openai or anthropic")),
+            "codex" => Ok(Self::Codex),
+            other => Err(format!("unknown provider {other:?}: use openai, anthropic or codex")),
         }
     }
 }
@@ -157,8 +165,8 @@ impl ProviderConfig {
     /// Like [`ProviderConfig::from_env`] with a custom variable lookup (for tests and config
     /// layers).
     pub fn from_lookup(kind: ProviderKind, lookup: impl Fn(&str) -> Option<String>) -> Self {
-        let (key_var, url_var) = kind.env_vars();
         let mut config = Self::new(kind);
+        let Some((key_var, url_var)) = kind.env_vars() else { return config };
         if let Some(url) = lookup(url_var).filter(|u| !u.trim().is_empty()) {
             config.base_url = url.trim().to_owned();
         }

@@ -49,7 +49,8 @@ pub use provider::{
 };
 pub use retry::{RetryPolicy, server_requested_wait};
 
-/// Builds the provider a configuration names.
+/// Builds the HTTP provider a configuration names (Codex runs as a child process and is built
+/// by `tackle_codex::CodexProvider`).
 ///
 /// ```
 /// use tackle_provider::{ProviderConfig, ProviderKind, build_provider};
@@ -60,5 +61,11 @@ pub fn build_provider(config: ProviderConfig) -> Result<Arc<dyn Provider>, Provi
     Ok(match config.kind {
         ProviderKind::Openai => Arc::new(OpenAiChat::new(config)?),
         ProviderKind::Anthropic => Arc::new(Anthropic::new(config)?),
+        ProviderKind::Codex => {
+            return Err(ProviderError::BadRequest {
+                message: "the codex provider is a child process: build it with tackle_codex::CodexProvider"
+                    .into(),
+            });
+        }
     })
 }

@@ -107,6 +107,9 @@ pub fn provider(kind: ProviderKind, fake: &FakeModel) -> Arc<dyn Provider> {
                 .with_retry(retry);
             Arc::new(Anthropic::new(c).unwrap())
         }
+        ProviderKind::Codex => {
+            panic!("the loop harness speaks the HTTP wire formats; Codex has its own tests")
+        }
     }
 }
 

@@ -71,6 +71,8 @@ pub struct Settings {
     pub mcp: tackle_mcp::McpConfig,
     /// Deferring tools whose definitions would take too much of the window (`[deferral]`).
     pub deferral: DeferralConfig,
+    /// Codex's app-server as the model (`--provider codex`, `[codex]`, `TACKLE_CODEX_*`).
+    pub codex: tackle_codex::CodexConfig,
 }
 
 impl Default for Settings {
@@ -96,6 +98,7 @@ impl Default for Settings {
             server: ServerSettings::default(),
             mcp: tackle_mcp::McpConfig::default(),
             deferral: DeferralConfig::default(),
+            codex: tackle_codex::CodexConfig::default(),
         }
     }
 }
@@ -285,6 +288,8 @@ pub fn default_model(kind: ProviderKind) -> &'static str {
     match kind {
         ProviderKind::Openai => "gpt-4.1",
         ProviderKind::Anthropic => "claude-sonnet-4-5",
+        // The model configured in Codex (CODEX_HOME/config.toml).
+        ProviderKind::Codex => "default",
     }
 }
 
@@ -376,6 +381,7 @@ mod tests {
             ("loop.per_tool_cap", r#"{"shell": 3}"#),
             ("server.workspaces", r#"{"docs": "/srv/docs"}"#),
             ("mcp.servers", r#"{"files": {"command": "mcp-files"}}"#),
+            ("codex.thread_config", r#"{"model_reasoning_effort": "high"}"#),
         ];
         if let Some((_, text)) = fixed.iter().find(|(p, _)| *p == var.path) {
             return (*text).to_owned();

@@ -91,7 +91,7 @@ pub struct ChatRequest {
 
 impl ChatRequest {
     /// Whether a streamed answer ends with a usage chunk (`stream_options.include_usage`).
-    fn include_usage(&self) -> bool {
+    pub(crate) fn include_usage(&self) -> bool {
         self.stream_options.as_ref().and_then(|o| o.get("include_usage")).and_then(Value::as_bool)
             == Some(true)
     }
@@ -107,6 +107,18 @@ pub struct ChatMessage {
     tool_calls: Vec<ChatToolCall>,
     #[serde(default)]
     tool_call_id: Option<String>,
+}
+
+impl ChatMessage {
+    /// `system`, `user`, `assistant`, `tool`, ...
+    pub(crate) fn role(&self) -> &str {
+        &self.role
+    }
+
+    /// The call a `tool` message answers.
+    pub(crate) fn tool_call_id(&self) -> Option<&str> {
+        self.tool_call_id.as_deref()
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -154,6 +166,7 @@ pub struct ModelList {
 pub async fn models(State(state): State<AppState>, User(_): User) -> Json<ModelList> {
     let mut names = vec![state.config().agent_model.clone(), state.agent().config().model.clone()];
     names.extend(state.config().models.iter().cloned());
+    names.extend(super::codex_bridge::model_ids(&state));
     names.dedup();
     let data = names
         .into_iter()
@@ -180,17 +193,20 @@ pub async fn chat_completions(
             ApiError::invalid_field("messages", "messages is empty; send at least one user message").into()
         );
     }
+    if request.model.starts_with(super::codex_bridge::MODEL_PREFIX) {
+        return super::codex_bridge::chat_completions(state, user, request).await;
+    }
     if request.tools.is_empty() && request.model == state.config().agent_model {
         return run_agent(state, user, request).await;
     }
     gateway(state, request).await
 }
 
-fn completion_id() -> String {
+pub(crate) fn completion_id() -> String {
     format!("chatcmpl-{}", uuid::Uuid::new_v4().simple())
 }
 
-fn now_secs() -> u64 {
+pub(crate) fn now_secs() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
@@ -222,7 +238,9 @@ fn content_text(content: &Option<Value>, at: usize) -> Result<String, ApiError> 
 }
 
 /// The system prompt and conversation of a chat request.
-fn convert_messages(messages: &[ChatMessage]) -> Result<(Vec<SystemSection>, Vec<Message>), ApiError> {
+pub(crate) fn convert_messages(
+    messages: &[ChatMessage],
+) -> Result<(Vec<SystemSection>, Vec<Message>), ApiError> {
     let mut system = Vec::new();
     let mut out: Vec<Message> = Vec::new();
     for (i, m) in messages.iter().enumerate() {
@@ -278,7 +296,7 @@ fn convert_messages(messages: &[ChatMessage]) -> Result<(Vec<SystemSection>, Vec
 
 /// Tool definitions in name order: a client that sends the same tools in another order still
 /// hits the same prompt cache.
-fn convert_tools(tools: &[ChatTool]) -> Result<Vec<ToolSpec>, ApiError> {
+pub(crate) fn convert_tools(tools: &[ChatTool]) -> Result<Vec<ToolSpec>, ApiError> {
     let mut specs = Vec::with_capacity(tools.len());
     for (i, t) in tools.iter().enumerate() {
         if t.kind != "function" {
@@ -304,7 +322,10 @@ fn convert_tools(tools: &[ChatTool]) -> Result<Vec<ToolSpec>, ApiError> {
     Ok(specs)
 }
 
-fn convert_tool_choice(choice: Option<&Value>, tools: &[ToolSpec]) -> Result<ToolChoice, ApiError> {
+pub(crate) fn convert_tool_choice(
+    choice: Option<&Value>,
+    tools: &[ToolSpec],
+) -> Result<ToolChoice, ApiError> {
     let bad = |m: &str| ApiError::invalid_field("tool_choice", m.to_owned());
     let known = |name: &str| -> Result<String, ApiError> {
         if tools.iter().any(|t| t.name == name) {
@@ -414,7 +435,7 @@ async fn gateway(state: AppState, chat: ChatRequest) -> Result<Response, OpenAiE
     Ok(Sse::new(chunks).into_response())
 }
 
-fn completion_body(id: &str, created: u64, model: &str, response: &ModelResponse) -> Value {
+pub(crate) fn completion_body(id: &str, created: u64, model: &str, response: &ModelResponse) -> Value {
     let text = response.text();
     let calls: Vec<Value> = response
         .tool_uses()
@@ -471,7 +492,7 @@ impl ChunkWriter {
     }
 }
 
-fn gateway_chunks(
+pub(crate) fn gateway_chunks(
     events: tackle_provider::EventStream,
     id: String,
     created: u64,
