@@ -27,6 +27,7 @@ pub fn demo_script() -> Script {
         output_tokens: 40,
         cache_read_tokens: cached,
         cache_write_tokens: 0,
+        reasoning_tokens: 0,
     };
     let turns = vec![
         Turn::text("I'll plan the work first.")
