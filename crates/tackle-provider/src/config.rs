@@ -13,15 +13,19 @@ use crate::RetryPolicy;
 pub enum ProviderKind {
     /// OpenAI Chat Completions, also spoken by OpenAI-compatible servers.
     Openai,
+    /// OpenAI Responses (`--provider openai-responses`): same key and base URL as `openai`.
+    #[serde(rename = "openai-responses", alias = "openai_responses")]
+    OpenaiResponses,
     /// Anthropic Messages.
     Anthropic,
 }
 
 impl ProviderKind {
-    /// `openai` or `anthropic`.
+    /// `openai`, `openai-responses` or `anthropic`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Openai => "openai",
+            Self::OpenaiResponses => "openai-responses",
             Self::Anthropic => "anthropic",
         }
     }
@@ -29,7 +33,7 @@ impl ProviderKind {
     /// The environment variables the official SDKs read: `(api key, base url)`.
     pub fn env_vars(self) -> (&'static str, &'static str) {
         match self {
-            Self::Openai => ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+            Self::Openai | Self::OpenaiResponses => ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
             Self::Anthropic => ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
         }
     }
@@ -38,7 +42,7 @@ impl ProviderKind {
     /// official SDKs).
     pub fn default_base_url(self) -> &'static str {
         match self {
-            Self::Openai => "https://api.openai.com/v1",
+            Self::Openai | Self::OpenaiResponses => "https://api.openai.com/v1",
             Self::Anthropic => "https://api.anthropic.com",
         }
     }
@@ -56,8 +60,9 @@ impl std::str::FromStr for ProviderKind {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.to_ascii_lowercase().as_str() {
             "openai" => Ok(Self::Openai),
+            "openai-responses" | "openai_responses" => Ok(Self::OpenaiResponses),
             "anthropic" => Ok(Self::Anthropic),
-            other => Err(format!("unknown provider {other:?}: use openai or anthropic")),
+            other => Err(format!("unknown provider {other:?}: use openai, openai-responses or anthropic")),
         }
     }
 }
@@ -224,6 +229,21 @@ mod tests {
         assert_eq!(cfg.base(), "http://127.0.0.1:9");
         let debug = format!("{cfg:?}");
         assert!(!debug.contains("sk-ant-123"), "{debug}");
+    }
+
+    #[test]
+    fn responses_speaks_to_openai_with_its_variables() {
+        let kind: ProviderKind = "openai-responses".parse().unwrap();
+        assert_eq!(kind, ProviderKind::OpenaiResponses);
+        assert_eq!("OpenAI_Responses".parse::<ProviderKind>(), Ok(kind));
+        assert_eq!(kind.env_vars(), ProviderKind::Openai.env_vars());
+        assert_eq!(kind.to_string(), "openai-responses");
+        assert_eq!(serde_json::to_string(&kind).unwrap(), "\"openai-responses\"");
+        let err = "responses".parse::<ProviderKind>().unwrap_err();
+        assert!(err.contains("openai-responses"), "{err}");
+        let cfg = ProviderConfig::from_lookup(kind, |n| (n == "OPENAI_API_KEY").then(|| "sk-1".to_owned()));
+        assert_eq!(cfg.base(), "https://api.openai.com/v1");
+        assert_eq!(cfg.api_key.as_ref().map(ApiKey::expose), Some("sk-1"));
     }
 
     #[test]
