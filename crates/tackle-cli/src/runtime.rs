@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use tackle_agent::{Agent, AgentConfig, BuildError, NewSessionOptions, Session, ToolMask};
-use tackle_provider::{OpenAiChat, Provider, ProviderConfig, ProviderKind, build_provider};
+use tackle_provider::{OpenAiChat, OpenAiResponses, Provider, ProviderConfig, ProviderKind, build_provider};
 use tackle_store::Store;
 use tackle_tools::{ApprovalMode, Approver, AutoApprove, DenyAll, ExecLimits};
 
@@ -69,6 +69,9 @@ pub fn provider_for(settings: &Settings) -> Result<(Arc<dyn Provider>, ProviderK
     let kind = config.kind;
     let provider: Arc<dyn Provider> = match (kind, settings.openai_dialect) {
         (ProviderKind::Openai, Some(dialect)) => Arc::new(OpenAiChat::with_dialect(config, dialect)?),
+        (ProviderKind::OpenaiResponses, _) => {
+            Arc::new(OpenAiResponses::with_options(config, settings.responses.clone())?)
+        }
         _ => build_provider(config)?,
     };
     Ok((provider, kind))

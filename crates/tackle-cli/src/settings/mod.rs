@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use tackle_builtins::BuiltinConfig;
-use tackle_provider::{OpenAiDialect, ProviderConfig, ProviderKind};
+use tackle_provider::{OpenAiDialect, ProviderConfig, ProviderKind, ResponsesConfig};
 use tackle_tools::HookRule;
 use thiserror::Error;
 
@@ -21,12 +21,14 @@ pub const CONFIG_FILE: &str = "tackle.toml";
 ///
 /// Later sources override earlier ones: built-in defaults, `~/.config/tackle/tackle.toml`,
 /// `<workspace>/tackle.toml`, then environment variables (`TACKLE_HOME`, `TACKLE_PROVIDER`,
-/// `TACKLE_MODEL`, and the SDK variables `OPENAI_*` / `ANTHROPIC_*` for keys and base URLs),
-/// then command-line flags.
+/// `TACKLE_MODEL`, `TACKLE_RESPONSES_STORE`, `TACKLE_REASONING_EFFORT`,
+/// `TACKLE_REASONING_SUMMARY`, and the SDK variables `OPENAI_*` / `ANTHROPIC_*` for keys and
+/// base URLs), then command-line flags.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Settings {
-    /// Model provider; when unset, the one whose API key is present.
+    /// Model provider (`openai`, `openai-responses`, `anthropic`); when unset, the one whose
+    /// API key is present (`openai-responses` is chosen only by name).
     pub provider: Option<ProviderKind>,
     /// Model name; defaults per provider.
     pub model: Option<String>,
@@ -65,6 +67,9 @@ pub struct Settings {
     pub mcp: tackle_mcp::McpConfig,
     /// Deferring tools whose definitions would take too much of the window (`[deferral]`).
     pub deferral: DeferralConfig,
+    /// The OpenAI Responses provider (`[responses]`: `store`, `reasoning_effort`,
+    /// `reasoning_summary`).
+    pub responses: ResponsesConfig,
 }
 
 impl Default for Settings {
@@ -88,6 +93,7 @@ impl Default for Settings {
             server: ServerSettings::default(),
             mcp: tackle_mcp::McpConfig::default(),
             deferral: DeferralConfig::default(),
+            responses: ResponsesConfig::default(),
         }
     }
 }
@@ -216,9 +222,18 @@ impl Settings {
         if let Some(m) = get("TACKLE_MODEL") {
             self.model = Some(m);
         }
+        let invalid =
+            |var: &'static str| move |message: String| SettingsError::InvalidEnv { var: var.into(), message };
+        if let Some(v) = get("TACKLE_REASONING_EFFORT") {
+            self.responses.reasoning_effort = Some(v.parse().map_err(invalid("TACKLE_REASONING_EFFORT"))?);
+        }
+        if let Some(v) = get("TACKLE_REASONING_SUMMARY") {
+            self.responses.reasoning_summary = Some(v.parse().map_err(invalid("TACKLE_REASONING_SUMMARY"))?);
+        }
         for (var, flag) in [
             ("TACKLE_DYNAMIC_TOOLS", &mut self.dynamic_tools),
             ("TACKLE_RECOVERABLE_COMPRESSION", &mut self.recoverable_compression),
+            ("TACKLE_RESPONSES_STORE", &mut self.responses.store),
         ] {
             if let Some(v) = get(var) {
                 *flag = parse_switch(&v).ok_or_else(|| SettingsError::InvalidEnv {
@@ -286,6 +301,7 @@ pub fn user_config_dir() -> Option<PathBuf> {
 pub fn default_model(kind: ProviderKind) -> &'static str {
     match kind {
         ProviderKind::Openai => "gpt-4.1",
+        ProviderKind::OpenaiResponses => "gpt-5",
         ProviderKind::Anthropic => "claude-sonnet-4-5",
     }
 }
@@ -338,6 +354,37 @@ mod tests {
         let err =
             Settings::load_from(None, dir.path(), &env(&[("TACKLE_DYNAMIC_TOOLS", "maybe")])).unwrap_err();
         assert!(err.to_string().contains("TACKLE_DYNAMIC_TOOLS"));
+    }
+
+    #[test]
+    fn responses_settings_from_the_file_and_the_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(CONFIG_FILE),
+            "provider = \"openai-responses\"\n[responses]\nreasoning_effort = \"low\"\n",
+        )
+        .unwrap();
+        let vars = [("TACKLE_RESPONSES_STORE", "on"), ("TACKLE_REASONING_SUMMARY", "auto")];
+        let s = Settings::load_from(None, dir.path(), &env(&vars)).unwrap().settings;
+        assert_eq!(s.provider, Some(ProviderKind::OpenaiResponses));
+        assert!(s.responses.store);
+        assert_eq!(s.responses.reasoning_effort, Some(tackle_provider::ReasoningEffort::Low));
+        assert_eq!(s.responses.reasoning_summary, Some(tackle_provider::ReasoningSummary::Auto));
+        let c = s.provider_config(&env(&[("OPENAI_API_KEY", "sk-1")])).unwrap();
+        assert_eq!(
+            (c.kind, c.base_url.as_str()),
+            (ProviderKind::OpenaiResponses, "https://api.openai.com/v1")
+        );
+        assert_eq!(s.model_for(c.kind), "gpt-5");
+        let err =
+            Settings::load_from(None, dir.path(), &env(&[("TACKLE_REASONING_EFFORT", "max")])).unwrap_err();
+        assert!(
+            err.to_string().contains("TACKLE_REASONING_EFFORT") && err.to_string().contains("xhigh"),
+            "{err}"
+        );
+        std::fs::write(dir.path().join(CONFIG_FILE), "[responses]\nstored = true\n").unwrap();
+        let err = Settings::load_from(None, dir.path(), &env(&[])).unwrap_err();
+        assert!(err.to_string().contains("stored"), "{err}");
     }
 
     #[test]
