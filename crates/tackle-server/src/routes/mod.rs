@@ -1,6 +1,7 @@
 //! Request handlers, one module per resource.
 
 pub mod approvals;
+pub mod compat;
 pub mod health;
 pub mod messages;
 pub mod openai;
