@@ -5,6 +5,7 @@ pub mod compat;
 pub mod health;
 pub mod messages;
 pub mod openai;
+pub mod responses;
 pub mod results;
 pub mod sessions;
 pub mod web;
