@@ -40,11 +40,16 @@ with client.responses.stream(model="model-x", input="Weather in Bergen?", tools=
     streamed = next(o for o in stream.get_final_response().output if o.type == "function_call")
 out["gateway_stream_call"] = {"name": streamed.name, "arguments": json.loads(streamed.arguments)}
 
-# Agent mode: the agent model name and no tools; Tackle runs its own tools.
-with client.responses.stream(model="tackle-agent", input="What files are here?") as stream:
-    for _ in stream:
-        pass
-    out["agent_stream"] = stream.get_final_response().output_text
+# Agent mode: the agent model name and no tools; Tackle runs its own tools. The raw events of
+# `responses.create(stream=True)`: text deltas, then the completed response.
+text, completed = "", None
+for event in client.responses.create(model="tackle-agent", input="What files are here?", stream=True):
+    if event.type == "response.output_text.delta":
+        text += event.delta
+    elif event.type == "response.completed":
+        completed = event.response.output_text
+assert text == completed, (text, completed)
+out["agent_stream"] = text
 out["agent"] = client.responses.create(model="tackle-agent", input="Again?").output_text
 
 # Errors arrive in OpenAI's shape, as the SDK's typed exceptions.
