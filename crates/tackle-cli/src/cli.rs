@@ -65,7 +65,7 @@ pub enum Command {
 /// `tackle bench ...`.
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
-    /// Prompt-cache stability of the reference scenario in both wire formats (offline).
+    /// Prompt-cache stability of the reference scenario in each wire format (offline).
     Cache(BenchCacheArgs),
 }
 
@@ -83,7 +83,8 @@ pub struct BenchCacheArgs {
 /// Options shared by commands that talk to a model.
 #[derive(Debug, Clone, Args)]
 pub struct ModelArgs {
-    /// Model provider (default: the one whose API key is set).
+    /// Model provider: openai (Chat Completions), openai-responses (the Responses API) or
+    /// anthropic (default: the one whose API key is set).
     #[arg(long, value_parser = parse_provider)]
     pub provider: Option<ProviderKind>,
     /// Model name.

@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use tackle_agent::{Agent, AgentConfig, BuildError, NewSessionOptions, Session, ToolMask};
 use tackle_codex::{ApprovalsFactory, CodexApprovals, CodexProvider, CodexServer, HookApprovals};
-use tackle_provider::{OpenAiChat, Provider, ProviderConfig, ProviderKind, build_provider};
+use tackle_provider::{OpenAiChat, OpenAiResponses, Provider, ProviderConfig, ProviderKind, build_provider};
 use tackle_store::Store;
 use tackle_tools::{ApprovalMode, Approver, AutoApprove, DenyAll, ExecLimits, HookPolicy};
 
@@ -98,6 +98,9 @@ pub fn provider_for(
             Arc::new(CodexProvider::new(server, Some(workspace.to_owned())).with_approvals(factory))
         }
         (ProviderKind::Openai, Some(dialect)) => Arc::new(OpenAiChat::with_dialect(config, dialect)?),
+        (ProviderKind::OpenaiResponses, _) => {
+            Arc::new(OpenAiResponses::with_options(config, settings.responses.clone())?)
+        }
         _ => build_provider(config)?,
     };
     Ok(ModelProvider { provider, kind, codex })

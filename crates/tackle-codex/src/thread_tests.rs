@@ -114,7 +114,8 @@ async fn calls_of_one_response_come_out_as_one_batch_even_when_one_is_late() {
             input_tokens: 100,
             output_tokens: 7,
             cache_read_tokens: 60,
-            cache_write_tokens: 0
+            cache_write_tokens: 0,
+            reasoning_tokens: 0
         })
     );
     let TurnEvent::ToolCalls(calls) = thread.next_event().await.unwrap() else { panic!("no batch") };

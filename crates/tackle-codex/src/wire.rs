@@ -406,6 +406,7 @@ impl From<TokenUsageBreakdown> for tackle_protocol::Usage {
             output_tokens: n(u.output_tokens),
             cache_read_tokens: n(u.cached_input_tokens),
             cache_write_tokens: n(u.cache_write_input_tokens),
+            reasoning_tokens: n(u.reasoning_output_tokens),
         }
     }
 }

@@ -27,7 +27,7 @@ async fn parallel_dynamic_tool_calls_round_trip_through_the_real_binary() {
         return common::missing_peer("codex (npm @openai/codex)");
     };
     let usage =
-        |i, c, o| Usage { input_tokens: i, output_tokens: o, cache_read_tokens: c, cache_write_tokens: 0 };
+        |i, c, o| Usage { input_tokens: i, output_tokens: o, cache_read_tokens: c, ..Usage::default() };
     let fake = FakeModel::start(Script::new(vec![
         Turn::default()
             .with_call_id("call-a", "lookup", r#"{"id":"A-1"}"#)

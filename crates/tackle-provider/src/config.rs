@@ -13,6 +13,9 @@ use crate::RetryPolicy;
 pub enum ProviderKind {
     /// OpenAI Chat Completions, also spoken by OpenAI-compatible servers.
     Openai,
+    /// OpenAI Responses (`--provider openai-responses`): same key and base URL as `openai`.
+    #[serde(rename = "openai-responses", alias = "openai_responses")]
+    OpenaiResponses,
     /// Anthropic Messages.
     Anthropic,
     /// Codex's `app-server` (JSON-RPC over a child process, crate `tackle-codex`): Codex is
@@ -21,10 +24,11 @@ pub enum ProviderKind {
 }
 
 impl ProviderKind {
-    /// `openai`, `anthropic` or `codex`.
+    /// `openai`, `openai-responses`, `anthropic` or `codex`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Openai => "openai",
+            Self::OpenaiResponses => "openai-responses",
             Self::Anthropic => "anthropic",
             Self::Codex => "codex",
         }
@@ -34,7 +38,7 @@ impl ProviderKind {
     /// Codex, which keeps its login in `CODEX_HOME`.
     pub fn env_vars(self) -> Option<(&'static str, &'static str)> {
         match self {
-            Self::Openai => Some(("OPENAI_API_KEY", "OPENAI_BASE_URL")),
+            Self::Openai | Self::OpenaiResponses => Some(("OPENAI_API_KEY", "OPENAI_BASE_URL")),
             Self::Anthropic => Some(("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")),
             Self::Codex => None,
         }
@@ -44,7 +48,7 @@ impl ProviderKind {
     /// official SDKs); empty for Codex.
     pub fn default_base_url(self) -> &'static str {
         match self {
-            Self::Openai => "https://api.openai.com/v1",
+            Self::Openai | Self::OpenaiResponses => "https://api.openai.com/v1",
             Self::Anthropic => "https://api.anthropic.com",
             Self::Codex => "",
         }
@@ -63,9 +67,12 @@ impl std::str::FromStr for ProviderKind {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.to_ascii_lowercase().as_str() {
             "openai" => Ok(Self::Openai),
+            "openai-responses" | "openai_responses" => Ok(Self::OpenaiResponses),
             "anthropic" => Ok(Self::Anthropic),
             "codex" => Ok(Self::Codex),
-            other => Err(format!("unknown provider {other:?}: use openai, anthropic or codex")),
+            other => {
+                Err(format!("unknown provider {other:?}: use openai, openai-responses, anthropic or codex"))
+            }
         }
     }
 }
@@ -267,6 +274,21 @@ mod tests {
         assert_eq!(cfg.base(), "http://127.0.0.1:9");
         let debug = format!("{cfg:?}");
         assert!(!debug.contains("sk-ant-123"), "{debug}");
+    }
+
+    #[test]
+    fn responses_speaks_to_openai_with_its_variables() {
+        let kind: ProviderKind = "openai-responses".parse().unwrap();
+        assert_eq!(kind, ProviderKind::OpenaiResponses);
+        assert_eq!("OpenAI_Responses".parse::<ProviderKind>(), Ok(kind));
+        assert_eq!(kind.env_vars(), ProviderKind::Openai.env_vars());
+        assert_eq!(kind.to_string(), "openai-responses");
+        assert_eq!(serde_json::to_string(&kind).unwrap(), "\"openai-responses\"");
+        let err = "responses".parse::<ProviderKind>().unwrap_err();
+        assert!(err.contains("openai-responses"), "{err}");
+        let cfg = ProviderConfig::from_lookup(kind, |n| (n == "OPENAI_API_KEY").then(|| "sk-1".to_owned()));
+        assert_eq!(cfg.base(), "https://api.openai.com/v1");
+        assert_eq!(cfg.api_key.as_ref().map(ApiKey::expose), Some("sk-1"));
     }
 
     #[test]

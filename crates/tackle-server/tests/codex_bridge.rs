@@ -70,7 +70,7 @@ async fn the_official_openai_python_sdk_drives_codex_through_the_bridge() {
         input_tokens: i,
         output_tokens: 5,
         cache_read_tokens: c,
-        cache_write_tokens: 0,
+        ..tackle_protocol::Usage::default()
     };
     let script = Script::new(vec![
         // 1. JSON, two rounds, then a follow-up on the same thread.

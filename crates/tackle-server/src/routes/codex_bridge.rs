@@ -16,9 +16,9 @@ use futures::StreamExt;
 use tackle_codex::{BridgeError, BridgeRequest};
 use tackle_protocol::ResponseAccumulator;
 
+use super::compat::{now_secs, tool_choice as convert_tool_choice};
 use super::openai::{
-    ChatRequest, OpenAiError, completion_body, completion_id, convert_messages, convert_tool_choice,
-    convert_tools, gateway_chunks, now_secs,
+    ChatRequest, OpenAiError, completion_body, completion_id, convert_messages, convert_tools, gateway_chunks,
 };
 use crate::{ApiError, AppState};
 

@@ -2,9 +2,11 @@
 
 pub mod approvals;
 pub mod codex_bridge;
+pub mod compat;
 pub mod health;
 pub mod messages;
 pub mod openai;
+pub mod responses;
 pub mod results;
 pub mod sessions;
 pub mod web;

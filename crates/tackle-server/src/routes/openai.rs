@@ -7,7 +7,6 @@
 //! own tools and streams the final answer as `delta.content`.
 
 use std::convert::Infallible;
-use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
@@ -17,43 +16,20 @@ use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tackle_agent::{NewSessionOptions, TurnInput};
 use tackle_protocol::{
-    AgentEvent, AllowedToolsMode, ContentBlock, Message, ModelRequest, ModelResponse, Role, StopReason,
-    StreamEvent, SystemSection, ToolChoice, ToolInput, ToolResult, ToolSpec, ToolUse, Usage,
+    AgentEvent, ContentBlock, Message, ModelResponse, Role, StopReason, StreamEvent, SystemSection,
+    ToolInput, ToolResult, ToolSpec, ToolUse, Usage,
 };
 use tackle_provider::CallOptions;
-use tackle_tools::EventSink;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use utoipa::ToSchema;
 
+pub use super::compat::OpenAiError;
+use super::compat::{self, AgentTurn, ClientTool, Gateway, async_stream, now_secs};
 use crate::auth::User;
 use crate::json::ValidJson;
 use crate::{ApiError, AppState};
-
-/// An [`ApiError`] in OpenAI's error shape: `{"error": {message, type, param, code}}`.
-#[derive(Debug)]
-pub struct OpenAiError(pub ApiError);
-
-impl From<ApiError> for OpenAiError {
-    fn from(e: ApiError) -> Self {
-        Self(e)
-    }
-}
-
-impl IntoResponse for OpenAiError {
-    fn into_response(self) -> Response {
-        let e = self.0;
-        let kind = match e.status.as_u16() {
-            400 | 404 | 409 | 413 => "invalid_request_error",
-            401 => "authentication_error",
-            _ => "server_error",
-        };
-        let body = json!({"error": {"message": e.message, "type": kind, "param": e.field, "code": e.code}});
-        (e.status, Json(body)).into_response()
-    }
-}
 
 /// `POST /v1/chat/completions` body (the parts Tackle uses; others are ignored).
 #[derive(Debug, Deserialize, ToSchema)]
@@ -206,10 +182,6 @@ pub(crate) fn completion_id() -> String {
     format!("chatcmpl-{}", uuid::Uuid::new_v4().simple())
 }
 
-pub(crate) fn now_secs() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
-}
-
 /// Text of an OpenAI `content`: a string or an array of parts (text parts only).
 fn content_text(content: &Option<Value>, at: usize) -> Result<String, ApiError> {
     match content {
@@ -294,84 +266,18 @@ pub(crate) fn convert_messages(
     Ok((system, out))
 }
 
-/// Tool definitions in name order: a client that sends the same tools in another order still
-/// hits the same prompt cache.
+/// The request's function tools, in name order.
 pub(crate) fn convert_tools(tools: &[ChatTool]) -> Result<Vec<ToolSpec>, ApiError> {
-    let mut specs = Vec::with_capacity(tools.len());
-    for (i, t) in tools.iter().enumerate() {
-        if t.kind != "function" {
-            return Err(ApiError::invalid_field(
-                format!("tools[{i}].type"),
-                "only function tools are supported",
-            ));
-        }
-        if !tackle_protocol::is_valid_tool_name(&t.function.name) {
-            return Err(ApiError::invalid_field(
-                format!("tools[{i}].function.name"),
-                "tool names must match ^[a-zA-Z0-9_-]{1,64}$",
-            ));
-        }
-        let schema =
-            t.function.parameters.clone().unwrap_or_else(|| json!({"type": "object", "properties": {}}));
-        specs.push(ToolSpec::new(t.function.name.clone(), t.function.description.clone(), schema));
-    }
-    specs.sort_by(|a, b| a.name.cmp(&b.name));
-    if let Some(w) = specs.windows(2).find(|w| w[0].name == w[1].name) {
-        return Err(ApiError::invalid_field("tools", format!("tool {:?} is defined twice", w[0].name)));
-    }
-    Ok(specs)
-}
-
-pub(crate) fn convert_tool_choice(
-    choice: Option<&Value>,
-    tools: &[ToolSpec],
-) -> Result<ToolChoice, ApiError> {
-    let bad = |m: &str| ApiError::invalid_field("tool_choice", m.to_owned());
-    let known = |name: &str| -> Result<String, ApiError> {
-        if tools.iter().any(|t| t.name == name) {
-            Ok(name.to_owned())
-        } else {
-            Err(bad(&format!("tool_choice names {name:?}, which is not in tools")))
-        }
-    };
-    Ok(match choice {
-        None | Some(Value::Null) => ToolChoice::Auto,
-        Some(Value::String(s)) => match s.as_str() {
-            "auto" => ToolChoice::Auto,
-            "none" => ToolChoice::None,
-            "required" => ToolChoice::Required,
-            _ => return Err(bad("use auto, none, required or a function object")),
-        },
-        Some(obj) => match obj.get("type").and_then(Value::as_str) {
-            Some("function") => {
-                let name = obj
-                    .pointer("/function/name")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| bad("function.name is missing"))?;
-                ToolChoice::Named { name: known(name)? }
-            }
-            Some("allowed_tools") => {
-                let spec = obj.get("allowed_tools").unwrap_or(obj);
-                let mode = match spec.get("mode").and_then(Value::as_str) {
-                    Some("required") => AllowedToolsMode::Required,
-                    _ => AllowedToolsMode::Auto,
-                };
-                let mut names = Vec::new();
-                for t in spec.get("tools").and_then(Value::as_array).into_iter().flatten() {
-                    let name = t
-                        .pointer("/function/name")
-                        .or_else(|| t.get("name"))
-                        .and_then(Value::as_str)
-                        .ok_or_else(|| bad("allowed_tools.tools entries need a function name"))?;
-                    names.push(known(name)?);
-                }
-                // Catalog order, like every mask Tackle sends.
-                names.sort_by_key(|n| tools.iter().position(|t| &t.name == n));
-                ToolChoice::Allowed { tools: names, mode }
-            }
-            _ => return Err(bad("unknown tool_choice object")),
-        },
-    })
+    let tools: Vec<ClientTool<'_>> = tools
+        .iter()
+        .map(|t| ClientTool {
+            kind: &t.kind,
+            name: &t.function.name,
+            description: &t.function.description,
+            parameters: t.function.parameters.as_ref(),
+        })
+        .collect();
+    compat::function_tools(&tools, "function.name")
 }
 
 fn finish_reason(stop: &StopReason) -> &'static str {
@@ -403,19 +309,19 @@ async fn gateway(state: AppState, chat: ChatRequest) -> Result<Response, OpenAiE
         .into());
     }
     let tools = convert_tools(&chat.tools)?;
-    let tool_choice = convert_tool_choice(chat.tool_choice.as_ref(), &tools)?;
-    let cache_key = chat.prompt_cache_key.clone().unwrap_or_else(|| {
-        let prefix = serde_json::to_string(&(&tools, &system)).unwrap_or_default();
-        format!("tackle-{}", &blake3::hash(prefix.as_bytes()).to_hex()[..16])
-    });
-    let mut request = ModelRequest::new(chat.model.clone(), messages);
-    request.system = system;
-    request.tools = Arc::from(tools);
-    request.tool_choice = tool_choice;
-    request.max_output_tokens = chat.max_completion_tokens.or(chat.max_tokens);
-    request.temperature = chat.temperature;
-    request.parallel_tool_calls = chat.parallel_tool_calls;
-    request.prompt_cache_key = Some(cache_key);
+    let tool_choice = compat::tool_choice(chat.tool_choice.as_ref(), &tools)?;
+    let request = Gateway {
+        model: chat.model.clone(),
+        system,
+        messages,
+        tools,
+        tool_choice,
+        max_output_tokens: chat.max_completion_tokens.or(chat.max_tokens),
+        temperature: chat.temperature,
+        parallel_tool_calls: chat.parallel_tool_calls,
+        prompt_cache_key: chat.prompt_cache_key.clone(),
+    }
+    .into_request();
     let provider = state.agent().provider().clone();
     let id = completion_id();
     let created = now_secs();
@@ -543,23 +449,9 @@ pub(crate) fn gateway_chunks(
     })
 }
 
-/// A stream fed by a task through a channel (no extra macro crate needed).
-fn async_stream<F, Fut>(f: F) -> impl Stream<Item = Result<Event, Infallible>>
-where
-    F: FnOnce(mpsc::UnboundedSender<Result<Event, Infallible>>) -> Fut,
-    Fut: std::future::Future<Output = ()> + Send + 'static,
-{
-    let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(f(tx));
-    UnboundedReceiverStream::new(rx)
-}
-
 /// Runs Tackle's own agent on the conversation: earlier messages become the session's history,
 /// the last user message is the turn.
 async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<Response, OpenAiError> {
-    if state.inner.shutdown.is_cancelled() {
-        return Err(ApiError::shutting_down().into());
-    }
     let (_, messages) = convert_messages(&chat.messages)?;
     let Some(last) = messages.last().filter(|m| m.role == Role::User) else {
         return Err(ApiError::invalid_field(
@@ -569,43 +461,14 @@ async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<R
         .into());
     };
     let prompt = last.text();
-    let agent = state.agent().clone();
-    let workspace = state.config().workspaces.get("default").cloned().unwrap_or_default();
-    // Earlier turns become the session's history as text (the client's own tool calls are not
-    // Tackle's to replay).
-    let history: Vec<Message> = messages[..messages.len() - 1]
-        .iter()
-        .filter(|m| m.role == Role::User || m.role == Role::Assistant)
-        .map(|m| if m.role == Role::User { Message::user(m.text()) } else { Message::assistant(m.text()) })
-        .filter(|m| !m.is_empty())
-        .collect();
-    let mut session = agent
-        .create_session(NewSessionOptions { title: None, workspace, owner: Some(user), history })
-        .await
-        .map_err(ApiError::from)?;
-    let guard = state.inner.turns.start(session.id())?;
-    let (tx, rx) = mpsc::unbounded_channel::<AgentEvent>();
-    let sink = EventSink::new(move |e| {
-        let _ = tx.send(e);
-    });
-    let task = state.inner.tasks.spawn(async move {
-        let cancel = guard.cancel.clone();
-        let outcome = session.run_turn(TurnInput::new(prompt), &sink, &cancel).await;
-        drop(guard);
-        outcome
-    });
+    let history = compat::text_history(&messages[..messages.len() - 1]);
+    let session = compat::new_agent_session(&state, &user, history).await?;
+    let turn = AgentTurn::start(&state, session, prompt)?;
     let id = completion_id();
     let created = now_secs();
     let model = chat.model.clone();
     if !chat.stream {
-        drop(rx);
-        let outcome = task
-            .await
-            .map_err(|e| ApiError::internal(format!("the agent stopped unexpectedly: {e}")))?
-            .map_err(ApiError::from)?;
-        if let Some(error) = outcome.error.filter(|_| outcome.end == tackle_protocol::TurnEnd::Failed) {
-            return Err(ApiError::upstream(error).into());
-        }
+        let outcome = turn.outcome().await?;
         let response = ModelResponse {
             content: vec![ContentBlock::text(outcome.text)],
             usage: outcome.usage,
@@ -617,7 +480,7 @@ async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<R
     let chunks = async_stream(move |tx| async move {
         let out = ChunkWriter { tx, id, created, model, include_usage };
         out.delta(json!({"role": "assistant", "content": ""}), None);
-        let mut events = UnboundedReceiverStream::new(rx);
+        let mut events = UnboundedReceiverStream::new(turn.events);
         let mut usage = Usage::default();
         let mut finish = "stop";
         while let Some(event) = events.next().await {
@@ -682,7 +545,7 @@ mod tests {
     }
 
     #[test]
-    fn tools_are_sorted_and_tool_choice_maps() {
+    fn chat_tools_are_read_in_name_order() {
         let tools: Vec<ChatTool> = serde_json::from_value(json!([
             {"type": "function", "function": {"name": "b_tool", "parameters": {"type": "object"}}},
             {"type": "function", "function": {"name": "a_tool"}},
@@ -690,26 +553,9 @@ mod tests {
         .unwrap();
         let specs = convert_tools(&tools).unwrap();
         assert_eq!(specs.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["a_tool", "b_tool"]);
-        assert_eq!(convert_tool_choice(Some(&json!("none")), &specs).unwrap(), ToolChoice::None);
-        assert_eq!(
-            convert_tool_choice(Some(&json!({"type": "function", "function": {"name": "b_tool"}})), &specs)
-                .unwrap(),
-            ToolChoice::Named { name: "b_tool".into() }
-        );
-        let allowed = json!({"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [
-            {"type": "function", "function": {"name": "b_tool"}}, {"type": "function", "function": {"name": "a_tool"}}]}});
-        assert_eq!(
-            convert_tool_choice(Some(&allowed), &specs).unwrap(),
-            ToolChoice::Allowed {
-                tools: vec!["a_tool".into(), "b_tool".into()],
-                mode: AllowedToolsMode::Auto
-            }
-        );
-        let e = convert_tool_choice(Some(&json!({"type": "function", "function": {"name": "zzz"}})), &specs)
-            .unwrap_err();
-        assert_eq!(e.field.as_deref(), Some("tool_choice"));
-        let dup: Vec<ChatTool> = serde_json::from_value(json!([
-            {"type": "function", "function": {"name": "a"}}, {"type": "function", "function": {"name": "a"}}])).unwrap();
-        assert!(convert_tools(&dup).is_err());
+        assert_eq!(specs[0].input_schema, json!({"type": "object", "properties": {}}));
+        let bad: Vec<ChatTool> =
+            serde_json::from_value(json!([{"type": "function", "function": {"name": "a b"}}])).unwrap();
+        assert_eq!(convert_tools(&bad).unwrap_err().field.as_deref(), Some("tools[0].function.name"));
     }
 }
