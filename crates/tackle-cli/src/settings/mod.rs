@@ -269,7 +269,10 @@ impl Settings {
         if let Some(url) = &self.base_url {
             config.base_url = url.clone();
         }
-        config.check_base_url()?;
+        // Codex speaks to a child process, not to a URL.
+        if kind.env_vars().is_some() {
+            config.check_base_url()?;
+        }
         config.retry.max_retries = self.max_retries;
         config.timeouts = tackle_provider::Timeouts {
             connect: std::time::Duration::from_secs(self.connect_timeout_secs.max(1)),
@@ -371,9 +374,11 @@ mod tests {
         );
         assert_eq!(s.model_for(c.kind), "gpt-5");
         let err =
-            Settings::load_from(None, dir.path(), &env(&[("TACKLE_RESPONSES_REASONING_EFFORT", "max")])).unwrap_err();
+            Settings::load_from(None, dir.path(), &env(&[("TACKLE_RESPONSES_REASONING_EFFORT", "max")]))
+                .unwrap_err();
         assert!(
-            err.to_string().contains("TACKLE_RESPONSES_REASONING_EFFORT") && err.to_string().contains("xhigh"),
+            err.to_string().contains("TACKLE_RESPONSES_REASONING_EFFORT")
+                && err.to_string().contains("xhigh"),
             "{err}"
         );
         std::fs::write(dir.path().join(CONFIG_FILE), "[responses]\nstored = true\n").unwrap();
