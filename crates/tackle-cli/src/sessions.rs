@@ -9,8 +9,8 @@ use tackle_store::{MessageFilter, SessionFilter};
 
 use crate::UsageError;
 use crate::cli::{ExportFormat, SessionsCommand};
-use crate::render::summarize_args;
 use crate::runtime::{Approvals, ModelProvider, build_agent, open_store, provider_for, workspace_dir};
+use crate::tool_view::summarize_args;
 use tackle_tools::ApprovalMode;
 
 pub async fn run(command: SessionsCommand) -> Result<ExitCode> {

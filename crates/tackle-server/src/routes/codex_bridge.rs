@@ -16,10 +16,10 @@ use futures::StreamExt;
 use tackle_codex::{BridgeError, BridgeRequest};
 use tackle_protocol::ResponseAccumulator;
 
-use super::compat::{now_secs, tool_choice as convert_tool_choice};
-use super::openai::{
-    ChatRequest, OpenAiError, completion_body, completion_id, convert_messages, convert_tools, gateway_chunks,
+use super::chat_wire::{
+    ChatRequest, completion_body, completion_id, convert_messages, convert_tools, gateway_chunks,
 };
+use super::compat::{OpenAiError, now_secs, tool_choice as convert_tool_choice};
 use crate::{ApiError, AppState};
 
 /// Model names with this prefix go to Codex.

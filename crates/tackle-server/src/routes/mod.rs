@@ -1,6 +1,7 @@
 //! Request handlers, one module per resource.
 
 pub mod approvals;
+pub mod chat_wire;
 pub mod codex_bridge;
 pub mod compat;
 pub mod health;
