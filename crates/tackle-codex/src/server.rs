@@ -11,8 +11,7 @@ use tokio::sync::mpsc;
 
 use crate::approvals::CodexApprovals;
 use crate::connection::{Connection, Inbound, ServerRequest};
-use crate::thread::CodexThread;
-use crate::wire::{self, DynamicToolSpec, ThreadId, ThreadResult};
+use crate::wire::{self, DynamicToolSpec, ThreadId};
 use crate::{CodexConfig, CodexError, rpc};
 
 /// What a thread receives from the connection.
@@ -188,60 +187,12 @@ impl CodexServer {
         self.live().await?.conn.request(method, params).await
     }
 
-    /// Starts a new thread with `options.tools` as its dynamic tools.
-    pub async fn start_thread(&self, options: ThreadOptions) -> Result<CodexThread, CodexError> {
-        let live = self.live().await?;
-        let params = wire::ThreadStartParams {
-            cwd: options.cwd.as_ref().map(|p| p.display().to_string()),
-            model: options.model.clone(),
-            base_instructions: options.instructions.clone(),
-            dynamic_tools: options.tools.clone(),
-            ephemeral: Some(options.ephemeral),
-            experimental_raw_events: true,
-            approval_policy: Some(self.approval_policy().into()),
-            sandbox: Some(self.sandbox().into()),
-            config: Some(self.thread_config()),
-        };
-        let answer = live.conn.request(wire::method::THREAD_START, to_value(&params)?).await?;
-        let result: ThreadResult = parse(wire::method::THREAD_START, answer)?;
-        let names = options.tools.iter().map(|t| t.name().to_owned()).collect();
-        Ok(self.attach(live, result, names, options.approvals))
-    }
-
-    /// Loads a stored thread (on a new process if the old one died). Its dynamic tools are
-    /// the ones it was started with; `tool_names` names them.
-    pub async fn resume_thread(
-        &self,
-        id: &ThreadId,
-        options: ThreadOptions,
-    ) -> Result<CodexThread, CodexError> {
-        let live = self.live().await?;
-        let params = wire::ThreadResumeParams {
-            thread_id: id.clone(),
-            cwd: options.cwd.as_ref().map(|p| p.display().to_string()),
-            model: options.model.clone(),
-            base_instructions: options.instructions.clone(),
-            approval_policy: Some(self.approval_policy().into()),
-            sandbox: Some(self.sandbox().into()),
-            config: Some(self.thread_config()),
-        };
-        let answer = live.conn.request(wire::method::THREAD_RESUME, to_value(&params)?).await?;
-        let result: ThreadResult = parse(wire::method::THREAD_RESUME, answer)?;
-        let names = options.tools.iter().map(|t| t.name().to_owned()).collect();
-        Ok(self.attach(live, result, names, options.approvals))
-    }
-
-    fn attach(
-        &self,
-        live: Live,
-        result: ThreadResult,
-        tool_names: std::collections::HashSet<String>,
-        approvals: Arc<dyn CodexApprovals>,
-    ) -> CodexThread {
+    /// Routes the messages of thread `id` on process `generation` to the returned receiver,
+    /// until [`Self::detach`].
+    pub(crate) fn route(&self, id: ThreadId, generation: u64) -> mpsc::UnboundedReceiver<ThreadEvent> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let id = result.thread.id.clone();
-        self.inner.routes.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), (live.generation, tx));
-        CodexThread::new(self.clone(), live, result, rx, tool_names, approvals)
+        self.inner.routes.lock().unwrap_or_else(|p| p.into_inner()).insert(id, (generation, tx));
+        rx
     }
 
     /// Stops routing to `id` (its pending requests are answered by their drop).
@@ -252,17 +203,17 @@ impl CodexServer {
         }
     }
 
-    fn approval_policy(&self) -> &'static str {
+    pub(crate) fn approval_policy(&self) -> &'static str {
         // With Codex's own tools, every command asks, and Tackle's hook policy answers.
         if self.inner.config.builtin_tools { "untrusted" } else { "never" }
     }
 
-    fn sandbox(&self) -> &'static str {
+    pub(crate) fn sandbox(&self) -> &'static str {
         if self.inner.config.builtin_tools { "workspace-write" } else { "read-only" }
     }
 
     /// Per-thread configuration: Codex's own tools off unless configured, then the user's.
-    fn thread_config(&self) -> serde_json::Map<String, Value> {
+    pub(crate) fn thread_config(&self) -> serde_json::Map<String, Value> {
         let mut config = serde_json::Map::new();
         if !self.inner.config.builtin_tools {
             config.insert(
@@ -279,7 +230,7 @@ impl CodexServer {
     }
 }
 
-fn to_value(v: &impl serde::Serialize) -> Result<Value, CodexError> {
+pub(crate) fn to_value(v: &impl serde::Serialize) -> Result<Value, CodexError> {
     serde_json::to_value(v)
         .map_err(|e| CodexError::Unexpected { method: "(encoding)".into(), message: e.to_string() })
 }

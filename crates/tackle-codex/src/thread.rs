@@ -21,7 +21,7 @@ use tokio::task::AbortHandle;
 
 use crate::approvals::{self, CodexApprovals};
 use crate::connection::{Responder, ServerRequest};
-use crate::server::{Live, ThreadEvent, parse};
+use crate::server::{Live, ThreadEvent, ThreadOptions, parse, to_value};
 use crate::wire::{
     self, CallId, DynamicToolCallParams, DynamicToolCallResponse, ThreadId, ThreadResult,
     TokenUsageBreakdown, TurnId, UserInput, method,
@@ -568,6 +568,63 @@ impl Drop for CodexThread {
             self.abandon_turn();
         }
         self.server.detach(&self.id, self.live.generation);
+    }
+}
+
+/// Threads are made by the server they run on.
+impl CodexServer {
+    /// Starts a new thread with `options.tools` as its dynamic tools.
+    pub async fn start_thread(&self, options: ThreadOptions) -> Result<CodexThread, CodexError> {
+        let live = self.live().await?;
+        let params = wire::ThreadStartParams {
+            cwd: options.cwd.as_ref().map(|p| p.display().to_string()),
+            model: options.model.clone(),
+            base_instructions: options.instructions.clone(),
+            dynamic_tools: options.tools.clone(),
+            ephemeral: Some(options.ephemeral),
+            experimental_raw_events: true,
+            approval_policy: Some(self.approval_policy().into()),
+            sandbox: Some(self.sandbox().into()),
+            config: Some(self.thread_config()),
+        };
+        let answer = live.conn.request(wire::method::THREAD_START, to_value(&params)?).await?;
+        let result: ThreadResult = parse(wire::method::THREAD_START, answer)?;
+        let names = options.tools.iter().map(|t| t.name().to_owned()).collect();
+        Ok(self.attach(live, result, names, options.approvals))
+    }
+
+    /// Loads a stored thread (on a new process if the old one died). Its dynamic tools are
+    /// the ones it was started with; `tool_names` names them.
+    pub async fn resume_thread(
+        &self,
+        id: &ThreadId,
+        options: ThreadOptions,
+    ) -> Result<CodexThread, CodexError> {
+        let live = self.live().await?;
+        let params = wire::ThreadResumeParams {
+            thread_id: id.clone(),
+            cwd: options.cwd.as_ref().map(|p| p.display().to_string()),
+            model: options.model.clone(),
+            base_instructions: options.instructions.clone(),
+            approval_policy: Some(self.approval_policy().into()),
+            sandbox: Some(self.sandbox().into()),
+            config: Some(self.thread_config()),
+        };
+        let answer = live.conn.request(wire::method::THREAD_RESUME, to_value(&params)?).await?;
+        let result: ThreadResult = parse(wire::method::THREAD_RESUME, answer)?;
+        let names = options.tools.iter().map(|t| t.name().to_owned()).collect();
+        Ok(self.attach(live, result, names, options.approvals))
+    }
+
+    fn attach(
+        &self,
+        live: Live,
+        result: ThreadResult,
+        tool_names: std::collections::HashSet<String>,
+        approvals: Arc<dyn CodexApprovals>,
+    ) -> CodexThread {
+        let rx = self.route(result.thread.id.clone(), live.generation);
+        CodexThread::new(self.clone(), live, result, rx, tool_names, approvals)
     }
 }
 
