@@ -16,6 +16,7 @@ use crate::UsageError;
 /// [server]
 /// bind = "0.0.0.0:8787"
 /// models = ["gpt-4.1-mini"]
+/// tokens_file = "/etc/tackle/tokens"  # user:token lines, chmod 600; hidden from commands
 /// [[server.tokens]]
 /// user = "alice"
 /// token_env = "TACKLE_TOKEN_ALICE"   # or token = "..." (kept out of `tackle config` output)
@@ -30,6 +31,9 @@ pub struct ServerSettings {
     /// Bearer tokens, each mapped to a user. Without any, only loopback addresses are allowed.
     /// `TACKLE_SERVER_TOKENS=user:token,...` adds more.
     pub tokens: Vec<TokenSetting>,
+    /// A file of `user:token` lines (mode 600), read at start and kept only as digests; the
+    /// way to keep tokens out of the environment (`TACKLE_SERVER_TOKENS_FILE`).
+    pub tokens_file: Option<PathBuf>,
     /// Named workspaces clients may choose; `default` is the serve command's workspace unless
     /// set here.
     pub workspaces: BTreeMap<String, PathBuf>,
@@ -52,6 +56,7 @@ impl Default for ServerSettings {
         Self {
             bind: d.bind.to_string(),
             tokens: Vec::new(),
+            tokens_file: None,
             workspaces: BTreeMap::new(),
             models: d.models,
             agent_model: d.agent_model,
@@ -92,7 +97,12 @@ impl ServerSettings {
                     )));
                 }
             };
-            config.tokens.push(UserToken { user: t.user.clone(), token });
+            config.tokens.push(UserToken::new(t.user.clone(), &token));
+        }
+        if let Some(path) = self.tokens_file(workspace, env) {
+            config
+                .tokens
+                .extend(ServerConfig::read_tokens_file(&path).map_err(|e| UsageError(e.to_string()))?);
         }
         if let Some(text) = env("TACKLE_SERVER_TOKENS") {
             config.tokens.extend(ServerConfig::parse_tokens(&text).map_err(|e| UsageError(e.to_string()))?);
@@ -107,6 +117,15 @@ impl ServerSettings {
         config.heartbeat = Duration::from_secs(self.heartbeat_secs.max(1));
         config.shutdown_grace = Duration::from_secs(self.shutdown_grace_secs);
         Ok(config)
+    }
+}
+
+impl ServerSettings {
+    /// The tokens file: `TACKLE_SERVER_TOKENS_FILE`, else `tokens_file` (relative to
+    /// `workspace`).
+    pub fn tokens_file(&self, workspace: &Path, env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+        let path = env("TACKLE_SERVER_TOKENS_FILE").filter(|v| !v.trim().is_empty()).map(PathBuf::from);
+        path.or_else(|| self.tokens_file.clone()).map(|p| if p.is_absolute() { p } else { workspace.join(p) })
     }
 }
 
