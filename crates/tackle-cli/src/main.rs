@@ -10,6 +10,7 @@ mod mcp_cmd;
 mod render;
 mod run;
 mod runtime;
+mod sandbox_cmd;
 mod serve;
 mod sessions;
 mod settings;
@@ -35,8 +36,20 @@ impl std::fmt::Display for UsageError {
 impl std::error::Error for UsageError {}
 
 fn main() -> ExitCode {
+    // `tackle` re-executed as the sandbox helper: this must come first, while the process has a
+    // single thread (entering a user namespace requires it).
+    if let Some(code) = tackle_sandbox::run_helper_if_requested() {
+        return ExitCode::from(u8::try_from(code).unwrap_or(u8::MAX));
+    }
+    // Nothing running as this user (a command run with the sandbox off, any other program) may
+    // read this process: /proc/<pid>/environ, mem, and ptrace need CAP_SYS_PTRACE once it is not
+    // dumpable. Children get back the default when they execute a program.
+    let hardened = nix::sys::prctl::set_dumpable(false);
     let cli = Cli::parse();
     init_logging(cli.verbose);
+    if let Err(e) = hardened {
+        tracing::warn!(error = %e, "cannot make the process non-dumpable; same-user processes can read it");
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -53,6 +66,7 @@ fn main() -> ExitCode {
             Command::Mcp { command: cli::McpCommand::List(args) } => mcp_cmd::list(args).await,
             Command::Demo(args) => demo::run(args).await,
             Command::Config(args) => config_cmd::run(args).await,
+            Command::Sandbox { command: cli::SandboxCommand::Check(args) } => sandbox_cmd::check(args).await,
             Command::Bench { command: cli::BenchCommand::Cache(args) } => bench::run(args).await,
         }
     });

@@ -65,6 +65,9 @@ pub struct Settings {
     pub mcp: tackle_mcp::McpConfig,
     /// Deferring tools whose definitions would take too much of the window (`[deferral]`).
     pub deferral: DeferralConfig,
+    /// The sandbox shell commands run in (`[sandbox]`; `TACKLE_SANDBOX_MODE`,
+    /// `TACKLE_SANDBOX_NETWORK`, `TACKLE_SANDBOX_BACKEND`).
+    pub sandbox: tackle_sandbox::SandboxConfig,
 }
 
 impl Default for Settings {
@@ -88,6 +91,7 @@ impl Default for Settings {
             server: ServerSettings::default(),
             mcp: tackle_mcp::McpConfig::default(),
             deferral: DeferralConfig::default(),
+            sandbox: tackle_sandbox::SandboxConfig::default(),
         }
     }
 }
@@ -216,9 +220,17 @@ impl Settings {
         if let Some(m) = get("TACKLE_MODEL") {
             self.model = Some(m);
         }
+        let invalid = |var: &str, message: String| SettingsError::InvalidEnv { var: var.into(), message };
+        if let Some(v) = get("TACKLE_SANDBOX_MODE") {
+            self.sandbox.mode = v.parse().map_err(|m| invalid("TACKLE_SANDBOX_MODE", m))?;
+        }
+        if let Some(v) = get("TACKLE_SANDBOX_BACKEND") {
+            self.sandbox.backend = v.parse().map_err(|m| invalid("TACKLE_SANDBOX_BACKEND", m))?;
+        }
         for (var, flag) in [
             ("TACKLE_DYNAMIC_TOOLS", &mut self.dynamic_tools),
             ("TACKLE_RECOVERABLE_COMPRESSION", &mut self.recoverable_compression),
+            ("TACKLE_SANDBOX_NETWORK", &mut self.sandbox.network),
         ] {
             if let Some(v) = get(var) {
                 *flag = parse_switch(&v).ok_or_else(|| SettingsError::InvalidEnv {
@@ -338,6 +350,33 @@ mod tests {
         let err =
             Settings::load_from(None, dir.path(), &env(&[("TACKLE_DYNAMIC_TOOLS", "maybe")])).unwrap_err();
         assert!(err.to_string().contains("TACKLE_DYNAMIC_TOOLS"));
+    }
+
+    #[test]
+    fn the_sandbox_reads_its_table_and_variables() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(CONFIG_FILE),
+            "[sandbox]\nmode = \"read-only\"\nhidden = [\"~/.ssh\"]\n",
+        )
+        .unwrap();
+        let s = Settings::load_from(None, dir.path(), &env(&[])).unwrap().settings;
+        assert_eq!(s.sandbox.mode, tackle_sandbox::SandboxMode::ReadOnly);
+        assert!(!s.sandbox.network, "network is off by default");
+        let vars = [
+            ("TACKLE_SANDBOX_MODE", "off"),
+            ("TACKLE_SANDBOX_NETWORK", "on"),
+            ("TACKLE_SANDBOX_BACKEND", "landlock"),
+        ];
+        let s = Settings::load_from(None, dir.path(), &env(&vars)).unwrap().settings;
+        assert_eq!(s.sandbox.mode, tackle_sandbox::SandboxMode::Off);
+        assert!(s.sandbox.network);
+        assert_eq!(s.sandbox.backend, tackle_sandbox::BackendChoice::Landlock);
+        let err =
+            Settings::load_from(None, dir.path(), &env(&[("TACKLE_SANDBOX_MODE", "danger")])).unwrap_err();
+        assert!(
+            err.to_string().contains("TACKLE_SANDBOX_MODE") && err.to_string().contains("workspace-write")
+        );
     }
 
     #[test]
