@@ -135,8 +135,8 @@ impl ServerSettings {
 pub struct TokenSetting {
     /// The user the token authenticates.
     pub user: String,
-    /// The secret (never printed by `tackle config`).
-    #[serde(default, skip_serializing)]
+    /// The secret (masked by `tackle config` unless `--show-secrets`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
     /// Environment variable holding the secret.
     #[serde(default)]
