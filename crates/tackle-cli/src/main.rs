@@ -44,7 +44,10 @@ fn main() -> ExitCode {
     // Nothing running as this user (a command run with the sandbox off, any other program) may
     // read this process: /proc/<pid>/environ, mem, and ptrace need CAP_SYS_PTRACE once it is not
     // dumpable. Children get back the default when they execute a program.
+    #[cfg(target_os = "linux")]
     let hardened = nix::sys::prctl::set_dumpable(false);
+    #[cfg(not(target_os = "linux"))]
+    let hardened: Result<(), &str> = Err("not supported on this platform");
     let cli = Cli::parse();
     init_logging(cli.verbose);
     if let Err(e) = hardened {
