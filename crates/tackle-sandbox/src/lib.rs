@@ -15,25 +15,28 @@
 //! - [`run_helper_if_requested`]: the helper side, called first in `main` of the executable
 //!   that sets sandboxes up (the `tackle` binary, or `tackle-sandbox`).
 //!
-//! ```no_run
-//! use tackle_sandbox::{CommandSpec, Sandbox, SandboxConfig};
-//! let sandbox = Sandbox::builder(SandboxConfig::default())
-//!     .helper(std::env::current_exe().unwrap())
-//!     .hide(["/home/ada/.local/share/tackle"])
-//!     .detect();
-//! println!("sandbox: {}", sandbox.describe());
+//! ```
+//! use tackle_sandbox::{CommandSpec, Sandbox, SandboxConfig, SandboxStatus};
+//! // The default sandbox (workspace-write, no network) needs a helper executable to set it up;
+//! // `tackle` passes itself: `.helper(std::env::current_exe()?)`. Without one, commands are
+//! // refused, never run unsandboxed.
+//! let sandbox = Sandbox::builder(SandboxConfig::default()).hide(["/home/ada/.local/share/tackle"]).detect();
+//! assert!(matches!(sandbox.status(), SandboxStatus::Unavailable { .. }));
+//! let workspace = tempfile::tempdir()?;
 //! let spec = CommandSpec {
 //!     program: "bash".into(),
 //!     args: vec!["-c".into(), "make test".into()],
-//!     workspace: "/home/ada/project".into(),
-//!     cwd: "/home/ada/project".into(),
+//!     workspace: workspace.path().into(),
+//!     cwd: workspace.path().into(),
 //!     env: tackle_sandbox::child_env(std::env::vars_os(), &[], &Default::default()),
 //! };
-//! let status = sandbox.command(&spec)?.command.status()?;
+//! let refusal = sandbox.command(&spec).unwrap_err().to_string();
+//! assert!(refusal.contains("tackle sandbox check"), "{refusal}");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+#![deny(missing_docs)]
 
 mod config;
 mod env;

@@ -4,10 +4,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tackle_builtins::{BuiltinConfig, builtin_tools_in};
-use tackle_protocol::SandboxInfo;
-use tackle_sandbox::Sandbox;
 use tackle_mcp::{McpConfig, McpManager};
+use tackle_protocol::SandboxInfo;
 use tackle_provider::{IntoProvider, Provider};
+use tackle_sandbox::Sandbox;
 use tackle_store::Store;
 use tackle_tools::{
     ApprovalMode, Approver, DenyAll, ExecLimits, HookPolicy, HookRule, IntoTool, RegistryError, Tool,
@@ -390,13 +390,8 @@ impl AgentBuilder {
                 }
             }
         }
-        let deferred = plan_deferral(
-            &registry.specs(),
-            &deferrable,
-            &config.model,
-            &config.context,
-            &config.deferral,
-        );
+        let deferred =
+            plan_deferral(&registry.specs(), &deferrable, &config.model, &config.context, &config.deferral);
         if let Some(d) = &deferred {
             registry.register(typed(ToolSearch::new(d.clone(), store.clone())))?;
             registry.register(typed(CallTool))?;
