@@ -49,6 +49,14 @@ fn main() -> ExitCode {
     #[cfg(not(target_os = "linux"))]
     let hardened: Result<(), &str> = Err("not supported on this platform");
     let cli = Cli::parse();
+    // Commands that build an agent try the sandbox first: start that now, while the rest starts.
+    if matches!(
+        cli.command,
+        Command::Run(_) | Command::Chat(_) | Command::Serve(_) | Command::Demo(_) | Command::Config(_)
+    ) && let Ok(exe) = std::env::current_exe()
+    {
+        tackle_sandbox::prefetch(exe);
+    }
     init_logging(cli.verbose);
     if let Err(e) = hardened {
         tracing::warn!(error = %e, "cannot make the process non-dumpable; same-user processes can read it");

@@ -2,8 +2,9 @@
 //! helper and torn down), not guessed from kernel versions or sysctls.
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -30,8 +31,42 @@ impl Support {
     }
 }
 
-/// Sets up a complete namespace sandbox (network off) and tears it down.
+/// The namespace probe of this process's own helper, run at most once (see [`prefetch`]).
+struct Prefetched {
+    helper: PathBuf,
+    namespaces: OnceLock<Result<(), String>>,
+}
+
+static PREFETCHED: OnceLock<Prefetched> = OnceLock::new();
+
+/// Starts trying the namespace backend with `helper` on a background thread, so that the
+/// sandbox an agent is built with later ([`crate::SandboxBuilder::detect`] with the same helper)
+/// finds the answer ready instead of waiting for it: a program that will build a sandbox calls
+/// this first thing. Later calls do nothing.
+pub fn prefetch(helper: PathBuf) {
+    if PREFETCHED.set(Prefetched { helper, namespaces: OnceLock::new() }).is_err() {
+        return;
+    }
+    let spawned = std::thread::Builder::new().name("sandbox-probe".into()).spawn(|| {
+        if let Some(p) = PREFETCHED.get() {
+            p.namespaces.get_or_init(|| probe_namespaces_now(&p.helper));
+        }
+    });
+    if let Err(e) = spawned {
+        tracing::debug!(error = %e, "the sandbox probe runs when needed instead");
+    }
+}
+
+/// Sets up a complete namespace sandbox (network off) and tears it down; the prefetched answer
+/// when there is one for `helper` (waiting for it if it is still running).
 pub(crate) fn probe_namespaces(helper: &Path) -> Result<(), String> {
+    if let Some(p) = PREFETCHED.get().filter(|p| p.helper == helper) {
+        return p.namespaces.get_or_init(|| probe_namespaces_now(helper)).clone();
+    }
+    probe_namespaces_now(helper)
+}
+
+fn probe_namespaces_now(helper: &Path) -> Result<(), String> {
     if !cfg!(target_os = "linux") {
         return Err("Linux namespaces exist only on Linux".into());
     }

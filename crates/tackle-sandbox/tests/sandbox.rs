@@ -261,3 +261,13 @@ fn a_sandbox_that_is_off_runs_the_command_as_it_is() {
     assert!(text(&out).contains("-unset"));
     assert!(ws.path().join("x").exists());
 }
+
+#[test]
+fn a_prefetched_probe_gives_the_same_backend() {
+    tackle_sandbox::prefetch(HELPER.into());
+    tackle_sandbox::prefetch("/no/such/helper".into()); // later calls change nothing
+    let sb = sandbox(BackendChoice::Auto, SandboxMode::WorkspaceWrite, false, &[]);
+    assert_eq!(sb.backend(), Some(Backend::Namespaces));
+    let ws = test_dir();
+    assert!(text(&run(&sb, ws.path(), "touch x; echo rc=$?")).contains("rc=0"));
+}
