@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # What the sandbox adds to starting a command: mean wall time of `true` run 200 times directly,
 # under Landlock + seccomp, and under Linux namespaces (network off), with the release
-# `tackle-sandbox` helper. Usage: scripts/bench/sandbox.sh [RUNS]
+# `tackle-sandbox-helper`. Usage: scripts/bench/sandbox.sh [RUNS]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 runs="${1:-200}"
 cargo build --release --locked -q -p tackle-sandbox
-helper="$PWD/target/release/tackle-sandbox"
+helper="$PWD/target/release/tackle-sandbox-helper"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/ws" "$work/tmp"

@@ -13,7 +13,7 @@
 //!   that the machine cannot provide refuses commands ([`SandboxError::Unavailable`]); it never
 //!   silently runs them unsandboxed.
 //! - [`run_helper_if_requested`]: the helper side, called first in `main` of the executable
-//!   that sets sandboxes up (the `tackle` binary, or `tackle-sandbox`).
+//!   that sets sandboxes up (the `tackle` binary, or `tackle-sandbox-helper`).
 //!
 //! ```
 //! use tackle_sandbox::{CommandSpec, Sandbox, SandboxConfig, SandboxStatus};

@@ -232,7 +232,7 @@ pub struct SandboxBuilder {
 
 impl SandboxBuilder {
     /// The helper executable: one whose `main` calls [`crate::run_helper_if_requested`] first
-    /// (the `tackle` binary, or this crate's `tackle-sandbox` binary).
+    /// (the `tackle` binary, or this crate's `tackle-sandbox-helper` binary).
     pub fn helper(mut self, path: impl Into<PathBuf>) -> Self {
         self.helper = Some(path.into());
         self

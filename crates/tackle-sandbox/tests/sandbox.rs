@@ -1,4 +1,4 @@
-//! The sandbox for real, with the `tackle-sandbox` helper binary, on both backends: what a
+//! The sandbox for real, with the `tackle-sandbox-helper` binary, on both backends: what a
 //! command can write, read, reach and see, tried the way a hostile command would.
 //!
 //! These tests need a kernel with unprivileged user namespaces and Landlock (ABI 3+); the
@@ -13,7 +13,7 @@ use tackle_sandbox::{
     Backend, BackendChoice, CommandSpec, Sandbox, SandboxConfig, SandboxMode, SandboxStatus, Support,
 };
 
-const HELPER: &str = env!("CARGO_BIN_EXE_tackle-sandbox");
+const HELPER: &str = env!("CARGO_BIN_EXE_tackle-sandbox-helper");
 
 const BACKENDS: [BackendChoice; 2] = [BackendChoice::Namespaces, BackendChoice::Landlock];
 

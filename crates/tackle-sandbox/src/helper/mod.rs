@@ -3,10 +3,10 @@
 //! Entering namespaces (`unshare` of a user namespace needs a single-threaded process) and
 //! restricting oneself with Landlock must happen in the process that will run the command, and
 //! this workspace has no `unsafe` to do it between `fork` and `exec`. So the command is not
-//! spawned directly: a helper executable (the `tackle` binary itself, or the `tackle-sandbox`
-//! binary of this crate) is started with [`HELPER_ARG`] as its first argument, the policy as
-//! JSON, and the command. It sets the sandbox up with safe system-call wrappers (nix, landlock,
-//! seccompiler), then runs the command.
+//! spawned directly: a helper executable (the `tackle` binary itself, or the
+//! `tackle-sandbox-helper` binary of this crate) is started with [`HELPER_ARG`] as its first
+//! argument, the policy as JSON, and the command. It sets the sandbox up with safe system-call
+//! wrappers (nix, landlock, seccompiler, caps), then runs the command.
 //!
 //! ```text
 //! helper __tackle_sandbox ns       POLICY -- PROGRAM ARGS...   stage 1: namespaces, id maps

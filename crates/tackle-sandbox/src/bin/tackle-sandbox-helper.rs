@@ -1,7 +1,7 @@
-//! `tackle-sandbox`: the sandbox helper on its own, for programs that embed Tackle's sandbox
+//! `tackle-sandbox-helper`: the sandbox helper on its own, for programs that embed Tackle's sandbox
 //! without being able to call `tackle_sandbox::run_helper_if_requested` in their own `main`
-//! (and for this crate's tests). Run as `tackle-sandbox __tackle_sandbox STAGE POLICY -- CMD`;
-//! `tackle-sandbox check` prints what this machine supports.
+//! (and for this crate's tests). Run as `tackle-sandbox-helper __tackle_sandbox STAGE POLICY -- CMD`;
+//! `tackle-sandbox-helper check` prints what this machine supports.
 
 fn main() {
     if let Some(code) = tackle_sandbox::run_helper_if_requested() {
@@ -24,7 +24,7 @@ fn main() {
         }
         _ => {
             eprintln!(
-                "usage: tackle-sandbox check | tackle-sandbox __tackle_sandbox STAGE POLICY -- COMMAND..."
+                "usage: tackle-sandbox-helper check | tackle-sandbox-helper __tackle_sandbox STAGE POLICY -- COMMAND..."
             );
             std::process::exit(2);
         }
