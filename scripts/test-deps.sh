@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the real peers the integration tests drive: an unprivileged user for the sandbox
-# tests, Debian's Chromium (web chat page),
+# tests, Debian's Chromium (web chat page) and tmux (the REPL on a real terminal),
 # playwright-core (to drive it), the official `openai` Python SDK (OpenAI-compatible endpoint)
 # and the MCP reference servers from npm. Idempotent, and quick when everything is there.
 # Everything but Chromium lives under target/test-deps, so `cargo clean` resets it.
@@ -15,6 +15,12 @@ if ! command -v chromium >/dev/null; then
   echo "installing Debian chromium (browser tests)"
   as_root apt-get update -qq
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq chromium >/dev/null
+fi
+
+if ! command -v tmux >/dev/null; then
+  echo "installing Debian tmux (REPL tests)"
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq tmux >/dev/null
 fi
 
 # An unprivileged user: the sandbox tests (crates/tackle-cli/tests/security.rs) run Tackle as it

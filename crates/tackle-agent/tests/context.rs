@@ -474,3 +474,45 @@ async fn messages_are_stored_with_their_counts_and_a_new_vocabulary_recounts() {
     let expected: u64 = other.history().iter().map(|m| counter.count_message(m)).sum();
     assert_eq!(recounted, expected);
 }
+
+/// `/context` and `/compact` speak of the same "conversation tokens", even when the provider's
+/// reported usage disagrees wildly with the count (here it claims 50 input tokens per request):
+/// compacting never appears to grow the context.
+#[tokio::test]
+async fn context_report_and_compaction_use_one_conversation_figure() {
+    for kind in FORMATS {
+        let tiny = Usage { input_tokens: 50, output_tokens: 5, ..Usage::default() };
+        let script = Script::new(vec![
+            Turn::call("shell", r#"{"command": "seq 1 300"}"#).with_usage(tiny),
+            Turn::call("shell", r#"{"command": "seq 1 200"}"#).with_usage(tiny),
+            Turn::call("shell", r#"{"command": "seq 1 100"}"#).with_usage(tiny),
+            Turn::text("done").with_usage(tiny),
+            Turn::text("ok").with_usage(tiny),
+            Turn::text("Goal: g. Decisions: none. Files touched: none. Open tasks: none. Errors seen: none.")
+                .with_usage(tiny),
+        ]);
+        let h = Harness::with_config(kind, script, |mut c| {
+            c.model = "gpt-4o".into();
+            c
+        })
+        .await;
+        let mut session = h.session().await;
+        let cancel = CancellationToken::new();
+        session
+            .run_turn(TurnInput::new(format!("count {}", "padding ".repeat(300))), &h.sink(), &cancel)
+            .await
+            .unwrap();
+        session.run_turn(TurnInput::new("thanks"), &h.sink(), &cancel).await.unwrap();
+        let before = session.context_report();
+        assert_eq!(before.reported_input, Some(50), "{kind}: the budget starts from the provider's report");
+        let report = session.compact_now(&h.sink()).await.unwrap();
+        assert_eq!(report.tokens_before, before.conversation, "{kind}: /compact starts where /context was");
+        let after = session.context_report();
+        assert_eq!(report.tokens_after, after.conversation, "{kind}: /context shows what /compact left");
+        assert!(report.tokens_after < report.tokens_before, "{kind}: {report:?}");
+        // The figure is the tokenizer's count of the messages, not the provider's claim.
+        let counter = tackle_context::TokenCounter::for_model(h.agent.config().model.as_str());
+        let counted: u64 = session.history().iter().map(|m| counter.count_message(m)).sum();
+        assert_eq!(after.conversation, counted, "{kind}");
+    }
+}

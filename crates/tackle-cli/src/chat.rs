@@ -1,20 +1,24 @@
 //! `tackle chat`: a REPL over one session at a time.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Result;
 use tackle_agent::{Agent, Session, ToolMask, TurnInput};
-use tackle_store::SessionFilter;
+use tackle_protocol::ContextReport;
+use tackle_store::{SessionFilter, SessionUpdate};
 use tackle_tools::{ApprovalMode, EventSink};
 use tokio_util::sync::CancellationToken;
 
 use crate::approver::TerminalApprover;
 use crate::cli::ChatArgs;
-use crate::render::{TerminalRenderer, TextOutput, sink};
+use crate::render::{TerminalRenderer, TextOutput, sink, thousands};
 use crate::runtime::{
     Approvals, build_agent, open_or_create, open_store, provider_for, settings_for, tool_mask, workspace_dir,
 };
+use crate::screen::Screen;
+use crate::style::{Style, color_allowed};
 use crate::terminal::{Input, Terminal};
 
 const HELP: &str = "\
@@ -25,12 +29,15 @@ Commands:
   /steps N       steps per turn
   /context       how much of the context window the session uses, by component
   /compact       compact the session now (clear old outputs, summarize the oldest part)
+  /model [NAME]  show or switch the model of this session
+  /approvals     tools allowed for this session; /approvals clear|auto|ask
   /session       the current session
   /sessions      recent sessions
   /resume ID     switch to a stored session (id or unique prefix)
-  /new           start a new session
+  /new, /clear   start a new, empty session (the old one stays stored: /resume)
   /quit          leave (Ctrl-D too)
-Anything else is sent to the model. Ctrl-C cancels a running turn, not the program.";
+Anything else is sent to the model. Ctrl-C cancels a running turn, not the program; at an
+approval question it cancels the turn too.";
 
 /// What the REPL carries between turns.
 struct ChatState {
@@ -39,6 +46,10 @@ struct ChatState {
     workspace: std::path::PathBuf,
     max_steps: Option<u32>,
     mask: Option<ToolMask>,
+    /// The approver, unless `--yes` approves everything.
+    approver: Option<Arc<TerminalApprover>>,
+    screen: Screen,
+    style: Style,
 }
 
 pub async fn run(args: ChatArgs) -> Result<ExitCode> {
@@ -49,22 +60,38 @@ pub async fn run(args: ChatArgs) -> Result<ExitCode> {
     let store = open_store(&settings).await?;
     let history = settings.data_dir().ok().map(|d| d.join("repl_history"));
     let terminal = Terminal::start(history);
-    let approvals = if args.model.yes {
-        Approvals::Auto
-    } else {
-        Approvals::Ask(Arc::new(TerminalApprover::new(terminal.clone())))
+    let style = Style::stderr();
+    let screen = Screen::new(color_allowed(std::io::stderr().is_terminal()));
+    let approver = (!args.model.yes)
+        .then(|| Arc::new(TerminalApprover::new(terminal.clone(), screen.clone(), workspace.clone())));
+    let approvals = match &approver {
+        Some(a) => Approvals::Ask(a.clone()),
+        None => Approvals::Auto,
     };
     let agent =
         build_agent(&settings, &workspace, provider, kind, store, approvals, ApprovalMode::Interactive)
             .await?;
     let session = open_or_create(&agent, args.model.session.as_deref(), &workspace).await?;
-    let (events, _) = sink(Some(TerminalRenderer::new(TextOutput::Stdout)), None);
+    let renderer = TerminalRenderer::new(TextOutput::Stdout, &workspace, screen.clone());
+    let (events, _) = sink(Some(renderer), None);
     eprintln!(
-        "tackle chat · {} · session {} · /help for commands, Ctrl-D to leave",
+        "{} · {} · session {} · {}",
+        style.bold("tackle chat"),
         agent.config().model,
-        short(session.id())
+        short(session.id()),
+        style.dim("/help for commands, Ctrl-D to leave")
     );
-    let mut state = ChatState { agent, session, workspace, max_steps: args.model.max_steps, mask };
+    let mut interrupts = Interrupts::new()?;
+    let mut state = ChatState {
+        agent,
+        session,
+        workspace,
+        max_steps: args.model.max_steps,
+        mask,
+        approver,
+        screen,
+        style,
+    };
 
     loop {
         let line = match terminal.read_line("you> ", true).await {
@@ -89,7 +116,7 @@ pub async fn run(args: ChatArgs) -> Result<ExitCode> {
                 }
             }
         }
-        run_turn(&mut state, line, &events).await;
+        run_turn(&mut state, line, &events, &mut interrupts).await;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -99,24 +126,78 @@ enum Flow {
     Quit,
 }
 
-async fn run_turn(state: &mut ChatState, line: &str, events: &EventSink) {
+/// SIGINT, listened to from the REPL's start: a Ctrl-C that lands while a turn is only getting
+/// under way must cancel it, never kill the REPL.
+struct Interrupts(tokio::signal::unix::Signal);
+
+impl Interrupts {
+    fn new() -> Result<Self> {
+        let signal = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+            .map_err(|e| anyhow::anyhow!("cannot listen for Ctrl-C: {e}"))?;
+        Ok(Self(signal))
+    }
+
+    /// Forgets interrupts that arrived between turns (they cancel nothing).
+    fn drain(&mut self) {
+        use futures::FutureExt;
+        while let Some(Some(())) = self.0.recv().now_or_never() {}
+    }
+}
+
+async fn run_turn(state: &mut ChatState, line: &str, events: &EventSink, interrupts: &mut Interrupts) {
+    interrupts.drain();
     let cancel = CancellationToken::new();
+    if let Some(a) = &state.approver {
+        a.set_turn(cancel.clone());
+    }
     let mut input = TurnInput::new(line).with_mask(state.mask.clone());
     input.max_steps = state.max_steps;
+    let screen = state.screen.clone();
+    let style = state.style;
     let turn = state.session.run_turn(input, events, &cancel);
     tokio::pin!(turn);
     let result = loop {
         tokio::select! {
             r = &mut turn => break r,
-            _ = tokio::signal::ctrl_c() => {
-                eprintln!("\n(cancelling the turn…)");
+            _ = interrupts.0.recv() => {
+                screen.write(|| eprintln!("\n{}", style.yellow("(cancelling the turn…)")));
                 cancel.cancel();
             }
         }
     };
+    state.screen.stop();
     if let Err(e) = result {
-        eprintln!("error: {e}");
+        eprintln!("{}", state.style.red(&format!("error: {e}")));
     }
+}
+
+/// `/context`: the budget of the next request, and what "conversation" means.
+fn context_lines(r: &ContextReport, encoding: &str) -> String {
+    let mut out = format!(
+        "  {} of {} tokens used ({:.1}%), {} reserved for the answer, {} left\n",
+        thousands(r.used),
+        thousands(r.window),
+        r.percent,
+        thousands(r.reserved_output),
+        thousands(r.remaining)
+    );
+    out.push_str(&format!(
+        "  system {} · skills {} · tools {} · conversation {}\n",
+        thousands(r.system),
+        thousands(r.skills),
+        thousands(r.tools),
+        thousands(r.conversation)
+    ));
+    out.push_str(&format!(
+        "  conversation = the session's messages as the next request sends them, counted with {encoding};\n  /compact reports its before and after in the same figure"
+    ));
+    if let Some(reported) = r.reported_input {
+        out.push_str(&format!(
+            "\n  used starts from the provider's count of the last request ({} input tokens) plus what\n  was added since, so it can differ from the sum of the parts",
+            thousands(reported)
+        ));
+    }
+    out
 }
 
 async fn slash(command: &str, state: &mut ChatState) -> Result<Flow> {
@@ -189,6 +270,9 @@ async fn slash(command: &str, state: &mut ChatState) -> Result<Flow> {
             } else {
                 let record = state.agent.store().find_session_by_prefix(arg).await?;
                 state.session = state.agent.open_session(&record.id).await?;
+                if let Some(a) = &state.approver {
+                    a.forget();
+                }
                 eprintln!(
                     "resumed {} ({} messages)",
                     short(state.session.id()),
@@ -196,35 +280,89 @@ async fn slash(command: &str, state: &mut ChatState) -> Result<Flow> {
                 );
             }
         }
-        "new" => {
+        "new" | "clear" => {
+            let old = state.session.id().to_owned();
             state.session = open_or_create(&state.agent, None, &state.workspace).await?;
-            eprintln!("new session {}", short(state.session.id()));
-        }
-        "context" => {
-            let r = state.session.context_report();
+            if let Some(a) = &state.approver {
+                a.forget();
+            }
+            if name == "clear" && state.style.is_color() {
+                // Clear the screen and the scrollback, cursor home.
+                eprint!("\x1b[H\x1b[2J\x1b[3J");
+            }
             eprintln!(
-                "  {} of {} tokens ({:.1}%, {} reserved for the answer, {} left)\n  system {} · skills {} · tools {} · conversation {}",
-                r.used,
-                r.window,
-                r.percent,
-                r.reserved_output,
-                r.remaining,
-                r.system,
-                r.skills,
-                r.tools,
-                r.conversation
+                "new session {} · the previous one is stored: /resume {}",
+                short(state.session.id()),
+                short(&old)
             );
         }
+        "model" => {
+            if arg.is_empty() {
+                eprintln!("model {} ({})", state.agent.config().model, state.agent.provider().name());
+            } else {
+                let id = state.session.id().to_owned();
+                let agent = state.agent.with_model(arg);
+                let session = agent.open_session(&id).await?;
+                agent
+                    .store()
+                    .update_session(
+                        &id,
+                        SessionUpdate { model: Some(arg.to_owned()), ..SessionUpdate::default() },
+                    )
+                    .await?;
+                state.agent = agent;
+                state.session = session;
+                eprintln!("model {arg} from the next message on (same session)");
+            }
+        }
+        "approvals" => match (&state.approver, arg) {
+            (None, _) => eprintln!("every call is approved (--yes)"),
+            (Some(a), "") => {
+                let always = a.always();
+                if a.is_auto() {
+                    eprintln!("every call is approved without asking (/approvals ask to be asked again)");
+                } else if always.is_empty() {
+                    eprintln!("calls that need confirmation are asked about; none is always allowed yet");
+                } else {
+                    eprintln!(
+                        "always allowed in this session: {} (/approvals clear to forget)",
+                        always.join(", ")
+                    );
+                }
+            }
+            (Some(a), "clear" | "reset") => {
+                a.forget();
+                eprintln!("approvals forgotten: every call that needs confirmation is asked about again");
+            }
+            (Some(a), "auto") => {
+                a.set_auto(true);
+                eprintln!("every call is approved without asking until /approvals ask");
+            }
+            (Some(a), "ask") => {
+                a.set_auto(false);
+                eprintln!("calls that need confirmation are asked about");
+            }
+            (Some(_), _) => eprintln!("usage: /approvals [clear|auto|ask]"),
+        },
+        "context" => {
+            let r = state.session.context_report();
+            let encoding = tackle_context::TokenCounter::for_model(&state.agent.config().model).encoding();
+            let exact = if tackle_context::is_exact(&state.agent.config().model) {
+                "the model's own tokenizer"
+            } else {
+                "a similar tokenizer, calibrated to the provider's reports"
+            };
+            eprintln!("{}", context_lines(&r, &format!("{} ({exact})", encoding.name())));
+        }
         "compact" => {
-            let (events, _) = sink(Some(TerminalRenderer::new(TextOutput::Hidden)), None);
-            let report = state.session.compact_now(&events).await?;
+            let report = state.session.compact_now(&EventSink::discard()).await?;
             if report.strategies.is_empty() {
-                eprintln!("nothing to compact");
+                eprintln!("nothing to compact (the last turn is always kept as it is)");
             } else {
                 eprintln!(
-                    "compacted: {} → {} tokens, {} → {} messages ({})",
-                    report.tokens_before,
-                    report.tokens_after,
+                    "compacted: conversation {} → {} tokens, {} → {} messages ({}); /context shows the rest",
+                    thousands(report.tokens_before),
+                    thousands(report.tokens_after),
                     report.messages_before,
                     report.messages_after,
                     report.strategies.join(", ")

@@ -40,8 +40,20 @@ pub enum Command {
     },
     /// An offline demo: a scripted model drives real tools in a temporary workspace.
     Demo(DemoArgs),
-    /// Print the effective configuration (secrets masked).
+    /// Print the effective configuration (secrets masked); `config init` writes a tackle.toml.
     Config(ConfigArgs),
+    /// Stored tool outputs that were offloaded behind a locator.
+    Results {
+        /// What to do.
+        #[command(subcommand)]
+        command: ResultsCommand,
+    },
+    /// Print a shell completion script: `tackle completions bash > /etc/bash_completion.d/tackle`,
+    /// `tackle completions zsh > "${fpath[1]}/_tackle"`, `tackle completions fish > ~/.config/fish/completions/tackle.fish`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
     /// The sandbox shell commands run in.
     Sandbox {
         /// What to do.
@@ -179,6 +191,25 @@ pub enum SessionsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Write a session as Markdown (to read) or JSON (to import again).
+    Export {
+        /// Session id or unique prefix.
+        id: String,
+        /// `md` or `json`.
+        #[arg(long, value_enum, default_value_t = ExportFormat::Md)]
+        format: ExportFormat,
+        /// Write to FILE instead of stdout.
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Create a session from a JSON export (`tackle sessions export ID --format json`).
+    Import {
+        /// The export file, or `-` for stdin.
+        file: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Delete a session and everything stored with it.
     Rm {
         /// Session id or unique prefix.
@@ -186,6 +217,25 @@ pub enum SessionsCommand {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+    },
+}
+
+/// Formats of `tackle sessions export`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// Markdown, to read.
+    Md,
+    /// JSON, to import again.
+    Json,
+}
+
+/// `tackle results ...`.
+#[derive(Debug, Subcommand)]
+pub enum ResultsCommand {
+    /// Print the full text of an offloaded output (the locator from a tool result, `out_…`).
+    Show {
+        /// The locator.
+        locator: String,
     },
 }
 
@@ -230,9 +280,37 @@ pub struct DemoArgs {
     pub keep: bool,
 }
 
+/// `tackle config init`.
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Write a commented tackle.toml with every setting at its default.
+    Init(ConfigInitArgs),
+}
+
+/// `tackle config init`.
+#[derive(Debug, Args)]
+pub struct ConfigInitArgs {
+    /// Directory to write tackle.toml in (default: the current directory).
+    #[arg(long, value_name = "DIR", conflicts_with = "user")]
+    pub workspace: Option<PathBuf>,
+    /// Write the user's tackle.toml (in the user config dir) instead.
+    #[arg(long)]
+    pub user: bool,
+    /// Replace an existing file.
+    #[arg(long)]
+    pub force: bool,
+    /// Print the template instead of writing it.
+    #[arg(long)]
+    pub stdout: bool,
+}
+
 /// `tackle config`.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct ConfigArgs {
+    /// `init` writes a tackle.toml; without a subcommand the effective configuration is printed.
+    #[command(subcommand)]
+    pub command: Option<ConfigCommand>,
     /// Workspace whose tackle.toml is read (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,

@@ -5,18 +5,26 @@ mod bench;
 mod chat;
 mod cli;
 mod config_cmd;
+mod config_init;
 mod demo;
+mod export;
+mod markdown;
 mod mcp_cmd;
 mod render;
 mod run;
 mod runtime;
 mod sandbox_cmd;
+mod screen;
 mod serve;
 mod sessions;
 mod settings;
+mod style;
 mod terminal;
+mod tool_view;
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
@@ -35,6 +43,14 @@ impl std::fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
+/// How many `-v` were given: internal warnings show from 1.
+static VERBOSITY: AtomicU8 = AtomicU8::new(0);
+
+/// The `-v` count of this run.
+pub fn verbosity() -> u8 {
+    VERBOSITY.load(Ordering::Relaxed)
+}
+
 fn main() -> ExitCode {
     // `tackle` re-executed as the sandbox helper: this must come first, while the process has a
     // single thread (entering a user namespace requires it).
@@ -49,6 +65,7 @@ fn main() -> ExitCode {
     #[cfg(not(target_os = "linux"))]
     let hardened: Result<(), &str> = Err("not supported on this platform");
     let cli = Cli::parse();
+    VERBOSITY.store(cli.verbose, Ordering::Relaxed);
     // Commands that build an agent try the sandbox first: start that now, while the rest starts.
     if matches!(
         cli.command,
@@ -76,7 +93,18 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve::run(args).await,
             Command::Mcp { command: cli::McpCommand::List(args) } => mcp_cmd::list(args).await,
             Command::Demo(args) => demo::run(args).await,
+            Command::Config(cli::ConfigArgs { command: Some(cli::ConfigCommand::Init(init)), .. }) => {
+                config_init::run(init).await
+            }
             Command::Config(args) => config_cmd::run(args).await,
+            Command::Results { command: cli::ResultsCommand::Show { locator } } => {
+                sessions::show_result(&locator).await
+            }
+            Command::Completions { shell } => {
+                let mut command = <Cli as clap::CommandFactory>::command();
+                clap_complete::generate(shell, &mut command, "tackle", &mut std::io::stdout());
+                Ok(ExitCode::SUCCESS)
+            }
             Command::Sandbox { command: cli::SandboxCommand::Check(args) } => sandbox_cmd::check(args).await,
             Command::Bench { command: cli::BenchCommand::Cache(args) } => bench::run(args).await,
         }
@@ -110,6 +138,8 @@ fn init_logging(verbose: u8) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // A log file or a pipe gets plain text: colour codes only on a terminal.
+        .with_ansi(style::color_allowed(std::io::stderr().is_terminal()))
         .with_target(false)
         .try_init();
 }

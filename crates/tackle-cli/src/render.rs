@@ -1,12 +1,20 @@
 //! Showing agent events in a terminal, and writing them as JSON lines.
 
+use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use serde_json::Value;
-use tackle_protocol::{AgentEvent, ToolOutcome};
+use tackle_protocol::{AgentEvent, ToolCallId, TurnEnd, Usage, WarningCode};
 use tackle_tools::EventSink;
+
+use crate::markdown::MarkdownStream;
+use crate::screen::Screen;
+use crate::style::{Style, sanitize};
+use crate::tool_view::{Before, call_label, result_lines, snapshot};
 
 /// Where streamed answer text goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,94 +25,200 @@ pub enum TextOutput {
     Hidden,
 }
 
-/// Renders events for a person: answer text on stdout, tool status lines on stderr.
+/// Warnings about Tackle's own mechanics, shown only with `-v`: the turn goes on unaffected.
+const INTERNAL_WARNINGS: &[WarningCode] =
+    &[WarningCode::StrategyFallback, WarningCode::ToolNameRepaired, WarningCode::CacheBreak];
+
+/// Renders events for a person: the answer on stdout (markdown styled on a terminal), tool
+/// calls, approvals' outcomes, warnings and a closing line per turn on stderr, and a spinner
+/// while waiting.
 pub struct TerminalRenderer {
     text: TextOutput,
-    color: bool,
+    err: Style,
+    markdown: MarkdownStream,
+    screen: Screen,
+    verbose: bool,
+    workspace: PathBuf,
+    /// Calls announced and not finished: their label and the file before they ran.
+    calls: HashMap<ToolCallId, (String, Option<Before>)>,
     /// Whether the cursor is mid-line on stdout (so a status line starts on a new line).
     mid_line: bool,
+    turn_started: Option<Instant>,
 }
 
 impl TerminalRenderer {
-    pub fn new(text: TextOutput) -> Self {
-        Self { text, color: std::io::stderr().is_terminal(), mid_line: false }
+    /// A renderer for tools working in `workspace`, drawing its spinner on `screen`.
+    pub fn new(text: TextOutput, workspace: &Path, screen: Screen) -> Self {
+        let out = if text == TextOutput::Stdout { Style::stdout() } else { Style::plain() };
+        Self {
+            text,
+            err: Style::stderr(),
+            markdown: MarkdownStream::new(out),
+            screen,
+            verbose: crate::verbosity() > 0,
+            workspace: workspace.to_owned(),
+            calls: HashMap::new(),
+            mid_line: false,
+            turn_started: None,
+        }
     }
 
-    fn status(&mut self, line: &str) {
-        if self.mid_line {
-            println!();
-            self.mid_line = false;
+    /// Writes status lines on stderr, after ending a partial answer line.
+    fn status(&mut self, lines: &[String]) {
+        let partial = self.markdown.finish();
+        let end_line = self.mid_line || !partial.is_empty();
+        self.mid_line = false;
+        self.screen.write(|| {
+            if end_line {
+                println!("{partial}");
+            }
+            let mut err = std::io::stderr().lock();
+            for line in lines {
+                let _ = writeln!(err, "{line}");
+            }
+        });
+    }
+
+    fn text(&mut self, text: &str) {
+        if self.text != TextOutput::Stdout {
+            return;
         }
-        let _ = std::io::stdout().flush();
-        if self.color {
-            eprintln!("\x1b[2m{line}\x1b[0m");
-        } else {
-            eprintln!("{line}");
+        let shown = self.markdown.push(text);
+        if !shown.is_empty() {
+            self.mid_line = !shown.ends_with('\n');
+            self.screen.write(|| print!("{shown}"));
+        }
+        if self.markdown.has_pending() || self.mid_line {
+            self.screen.spin("writing");
+        }
+    }
+
+    fn spin_for_calls(&self) {
+        match self.calls.len() {
+            0 => self.screen.spin("thinking"),
+            1 => {
+                let label = self.calls.values().next().map(|(l, _)| l.as_str()).unwrap_or("");
+                self.screen.spin(&format!("running {}", crate::style::strip_ansi(label)));
+            }
+            n => self.screen.spin(&format!("running {n} tools")),
         }
     }
 
     pub fn render(&mut self, event: &AgentEvent) {
+        let s = self.err;
+        // The turn's clock starts with its first event.
+        self.turn_started.get_or_insert_with(Instant::now);
         match event {
-            AgentEvent::TextDelta { text } if self.text == TextOutput::Stdout => {
-                print!("{text}");
-                let _ = std::io::stdout().flush();
-                self.mid_line = !text.ends_with('\n');
+            AgentEvent::StepStarted { .. } => self.screen.spin("thinking"),
+            AgentEvent::TextDelta { text } => self.text(text),
+            AgentEvent::ToolCall { id, name, args } => {
+                let label = call_label(s, name, args);
+                let before = snapshot(&self.workspace, name, args);
+                self.calls.insert(id.clone(), (label, before));
+                if self.mid_line || self.markdown.has_pending() {
+                    self.status(&[]);
+                }
+                self.spin_for_calls();
             }
-            AgentEvent::ToolCall { name, args, .. } => {
-                self.status(&format!("> {name}  {}", summarize_args(args)));
-            }
-            AgentEvent::ToolResult { outcome, lines, truncated, locator, .. } => {
-                let line = match outcome {
-                    ToolOutcome::Ok { preview } => {
-                        let first = preview.lines().next().unwrap_or("").trim();
-                        let mut s = if *lines <= 1 && !first.is_empty() {
-                            let short: String = first.chars().take(80).collect();
-                            format!("  ok {short}{}", if first.chars().count() > 80 { "…" } else { "" })
-                        } else {
-                            format!("  ok {lines} line{}", if *lines == 1 { "" } else { "s" })
-                        };
-                        if *truncated {
-                            s.push_str(" (shortened)");
-                        }
-                        if let Some(l) = locator {
-                            s.push_str(&format!(" [full output: {l}]"));
-                        }
-                        s
-                    }
-                    ToolOutcome::Error { envelope } => {
-                        format!("  error {} {}", envelope.category, envelope.message)
-                    }
-                };
-                self.status(&line);
-            }
-            AgentEvent::ApprovalResolved { approved, reason, .. } => {
-                let verdict = if *approved { "approved" } else { "denied" };
-                self.status(&format!(
-                    "  {verdict}{}",
-                    reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default()
-                ));
+            AgentEvent::ToolResult { id, name, .. } => {
+                let (label, before) = self.calls.remove(id).unwrap_or_else(|| (s.bold(name), None));
+                let lines = result_lines(s, &self.workspace, &label, event, before.as_ref());
+                self.status(&lines);
+                self.spin_for_calls();
             }
             AgentEvent::Retry { attempt, wait_ms, reason } => {
-                self.status(&format!("  retry {attempt} in {wait_ms} ms: {reason}"));
+                let line =
+                    format!("retry {attempt} in {:.1}s: {}", *wait_ms as f64 / 1000.0, sanitize(reason));
+                self.status(&[s.yellow(&line)]);
             }
-            AgentEvent::Warning { message, .. } => self.status(&format!("warning: {message}")),
+            AgentEvent::Warning { code, message } => {
+                if self.verbose || !INTERNAL_WARNINGS.contains(code) {
+                    self.status(&[s.yellow(&format!("warning: {}", sanitize(message)))]);
+                } else {
+                    tracing::debug!(%code, %message, "internal warning (shown with -v)");
+                }
+            }
             AgentEvent::CatalogChanged { added, removed, cache_break, .. } => {
                 let list =
                     |names: &[String]| if names.is_empty() { "none".to_owned() } else { names.join(", ") };
                 let cache = if *cache_break { "; tool definitions changed" } else { "" };
-                self.status(&format!(
-                    "tools changed: added {}, removed {}{cache}",
-                    list(added),
-                    list(removed)
-                ));
+                let line = format!("tools changed: added {}, removed {}{cache}", list(added), list(removed));
+                self.status(&[s.dim(&line)]);
             }
-            AgentEvent::Error { message, .. } => self.status(&format!("error: {message}")),
-            AgentEvent::TurnFinished { .. } if self.mid_line => {
-                println!();
-                self.mid_line = false;
+            AgentEvent::ContextCompacted { tokens_before, tokens_after, strategies, .. } => {
+                let line = format!(
+                    "context compacted: conversation {} → {} tokens ({})",
+                    thousands(*tokens_before),
+                    thousands(*tokens_after),
+                    strategies.join(", ")
+                );
+                self.status(&[s.dim(&line)]);
+            }
+            AgentEvent::Custom { name, data } if name == "tool_progress" => {
+                if let Some(m) = data.get("message").and_then(Value::as_str) {
+                    self.screen.spin(&clip_line(&sanitize(m), 60));
+                }
+            }
+            AgentEvent::Error { message, .. } => {
+                self.screen.stop();
+                self.status(&[s.red(&format!("error: {}", sanitize(message)))]);
+            }
+            AgentEvent::TurnFinished { steps, usage, reason, .. } => {
+                self.screen.stop();
+                let elapsed = self.turn_started.take().map(|t| t.elapsed());
+                let line = turn_line(*steps, usage, *reason, elapsed);
+                self.calls.clear();
+                self.status(&[s.dim(&line)]);
             }
             _ => {}
         }
+    }
+}
+
+/// `─ 4 steps · 12,345 tokens in (85% cached) · 240 out · 4.2s`.
+pub fn turn_line(steps: u32, usage: &Usage, end: TurnEnd, elapsed: Option<std::time::Duration>) -> String {
+    let mut parts = vec![format!("{steps} step{}", if steps == 1 { "" } else { "s" })];
+    if usage.input_tokens == 0 && usage.output_tokens == 0 {
+        parts.push("no usage reported".into());
+    } else {
+        let mut input = format!("{} tokens in", thousands(usage.input_tokens));
+        if usage.input_tokens > 0 {
+            let share = 100.0 * usage.cache_read_tokens as f64 / usage.input_tokens as f64;
+            input.push_str(&format!(" ({share:.0}% cached)"));
+        }
+        parts.push(input);
+        parts.push(format!("{} out", thousands(usage.output_tokens)));
+    }
+    if let Some(e) = elapsed {
+        parts.push(format!("{:.1}s", e.as_secs_f64()));
+    }
+    match end {
+        TurnEnd::Completed => {}
+        TurnEnd::MaxSteps => parts.push("step limit reached".into()),
+        TurnEnd::Cancelled => parts.push("cancelled".into()),
+        TurnEnd::Failed => parts.push("failed".into()),
+    }
+    format!("─ {}", parts.join(" · "))
+}
+
+/// `12345` → `12,345`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn clip_line(s: &str, n: usize) -> String {
+    let line = s.lines().next().unwrap_or("");
+    match line.char_indices().nth(n) {
+        Some((i, _)) => format!("{}…", &line[..i]),
+        None => line.to_owned(),
     }
 }
 
@@ -113,7 +227,18 @@ pub fn summarize_args(args: &Value) -> String {
     let pick = ["command", "path", "url", "pattern", "action", "locator", "query"]
         .iter()
         .find_map(|k| args.get(*k).and_then(Value::as_str).map(str::to_owned));
-    let text = pick.unwrap_or_else(|| args.to_string());
+    let mut text = pick.unwrap_or_else(|| args.to_string());
+    // An action tool: the action and what it acts on (`add write greet.sh`, `complete 2`).
+    if args.get("action").and_then(Value::as_str) == Some(text.as_str()) {
+        let detail = ["text", "name", "id"].iter().find_map(|k| match args.get(*k) {
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(Value::Number(n)) => Some(n.to_string()),
+            _ => None,
+        });
+        if let Some(d) = detail {
+            text = format!("{text} {d}");
+        }
+    }
     let one_line = text.replace('\n', " ");
     match one_line.char_indices().nth(100) {
         Some((i, _)) => format!("{}…", &one_line[..i]),

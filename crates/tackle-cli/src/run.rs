@@ -16,6 +16,8 @@ use crate::render::{JsonSink, TerminalRenderer, TextOutput, events_target, json_
 use crate::runtime::{
     Approvals, build_agent, open_or_create, open_store, provider_for, settings_for, tool_mask, workspace_dir,
 };
+use crate::screen::Screen;
+use crate::style::color_allowed;
 use crate::terminal::Terminal;
 
 pub async fn run(args: RunArgs) -> Result<ExitCode> {
@@ -23,27 +25,33 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     let settings = settings_for(&workspace, &args.model)?;
     let (provider, kind) = provider_for(&settings)?;
     let store = open_store(&settings).await?;
-    let approvals = if args.model.yes {
-        Approvals::Auto
-    } else if std::io::stdin().is_terminal() {
-        Approvals::Ask(Arc::new(TerminalApprover::new(Terminal::start(None))))
-    } else {
-        Approvals::Deny
+    let events_to_stdout = args.events.as_deref() == Some("-");
+    // No spinner when stdout carries JSON for a program.
+    let screen =
+        Screen::new(!events_to_stdout && !args.json && color_allowed(std::io::stderr().is_terminal()));
+    let approver = (!args.model.yes && std::io::stdin().is_terminal())
+        .then(|| Arc::new(TerminalApprover::new(Terminal::start(None), screen.clone(), workspace.clone())));
+    let approvals = match (&approver, args.model.yes) {
+        (_, true) => Approvals::Auto,
+        (Some(a), _) => Approvals::Ask(a.clone()),
+        (None, _) => Approvals::Deny,
     };
     let agent =
         build_agent(&settings, &workspace, provider, kind, store, approvals, ApprovalMode::Headless).await?;
     let mut session = open_or_create(&agent, args.model.session.as_deref(), &workspace).await?;
 
-    let events_to_stdout = args.events.as_deref() == Some("-");
     let text = if args.json || events_to_stdout { TextOutput::Hidden } else { TextOutput::Stdout };
     let json = match &args.events {
         Some(spec) => Some(Box::new(json_lines(events_target(spec)?)) as JsonSink),
         None => None,
     };
-    let renderer = (!events_to_stdout).then(|| TerminalRenderer::new(text));
+    let renderer = (!events_to_stdout).then(|| TerminalRenderer::new(text, &workspace, screen.clone()));
     let (sink, _) = sink(renderer, json);
 
     let cancel = CancellationToken::new();
+    if let Some(a) = &approver {
+        a.set_turn(cancel.clone());
+    }
     let on_ctrl_c = cancel.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
@@ -52,7 +60,9 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     });
     let mut input = TurnInput::new(args.prompt).with_mask(tool_mask(args.model.tool_mask.as_deref())?);
     input.max_steps = args.model.max_steps;
-    let outcome = session.run_turn(input, &sink, &cancel).await?;
+    let outcome = session.run_turn(input, &sink, &cancel).await;
+    screen.stop();
+    let outcome = outcome?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&outcome)?);
     }

@@ -90,7 +90,7 @@ pub fn provider_for(settings: &Settings) -> Result<(Arc<dyn Provider>, ProviderK
 pub fn always_hidden(settings: &Settings, workspace: &Path) -> Vec<PathBuf> {
     let mut hidden: Vec<PathBuf> = settings.data_dir().ok().into_iter().collect();
     hidden.extend(user_config_dir().map(|d| d.join(crate::settings::CONFIG_FILE)));
-    hidden.extend(settings.server.tokens_file(workspace, &env_lookup));
+    hidden.extend(settings.server.tokens_file(workspace));
     hidden.extend(settings.server.workspaces.values().map(|p| workspace.join(p)));
     hidden
 }

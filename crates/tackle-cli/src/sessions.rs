@@ -2,13 +2,13 @@
 
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde_json::json;
 use tackle_protocol::{ContentBlock, Role};
 use tackle_store::{MessageFilter, SessionFilter};
 
 use crate::UsageError;
-use crate::cli::SessionsCommand;
+use crate::cli::{ExportFormat, SessionsCommand};
 use crate::render::summarize_args;
 use crate::runtime::{Approvals, build_agent, open_store, provider_for, workspace_dir};
 use tackle_tools::ApprovalMode;
@@ -27,13 +27,20 @@ pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
             } else if sessions.is_empty() {
                 eprintln!("no sessions yet; try `tackle demo` or `tackle run \"...\"`");
             } else {
-                println!("{:<36}  {:<9}  {:>5}  {:<20}  title", "id", "status", "msgs", "model");
-                for s in sessions {
-                    println!(
-                        "{:<36}  {:<8}  {:>5}  {:<20}  {}",
-                        s.id, s.status, s.message_count, s.model, s.title
-                    );
-                }
+                let rows: Vec<[String; 6]> = sessions
+                    .iter()
+                    .map(|s| {
+                        [
+                            s.id.clone(),
+                            s.status.to_string(),
+                            s.message_count.to_string(),
+                            s.model.clone(),
+                            age(s.updated_at),
+                            crate::style::sanitize(&s.title).replace('\n', " "),
+                        ]
+                    })
+                    .collect();
+                print!("{}", table(["id", "status", "msgs", "model", "updated", "title"], &rows, &[2]));
             }
         }
         SessionsCommand::Show { id, json } => {
@@ -144,6 +151,38 @@ pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
                 );
             }
         }
+        SessionsCommand::Export { id, format, output } => {
+            let record = store.find_session_by_prefix(&id).await.map_err(|e| UsageError(e.to_string()))?;
+            let export = crate::export::export(&store, &record).await?;
+            let text = match format {
+                ExportFormat::Md => crate::export::markdown(&export),
+                ExportFormat::Json => serde_json::to_string_pretty(&export)? + "\n",
+            };
+            match output {
+                Some(path) => {
+                    std::fs::write(&path, text)
+                        .with_context(|| format!("cannot write {}", path.display()))?;
+                    eprintln!("wrote session {} to {}", record.id, path.display());
+                }
+                None => print!("{text}"),
+            }
+        }
+        SessionsCommand::Import { file, json } => {
+            let text = if file == "-" {
+                std::io::read_to_string(std::io::stdin()).context("cannot read stdin")?
+            } else {
+                std::fs::read_to_string(&file).map_err(|e| UsageError(format!("cannot read {file}: {e}")))?
+            };
+            let record = crate::export::import(&store, &text).await?;
+            if json {
+                println!("{}", json!({ "imported": record.id }));
+            } else {
+                eprintln!(
+                    "imported as session {} (resume it: tackle chat --session {})",
+                    record.id, record.id
+                );
+            }
+        }
         SessionsCommand::Rm { id, json } => {
             let record = store.find_session_by_prefix(&id).await.map_err(|e| UsageError(e.to_string()))?;
             store.delete_session(&record.id).await?;
@@ -155,4 +194,103 @@ pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `tackle results show LOCATOR`: the full, byte-exact output on stdout.
+pub async fn show_result(locator: &str) -> Result<ExitCode> {
+    let workspace = workspace_dir(None)?;
+    let settings =
+        crate::settings::Settings::load(&workspace).map_err(|e| UsageError(e.to_string()))?.settings;
+    let store = open_store(&settings).await?;
+    let not_found = |e: tackle_store::StoreError| {
+        match e {
+        tackle_store::StoreError::NotFound { .. } => UsageError(format!(
+            "no stored output {locator} in {}; locators look like out_… and are shown by tool results",
+            settings.database_path().map(|p| p.display().to_string()).unwrap_or_default()
+        ))
+        .into(),
+        tackle_store::StoreError::Expired { .. } => UsageError(format!(
+            "{locator} has expired (outputs are kept [context] offload_ttl_days); its call is still in `tackle sessions show`"
+        ))
+        .into(),
+        other => anyhow::Error::from(other),
+    }
+    };
+    let session = store.blob_session(locator).await.map_err(not_found)?;
+    let blob = store.get_blob(&session, locator).await.map_err(not_found)?;
+    eprintln!(
+        "{locator}: {} output of session {}, {} bytes, {} lines",
+        blob.meta.tool, session, blob.meta.raw_bytes, blob.meta.lines
+    );
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(&blob.data)?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `3m ago`, `2h ago`, `5d ago` from a Unix-millisecond time.
+fn age(ms: i64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(ms);
+    let secs = (now - ms).max(0) / 1000;
+    match secs {
+        0..60 => "just now".into(),
+        60..3600 => format!("{}m ago", secs / 60),
+        3600..86_400 => format!("{}h ago", secs / 3600),
+        _ => format!("{}d ago", secs / 86_400),
+    }
+}
+
+/// Rows under a header, each column as wide as its widest cell (by characters); the columns
+/// listed in `right` are right-aligned; the last column is not padded.
+pub fn table<const N: usize>(header: [&str; N], rows: &[[String; N]], right: &[usize]) -> String {
+    let mut widths = header.map(|h| h.chars().count());
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut out = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            let pad = widths[i].saturating_sub(cell.chars().count());
+            if i + 1 == N {
+                out.push_str(cell);
+            } else if right.contains(&i) {
+                out.push_str(&format!("{}{cell}  ", " ".repeat(pad)));
+            } else {
+                out.push_str(&format!("{cell}{}  ", " ".repeat(pad)));
+            }
+        }
+        out.trim_end().to_owned() + "\n"
+    };
+    let mut out = line(header.to_vec());
+    for row in rows {
+        out.push_str(&line(row.iter().map(String::as_str).collect()));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_columns_line_up_whatever_the_widths() {
+        let rows = [
+            ["a".to_owned(), "idle".to_owned(), "5".to_owned(), "très long titre".to_owned()],
+            ["bbbb".to_owned(), "running".to_owned(), "120".to_owned(), "x".to_owned()],
+        ];
+        let t = table(["id", "status", "msgs", "title"], &rows, &[2]);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[0], "id    status   msgs  title");
+        assert_eq!(lines[1], "a     idle        5  très long titre");
+        assert_eq!(lines[2], "bbbb  running   120  x");
+        let col = |l: &str, w: &str| l[..l.find(w).unwrap()].chars().count();
+        assert_eq!(col(lines[0], "title"), col(lines[1], "très"));
+        assert_eq!(col(lines[0], "title"), col(lines[2], "x"));
+    }
 }

@@ -258,6 +258,10 @@ pub enum ToolOutcome {
     Ok {
         /// The first few hundred characters of what the model sees.
         preview: String,
+        /// The last lines of what the model sees, when it is longer than the preview (where a
+        /// command's output ends, for front ends that show it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tail: Option<String>,
     },
     /// The tool failed; the model sees this envelope.
     Error {
@@ -322,8 +326,14 @@ pub struct ContextReport {
     pub skills: u64,
     /// Tool definition tokens.
     pub tools: u64,
-    /// Conversation tokens.
+    /// Conversation tokens: the session's messages counted with the model's tokenizer
+    /// (calibrated against the provider's reports when that tokenizer is not the model's own).
+    /// Compaction reports its before and after in the same terms.
     pub conversation: u64,
+    /// Input tokens the provider reported for the last request, when `used` starts from them
+    /// (plus what was counted since); then `used` can differ from the sum of the components.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported_input: Option<u64>,
 }
 
 /// The kind of a [`AgentEvent::Warning`], stable for machines (serialized in snake case).

@@ -65,7 +65,7 @@ use routes::{approvals, health, messages, openai, results, sessions, web};
 pub fn router(state: AppState) -> Router {
     let api = Router::new()
         .route("/v1/sessions", post(sessions::create).get(sessions::list))
-        .route("/v1/sessions/{id}", get(sessions::show).delete(sessions::delete))
+        .route("/v1/sessions/{id}", get(sessions::show).patch(sessions::update).delete(sessions::delete))
         .route("/v1/sessions/{id}/messages", post(messages::send))
         .route("/v1/sessions/{id}/cancel", post(messages::cancel))
         .route("/v1/sessions/{id}/compact", post(messages::compact))
@@ -86,6 +86,8 @@ pub fn router(state: AppState) -> Router {
     let limit = state.config().body_limit;
     Router::new()
         .route("/", get(web::index))
+        .route("/s/{id}", get(web::index))
+        .route("/web/{asset}", get(web::asset))
         .route("/docs", get(web::docs))
         .route("/healthz", get(health::healthz))
         .route("/openapi.json", get(openapi_json))

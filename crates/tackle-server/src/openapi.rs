@@ -16,7 +16,7 @@ use crate::routes::{approvals, health, messages, openai, results, sessions};
     ),
     paths(
         health::healthz,
-        sessions::create, sessions::list, sessions::show, sessions::delete, sessions::tools, sessions::context,
+        sessions::create, sessions::list, sessions::show, sessions::update, sessions::delete, sessions::tools, sessions::context,
         messages::send, messages::cancel, messages::compact,
         approvals::list, approvals::decide,
         results::read,

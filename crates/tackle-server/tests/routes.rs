@@ -2,10 +2,12 @@
 
 mod common;
 
-use axum::http::{Method, StatusCode};
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
 use common::{ALICE, BOB, Harness, parse_sse, tokens, until};
 use serde_json::{Value, json};
 use tackle_testkit::{Script, Turn};
+use tower::ServiceExt;
 
 fn listing_script() -> Script {
     Script::new(vec![Turn::call("list_files", r#"{"path":"."}"#), Turn::text("There is one file.")])
@@ -23,6 +25,19 @@ async fn health_and_unknown_routes() {
     let (status, bytes) = h.call_raw(Method::GET, "/", None, None).await;
     assert_eq!(status, StatusCode::OK);
     assert!(String::from_utf8_lossy(&bytes).contains("<title>Tackle</title>"));
+    // The page, at / and at a session's own URL, runs only its own scripts.
+    let response =
+        h.app().oneshot(Request::get("/s/some-session").body(Body::empty()).unwrap()).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let csp = response.headers()["content-security-policy"].to_str().unwrap().to_owned();
+    assert!(csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"), "{csp}");
+    for asset in ["app.js", "markdown.js", "app.css"] {
+        let (status, bytes) = h.call_raw(Method::GET, &format!("/web/{asset}"), None, None).await;
+        assert_eq!(status, StatusCode::OK, "{asset}");
+        assert!(!bytes.is_empty());
+    }
+    let (status, _) = h.call_raw(Method::GET, "/web/../Cargo.toml", None, None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
     let (status, bytes) = h.call_raw(Method::GET, "/docs", None, None).await;
     assert_eq!(status, StatusCode::OK);
     assert!(String::from_utf8_lossy(&bytes).contains("/openapi.json"));
@@ -39,6 +54,7 @@ async fn openapi_document_covers_every_route() {
         ("post", "/v1/sessions"),
         ("get", "/v1/sessions"),
         ("get", "/v1/sessions/{id}"),
+        ("patch", "/v1/sessions/{id}"),
         ("delete", "/v1/sessions/{id}"),
         ("post", "/v1/sessions/{id}/messages"),
         ("post", "/v1/sessions/{id}/cancel"),
@@ -435,4 +451,35 @@ fn without_tokens_only_loopback_binds() {
     config.tokens = tokens();
     assert!(config.validate().is_ok());
     assert!(!format!("{:?}", config.tokens).contains(ALICE), "tokens never appear in debug output");
+}
+
+#[tokio::test]
+async fn sessions_are_renamed_by_their_owner_with_a_valid_title() {
+    let h = Harness::with(Script::new(vec![]), tokens()).await;
+    let id = h.session(Some(ALICE)).await;
+    let path = format!("/v1/sessions/{id}");
+    let (status, body) =
+        h.call(Method::PATCH, &path, Some(ALICE), Some(json!({"title": "  release notes  "}))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["title"], "release notes");
+    let (_, shown) = h.call(Method::GET, &path, Some(ALICE), None).await;
+    assert_eq!(shown["title"], "release notes");
+    for bad in [
+        json!({"title": ""}),
+        json!({"title": "   "}),
+        json!({"title": "a\u{1b}[2Jb"}),
+        json!({"title": "x".repeat(201)}),
+        json!({"title": 5}),
+        json!({"name": "x"}),
+    ] {
+        let (status, body) = h.call(Method::PATCH, &path, Some(ALICE), Some(bad.clone())).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {body}");
+    }
+    let (_, shown) = h.call(Method::GET, &path, Some(ALICE), None).await;
+    assert_eq!(shown["title"], "release notes", "a refused rename changed nothing");
+    // Another user's session is not found, and stays as it was.
+    let (status, _) = h.call(Method::PATCH, &path, Some(BOB), Some(json!({"title": "mine now"}))).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (_, shown) = h.call(Method::GET, &path, Some(ALICE), None).await;
+    assert_eq!(shown["title"], "release notes");
 }

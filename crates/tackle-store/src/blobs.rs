@@ -138,6 +138,17 @@ impl Store {
         Ok(meta)
     }
 
+    /// The session a locator belongs to, for a local client that owns every session
+    /// (`tackle results show`). Servers must use [`Store::get_blob`] with the caller's session.
+    pub async fn blob_session(&self, locator: &str) -> Result<String, StoreError> {
+        let row = sqlx::query("SELECT session_id FROM blobs WHERE locator = ?")
+            .bind(locator)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or_else(|| StoreError::not_found("locator", locator))?;
+        Ok(row.try_get("session_id")?)
+    }
+
     /// Metadata of a stored output, even after it expired.
     pub async fn blob_meta(&self, session_id: &str, locator: &str) -> Result<BlobMeta, StoreError> {
         let row = sqlx::query(

@@ -90,7 +90,7 @@ impl Session {
     ) -> Result<CompactionReport, AgentError> {
         let store = self.agent.store().clone();
         let sid = self.record.id.clone();
-        let tokens_before = self.history.total_tokens();
+        let tokens_before = self.context.conversation(&self.history);
         let messages_before = self.history.len();
         let target = self.compaction_target(reason);
         let mut strategies = Vec::new();
@@ -155,7 +155,7 @@ impl Session {
             reason,
             strategies: strategies.clone(),
             tokens_before,
-            tokens_after: self.history.total_tokens(),
+            tokens_after: self.context.conversation(&self.history),
             messages_before,
             messages_after: self.history.len(),
         };
@@ -275,6 +275,6 @@ impl Session {
     /// The budget of the next request (for `/context` and the server).
     pub fn context_report(&mut self) -> tackle_protocol::ContextReport {
         let budget = self.context.budget(&self.history);
-        crate::context::ContextState::report(&budget)
+        self.context.report(&budget, &self.history)
     }
 }

@@ -154,8 +154,17 @@ impl ContextState {
         ((self.calibration - previous).abs() > 0.01 * previous).then_some(self.calibration)
     }
 
-    /// The budget as reported in events.
-    pub(crate) fn report(budget: &ContextBudget) -> ContextReport {
+    /// Conversation tokens as shown to people: the counted messages, calibrated when the
+    /// tokenizer is not the model's own. The one figure `/context`, step metrics and compaction
+    /// reports use (the budget may start from the provider's report instead; see
+    /// [`ContextReport::reported_input`]).
+    pub(crate) fn conversation(&self, history: &History) -> u64 {
+        let cal = if self.exact { 1.0 } else { self.calibration };
+        (history.total_tokens() as f64 * cal).round() as u64
+    }
+
+    /// The budget as reported in events (call after [`ContextState::budget`]).
+    pub(crate) fn report(&self, budget: &ContextBudget, history: &History) -> ContextReport {
         ContextReport {
             window: budget.window,
             reserved_output: budget.reserved_output,
@@ -165,7 +174,11 @@ impl ContextState {
             system: budget.components.system,
             skills: budget.components.skills,
             tools: budget.components.tools,
-            conversation: budget.components.conversation,
+            conversation: self.conversation(history),
+            reported_input: match budget.source {
+                CountSource::Reported => self.last_reported.map(|(_, n)| n),
+                _ => None,
+            },
         }
     }
 }

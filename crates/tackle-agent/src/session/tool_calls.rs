@@ -275,7 +275,7 @@ fn emit_result(
     duration: Duration,
 ) {
     let outcome = match outcome {
-        Ok(()) => ToolOutcome::Ok { preview: preview(&result.content) },
+        Ok(()) => ToolOutcome::Ok { preview: preview(&result.content), tail: tail(&result.content) },
         Err(e) => ToolOutcome::Error { envelope: e.clone() },
     };
     sink.emit(AgentEvent::ToolResult {
@@ -288,6 +288,28 @@ fn emit_result(
         locator,
         duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
     });
+}
+
+/// The last lines of an output longer than its preview: at most 8 lines and `PREVIEW_CHARS`
+/// characters, starting at a line boundary.
+fn tail(text: &str) -> Option<String> {
+    if text.chars().count() <= PREVIEW_CHARS {
+        return None;
+    }
+    let trimmed = text.trim_end_matches('\n');
+    let mut start = trimmed.len();
+    for (lines, (i, _)) in trimmed.rmatch_indices('\n').enumerate() {
+        if lines == 8 || trimmed[i + 1..].chars().count() > PREVIEW_CHARS {
+            break;
+        }
+        start = i + 1;
+    }
+    if start == trimmed.len() {
+        // One last line longer than the budget: its end.
+        let skip = trimmed.chars().count().saturating_sub(PREVIEW_CHARS);
+        return Some(format!("…{}", trimmed.chars().skip(skip).collect::<String>()));
+    }
+    Some(trimmed[start..].to_owned())
 }
 
 fn preview(text: &str) -> String {
@@ -305,4 +327,30 @@ fn progress_sink(sink: &EventSink) -> tackle_tools::ProgressSink {
             data: serde_json::json!({ "call_id": p.call_id, "message": p.message }),
         })
     })
+}
+
+#[cfg(test)]
+mod tail_tests {
+    use super::{PREVIEW_CHARS, tail};
+
+    #[test]
+    fn short_outputs_have_no_tail() {
+        assert_eq!(tail("exit code: 0\nstdout:\nhi\n"), None);
+    }
+
+    #[test]
+    fn the_tail_is_the_last_lines_within_the_budget() {
+        let text: String = (0..200).map(|i| format!("line {i}\n")).collect();
+        let t = tail(&text).unwrap();
+        assert_eq!(t.lines().count(), 8);
+        assert!(t.starts_with("line 192") && t.ends_with("line 199"), "{t}");
+    }
+
+    #[test]
+    fn one_huge_line_keeps_its_end_on_a_char_boundary() {
+        let text = "é".repeat(PREVIEW_CHARS * 3);
+        let t = tail(&text).unwrap();
+        assert_eq!(t.chars().count(), PREVIEW_CHARS + 1);
+        assert!(t.starts_with('…'));
+    }
 }

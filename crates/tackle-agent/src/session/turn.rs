@@ -21,7 +21,7 @@ use super::loop_guard::{LoopGuard, Verdict};
 use super::model_call::{ModelCallError, call_model};
 use super::tail_note::TailState;
 use super::tool_calls::{CallBatch, run_calls, unique_call_ids};
-use crate::context::{CALIBRATION_KEY, ContextState};
+use crate::context::CALIBRATION_KEY;
 use crate::context::{CompactReason, CompactionRequested};
 use crate::invariants;
 use crate::tools::{MaskStrategy, StepTools, StepView};
@@ -208,8 +208,10 @@ impl Session {
                         return Ok(outcome(step, TurnEnd::Failed, String::new(), usage, Some(message)));
                     }
                 };
-                let mut metrics =
-                    StepMetrics { context: Some(ContextState::report(&budget)), ..StepMetrics::default() };
+                let mut metrics = StepMetrics {
+                    context: Some(self.context.report(&budget, &self.history)),
+                    ..StepMetrics::default()
+                };
                 if let Some(stats) = self.prefix.observe(encoded.cache_order, &encoded.body) {
                     metrics.prefix_bytes = Some(stats.prefix_bytes);
                     metrics.prefix_ratio = Some(stats.ratio);

@@ -12,6 +12,7 @@ use tackle_agent::{ContextConfig, DeferralConfig, LoopGuardConfig};
 
 pub use server::ServerSettings;
 
+mod env;
 mod server;
 
 /// The configuration file name, looked up in the user config dir and the workspace.
@@ -40,6 +41,11 @@ pub struct Settings {
     pub max_output_tokens: Option<u32>,
     /// Retries of a failed model request.
     pub max_retries: u32,
+    /// Seconds to establish a connection to the provider.
+    pub connect_timeout_secs: u64,
+    /// Seconds any single read from the provider may take (a stalled stream fails instead of
+    /// hanging); each retry gets as long again.
+    pub read_timeout_secs: u64,
     /// Where sessions are stored (`TACKLE_HOME` overrides it).
     pub data_dir: Option<PathBuf>,
     /// Tool execution limits.
@@ -80,6 +86,8 @@ impl Default for Settings {
             max_steps: 25,
             max_output_tokens: None,
             max_retries: 2,
+            connect_timeout_secs: tackle_provider::Timeouts::default().connect.as_secs(),
+            read_timeout_secs: tackle_provider::Timeouts::default().read.as_secs(),
             data_dir: None,
             tools: ToolSettings::default(),
             builtins: BuiltinConfig::default(),
@@ -196,50 +204,22 @@ impl Settings {
             deep_merge(&mut merged, table);
             sources.push(path.to_owned());
         }
-        let mut settings =
+        // Files first, then the environment: every setting has a TACKLE_* variable.
+        Settings::deserialize(toml::Value::Table(merged.clone())).map_err(|e| SettingsError::Invalid {
+            path: sources.last().cloned().unwrap_or_default(),
+            message: e.to_string(),
+        })?;
+        let shape = serde_json::to_value(Settings::default()).unwrap_or_default();
+        let accepts = |table: &toml::Table| {
+            Settings::deserialize(toml::Value::Table(table.clone())).map(drop).map_err(|e| e.to_string())
+        };
+        env::apply(&mut merged, &shape, env, &accepts)?;
+        let settings =
             Settings::deserialize(toml::Value::Table(merged)).map_err(|e| SettingsError::Invalid {
                 path: sources.last().cloned().unwrap_or_default(),
                 message: e.to_string(),
             })?;
-        settings.apply_env(env)?;
         Ok(LoadedSettings { settings, sources })
-    }
-
-    fn apply_env(&mut self, env: EnvLookup<'_>) -> Result<(), SettingsError> {
-        let get = |k: &str| env(k).filter(|v| !v.trim().is_empty());
-        if let Some(home) = get("TACKLE_HOME") {
-            self.data_dir = Some(PathBuf::from(home));
-        }
-        if let Some(p) = get("TACKLE_PROVIDER") {
-            self.provider =
-                Some(p.parse().map_err(|message| SettingsError::InvalidEnv {
-                    var: "TACKLE_PROVIDER".into(),
-                    message,
-                })?);
-        }
-        if let Some(m) = get("TACKLE_MODEL") {
-            self.model = Some(m);
-        }
-        let invalid = |var: &str, message: String| SettingsError::InvalidEnv { var: var.into(), message };
-        if let Some(v) = get("TACKLE_SANDBOX_MODE") {
-            self.sandbox.mode = v.parse().map_err(|m| invalid("TACKLE_SANDBOX_MODE", m))?;
-        }
-        if let Some(v) = get("TACKLE_SANDBOX_BACKEND") {
-            self.sandbox.backend = v.parse().map_err(|m| invalid("TACKLE_SANDBOX_BACKEND", m))?;
-        }
-        for (var, flag) in [
-            ("TACKLE_DYNAMIC_TOOLS", &mut self.dynamic_tools),
-            ("TACKLE_RECOVERABLE_COMPRESSION", &mut self.recoverable_compression),
-            ("TACKLE_SANDBOX_NETWORK", &mut self.sandbox.network),
-        ] {
-            if let Some(v) = get(var) {
-                *flag = parse_switch(&v).ok_or_else(|| SettingsError::InvalidEnv {
-                    var: var.into(),
-                    message: format!("{v:?} is not on or off"),
-                })?;
-            }
-        }
-        Ok(())
     }
 
     /// The data directory: `TACKLE_HOME`, the configured one, or the platform data dir.
@@ -271,21 +251,16 @@ impl Settings {
             config.base_url = url.clone();
         }
         config.retry.max_retries = self.max_retries;
+        config.timeouts = tackle_provider::Timeouts {
+            connect: std::time::Duration::from_secs(self.connect_timeout_secs.max(1)),
+            read: std::time::Duration::from_secs(self.read_timeout_secs.max(1)),
+        };
         Ok(config)
     }
 
     /// The model to use with `kind`.
     pub fn model_for(&self, kind: ProviderKind) -> String {
         self.model.clone().unwrap_or_else(|| default_model(kind).to_owned())
-    }
-}
-
-/// Reads an on/off switch: on, true, 1, yes / off, false, 0, no.
-fn parse_switch(v: &str) -> Option<bool> {
-    match v.trim().to_ascii_lowercase().as_str() {
-        "on" | "true" | "1" | "yes" => Some(true),
-        "off" | "false" | "0" | "no" => Some(false),
-        _ => None,
     }
 }
 
@@ -400,5 +375,100 @@ mod tests {
         let c = s.provider_config(&env(&[])).unwrap();
         assert_eq!((c.kind, c.base_url.as_str()), (ProviderKind::Openai, "http://localhost:11434/v1"));
         assert!(SettingsError::NoProvider.to_string().contains("tackle demo"));
+    }
+
+    /// A value for the setting at `path` that differs from its default, as a variable's text.
+    fn sample(var: &env::Variable, default: &serde_json::Value) -> String {
+        let fixed = [
+            ("provider", "anthropic"),
+            ("model", "model-sample"),
+            ("base_url", "http://127.0.0.1:9/v1"),
+            ("openai_dialect", "compatible"),
+            ("max_output_tokens", "1234"),
+            ("data_dir", "/tmp/tackle-sample"),
+            ("context.window", "64000"),
+            ("server.bind", "0.0.0.0:9999"),
+            ("hooks", r#"[{"tools": "shell", "action": "deny"}]"#),
+            ("loop.per_tool_cap", r#"{"shell": 3}"#),
+            ("server.workspaces", r#"{"docs": "/srv/docs"}"#),
+            ("mcp.servers", r#"{"files": {"command": "mcp-files"}}"#),
+        ];
+        if let Some((_, text)) = fixed.iter().find(|(p, _)| *p == var.path) {
+            return (*text).to_owned();
+        }
+        match (var.kind, default) {
+            (env::Kind::Switch, serde_json::Value::Bool(b)) => (if *b { "off" } else { "on" }).to_owned(),
+            (env::Kind::Integer, v) => (v.as_i64().unwrap_or(0) + 1).to_string(),
+            (env::Kind::Number, v) => (v.as_f64().unwrap_or(1.0) / 2.0).to_string(),
+            (env::Kind::List, _) => "alpha, beta".to_owned(),
+            _ => format!("sample-{}", var.path),
+        }
+    }
+
+    fn at<'a>(value: &'a serde_json::Value, path: &str) -> &'a serde_json::Value {
+        path.split('.').fold(value, |v, k| &v[k])
+    }
+
+    /// Walks every setting: its TACKLE_* variable changes it, and docs/configuration.md names
+    /// both. A setting added without a way to reach it fails here.
+    #[test]
+    fn every_setting_is_reachable_from_the_environment_and_documented() {
+        let dir = tempfile::tempdir().unwrap();
+        let defaults = serde_json::to_value(Settings::default()).unwrap();
+        let docs =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/configuration.md"))
+                .unwrap_or_default();
+        let mut unreachable = Vec::new();
+        let mut undocumented = Vec::new();
+        let vars = env::variables(&defaults);
+        assert!(vars.len() > 40, "the walk found the settings: {vars:?}");
+        for var in &vars {
+            let text = sample(var, at(&defaults, &var.path));
+            let pairs = [(var.name.as_str(), text.as_str())];
+            match Settings::load_from(None, dir.path(), &env(&pairs)) {
+                Ok(loaded) => {
+                    let got = serde_json::to_value(&loaded.settings).unwrap();
+                    if at(&got, &var.path) == at(&defaults, &var.path) {
+                        unreachable.push(format!("{} did not change {}", var.name, var.path));
+                    }
+                }
+                Err(e) => unreachable.push(format!("{}={text:?}: {e}", var.name)),
+            }
+            let key = format!("`{}`", var.path);
+            if !docs.contains(&key) || !docs.contains(&var.name) {
+                undocumented.push(format!("{key} / {}", var.name));
+            }
+        }
+        assert!(
+            unreachable.is_empty(),
+            "settings not reachable from the environment:\n{}",
+            unreachable.join("\n")
+        );
+        assert!(
+            undocumented.is_empty(),
+            "settings missing from docs/configuration.md:\n{}",
+            undocumented.join("\n")
+        );
+    }
+
+    #[test]
+    fn variables_name_the_setting_they_failed_to_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = Settings::load_from(None, dir.path(), &env(&[("TACKLE_MAX_STEPS", "many")])).unwrap_err();
+        assert!(
+            err.to_string().contains("TACKLE_MAX_STEPS") && err.to_string().contains("whole number"),
+            "{err}"
+        );
+        let err = Settings::load_from(None, dir.path(), &env(&[("TACKLE_PROVIDER", "openia")])).unwrap_err();
+        assert!(err.to_string().contains("TACKLE_PROVIDER"), "{err}");
+        let s =
+            Settings::load_from(None, dir.path(), &env(&[("TACKLE_HOME", "/a"), ("TACKLE_DATA_DIR", "/b")]))
+                .unwrap()
+                .settings;
+        assert_eq!(s.data_dir.as_deref(), Some(Path::new("/b")), "the variable named by the rule wins");
+        let s = Settings::load_from(None, dir.path(), &env(&[("TACKLE_SERVER_MODELS", "[\"a\", \"b\"]")]))
+            .unwrap()
+            .settings;
+        assert_eq!(s.server.models, ["a", "b"]);
     }
 }

@@ -99,7 +99,7 @@ impl ServerSettings {
             };
             config.tokens.push(UserToken::new(t.user.clone(), &token));
         }
-        if let Some(path) = self.tokens_file(workspace, env) {
+        if let Some(path) = self.tokens_file(workspace) {
             config
                 .tokens
                 .extend(ServerConfig::read_tokens_file(&path).map_err(|e| UsageError(e.to_string()))?);
@@ -121,11 +121,10 @@ impl ServerSettings {
 }
 
 impl ServerSettings {
-    /// The tokens file: `TACKLE_SERVER_TOKENS_FILE`, else `tokens_file` (relative to
-    /// `workspace`).
-    pub fn tokens_file(&self, workspace: &Path, env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
-        let path = env("TACKLE_SERVER_TOKENS_FILE").filter(|v| !v.trim().is_empty()).map(PathBuf::from);
-        path.or_else(|| self.tokens_file.clone()).map(|p| if p.is_absolute() { p } else { workspace.join(p) })
+    /// The tokens file (`tokens_file`, or `TACKLE_SERVER_TOKENS_FILE` like every setting), relative
+    /// to `workspace`.
+    pub fn tokens_file(&self, workspace: &Path) -> Option<PathBuf> {
+        self.tokens_file.clone().map(|p| if p.is_absolute() { p } else { workspace.join(p) })
     }
 }
 

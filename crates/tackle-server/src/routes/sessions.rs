@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tackle_agent::NewSessionOptions;
 use tackle_protocol::ContextReport;
-use tackle_store::{SessionFilter, SessionRecord, SessionSummary};
+use tackle_store::{SessionFilter, SessionRecord, SessionSummary, SessionUpdate};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::User;
@@ -28,6 +28,17 @@ pub struct CreateSession {
     /// never send paths.
     pub workspace: Option<String>,
 }
+
+/// `PATCH /v1/sessions/{id}` body.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UpdateSession {
+    /// New title: 1 to 200 characters, no control characters.
+    pub title: String,
+}
+
+/// Longest title accepted, in characters.
+const MAX_TITLE_CHARS: usize = 200;
 
 /// A session as the API shows it.
 #[derive(Debug, Serialize, ToSchema)]
@@ -219,6 +230,33 @@ pub async fn show(
     let mut view = SessionView::from(record);
     view.messages = Some(messages);
     Ok(Json(view))
+}
+
+/// Renames a session.
+#[utoipa::path(patch, path = "/v1/sessions/{id}", tag = "sessions", request_body = UpdateSession,
+    params(("id" = String, Path, description = "Session id")),
+    responses((status = 200, body = SessionView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn update(
+    State(state): State<AppState>,
+    User(user): User,
+    Path(id): Path<String>,
+    ValidJson(body): ValidJson<UpdateSession>,
+) -> Result<Json<SessionView>, ApiError> {
+    state.owned_session(&id, &user).await?;
+    let title = body.title.trim();
+    if title.is_empty() || title.chars().count() > MAX_TITLE_CHARS || title.chars().any(char::is_control) {
+        return Err(ApiError::invalid_field(
+            "title",
+            format!("a title is 1 to {MAX_TITLE_CHARS} characters on one line, without control characters"),
+        ));
+    }
+    let record = state
+        .agent()
+        .store()
+        .update_session(&id, SessionUpdate { title: Some(title.to_owned()), ..SessionUpdate::default() })
+        .await?;
+    Ok(Json(record.into()))
 }
 
 /// Deletes a session and everything stored for it.

@@ -1,15 +1,46 @@
-//! The embedded web chat page and API docs page: static HTML compiled into the binary, no
-//! build step and no downloads.
+//! The embedded web chat page and API docs page: static files compiled into the binary, no
+//! build step and no downloads. The chat page runs only its own scripts (a Content Security
+//! Policy forbids inline and foreign ones), so markup in model output can never execute even
+//! if it slipped past the renderer, which builds DOM nodes and never parses HTML.
 
-use axum::http::header;
-use axum::response::{Html, IntoResponse};
+use axum::extract::Path;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
 
-/// `GET /`: the web chat.
-pub async fn index() -> impl IntoResponse {
-    ([(header::CACHE_CONTROL, "no-cache")], Html(include_str!("../../web/index.html")))
+/// Only the page's own files; no inline script, no plugins, no framing; images only inline.
+const PAGE_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+                        connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/// The page's files: name, content type, content.
+const ASSETS: &[(&str, &str, &str)] = &[
+    ("app.js", "text/javascript; charset=utf-8", include_str!("../web/app.js")),
+    ("markdown.js", "text/javascript; charset=utf-8", include_str!("../web/markdown.js")),
+    ("app.css", "text/css; charset=utf-8", include_str!("../web/app.css")),
+];
+
+fn protected(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(PAGE_CSP));
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    response
+}
+
+/// `GET /` and `GET /s/{id}` (a session's own URL): the web chat.
+pub async fn index() -> Response {
+    protected(Html(include_str!("../web/index.html")).into_response())
+}
+
+/// `GET /web/{asset}`: the chat page's script, renderer and styles.
+pub async fn asset(Path(name): Path<String>) -> Response {
+    match ASSETS.iter().find(|(n, _, _)| *n == name) {
+        Some((_, kind, body)) => protected(([(header::CONTENT_TYPE, *kind)], *body).into_response()),
+        None => (StatusCode::NOT_FOUND, "no such asset").into_response(),
+    }
 }
 
 /// `GET /docs`: the API reference, rendered from `/openapi.json`.
 pub async fn docs() -> impl IntoResponse {
-    ([(header::CACHE_CONTROL, "no-cache")], Html(include_str!("../../web/docs.html")))
+    ([(header::CACHE_CONTROL, "no-cache")], Html(include_str!("../web/docs.html")))
 }

@@ -1,0 +1,286 @@
+//! The REPL on a real terminal: `tackle chat` inside tmux (Debian's, installed by
+//! scripts/test-deps.sh) against the fake model, read back with `capture-pane`. A tool turn
+//! with markdown, an approval answered "always", Ctrl-C while waiting, /clear, and NO_COLOR.
+//! The tool turn's screen is kept in docs/screens/repl-turn.txt (rewritten when it changes).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use tackle_testkit::{FakeModel, Fault, Script, Turn};
+
+const BIN: &str = env!("CARGO_BIN_EXE_tackle");
+
+fn tmux_available() -> bool {
+    let ok = Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var_os("TACKLE_REQUIRE_PEERS").is_none(),
+            "tmux is not installed: run scripts/test-deps.sh"
+        );
+        eprintln!("skipped: tmux is not installed (run scripts/test-deps.sh)");
+    }
+    ok
+}
+
+/// One tmux server of its own (private socket) running `tackle chat` in a 100x40 pane.
+struct Repl {
+    socket: PathBuf,
+    _dir: tempfile::TempDir,
+    home: tempfile::TempDir,
+    workspace: tempfile::TempDir,
+}
+
+impl Repl {
+    fn start(fake: &FakeModel, extra_env: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let workspace = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("tmux.sock");
+        let mut env = vec![
+            format!("PATH={}", std::env::var("PATH").unwrap_or_default()),
+            format!("HOME={}", home.path().display()),
+            format!("XDG_CONFIG_HOME={}", home.path().join("config").display()),
+            format!("TACKLE_HOME={}", home.path().join("data").display()),
+            "TERM=xterm-256color".to_owned(),
+            "LANG=C.UTF-8".to_owned(),
+            "OPENAI_API_KEY=sk-test".to_owned(),
+            format!("OPENAI_BASE_URL={}/v1", fake.base_url()),
+            "TACKLE_PROVIDER=openai".to_owned(),
+            "TACKLE_MODEL=gpt-4o".to_owned(),
+        ];
+        env.extend(extra_env.iter().map(|(k, v)| format!("{k}={v}")));
+        let mut args: Vec<String> = vec!["env".into(), "-i".into()];
+        args.extend(env);
+        args.extend([
+            BIN.to_owned(),
+            "chat".into(),
+            "--workspace".into(),
+            workspace.path().display().to_string(),
+        ]);
+        let status = Command::new("tmux")
+            .arg("-S")
+            .arg(&socket)
+            .args(["-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", "100", "-y", "40"])
+            .args(&args)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let repl = Self { socket, _dir: dir, home, workspace };
+        repl.tmux(&["set-option", "-t", "t", "remain-on-exit", "on"]);
+        repl.wait_for("you>", Duration::from_secs(60));
+        repl
+    }
+
+    fn tmux(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux").arg("-S").arg(&self.socket).args(args).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Types `text` and presses Enter.
+    fn line(&self, text: &str) {
+        self.tmux(&["send-keys", "-t", "t", "-l", text]);
+        self.tmux(&["send-keys", "-t", "t", "Enter"]);
+    }
+
+    fn keys(&self, key: &str) {
+        self.tmux(&["send-keys", "-t", "t", key]);
+    }
+
+    /// The visible screen, as text.
+    fn screen(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-t", "t"])
+    }
+
+    /// The visible screen with colours as escape sequences.
+    fn screen_with_escapes(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-e", "-t", "t"])
+    }
+
+    fn wait_for(&self, needle: &str, timeout: Duration) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.screen();
+            if screen.contains(needle) {
+                return screen;
+            }
+            assert!(start.elapsed() < timeout, "timed out waiting for {needle:?}; the screen:\n{screen}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits until `needle` shows `n` times.
+    fn wait_for_count(&self, needle: &str, n: usize, timeout: Duration) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.screen();
+            if screen.matches(needle).count() >= n {
+                return screen;
+            }
+            assert!(
+                start.elapsed() < timeout,
+                "timed out waiting for {n}x {needle:?}; the screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Repl {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux").arg("-S").arg(&self.socket).arg("kill-server").output();
+    }
+}
+
+/// The screen without what changes from run to run (paths, ids, timings).
+fn normalize(screen: &str, repl: &Repl) -> String {
+    let mut s = screen.replace(&repl.workspace.path().display().to_string(), "/tmp/ws");
+    s = s.replace(&repl.home.path().display().to_string(), "/tmp/home");
+    let uuid = regex::Regex::new(r"[0-9a-f]{8}-[0-9a-f]{4}(-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})?").unwrap();
+    s = uuid.replace_all(&s, "01234567-89ab").into_owned();
+    // Prompt sizes depend on the temporary paths in the system prompt.
+    let usage = regex::Regex::new(r"[\d,]+ tokens in \(\d+% cached\) · \d+ out").unwrap();
+    s = usage.replace_all(&s, "N tokens in (M% cached) · K out").into_owned();
+    let secs = regex::Regex::new(r"\d+\.\ds\b").unwrap();
+    s = secs.replace_all(&s, "0.5s").into_owned();
+    let ms = regex::Regex::new(r"\b\d+ ms\b").unwrap();
+    s = ms.replace_all(&s, "100 ms").into_owned();
+    s.lines().map(str::trim_end).collect::<Vec<_>>().join("\n").trim_end().to_owned() + "\n"
+}
+
+fn keep_in_docs(name: &str, text: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/screens").join(name);
+    if std::fs::read_to_string(&path).ok().as_deref() != Some(text) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+    }
+}
+
+const ANSWER: &str = "## Result\n\nThe file says **hi there**; see `hello.txt`:\n\n- first point\n- second *point*\n\n```sh\ncat hello.txt\n```\n";
+
+#[test]
+fn a_tool_turn_renders_a_labelled_result_markdown_and_a_turn_line() {
+    if !tmux_available() {
+        return;
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fake = rt
+        .block_on(FakeModel::start({
+            let mut script = Script::new(vec![
+                Turn::text("Let me read it.").with_call("read_file", r#"{"path": "hello.txt"}"#),
+                Turn::text(ANSWER),
+            ]);
+            // Usage from the simulated prompt cache, so the turn line has figures to show.
+            script.simulate_cache = true;
+            script
+        }))
+        .unwrap();
+    let repl = Repl::start(&fake, &[]);
+    std::fs::write(repl.workspace.path().join("hello.txt"), "hi there\n").unwrap();
+    repl.line("what does hello.txt say?");
+    let screen = repl.wait_for("─ 2 steps", Duration::from_secs(60));
+    assert!(screen.contains("✓ read_file hello.txt"), "{screen}");
+    assert!(screen.contains("    1  hi there"), "the first lines of the read: {screen}");
+    // Markdown: markers gone, bullets, a code block frame.
+    assert!(screen.contains("The file says hi there; see hello.txt:"), "{screen}");
+    assert!(screen.contains("• first point") && screen.contains("• second point"), "{screen}");
+    assert!(screen.contains("┌──── sh") && screen.contains("│ cat hello.txt"), "{screen}");
+    assert!(!screen.contains("**"), "{screen}");
+    let turn_line =
+        regex::Regex::new(r"─ 2 steps · [\d,]+ tokens in \(\d+% cached\) · \d+ out · \d+\.\ds").unwrap();
+    assert!(turn_line.is_match(&screen), "{screen}");
+    // Colours: a green check, bold heading.
+    let coloured = repl.screen_with_escapes();
+    assert!(coloured.contains("\x1b[32m✓"), "{coloured:?}");
+    keep_in_docs("repl-turn.txt", &normalize(&screen, &repl));
+
+    // /clear: a new session on a clean screen; the old one stays stored.
+    repl.line("/clear");
+    let screen = repl.wait_for("new session", Duration::from_secs(60));
+    assert!(!screen.contains("read_file"), "the screen was cleared:\n{screen}");
+    assert!(screen.contains("/resume"), "{screen}");
+    repl.line("/session");
+    let screen = repl.wait_for("messages  0", Duration::from_secs(60));
+    assert!(screen.contains("messages  0"), "{screen}");
+}
+
+#[test]
+fn an_approval_shows_the_content_and_always_holds_for_the_session() {
+    if !tmux_available() {
+        return;
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fake = rt
+        .block_on(FakeModel::start(Script::new(vec![
+            Turn::call("write_file", r#"{"path": "a.txt", "content": "alpha line\n"}"#),
+            Turn::call("write_file", r#"{"path": "b.txt", "content": "beta line\n"}"#),
+            Turn::text("Both written."),
+        ])))
+        .unwrap();
+    let repl = Repl::start(&fake, &[]);
+    repl.line("write two files");
+    let screen = repl.wait_for("lways for this session", Duration::from_secs(60));
+    assert!(screen.contains("? allow write_file a.txt"), "{screen}");
+    assert!(screen.contains("+alpha line"), "the content to be written is shown:\n{screen}");
+    assert!(screen.contains("new file a.txt"), "{screen}");
+    repl.line("a");
+    let screen = repl.wait_for("─ 3 steps", Duration::from_secs(60));
+    assert!(screen.contains("allowed for the rest of this session"), "{screen}");
+    assert!(screen.contains("✓ write_file b.txt"), "{screen}");
+    assert_eq!(screen.matches("? allow").count(), 1, "asked once:\n{screen}");
+    assert_eq!(std::fs::read_to_string(repl.workspace.path().join("b.txt")).unwrap(), "beta line\n");
+    keep_in_docs("repl-approval.txt", &normalize(&screen, &repl));
+    repl.line("/approvals");
+    repl.wait_for("always allowed in this session: write_file", Duration::from_secs(60));
+}
+
+#[test]
+fn ctrl_c_while_waiting_cancels_the_turn_and_the_repl_goes_on() {
+    if !tmux_available() {
+        return;
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fake = rt
+        .block_on(FakeModel::start(Script::new(vec![
+            Turn::text("after the cancel"),
+            Turn::text("after the cancel"),
+        ])))
+        .unwrap();
+    fake.push_fault(Fault::Latency { ms: 30_000 });
+    let repl = Repl::start(&fake, &[]);
+    repl.line("take your time");
+    // The spinner: what it waits for, for how long, and how to interrupt.
+    let screen = repl.wait_for("Ctrl-C to interrupt", Duration::from_secs(60));
+    assert!(screen.contains("thinking"), "{screen}");
+    assert!(regex::Regex::new(r"\d+\.\ds · Ctrl-C to interrupt").unwrap().is_match(&screen), "{screen}");
+    repl.keys("C-c");
+    let screen = repl.wait_for("cancelled", Duration::from_secs(60));
+    assert!(screen.contains("cancelling the turn"), "{screen}");
+    assert!(!screen.contains("Ctrl-C to interrupt"), "the spinner is gone:\n{screen}");
+    repl.wait_for_count("you>", 2, Duration::from_secs(60));
+    repl.line("again");
+    let screen = repl.wait_for("after the cancel", Duration::from_secs(60));
+    assert!(screen.contains("after the cancel"), "{screen}");
+}
+
+#[test]
+fn no_color_means_no_escape_codes_on_screen() {
+    if !tmux_available() {
+        return;
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fake = rt
+        .block_on(FakeModel::start(Script::new(vec![
+            Turn::call("list_files", r#"{"path": "."}"#),
+            Turn::text("**Plain** answer with `code`."),
+        ])))
+        .unwrap();
+    let repl = Repl::start(&fake, &[("NO_COLOR", "1")]);
+    repl.line("list");
+    let screen = repl.wait_for("─ 2 steps", Duration::from_secs(60));
+    // Markdown passes through as written; nothing is coloured.
+    assert!(screen.contains("**Plain** answer with `code`."), "{screen}");
+    assert!(screen.contains("✓ list_files ."), "{screen}");
+    let coloured = repl.screen_with_escapes();
+    assert!(!coloured.contains('\x1b'), "escape codes with NO_COLOR: {coloured:?}");
+}
