@@ -23,6 +23,9 @@ pub struct AgentConfig {
     pub context: ContextConfig,
     /// Deferral of tools over budget.
     pub deferral: DeferralConfig,
+    /// The sandbox the shell's commands run in, reported in `session_started` (set by
+    /// [`crate::AgentBuilder::sandbox`]).
+    pub sandbox: Option<tackle_protocol::SandboxInfo>,
 }
 
 impl AgentConfig {
@@ -37,6 +40,7 @@ impl AgentConfig {
             dynamic_tools: true,
             context: ContextConfig::default(),
             deferral: DeferralConfig::default(),
+            sandbox: None,
         }
     }
 }
