@@ -372,7 +372,8 @@ impl ToolExecutor {
                             max_lines: self.limits.max_output_lines,
                         };
                         let capped = cap_output(text, cap);
-                        (capped.text, capped.truncated, None)
+                        let truncated = capped.truncated();
+                        (capped.text, truncated, None)
                     }
                 };
                 let result =
