@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use axum::http::{Method, StatusCode};
 use common::{ALICE, Harness, parse_sse, tokens};
 use serde_json::{Value, json};
-use tackle_testkit::{Script, ScriptMode, Turn};
+use tackle_testkit::{Script, ScriptMode, Turn, peers};
 
 fn tools() -> Value {
     json!([{"type": "function", "function": {"name": "get_weather", "description": "Weather",
@@ -150,25 +150,9 @@ async fn agent_mode_runs_tackles_own_tools_and_streams_the_answer() {
     assert_eq!(ids, ["tackle-agent", "model-x", "model-y"]);
 }
 
-fn venv_python() -> Option<PathBuf> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let python = root.join("target/test-deps/venv/bin/python");
-    python.is_file().then_some(python)
-}
-
-/// Peers are required when `TACKLE_REQUIRE_PEERS` is set (scripts/test.sh sets it); otherwise a
-/// missing peer skips the test with a note.
-pub fn missing_peer(what: &str) {
-    assert!(
-        std::env::var_os("TACKLE_REQUIRE_PEERS").is_none(),
-        "{what} is not installed: run scripts/test-deps.sh"
-    );
-    eprintln!("skipped: {what} is not installed (run scripts/test-deps.sh)");
-}
-
 #[tokio::test]
 async fn the_official_openai_python_sdk_works_against_the_endpoint() {
-    let Some(python) = venv_python() else { return missing_peer("the openai Python SDK") };
+    let Some(python) = peers::or_skip(peers::venv_python("openai")) else { return };
     let mut script = Script::stateless(vec![]);
     script.mode = ScriptMode::Sequential;
     script.turns = vec![

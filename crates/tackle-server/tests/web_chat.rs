@@ -1,6 +1,6 @@
-//! The web chat page in headless Chromium (Debian's chromium driven by playwright-core, both
-//! installed by scripts/test-deps.sh): send a message, see the streamed reply and tool cards,
-//! approve a confirmation.
+//! The web chat page in headless Chromium (found wherever it is by `tackle_testkit::peers`)
+//! driven by playwright-core, both installed by scripts/test-deps.sh: send a message, see the
+//! streamed reply and tool cards, approve a confirmation.
 
 mod common;
 
@@ -8,23 +8,12 @@ use std::path::PathBuf;
 
 use common::Harness;
 use serde_json::{Value, json};
-use tackle_testkit::{Script, Turn};
-
-fn missing_peer(what: &str) {
-    assert!(
-        std::env::var_os("TACKLE_REQUIRE_PEERS").is_none(),
-        "{what} is not installed: run scripts/test-deps.sh"
-    );
-    eprintln!("skipped: {what} is not installed (run scripts/test-deps.sh)");
-}
+use tackle_testkit::{Script, Turn, peers};
 
 #[tokio::test]
 async fn the_web_page_streams_a_reply_shows_tool_cards_and_approves() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let modules = root.join("target/test-deps/node/node_modules");
-    if !modules.join("playwright-core").is_dir() || !std::path::Path::new("/usr/bin/chromium").exists() {
-        return missing_peer("chromium or playwright-core");
-    }
+    let Some(browser) = peers::or_skip(peers::chromium()) else { return };
+    let Some(_) = peers::or_skip(peers::npm_package("playwright-core")) else { return };
     let script = Script::new(vec![
         Turn::call("list_files", r#"{"path":"."}"#),
         Turn::call("shell", r#"{"command":"echo hello from shell"}"#),
@@ -33,11 +22,12 @@ async fn the_web_page_streams_a_reply_shows_tool_cards_and_approves() {
     let h = Harness::new(script).await;
     std::fs::write(h.workspace.path().join("notes.md"), "x").unwrap();
     let base = h.listen().await;
-    let shot = root.join("target/web-chat.png");
+    let shot = peers::repo_root().join("target/web-chat.png");
     let out = tokio::process::Command::new("node")
         .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/web_chat.mjs"))
         .arg(&base)
-        .env("TACKLE_NODE_MODULES", &modules)
+        .env("TACKLE_NODE_MODULES", peers::node_modules())
+        .env("CHROMIUM", &browser)
         .env("SCREENSHOT", &shot)
         .output()
         .await

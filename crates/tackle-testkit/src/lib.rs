@@ -22,6 +22,7 @@
 mod cache_sim;
 mod examples;
 mod fault;
+pub mod peers;
 mod script;
 mod server;
 mod validate;
