@@ -32,8 +32,12 @@ pub struct ServerConfig {
     /// Workspaces clients may choose by name when creating a session; `default` is used when
     /// they name none. Clients never send paths.
     pub workspaces: BTreeMap<String, PathBuf>,
-    /// Models clients may choose per session (the agent's own model is always allowed).
+    /// Models clients may choose per session and name at the OpenAI-compatible gateway (the
+    /// agent's own model is always allowed).
     pub models: Vec<String>,
+    /// Whether the gateway forwards any model name a client sends instead of only the allowed
+    /// ones (for a server in front of a provider whose models the operator does not list).
+    pub gateway_any_model: bool,
     /// The model name under which the OpenAI-compatible endpoint runs Tackle's own agent.
     pub agent_model: String,
     /// Largest request body, in bytes (413 beyond).
@@ -53,6 +57,7 @@ impl ServerConfig {
             tokens: Vec::new(),
             workspaces: BTreeMap::from([("default".to_owned(), workspace)]),
             models: Vec::new(),
+            gateway_any_model: false,
             agent_model: "tackle-agent".to_owned(),
             body_limit: 2 * 1024 * 1024,
             heartbeat: Duration::from_secs(15),

@@ -81,36 +81,96 @@ async fn gateway_returns_tool_calls_and_keeps_the_tool_order_stable() {
 #[tokio::test]
 async fn errors_come_in_openai_shape() {
     let h = Harness::new(Script::new(vec![])).await;
+    let user = json!([{"role": "user", "content": "x"}]);
     for (body, param) in [
-        (json!({"model": "m", "messages": []}), "messages"),
+        (json!({"model": "model-x", "messages": []}), "messages"),
         (
-            json!({"model": "m", "messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "bad name"}}]}),
+            json!({"model": "model-x", "messages": user, "tools": [{"type": "function", "function": {"name": "bad name"}}]}),
             "tools[0].function.name",
         ),
         (
-            json!({"model": "m", "messages": [{"role": "user", "content": "x"}], "tools": tools(), "tool_choice": {"type": "function", "function": {"name": "nope"}}}),
+            json!({"model": "model-x", "messages": user, "tools": tools(), "tool_choice": {"type": "function", "function": {"name": "nope"}}}),
             "tool_choice",
         ),
+        (
+            json!({"model": "model-x", "messages": user, "tool_choice": {"type": "allowed_tools", "allowed_tools": {"mode": "sometimes", "tools": []}}}),
+            "tool_choice",
+        ),
+        (json!({"model": "model-x", "messages": [{"role": "user", "content": ""}]}), "messages[0].content"),
+        (json!({"model": "model-x", "messages": [{"role": "assistant", "content": null}]}), "messages[0]"),
+        (
+            json!({"model": "model-x", "messages": [{"role": "user", "content": "x"}, {"role": "tool", "tool_call_id": "c9", "content": "r"}]}),
+            "messages",
+        ),
+        (
+            json!({"model": "model-x", "messages": [{"role": "user", "content": "x"}, {"role": "assistant", "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}]}]}),
+            "messages",
+        ),
+        (json!({"model": "model-x", "messages": user, "max_tokens": 1.5}), "max_tokens"),
+        (json!({"model": "model-x", "messages": user, "stream_options": [1]}), "stream_options"),
+        (json!({"model": "tackle-agent", "messages": user, "tools": tools()}), "tools"),
         (json!({"messages": []}), "."),
     ] {
-        let (status, error) = h.call(Method::POST, "/v1/chat/completions", None, Some(body)).await;
-        assert_eq!(status, StatusCode::BAD_REQUEST, "{error}");
+        let (status, error) = h.call(Method::POST, "/v1/chat/completions", None, Some(body.clone())).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {error}");
         assert_eq!(error["error"]["type"], "invalid_request_error", "{error}");
         if param != "." {
-            assert_eq!(error["error"]["param"], param, "{error}");
+            assert_eq!(error["error"]["param"], param, "{body}: {error}");
         }
     }
+    assert!(h.fake.requests().is_empty(), "nothing invalid reached the provider");
     // A provider failure is a 502 in the same shape (the fake has no turns left).
     let (status, error) = h
         .call(
             Method::POST,
             "/v1/chat/completions",
             None,
-            Some(json!({"model": "m", "messages": [{"role": "user", "content": "x"}]})),
+            Some(json!({"model": "model-x", "messages": [{"role": "user", "content": "x"}]})),
         )
         .await;
     assert_eq!(status, StatusCode::BAD_GATEWAY, "{error}");
     assert_eq!(error["error"]["type"], "server_error");
+    // A method the route does not have: 405 in the same shape, with Allow.
+    let (status, error) = h.call(Method::PUT, "/v1/chat/completions", None, None).await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED, "{error}");
+    assert_eq!(error["error"]["code"], "method_not_allowed", "{error}");
+}
+
+/// The gateway forwards only the models the server offers, unless it is configured open.
+#[tokio::test]
+async fn the_gateway_forwards_only_offered_models_unless_open() {
+    let h = Harness::new(Script::stateless(vec![Turn::text("hi")])).await;
+    let ask = |model: &str| json!({"model": model, "messages": [{"role": "user", "content": "x"}], "tools": tools()});
+    let (status, error) = h.call(Method::POST, "/v1/chat/completions", None, Some(ask("gpt-5-pro"))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{error}");
+    assert_eq!(error["error"]["param"], "model");
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("tackle-agent, model-x, model-y") && message.contains("[server] models"),
+        "{message}"
+    );
+    assert!(h.fake.requests().is_empty(), "the unknown model was not forwarded");
+    for offered in ["model-x", "model-y"] {
+        let (status, body) = h.call(Method::POST, "/v1/chat/completions", None, Some(ask(offered))).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    // The document lists exactly the accepted names.
+    let (_, doc) = h.call(Method::GET, "/openapi.json", None, None).await;
+    assert_eq!(
+        doc["components"]["schemas"]["ChatRequest"]["properties"]["model"]["enum"],
+        json!(["tackle-agent", "model-x", "model-y"])
+    );
+
+    let open = Harness::configured(Script::stateless(vec![Turn::text("hi")]), Vec::new(), |c| {
+        c.gateway_any_model = true
+    })
+    .await;
+    let (status, body) = open.call(Method::POST, "/v1/chat/completions", None, Some(ask("gpt-5-pro"))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(open.fake.requests()[0].body["model"], "gpt-5-pro");
+    let (_, doc) = open.call(Method::GET, "/openapi.json", None, None).await;
+    assert!(doc["components"]["schemas"]["ChatRequest"]["properties"]["model"].get("enum").is_none());
 }
 
 #[tokio::test]

@@ -219,6 +219,7 @@ impl Settings {
         for (var, flag) in [
             ("TACKLE_DYNAMIC_TOOLS", &mut self.dynamic_tools),
             ("TACKLE_RECOVERABLE_COMPRESSION", &mut self.recoverable_compression),
+            ("TACKLE_SERVER_GATEWAY_ANY_MODEL", &mut self.server.gateway_any_model),
         ] {
             if let Some(v) = get(var) {
                 *flag = parse_switch(&v).ok_or_else(|| SettingsError::InvalidEnv {

@@ -33,8 +33,12 @@ pub struct ServerSettings {
     /// Named workspaces clients may choose; `default` is the serve command's workspace unless
     /// set here.
     pub workspaces: BTreeMap<String, PathBuf>,
-    /// Extra models of the provider clients may choose per session.
+    /// Extra models of the provider clients may choose per session and name at the
+    /// OpenAI-compatible gateway (besides the configured model).
     pub models: Vec<String>,
+    /// Let the gateway forward any model name instead of only the configured model and
+    /// `models` (`TACKLE_SERVER_GATEWAY_ANY_MODEL=on`).
+    pub gateway_any_model: bool,
     /// Model name under which `/v1/chat/completions` runs Tackle's agent.
     pub agent_model: String,
     /// Largest request body in bytes.
@@ -54,6 +58,7 @@ impl Default for ServerSettings {
             tokens: Vec::new(),
             workspaces: BTreeMap::new(),
             models: d.models,
+            gateway_any_model: d.gateway_any_model,
             agent_model: d.agent_model,
             body_limit_bytes: d.body_limit,
             heartbeat_secs: d.heartbeat.as_secs(),
@@ -102,6 +107,7 @@ impl ServerSettings {
             config.workspaces.insert(name.clone(), path);
         }
         config.models = self.models.clone();
+        config.gateway_any_model = self.gateway_any_model;
         config.agent_model = self.agent_model.clone();
         config.body_limit = self.body_limit_bytes;
         config.heartbeat = Duration::from_secs(self.heartbeat_secs.max(1));

@@ -75,11 +75,15 @@ pub struct ChatRequest {
     #[serde(default)]
     pub stream: bool,
     /// `{"include_usage": true}` adds a final usage chunk.
-    #[schema(value_type = Object)]
-    pub stream_options: Option<Value>,
+    #[schema(value_type = Option<Object>)]
+    pub stream_options: Option<serde_json::Map<String, Value>>,
     /// Output token limit.
+    #[schema(value_type = Option<i64>, minimum = 0, maximum = 4294967295_u64)]
+    #[serde(default, deserialize_with = "crate::json::optional_integer")]
     pub max_tokens: Option<u32>,
     /// Output token limit (newer name).
+    #[schema(value_type = Option<i64>, minimum = 0, maximum = 4294967295_u64)]
+    #[serde(default, deserialize_with = "crate::json::optional_integer")]
     pub max_completion_tokens: Option<u32>,
     /// Sampling temperature.
     pub temperature: Option<f32>,
@@ -165,9 +169,11 @@ pub async fn models(State(state): State<AppState>, User(_): User) -> Json<ModelL
 /// OpenAI-compatible chat completions (streaming and not). See the module docs for the gateway
 /// and agent modes.
 #[utoipa::path(post, path = "/v1/chat/completions", tag = "openai", request_body = ChatRequest,
-    responses((status = 200, description = "A chat.completion object, or chat.completion.chunk SSE when stream is true"),
-        (status = 400, description = "OpenAI error shape"), (status = 401, description = "OpenAI error shape"),
-        (status = 502, description = "The provider failed (OpenAI error shape)")),
+    responses((status = 200, description = "A `chat.completion` object (`application/json`), or `chat.completion.chunk` \
+            objects as server-sent events ending with `[DONE]` when `stream` is true (`text/event-stream`)",
+            content((Object = "application/json"), (String = "text/event-stream"))),
+        (status = 502, description = "The provider failed (OpenAI error shape)"),
+        (status = 503, description = "The server is shutting down (OpenAI error shape)")),
     security(("bearer" = [])))]
 pub async fn chat_completions(
     State(state): State<AppState>,
@@ -180,8 +186,38 @@ pub async fn chat_completions(
             ApiError::invalid_field("messages", "messages is empty; send at least one user message").into()
         );
     }
-    if request.tools.is_empty() && request.model == state.config().agent_model {
+    if request.model == state.config().agent_model {
+        if !request.tools.is_empty() {
+            return Err(ApiError::invalid_field(
+                "tools",
+                format!(
+                    "model {:?} runs Tackle's agent with its own tools; send no tools, or name a provider model to use the gateway",
+                    request.model
+                ),
+            )
+            .into());
+        }
+        // The agent picks its own tools; a tool_choice is still checked, not silently dropped.
+        convert_tool_choice(request.tool_choice.as_ref(), &[])?;
         return run_agent(state, user, request).await;
+    }
+    let config = state.config();
+    if !config.gateway_any_model
+        && request.model != state.agent().config().model
+        && !config.models.contains(&request.model)
+    {
+        let mut offered = vec![config.agent_model.clone(), state.agent().config().model.clone()];
+        offered.extend(config.models.iter().cloned());
+        return Err(ApiError::invalid_field(
+            "model",
+            format!(
+                "model {:?} is not offered by this server; choose one of {} (GET /v1/models), \
+                 or let the operator add it to [server] models",
+                request.model,
+                offered.join(", ")
+            ),
+        )
+        .into());
     }
     gateway(state, request).await
 }
@@ -221,6 +257,27 @@ fn content_text(content: &Option<Value>, at: usize) -> Result<String, ApiError> 
     }
 }
 
+/// Text of a system or user message, which providers refuse empty: a non-empty string, or text
+/// parts each with text.
+fn non_empty_text(content: &Option<Value>, at: usize) -> Result<String, ApiError> {
+    if let Some(Value::Array(parts)) = content
+        && (parts.is_empty() || parts.iter().any(|p| p.get("text").and_then(Value::as_str) == Some("")))
+    {
+        return Err(ApiError::invalid_field(
+            format!("messages[{at}].content"),
+            "send at least one text part, each with text",
+        ));
+    }
+    let text = content_text(content, at)?;
+    if text.is_empty() {
+        return Err(ApiError::invalid_field(
+            format!("messages[{at}].content"),
+            "the content is empty; send the text of the message",
+        ));
+    }
+    Ok(text)
+}
+
 /// The system prompt and conversation of a chat request.
 fn convert_messages(messages: &[ChatMessage]) -> Result<(Vec<SystemSection>, Vec<Message>), ApiError> {
     let mut system = Vec::new();
@@ -228,9 +285,9 @@ fn convert_messages(messages: &[ChatMessage]) -> Result<(Vec<SystemSection>, Vec
     for (i, m) in messages.iter().enumerate() {
         match m.role.as_str() {
             "system" | "developer" => {
-                system.push(SystemSection::cacheable("client", content_text(&m.content, i)?))
+                system.push(SystemSection::cacheable("client", non_empty_text(&m.content, i)?))
             }
-            "user" => out.push(Message::user(content_text(&m.content, i)?)),
+            "user" => out.push(Message::user(non_empty_text(&m.content, i)?)),
             "assistant" => {
                 let mut content = Vec::new();
                 let text = content_text(&m.content, i)?;
@@ -245,7 +302,10 @@ fn convert_messages(messages: &[ChatMessage]) -> Result<(Vec<SystemSection>, Vec
                     }));
                 }
                 if content.is_empty() {
-                    content.push(ContentBlock::text(""));
+                    return Err(ApiError::invalid_field(
+                        format!("messages[{i}]"),
+                        "an assistant message needs content or tool_calls",
+                    ));
                 }
                 out.push(Message { role: Role::Assistant, content });
             }
@@ -276,6 +336,52 @@ fn convert_messages(messages: &[ChatMessage]) -> Result<(Vec<SystemSection>, Vec
     Ok((system, out))
 }
 
+/// Every tool call of an assistant message is answered by the tool messages right after it, and
+/// every tool message answers one of them: a provider refuses anything else, so the gateway
+/// says so (400) before forwarding.
+fn check_tool_rounds(messages: &[Message]) -> Result<(), ApiError> {
+    let unanswered = |open: &[&str]| {
+        ApiError::invalid_field(
+            "messages",
+            format!(
+                "tool calls {} are not answered; send a tool message for each call right after the assistant message",
+                open.join(", ")
+            ),
+        )
+    };
+    let mut open: Vec<&str> = Vec::new();
+    for m in messages {
+        if m.role == Role::Tool {
+            for r in m.tool_results_iter() {
+                let Some(at) = open.iter().position(|id| *id == r.tool_use_id) else {
+                    return Err(ApiError::invalid_field(
+                        "messages",
+                        format!(
+                            "a tool message answers tool_call_id {:?}, which no tool call of the assistant message before it has (or another tool message answered it)",
+                            r.tool_use_id
+                        ),
+                    ));
+                };
+                open.remove(at);
+            }
+            continue;
+        }
+        if !open.is_empty() {
+            return Err(unanswered(&open));
+        }
+        for u in m.tool_uses() {
+            if open.contains(&u.id.as_str()) {
+                return Err(ApiError::invalid_field(
+                    "messages",
+                    format!("tool call id {:?} appears twice in one assistant message", u.id),
+                ));
+            }
+            open.push(&u.id);
+        }
+    }
+    if open.is_empty() { Ok(()) } else { Err(unanswered(&open)) }
+}
+
 /// Tool definitions in name order: a client that sends the same tools in another order still
 /// hits the same prompt cache.
 fn convert_tools(tools: &[ChatTool]) -> Result<Vec<ToolSpec>, ApiError> {
@@ -293,8 +399,16 @@ fn convert_tools(tools: &[ChatTool]) -> Result<Vec<ToolSpec>, ApiError> {
                 "tool names must match ^[a-zA-Z0-9_-]{1,64}$",
             ));
         }
-        let schema =
-            t.function.parameters.clone().unwrap_or_else(|| json!({"type": "object", "properties": {}}));
+        let schema = match &t.function.parameters {
+            None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
+            Some(p @ Value::Object(_)) => p.clone(),
+            Some(_) => {
+                return Err(ApiError::invalid_field(
+                    format!("tools[{i}].function.parameters"),
+                    "parameters must be a JSON Schema object",
+                ));
+            }
+        };
         specs.push(ToolSpec::new(t.function.name.clone(), t.function.description.clone(), schema));
     }
     specs.sort_by(|a, b| a.name.cmp(&b.name));
@@ -330,18 +444,25 @@ fn convert_tool_choice(choice: Option<&Value>, tools: &[ToolSpec]) -> Result<Too
                 ToolChoice::Named { name: known(name)? }
             }
             Some("allowed_tools") => {
-                let spec = obj.get("allowed_tools").unwrap_or(obj);
+                let spec = obj.get("allowed_tools").ok_or_else(|| bad("allowed_tools is missing"))?;
                 let mode = match spec.get("mode").and_then(Value::as_str) {
+                    Some("auto") => AllowedToolsMode::Auto,
                     Some("required") => AllowedToolsMode::Required,
-                    _ => AllowedToolsMode::Auto,
+                    _ => return Err(bad("allowed_tools.mode must be auto or required")),
                 };
+                let entries = spec
+                    .get("tools")
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| bad("allowed_tools.tools must be an array of functions"))?;
                 let mut names = Vec::new();
-                for t in spec.get("tools").and_then(Value::as_array).into_iter().flatten() {
+                for t in entries {
                     let name = t
                         .pointer("/function/name")
-                        .or_else(|| t.get("name"))
                         .and_then(Value::as_str)
                         .ok_or_else(|| bad("allowed_tools.tools entries need a function name"))?;
+                    if t.get("type").is_some_and(|k| k != "function") {
+                        return Err(bad("allowed_tools.tools entries are functions (type \"function\")"));
+                    }
                     names.push(known(name)?);
                 }
                 // Catalog order, like every mask Tackle sends.
@@ -381,6 +502,7 @@ async fn gateway(state: AppState, chat: ChatRequest) -> Result<Response, OpenAiE
         )
         .into());
     }
+    check_tool_rounds(&messages)?;
     let tools = convert_tools(&chat.tools)?;
     let tool_choice = convert_tool_choice(chat.tool_choice.as_ref(), &tools)?;
     let cache_key = chat.prompt_cache_key.clone().unwrap_or_else(|| {

@@ -1,7 +1,7 @@
 //! Session routes: create, list, show, delete, and the tools and context of a session.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -11,6 +11,7 @@ use tackle_store::{SessionFilter, SessionRecord, SessionSummary};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::User;
+use crate::extract::{ValidPath, ValidQuery};
 use crate::json::ValidJson;
 use crate::{ApiError, AppState, ErrorBody};
 
@@ -99,10 +100,27 @@ pub struct SessionList {
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ListQuery {
-    /// At most this many (default 50, at most 500).
+    /// At most this many (default 50).
+    #[param(minimum = 1, maximum = 500)]
     pub limit: Option<u32>,
     /// Skip this many.
-    pub offset: Option<u32>,
+    #[param(minimum = 0, maximum = 9223372036854775807_u64)]
+    pub offset: Option<u64>,
+}
+
+impl ListQuery {
+    fn validate(&self) -> Result<(u32, u32), ApiError> {
+        let limit = self.limit.unwrap_or(50);
+        if !(1..=500).contains(&limit) {
+            return Err(ApiError::invalid_field("limit", format!("limit is {limit}; use 1 to 500")));
+        }
+        let offset = self.offset.unwrap_or(0);
+        if offset > i64::MAX as u64 {
+            return Err(ApiError::invalid_field("offset", format!("offset {offset} is beyond 2^63-1")));
+        }
+        // Beyond u32 there is nothing to list anyway.
+        Ok((limit, u32::try_from(offset).unwrap_or(u32::MAX)))
+    }
 }
 
 /// A tool of the catalog.
@@ -185,16 +203,13 @@ pub async fn create(
 pub async fn list(
     State(state): State<AppState>,
     User(user): User,
-    Query(q): Query<ListQuery>,
+    ValidQuery(q): ValidQuery<ListQuery>,
 ) -> Result<Json<SessionList>, ApiError> {
+    let (limit, offset) = q.validate()?;
     let sessions = state
         .agent()
         .store()
-        .list_sessions(SessionFilter {
-            owner: Some(user),
-            limit: Some(q.limit.unwrap_or(50).clamp(1, 500)),
-            offset: q.offset.unwrap_or(0),
-        })
+        .list_sessions(SessionFilter { owner: Some(user), limit: Some(limit), offset })
         .await?;
     Ok(Json(SessionList { sessions: sessions.into_iter().map(SessionView::from).collect() }))
 }
@@ -205,7 +220,7 @@ pub async fn list(
 pub async fn show(
     State(state): State<AppState>,
     User(user): User,
-    Path(id): Path<String>,
+    ValidPath(id): ValidPath<String>,
 ) -> Result<Json<SessionView>, ApiError> {
     let record = state.owned_session(&id, &user).await?;
     let messages = state
@@ -227,7 +242,7 @@ pub async fn show(
 pub async fn delete(
     State(state): State<AppState>,
     User(user): User,
-    Path(id): Path<String>,
+    ValidPath(id): ValidPath<String>,
 ) -> Result<StatusCode, ApiError> {
     state.owned_session(&id, &user).await?;
     // Holding the busy mark while deleting keeps a turn from starting meanwhile.
@@ -261,7 +276,7 @@ pub async fn tools(State(state): State<AppState>, User(_): User) -> Json<ToolLis
 pub async fn context(
     State(state): State<AppState>,
     User(user): User,
-    Path(id): Path<String>,
+    ValidPath(id): ValidPath<String>,
 ) -> Result<Json<ContextReport>, ApiError> {
     let record = state.owned_session(&id, &user).await?;
     let mut session = state.agent_for(&record.model).open_session(&id).await?;

@@ -41,6 +41,15 @@ impl Harness {
     }
 
     pub async fn with(script: Script, tokens: Vec<UserToken>) -> Self {
+        Self::configured(script, tokens, |_| {}).await
+    }
+
+    /// A server whose configuration `configure` adjusts.
+    pub async fn configured(
+        script: Script,
+        tokens: Vec<UserToken>,
+        configure: impl FnOnce(&mut ServerConfig),
+    ) -> Self {
         let fake = FakeModel::start(script).await.unwrap();
         let workspace = tempfile::tempdir().unwrap();
         let db = tempfile::tempdir().unwrap();
@@ -67,6 +76,7 @@ impl Harness {
         server.body_limit = 64 * 1024;
         server.heartbeat = Duration::from_millis(200);
         server.shutdown_grace = Duration::from_secs(5);
+        configure(&mut server);
         let state = AppState::new(agent, approvals, server);
         Self { fake, state, store, workspace, db }
     }
