@@ -5,6 +5,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use tackle_tools::ApprovalPolicy;
+
 use crate::ServerError;
 
 /// A bearer token and the user it authenticates.
@@ -40,6 +42,13 @@ pub struct ServerConfig {
     pub gateway_any_model: bool,
     /// The model name under which the OpenAI-compatible endpoint runs Tackle's own agent.
     pub agent_model: String,
+    /// Calls needing confirmation in turns of the sessions API: by default they wait (at most
+    /// 10 minutes) in the approval queue for `POST /v1/approvals/{id}`.
+    pub approval: ApprovalPolicy,
+    /// Calls needing confirmation in the agent mode of `/v1/chat/completions`, whose clients
+    /// cannot see approvals: denied by default (the model is told), or `wait` for a client that
+    /// knows Tackle (the session id is in the `x-tackle-session-id` header).
+    pub openai_approval: ApprovalPolicy,
     /// Largest request body, in bytes (413 beyond).
     pub body_limit: usize,
     /// Interval of SSE heartbeat comments.
@@ -59,6 +68,8 @@ impl ServerConfig {
             models: Vec::new(),
             gateway_any_model: false,
             agent_model: "tackle-agent".to_owned(),
+            approval: ApprovalPolicy::default(),
+            openai_approval: ApprovalPolicy::Deny,
             body_limit: 2 * 1024 * 1024,
             heartbeat: Duration::from_secs(15),
             shutdown_grace: Duration::from_secs(30),

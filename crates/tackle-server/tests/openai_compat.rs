@@ -6,7 +6,7 @@ mod common;
 use std::path::PathBuf;
 
 use axum::http::{Method, StatusCode};
-use common::{ALICE, Harness, parse_sse, tokens};
+use common::{ALICE, BOB, Harness, parse_sse, tokens};
 use serde_json::{Value, json};
 use tackle_testkit::{Script, ScriptMode, Turn, peers};
 
@@ -247,4 +247,97 @@ async fn the_official_openai_python_sdk_works_against_the_endpoint() {
     assert_eq!(seen["agent"], "Still notes.md.");
     assert_eq!(seen["bad_request"], json!({"type": "BadRequestError", "status": 400}));
     assert_eq!(seen["unauthorized"], json!({"type": "AuthenticationError", "status": 401}));
+}
+
+/// Agent mode where nobody can answer approvals: a destructive call is denied at once (the
+/// model is told, the client sees it in `tackle.denied_calls`), through the official SDK with a
+/// 30 s timeout; nothing ran.
+#[tokio::test]
+async fn agent_mode_denies_destructive_calls_through_the_official_sdk_without_hanging() {
+    let Some(python) = peers::or_skip(peers::venv_python("openai")) else { return };
+    let touch = r#"{"command":"touch destroyed.txt"}"#;
+    let script = Script::new(vec![
+        Turn::call("shell", touch),
+        Turn::text("I could not delete it: the call was denied."),
+        Turn::call("shell", touch),
+        Turn::text("Denied again."),
+    ]);
+    let h = Harness::with(script, tokens()).await;
+    let base = h.listen().await;
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/agent_denial.py");
+    let out = tokio::time::timeout(
+        std::time::Duration::from_secs(90),
+        tokio::process::Command::new(python).arg(script).arg(&base).arg(ALICE).output(),
+    )
+    .await
+    .expect("the SDK script hung")
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the SDK script failed:\n{stderr}");
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for run in ["plain", "stream"] {
+        let tackle = &seen[run]["tackle"];
+        assert!(seen[run]["seconds"].as_f64().unwrap() < 30.0, "{seen}");
+        assert_eq!(tackle["denied_calls"][0]["tool"], "shell", "{seen}");
+        assert!(
+            tackle["denied_calls"][0]["message"].as_str().unwrap().contains("approval policy `deny`"),
+            "{seen}"
+        );
+        assert_eq!(tackle["pending_approvals"], json!([]), "{seen}");
+        let session = tackle["session_id"].as_str().unwrap();
+        let (status, _) = h.call(Method::GET, &format!("/v1/sessions/{session}"), Some(ALICE), None).await;
+        assert_eq!(status, StatusCode::OK, "the session is alice's and listed");
+    }
+    assert_eq!(seen["plain"]["text"], "I could not delete it: the call was denied.");
+    assert_eq!(seen["stream"]["text"], "Denied again.");
+    assert!(!h.workspace.path().join("destroyed.txt").exists(), "the denied command never ran");
+    // The model saw the denial envelope.
+    let requests = h.fake.requests();
+    assert!(
+        requests[1].body["messages"].to_string().contains("approval policy `deny`"),
+        "{}",
+        requests[1].body
+    );
+}
+
+/// With `openai_approval = wait`, a client that knows Tackle finds the pending approval under
+/// the session named by the `x-tackle-session-id` header, approves it, and the call runs.
+#[tokio::test]
+async fn agent_mode_with_wait_exposes_the_approval_through_the_sessions_api() {
+    let script =
+        Script::new(vec![Turn::call("shell", r#"{"command":"touch approved.txt"}"#), Turn::text("Done.")]);
+    let h = Harness::configured(script, tokens(), |c| {
+        c.openai_approval = tackle_tools::ApprovalPolicy::Wait(std::time::Duration::from_secs(60))
+    })
+    .await;
+    let base = h.listen().await;
+    let client = reqwest::Client::new();
+    let response = client
+        .post(format!("{base}/v1/chat/completions"))
+        .bearer_auth(ALICE)
+        .json(&json!({"model": "tackle-agent", "stream": true, "messages": [{"role": "user", "content": "touch it"}]}))
+        .send()
+        .await
+        .unwrap();
+    let session = response.headers()["x-tackle-session-id"].to_str().unwrap().to_owned();
+    let approval = loop {
+        let (_, list) =
+            h.call(Method::GET, &format!("/v1/sessions/{session}/approvals"), Some(ALICE), None).await;
+        if let Some(id) = list["approvals"][0]["id"].as_str() {
+            assert_eq!(list["approvals"][0]["tool"], "shell");
+            break id.to_owned();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    // Another user cannot see or decide it.
+    let (status, _) =
+        h.call(Method::GET, &format!("/v1/sessions/{session}/approvals"), Some(BOB), None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, body) = h
+        .call(Method::POST, &format!("/v1/approvals/{approval}"), Some(ALICE), Some(json!({"approve": true})))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let text = response.text().await.unwrap();
+    assert!(text.contains("Done.") && text.contains("[DONE]"), "{text}");
+    assert!(h.workspace.path().join("approved.txt").exists(), "the approved command ran");
 }

@@ -13,7 +13,7 @@ use tackle_protocol::{
 
 use crate::hooks::{HookAction, HookPolicy};
 use crate::output_cap::{OutputCap, cap_output, count_lines};
-use crate::{ApprovalRequest, Approver, ToolContext, ToolFailure, ToolOutput, ToolRegistry};
+use crate::{ApprovalPolicy, ApprovalRequest, Approver, ToolContext, ToolFailure, ToolOutput, ToolRegistry};
 
 /// How long a cancelled or timed-out tool gets to clean up (kill its processes) before its
 /// task is aborted.
@@ -278,6 +278,9 @@ impl ToolExecutor {
         }
     }
 
+    /// Asks for confirmation as the turn's [`ApprovalPolicy`] (in its [`crate::TurnState`]) says;
+    /// without one, the approver decides however long it takes (a person at a terminal, who
+    /// can cancel the turn).
     async fn confirm(
         &self,
         call: &ToolUse,
@@ -285,6 +288,26 @@ impl ToolExecutor {
         args: &Value,
         rule: &str,
     ) -> Result<(), ToolError> {
+        let policy = ctx.turn.get::<ApprovalPolicy>();
+        match policy {
+            Some(ApprovalPolicy::Auto) => {
+                tracing::info!(tool = %call.name, call_id = %call.id, rule, "approved by the approval policy `auto`");
+                return Ok(());
+            }
+            Some(ApprovalPolicy::Deny) => {
+                return Err(ToolError::new(
+                    &call.name,
+                    ErrorCategory::Denied,
+                    format!(
+                        "this call needs a person's confirmation ({rule}) and nobody can give it here (approval policy `deny`)"
+                    ),
+                )
+                .with_hint(
+                    "do not retry it; finish the task without it, or tell the user which call to run or approve themselves",
+                ));
+            }
+            Some(ApprovalPolicy::Wait(_)) | None => {}
+        }
         let request = ApprovalRequest {
             id: ApprovalId::new(uuid::Uuid::now_v7().to_string()),
             session_id: ctx.session_id.clone(),
@@ -300,11 +323,33 @@ impl ToolExecutor {
             tool: call.name.clone(),
             args: args.clone(),
         });
+        let wait = match policy {
+            Some(ApprovalPolicy::Wait(timeout)) => timeout,
+            _ => Duration::MAX,
+        };
         let decision = tokio::select! {
-            d = self.approver.decide(request) => d,
+            d = tokio::time::timeout(wait, self.approver.decide(request)) => d.ok(),
             _ = ctx.cancel.cancelled() => {
                 return Err(ToolError::new(&call.name, ErrorCategory::Interrupted, "the turn was cancelled while waiting for approval"));
             }
+        };
+        let Some(decision) = decision else {
+            let reason = format!("nobody decided within {wait:?}");
+            ctx.events.emit(AgentEvent::ApprovalResolved {
+                approval_id,
+                approved: false,
+                reason: Some(reason),
+            });
+            return Err(ToolError::new(
+                &call.name,
+                ErrorCategory::Denied,
+                format!(
+                    "this call needs a person's confirmation ({rule}) and nobody gave it within {wait:?}"
+                ),
+            )
+            .with_hint(
+                "do not retry it unchanged; finish the task without it, or ask the user to approve it",
+            ));
         };
         ctx.events.emit(AgentEvent::ApprovalResolved {
             approval_id,

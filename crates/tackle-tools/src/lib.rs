@@ -60,7 +60,8 @@ mod typed;
 mod validation;
 
 pub use approval::{
-    ApprovalDecision, ApprovalError, ApprovalQueue, ApprovalRequest, Approver, AutoApprove, DenyAll,
+    ApprovalDecision, ApprovalError, ApprovalPolicy, ApprovalQueue, ApprovalRequest, Approver, AutoApprove,
+    DenyAll,
 };
 pub use context::{ProgressSink, ToolContext, ToolProgress, TurnState};
 pub use doc::ToolDoc;

@@ -216,6 +216,15 @@ impl Settings {
         if let Some(m) = get("TACKLE_MODEL") {
             self.model = Some(m);
         }
+        for (var, policy) in [
+            ("TACKLE_SERVER_APPROVAL", &mut self.server.approval),
+            ("TACKLE_SERVER_OPENAI_APPROVAL", &mut self.server.openai_approval),
+        ] {
+            if let Some(v) = get(var) {
+                *policy =
+                    v.parse().map_err(|message| SettingsError::InvalidEnv { var: var.into(), message })?;
+            }
+        }
         for (var, flag) in [
             ("TACKLE_DYNAMIC_TOOLS", &mut self.dynamic_tools),
             ("TACKLE_RECOVERABLE_COMPRESSION", &mut self.recoverable_compression),

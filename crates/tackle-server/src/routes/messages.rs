@@ -148,6 +148,7 @@ pub async fn send(
     let mut input = TurnInput::new(body.message);
     input.max_steps = body.max_steps;
     input.tool_mask = body.tool_mask.map(tackle_agent::ToolMask::new);
+    input.approval = Some(state.config().approval);
 
     let (tx, rx) = mpsc::unbounded_channel::<AgentEvent>();
     let sink = EventSink::new(move |event| {

@@ -19,8 +19,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tackle_agent::{NewSessionOptions, TurnInput};
 use tackle_protocol::{
-    AgentEvent, AllowedToolsMode, ContentBlock, Message, ModelRequest, ModelResponse, Role, StopReason,
-    StreamEvent, SystemSection, ToolChoice, ToolInput, ToolResult, ToolSpec, ToolUse, Usage,
+    AgentEvent, AllowedToolsMode, ContentBlock, ErrorCategory, Message, ModelRequest, ModelResponse, Role,
+    StopReason, StreamEvent, SystemSection, ToolChoice, ToolInput, ToolOutcome, ToolResult, ToolSpec,
+    ToolUse, Usage,
 };
 use tackle_provider::CallOptions;
 use tackle_tools::EventSink;
@@ -582,7 +583,19 @@ impl ChunkWriter {
 
     /// The finish reason, the usage chunk if asked for, and `[DONE]`.
     fn finish(&self, reason: &str, usage: &Usage) {
-        self.delta(json!({}), Some(reason));
+        self.finish_with(reason, usage, None);
+    }
+
+    /// [`Self::finish`] with Tackle's extension object on the chunk carrying the finish reason.
+    fn finish_with(&self, reason: &str, usage: &Usage, tackle: Option<Value>) {
+        let mut chunk = json!({
+            "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
+            "choices": [{"index": 0, "delta": {}, "finish_reason": reason, "logprobs": null}],
+        });
+        if let Some(tackle) = tackle {
+            chunk["tackle"] = tackle;
+        }
+        self.send(chunk);
         if self.include_usage {
             self.send(json!({
                 "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
@@ -685,21 +698,29 @@ async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<R
         .await
         .map_err(ApiError::from)?;
     let guard = state.inner.turns.start(session.id())?;
+    let session_id = session.id().as_str().to_owned();
+    let mut input = TurnInput::new(prompt);
+    // OpenAI clients cannot see approvals: by default a call needing one is denied at once and
+    // the model told; with `wait`, a client that knows Tackle finds it under the session id.
+    input.approval = Some(state.config().openai_approval);
     let (tx, rx) = mpsc::unbounded_channel::<AgentEvent>();
     let sink = EventSink::new(move |e| {
         let _ = tx.send(e);
     });
     let task = state.inner.tasks.spawn(async move {
         let cancel = guard.cancel.clone();
-        let outcome = session.run_turn(TurnInput::new(prompt), &sink, &cancel).await;
+        let outcome = session.run_turn(input, &sink, &cancel).await;
         drop(guard);
         outcome
     });
     let id = completion_id();
     let created = now_secs();
     let model = chat.model.clone();
+    let header = [(SESSION_HEADER, session_id.clone())];
     if !chat.stream {
-        drop(rx);
+        let events: Vec<AgentEvent> = UnboundedReceiverStream::new(rx).collect().await;
+        let mut extension = TackleExtension::new(session_id);
+        events.iter().for_each(|e| extension.observe(e));
         let outcome = task
             .await
             .map_err(|e| ApiError::internal(format!("the agent stopped unexpectedly: {e}")))?
@@ -712,7 +733,9 @@ async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<R
             usage: outcome.usage,
             stop_reason: StopReason::EndTurn,
         };
-        return Ok(Json(completion_body(&id, created, &model, &response)).into_response());
+        let mut body = completion_body(&id, created, &model, &response);
+        body["tackle"] = extension.to_json();
+        return Ok((header, Json(body)).into_response());
     }
     let include_usage = chat.include_usage();
     let chunks = async_stream(move |tx| async move {
@@ -721,7 +744,9 @@ async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<R
         let mut events = UnboundedReceiverStream::new(rx);
         let mut usage = Usage::default();
         let mut finish = "stop";
+        let mut extension = TackleExtension::new(session_id);
         while let Some(event) = events.next().await {
+            extension.observe(&event);
             match event {
                 // Only the answer is streamed; tool activity stays inside the agent.
                 AgentEvent::TextDelta { text } => {
@@ -739,9 +764,48 @@ async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<R
                 _ => {}
             }
         }
-        out.finish(finish, &usage);
+        out.finish_with(finish, &usage, Some(extension.to_json()));
     });
-    Ok((StatusCode::OK, Sse::new(chunks)).into_response())
+    Ok((StatusCode::OK, header, Sse::new(chunks)).into_response())
+}
+
+/// The response header naming the session an agent-mode request ran in.
+const SESSION_HEADER: &str = "x-tackle-session-id";
+
+/// What an agent-mode answer adds for clients that know Tackle, as a `tackle` object (OpenAI
+/// SDKs keep unknown fields): the session (for `GET /v1/sessions/{id}/approvals` and its
+/// messages), calls refused for want of a confirmation, and approvals left pending.
+struct TackleExtension {
+    session_id: String,
+    denied: Vec<Value>,
+    pending: Vec<String>,
+}
+
+impl TackleExtension {
+    fn new(session_id: String) -> Self {
+        Self { session_id, denied: Vec::new(), pending: Vec::new() }
+    }
+
+    fn observe(&mut self, event: &AgentEvent) {
+        match event {
+            AgentEvent::ApprovalRequested { approval_id, .. } => {
+                self.pending.push(approval_id.as_str().to_owned())
+            }
+            AgentEvent::ApprovalResolved { approval_id, .. } => {
+                self.pending.retain(|p| p != approval_id.as_str())
+            }
+            AgentEvent::ToolResult { id, name, outcome: ToolOutcome::Error { envelope }, .. }
+                if envelope.category == ErrorCategory::Denied =>
+            {
+                self.denied.push(json!({"call_id": id, "tool": name, "message": envelope.message}));
+            }
+            _ => {}
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        json!({"session_id": self.session_id, "denied_calls": self.denied, "pending_approvals": self.pending})
+    }
 }
 
 #[cfg(test)]
