@@ -102,11 +102,19 @@ pub struct ToolSettings {
     pub max_output_bytes: usize,
     /// Largest output the model sees from one call, in lines.
     pub max_output_lines: usize,
+    /// Most bytes of a call's full output stored for `read_result` (64 MiB); beyond it the
+    /// output is dropped and the model told how much (`TACKLE_TOOLS_MAX_STORED_OUTPUT_BYTES`).
+    pub max_stored_output_bytes: usize,
 }
 
 impl Default for ToolSettings {
     fn default() -> Self {
-        Self { timeout_secs: 120, max_output_bytes: 16 * 1024, max_output_lines: 400 }
+        Self {
+            timeout_secs: 120,
+            max_output_bytes: 16 * 1024,
+            max_output_lines: 400,
+            max_stored_output_bytes: tackle_tools::DEFAULT_SPOOL_BYTES,
+        }
     }
 }
 
@@ -215,6 +223,12 @@ impl Settings {
         }
         if let Some(m) = get("TACKLE_MODEL") {
             self.model = Some(m);
+        }
+        if let Some(v) = get("TACKLE_TOOLS_MAX_STORED_OUTPUT_BYTES") {
+            self.tools.max_stored_output_bytes = v.trim().parse().map_err(|_| SettingsError::InvalidEnv {
+                var: "TACKLE_TOOLS_MAX_STORED_OUTPUT_BYTES".into(),
+                message: format!("{v:?} is not a number of bytes"),
+            })?;
         }
         for (var, policy) in [
             ("TACKLE_SERVER_APPROVAL", &mut self.server.approval),
