@@ -28,7 +28,6 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "tests"
 # Real peers (browser, Python SDK, MCP servers) are required here, never silently skipped.
 export TACKLE_REQUIRE_PEERS=1
-export TACKLE_MCP_NODE_MODULES="$PWD/target/test-deps/node/node_modules"
 cargo nextest run --workspace --locked --no-fail-fast
 
 step "doc tests"

@@ -1,24 +1,49 @@
-//! Bounded capture of a stream: keeps the first and last bytes, counts the rest, so a command
-//! that prints gigabytes never exhausts memory.
+//! Capture of a stream: the model's view keeps the first and last bytes and counts the rest, so
+//! a command that prints gigabytes never floods the context; every byte also goes to the call's
+//! [`Spool`] (up to its budget), which is what gets stored and restored.
 
 use std::collections::VecDeque;
 
-/// Head and tail of a byte stream.
+use tackle_tools::Spool;
+
+/// Head and tail of a byte stream, and the stream itself in a spool.
 #[derive(Debug)]
 pub(crate) struct Capture {
     head: Vec<u8>,
     tail: VecDeque<u8>,
     limit: usize,
     total: u64,
+    spool: Option<Spool>,
 }
 
 impl Capture {
     /// Keeps up to `limit` bytes at each end.
     pub(crate) fn new(limit: usize) -> Self {
-        Self { head: Vec::new(), tail: VecDeque::new(), limit, total: 0 }
+        Self { head: Vec::new(), tail: VecDeque::new(), limit, total: 0, spool: None }
+    }
+
+    /// Keeps up to `limit` bytes at each end for the view, and everything in `spool`.
+    pub(crate) fn spooled(limit: usize, spool: Spool) -> Self {
+        Self { spool: Some(spool), ..Self::new(limit) }
+    }
+
+    /// Whether the view lacks part of the stream.
+    pub(crate) fn is_cut(&self) -> bool {
+        self.total > self.head.len() as u64 + self.tail.len() as u64
+    }
+
+    /// The stream as spooled (lossy UTF-8); the view when there is no spool.
+    pub(crate) fn full_text(&self) -> String {
+        match &self.spool {
+            Some(spool) => spool.text(),
+            None => self.render(),
+        }
     }
 
     pub(crate) fn push(&mut self, mut bytes: &[u8]) {
+        if let Some(spool) = &mut self.spool {
+            spool.write(bytes);
+        }
         self.total += bytes.len() as u64;
         if self.head.len() < self.limit {
             let take = (self.limit - self.head.len()).min(bytes.len());
@@ -68,5 +93,19 @@ mod tests {
         let mut small = Capture::new(10);
         small.push(b"hello");
         assert_eq!(small.render(), "hello");
+        assert!(!small.is_cut());
+    }
+
+    #[test]
+    fn the_spool_keeps_what_the_view_cuts() {
+        let budget = tackle_tools::SpoolBudget::new(20);
+        let mut c = Capture::spooled(4, budget.spool());
+        for chunk in [&b"abc"[..], b"defgh", b"ij", b"klmnopqrstuvwxyz"] {
+            c.push(chunk);
+        }
+        assert!(c.is_cut());
+        assert_eq!(c.render(), "abcd\n[... 18 bytes cut ...]\nwxyz");
+        assert_eq!(c.full_text(), "abcdefghijklmnopqrst");
+        assert_eq!(budget.dropped(), 6);
     }
 }

@@ -12,7 +12,8 @@ pub struct BuiltinConfig {
     pub shell_timeout_secs: u64,
     /// Largest time limit a shell call may ask for, in seconds.
     pub shell_max_timeout_secs: u64,
-    /// Bytes kept from the start and from the end of each of stdout and stderr.
+    /// Bytes of the model's view kept from the start and from the end of each of stdout and stderr
+    /// (the whole output goes to the call's spool, up to `ExecLimits::max_spool_bytes`).
     pub shell_capture_bytes: usize,
     /// Variables of Tackle's environment shell commands get besides `PATH`, `HOME`, `LANG` and
     /// the like (exact names, or prefixes ending in `*`, e.g. `CARGO_*`).

@@ -15,7 +15,9 @@ use tackle_protocol::{ErrorCategory, ToolAnnotations};
 use tackle_sandbox::{
     CommandSpec, ERROR_PREFIX, SETUP_FAILED, Sandbox, SandboxError, SandboxMode, SandboxStatus, child_env,
 };
-use tackle_tools::{ToolContext, ToolDoc, ToolFailure, ToolOutput, TypedTool};
+use tackle_tools::{
+    FullOutput, Spool, SpoolBudget, ToolContext, ToolDoc, ToolFailure, ToolOutput, TypedTool,
+};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 
@@ -146,8 +148,8 @@ fn sandbox_failure(e: SandboxError) -> ToolFailure {
     }
 }
 
-async fn drain(mut reader: impl AsyncRead + Unpin, limit: usize) -> Capture {
-    let mut capture = Capture::new(limit);
+async fn drain(mut reader: impl AsyncRead + Unpin, limit: usize, spool: Spool) -> Capture {
+    let mut capture = Capture::spooled(limit, spool);
     let mut buf = vec![0u8; 16 * 1024];
     loop {
         match reader.read(&mut buf).await {
@@ -197,7 +199,29 @@ impl Readers {
     }
 }
 
+/// What the model sees of a command: the views of its streams.
 fn render(code: Option<i32>, stdout: &Capture, stderr: &Capture, note: Option<&str>) -> String {
+    let stderr = (stderr.total() > 0).then(|| stderr.render());
+    render_streams(code, &stdout.render(), stderr.as_deref(), note)
+}
+
+/// The output of a command as the model sees it, with the full streams instead of their views
+/// when a view was cut: what is stored behind a locator.
+fn full_output(
+    code: Option<i32>,
+    stdout: &Capture,
+    stderr: &Capture,
+    note: Option<&str>,
+    budget: &SpoolBudget,
+) -> Option<FullOutput> {
+    if !stdout.is_cut() && !stderr.is_cut() {
+        return None;
+    }
+    let stderr = (stderr.total() > 0).then(|| stderr.full_text());
+    Some(FullOutput::new(render_streams(code, &stdout.full_text(), stderr.as_deref(), note), budget))
+}
+
+fn render_streams(code: Option<i32>, stdout: &str, stderr: Option<&str>, note: Option<&str>) -> String {
     let mut out = match code {
         Some(c) => format!("exit code: {c}\n"),
         None => "exit code: none (killed by a signal)\n".to_owned(),
@@ -207,13 +231,13 @@ fn render(code: Option<i32>, stdout: &Capture, stderr: &Capture, note: Option<&s
         out.push('\n');
     }
     out.push_str("stdout:\n");
-    out.push_str(&stdout.render());
+    out.push_str(stdout);
     if !out.ends_with('\n') {
         out.push('\n');
     }
-    if stderr.total() > 0 {
+    if let Some(stderr) = stderr {
         out.push_str("stderr:\n");
-        out.push_str(&stderr.render());
+        out.push_str(stderr);
     }
     out
 }
@@ -267,8 +291,8 @@ impl TypedTool for Shell {
         let mut child = command.spawn().map_err(|e| ToolFailure::from(e).with_hint("is bash installed?"))?;
         let pgid = child.id().unwrap_or(0);
         let limit = self.config.shell_capture_bytes;
-        let stdout = child.stdout.take().map(|s| tokio::spawn(drain(s, limit)));
-        let stderr = child.stderr.take().map(|s| tokio::spawn(drain(s, limit)));
+        let stdout = child.stdout.take().map(|s| tokio::spawn(drain(s, limit, ctx.spool.spool())));
+        let stderr = child.stderr.take().map(|s| tokio::spawn(drain(s, limit, ctx.spool.spool())));
 
         enum End {
             Exited(Option<i32>),
@@ -307,7 +331,13 @@ impl TypedTool for Shell {
                 )
                 .with_hint("tell the user; `tackle sandbox check` shows what this machine supports"))
             }
-            End::Exited(code) => Ok(ToolOutput::text(render(code, &stdout, &stderr, note))),
+            End::Exited(code) => {
+                let output = ToolOutput::text(render(code, &stdout, &stderr, note));
+                Ok(match full_output(code, &stdout, &stderr, note, &ctx.spool) {
+                    Some(full) => output.with_full(full),
+                    None => output,
+                })
+            }
             End::TimedOut => Err(ToolFailure::timeout(format!(
                 "the command ran past {}s and was stopped (with its child processes). Output so far:\n{}",
                 timeout.as_secs(),

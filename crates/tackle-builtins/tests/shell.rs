@@ -94,6 +94,42 @@ async fn a_flood_is_captured_head_and_tail_without_exhausting_memory() {
     assert!(out.len() < 3000);
 }
 
+/// Past the stored-output cap the model is told exactly how many bytes were dropped, and the
+/// report counts everything the command printed.
+#[tokio::test]
+async fn output_past_the_spool_cap_is_dropped_and_counted_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut registry = tackle_tools::ToolRegistry::new();
+    for tool in tackle_builtins::builtin_tools(&BuiltinConfig::default()) {
+        registry.register(tool).unwrap();
+    }
+    let limits = tackle_tools::ExecLimits { max_spool_bytes: 100_000, ..tackle_tools::ExecLimits::default() };
+    let ex = tackle_tools::ToolExecutor::new(
+        std::sync::Arc::new(registry),
+        tackle_tools::HookPolicy::defaults(tackle_tools::ApprovalMode::Headless),
+        std::sync::Arc::new(tackle_tools::AutoApprove),
+        limits,
+    );
+    let r = common::call(&ex, dir.path(), "shell", json!({"command": "seq 1 200000"})).await;
+    let out = common::ok(&r);
+    let printed: u64 = (1..=200_000u64).map(|i| i.to_string().len() as u64 + 1).sum();
+    assert_eq!(printed, 1_288_895);
+    let note = format!(
+        "[{} more bytes of output past the 100000-byte limit of stored output were dropped and cannot be restored]",
+        printed - 100_000
+    );
+    assert!(out.ends_with(&note), "{}", &out[out.len().saturating_sub(300)..]);
+    let header = "exit code: 0\nstdout:\n".len() as u64;
+    // The stored rendering (header, the 100000 bytes kept, the newline closing the cut stdout)
+    // and the dropped rest.
+    assert_eq!(
+        r.bytes,
+        header + 100_000 + 1 + (printed - 100_000),
+        "the report counts all the command printed"
+    );
+    assert!(r.truncated);
+}
+
 /// Whether a live (not zombie) process of group `pgid` exists. Killed processes whose parent
 /// died are reparented to PID 1, which in a container may never reap them: zombies are dead.
 fn group_alive(pgid: i32) -> bool {

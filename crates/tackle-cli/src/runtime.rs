@@ -187,6 +187,7 @@ pub async fn build_agent(
         timeout: Duration::from_secs(settings.tools.timeout_secs),
         max_output_bytes: settings.tools.max_output_bytes,
         max_output_lines: settings.tools.max_output_lines,
+        max_spool_bytes: settings.tools.max_stored_output_bytes,
         ..ExecLimits::default()
     };
     let mut config = AgentConfig::new(settings.model_for(kind));

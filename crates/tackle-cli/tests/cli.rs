@@ -7,7 +7,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
-use tackle_testkit::{FakeModel, Fault, Script, Turn};
+use tackle_testkit::{FakeModel, Fault, Script, Turn, peers};
 
 const BIN: &str = env!("CARGO_BIN_EXE_tackle");
 
@@ -462,18 +462,8 @@ async fn serve_refuses_public_binds_without_tokens_and_shuts_down_gracefully() {
 
 /// The MCP reference server `server-everything`, installed by scripts/test-deps.sh.
 fn everything_server() -> Option<std::path::PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let path =
-        root.join("target/test-deps/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    if path.is_file() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var_os("TACKLE_REQUIRE_PEERS").is_none(),
-        "server-everything missing: run scripts/test-deps.sh"
-    );
-    eprintln!("skipped: server-everything is not installed (run scripts/test-deps.sh)");
-    None
+    let package = peers::or_skip(peers::npm_package("@modelcontextprotocol/server-everything"))?;
+    Some(package.join("dist/index.js"))
 }
 
 #[tokio::test]

@@ -11,11 +11,7 @@ use tackle_testkit::{FakeModel, Script, Turn};
 const BIN: &str = env!("CARGO_BIN_EXE_tackle");
 
 fn missing_peer(what: &str) {
-    assert!(
-        std::env::var_os("TACKLE_REQUIRE_PEERS").is_none(),
-        "{what} is not installed: run scripts/test-deps.sh"
-    );
-    eprintln!("skipped: {what} is not installed (run scripts/test-deps.sh)");
+    tackle_testkit::peers::missing(what, "not found where scripts/test-deps.sh installs it");
 }
 
 /// `tackle` with a clean environment and Codex configured through `TACKLE_CODEX_*`.

@@ -14,11 +14,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_tackle");
 fn tmux_available() -> bool {
     let ok = Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success());
     if !ok {
-        assert!(
-            std::env::var_os("TACKLE_REQUIRE_PEERS").is_none(),
-            "tmux is not installed: run scripts/test-deps.sh"
-        );
-        eprintln!("skipped: tmux is not installed (run scripts/test-deps.sh)");
+        tackle_testkit::peers::missing("tmux", "`tmux -V` failed");
     }
     ok
 }

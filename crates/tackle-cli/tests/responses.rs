@@ -211,8 +211,7 @@ fn aimock() -> Option<std::path::PathBuf> {
     if path.is_file() {
         return Some(path);
     }
-    assert!(std::env::var_os("TACKLE_REQUIRE_PEERS").is_none(), "aimock missing: run scripts/test-deps.sh");
-    eprintln!("skipped: @copilotkit/aimock is not installed (run scripts/test-deps.sh)");
+    tackle_testkit::peers::missing("@copilotkit/aimock", format!("no {}", path.display()));
     None
 }
 

@@ -1,9 +1,8 @@
 //! The reference servers from npm: `@modelcontextprotocol/server-everything` over stdio and over
 //! Streamable HTTP, and `@modelcontextprotocol/server-filesystem` rooted in a temp dir.
 //!
-//! The packages are installed by `tests/npm-servers.sh` into `target/mcp-servers` (or found in
-//! `$TACKLE_MCP_NODE_MODULES`); the tests install them when missing and skip, saying why, only
-//! when node/npm are absent or the install fails.
+//! The packages are installed by scripts/test-deps.sh; when they are missing the tests fail under
+//! `TACKLE_REQUIRE_PEERS` and skip, saying why, otherwise (`tackle_testkit::peers`).
 
 mod common;
 

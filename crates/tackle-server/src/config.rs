@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use subtle::ConstantTimeEq;
+use tackle_tools::ApprovalPolicy;
 
 use crate::ServerError;
 
@@ -70,10 +71,21 @@ pub struct ServerConfig {
     /// Workspaces clients may choose by name when creating a session; `default` is used when
     /// they name none. Clients never send paths.
     pub workspaces: BTreeMap<String, PathBuf>,
-    /// Models clients may choose per session (the agent's own model is always allowed).
+    /// Models clients may choose per session and name at the OpenAI-compatible gateway (the
+    /// agent's own model is always allowed).
     pub models: Vec<String>,
+    /// Whether the gateway forwards any model name a client sends instead of only the allowed
+    /// ones (for a server in front of a provider whose models the operator does not list).
+    pub gateway_any_model: bool,
     /// The model name under which the OpenAI-compatible endpoint runs Tackle's own agent.
     pub agent_model: String,
+    /// Calls needing confirmation in turns of the sessions API: by default they wait (at most
+    /// 10 minutes) in the approval queue for `POST /v1/approvals/{id}`.
+    pub approval: ApprovalPolicy,
+    /// Calls needing confirmation in the agent mode of `/v1/chat/completions`, whose clients
+    /// cannot see approvals: denied by default (the model is told), or `wait` for a client that
+    /// knows Tackle (the session id is in the `x-tackle-session-id` header).
+    pub openai_approval: ApprovalPolicy,
     /// Largest request body, in bytes (413 beyond).
     pub body_limit: usize,
     /// Interval of SSE heartbeat comments.
@@ -91,7 +103,10 @@ impl ServerConfig {
             tokens: Vec::new(),
             workspaces: BTreeMap::from([("default".to_owned(), workspace)]),
             models: Vec::new(),
+            gateway_any_model: false,
             agent_model: "tackle-agent".to_owned(),
+            approval: ApprovalPolicy::default(),
+            openai_approval: ApprovalPolicy::Deny,
             body_limit: 2 * 1024 * 1024,
             heartbeat: Duration::from_secs(15),
             shutdown_grace: Duration::from_secs(30),

@@ -127,6 +127,24 @@ impl ApiError {
         Self::new(StatusCode::BAD_GATEWAY, "provider_error", message)
     }
 
+    /// An error for a bare `status` (one axum answered itself), with its code derived from it.
+    pub fn from_status(status: StatusCode, message: impl Into<String>) -> Self {
+        let code = match status.as_u16() {
+            401 => "unauthorized",
+            403 => "forbidden",
+            404 => "not_found",
+            405 => "method_not_allowed",
+            409 => "busy",
+            410 => "expired",
+            413 => "body_too_large",
+            415 => "unsupported_media_type",
+            503 => "unavailable",
+            400..=499 => "invalid_request",
+            _ => "internal",
+        };
+        Self::new(status, code, message)
+    }
+
     /// The JSON body.
     pub fn body(&self) -> ErrorBody {
         ErrorBody {

@@ -59,6 +59,24 @@ pub(crate) fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     }
 }
 
+/// `deserialize_with` for an optional `u32` that accepts what JSON Schema calls an integer:
+/// `3` and also `3.0` (a number whose fraction is zero), so a body the OpenAPI document allows
+/// is never refused for its spelling.
+pub(crate) fn optional_integer<'de, D: serde::Deserializer<'de>>(de: D) -> Result<Option<u32>, D::Error> {
+    use serde::Deserialize;
+    use serde::de::Error;
+    let Some(number) = Option::<serde_json::Number>::deserialize(de)? else { return Ok(None) };
+    let value = match (number.as_u64(), number.as_f64()) {
+        (Some(n), _) => Some(n),
+        (None, Some(f)) if f.fract() == 0.0 && (0.0..=u32::MAX as f64).contains(&f) => Some(f as u64),
+        _ => None,
+    };
+    value
+        .and_then(|n| u32::try_from(n).ok())
+        .map(Some)
+        .ok_or_else(|| D::Error::custom(format!("expected an integer from 0 to {}, got {number}", u32::MAX)))
+}
+
 #[cfg(test)]
 mod tests {
     use serde::Deserialize;
@@ -72,6 +90,26 @@ mod tests {
         message: String,
         #[allow(dead_code)]
         tool_mask: Option<std::collections::BTreeMap<String, bool>>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    struct Steps {
+        #[serde(default, deserialize_with = "optional_integer")]
+        n: Option<u32>,
+    }
+
+    #[test]
+    fn integers_may_be_spelled_with_a_zero_fraction() {
+        assert_eq!(parse::<Steps>(br#"{"n": 3}"#).unwrap().n, Some(3));
+        assert_eq!(parse::<Steps>(br#"{"n": 67108863.0}"#).unwrap().n, Some(67108863));
+        assert_eq!(parse::<Steps>(br#"{"n": null}"#).unwrap().n, None);
+        assert_eq!(parse::<Steps>(br#"{}"#).unwrap().n, None);
+        for bad in
+            [r#"{"n": 1.5}"#, r#"{"n": -1}"#, r#"{"n": 4294967296}"#, r#"{"n": "3"}"#, r#"{"n": 1e300}"#]
+        {
+            let e = parse::<Steps>(bad.as_bytes()).unwrap_err();
+            assert_eq!(e.field.as_deref(), Some("n"), "{bad}: {}", e.message);
+        }
     }
 
     #[test]

@@ -37,6 +37,7 @@
 pub mod auth;
 mod config;
 mod error;
+mod extract;
 mod json;
 mod openapi;
 pub mod routes;
@@ -96,6 +97,7 @@ pub fn router(state: AppState) -> Router {
         .merge(openai_api)
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(limit))
+        .layer(middleware::from_fn(extract::json_errors))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
             let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");
@@ -106,8 +108,10 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-async fn openapi_json() -> axum::Json<utoipa::openapi::OpenApi> {
-    axum::Json(openapi::document())
+async fn openapi_json(
+    axum::extract::State(state): axum::extract::State<AppState>,
+) -> axum::Json<serde_json::Value> {
+    axum::Json(openapi::document_for(&state))
 }
 
 async fn not_found(uri: axum::http::Uri) -> ApiError {

@@ -23,11 +23,7 @@ fn venv_python() -> Option<PathBuf> {
 }
 
 fn missing_peer(what: &str) {
-    assert!(
-        std::env::var_os("TACKLE_REQUIRE_PEERS").is_none(),
-        "{what} is not installed: run scripts/test-deps.sh"
-    );
-    eprintln!("skipped: {what} is not installed (run scripts/test-deps.sh)");
+    tackle_testkit::peers::missing(what, "not found where scripts/test-deps.sh installs it");
 }
 
 /// A server with tokens whose bridge runs the pinned Codex against the harness's fake.

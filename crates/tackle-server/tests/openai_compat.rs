@@ -3,10 +3,12 @@
 
 mod common;
 
+use std::path::PathBuf;
+
 use axum::http::{Method, StatusCode};
-use common::{Harness, missing_peer, parse_sse, run_peer_script, tokens, venv_python};
+use common::{ALICE, BOB, Harness, parse_sse, run_peer_script, tokens};
 use serde_json::{Value, json};
-use tackle_testkit::{Script, ScriptMode, Turn};
+use tackle_testkit::{Script, ScriptMode, Turn, peers};
 
 fn tools() -> Value {
     json!([{"type": "function", "function": {"name": "get_weather", "description": "Weather",
@@ -79,36 +81,96 @@ async fn gateway_returns_tool_calls_and_keeps_the_tool_order_stable() {
 #[tokio::test]
 async fn errors_come_in_openai_shape() {
     let h = Harness::new(Script::new(vec![])).await;
+    let user = json!([{"role": "user", "content": "x"}]);
     for (body, param) in [
-        (json!({"model": "m", "messages": []}), "messages"),
+        (json!({"model": "model-x", "messages": []}), "messages"),
         (
-            json!({"model": "m", "messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "bad name"}}]}),
+            json!({"model": "model-x", "messages": user, "tools": [{"type": "function", "function": {"name": "bad name"}}]}),
             "tools[0].function.name",
         ),
         (
-            json!({"model": "m", "messages": [{"role": "user", "content": "x"}], "tools": tools(), "tool_choice": {"type": "function", "function": {"name": "nope"}}}),
+            json!({"model": "model-x", "messages": user, "tools": tools(), "tool_choice": {"type": "function", "function": {"name": "nope"}}}),
             "tool_choice",
         ),
+        (
+            json!({"model": "model-x", "messages": user, "tool_choice": {"type": "allowed_tools", "allowed_tools": {"mode": "sometimes", "tools": []}}}),
+            "tool_choice",
+        ),
+        (json!({"model": "model-x", "messages": [{"role": "user", "content": ""}]}), "messages[0].content"),
+        (json!({"model": "model-x", "messages": [{"role": "assistant", "content": null}]}), "messages[0]"),
+        (
+            json!({"model": "model-x", "messages": [{"role": "user", "content": "x"}, {"role": "tool", "tool_call_id": "c9", "content": "r"}]}),
+            "messages",
+        ),
+        (
+            json!({"model": "model-x", "messages": [{"role": "user", "content": "x"}, {"role": "assistant", "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}]}]}),
+            "messages",
+        ),
+        (json!({"model": "model-x", "messages": user, "max_tokens": 1.5}), "max_tokens"),
+        (json!({"model": "model-x", "messages": user, "stream_options": [1]}), "stream_options"),
+        (json!({"model": "tackle-agent", "messages": user, "tools": tools()}), "tools"),
         (json!({"messages": []}), "."),
     ] {
-        let (status, error) = h.call(Method::POST, "/v1/chat/completions", None, Some(body)).await;
-        assert_eq!(status, StatusCode::BAD_REQUEST, "{error}");
+        let (status, error) = h.call(Method::POST, "/v1/chat/completions", None, Some(body.clone())).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {error}");
         assert_eq!(error["error"]["type"], "invalid_request_error", "{error}");
         if param != "." {
-            assert_eq!(error["error"]["param"], param, "{error}");
+            assert_eq!(error["error"]["param"], param, "{body}: {error}");
         }
     }
+    assert!(h.fake.requests().is_empty(), "nothing invalid reached the provider");
     // A provider failure is a 502 in the same shape (the fake has no turns left).
     let (status, error) = h
         .call(
             Method::POST,
             "/v1/chat/completions",
             None,
-            Some(json!({"model": "m", "messages": [{"role": "user", "content": "x"}]})),
+            Some(json!({"model": "model-x", "messages": [{"role": "user", "content": "x"}]})),
         )
         .await;
     assert_eq!(status, StatusCode::BAD_GATEWAY, "{error}");
     assert_eq!(error["error"]["type"], "server_error");
+    // A method the route does not have: 405 in the same shape, with Allow.
+    let (status, error) = h.call(Method::PUT, "/v1/chat/completions", None, None).await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED, "{error}");
+    assert_eq!(error["error"]["code"], "method_not_allowed", "{error}");
+}
+
+/// The gateway forwards only the models the server offers, unless it is configured open.
+#[tokio::test]
+async fn the_gateway_forwards_only_offered_models_unless_open() {
+    let h = Harness::new(Script::stateless(vec![Turn::text("hi")])).await;
+    let ask = |model: &str| json!({"model": model, "messages": [{"role": "user", "content": "x"}], "tools": tools()});
+    let (status, error) = h.call(Method::POST, "/v1/chat/completions", None, Some(ask("gpt-5-pro"))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{error}");
+    assert_eq!(error["error"]["param"], "model");
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("tackle-agent, model-x, model-y") && message.contains("[server] models"),
+        "{message}"
+    );
+    assert!(h.fake.requests().is_empty(), "the unknown model was not forwarded");
+    for offered in ["model-x", "model-y"] {
+        let (status, body) = h.call(Method::POST, "/v1/chat/completions", None, Some(ask(offered))).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    // The document lists exactly the accepted names.
+    let (_, doc) = h.call(Method::GET, "/openapi.json", None, None).await;
+    assert_eq!(
+        doc["components"]["schemas"]["ChatRequest"]["properties"]["model"]["enum"],
+        json!(["tackle-agent", "model-x", "model-y"])
+    );
+
+    let open = Harness::configured(Script::stateless(vec![Turn::text("hi")]), Vec::new(), |c| {
+        c.gateway_any_model = true
+    })
+    .await;
+    let (status, body) = open.call(Method::POST, "/v1/chat/completions", None, Some(ask("gpt-5-pro"))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(open.fake.requests()[0].body["model"], "gpt-5-pro");
+    let (_, doc) = open.call(Method::GET, "/openapi.json", None, None).await;
+    assert!(doc["components"]["schemas"]["ChatRequest"]["properties"]["model"].get("enum").is_none());
 }
 
 #[tokio::test]
@@ -150,7 +212,7 @@ async fn agent_mode_runs_tackles_own_tools_and_streams_the_answer() {
 
 #[tokio::test]
 async fn the_official_openai_python_sdk_works_against_the_endpoint() {
-    let Some(python) = venv_python() else { return missing_peer("the openai Python SDK") };
+    let Some(python) = peers::or_skip(peers::venv_python("openai")) else { return };
     let mut script = Script::stateless(vec![]);
     script.mode = ScriptMode::Sequential;
     script.turns = vec![
@@ -181,4 +243,97 @@ async fn the_official_openai_python_sdk_works_against_the_endpoint() {
     assert_eq!(seen["agent"], "Still notes.md.");
     assert_eq!(seen["bad_request"], json!({"type": "BadRequestError", "status": 400}));
     assert_eq!(seen["unauthorized"], json!({"type": "AuthenticationError", "status": 401}));
+}
+
+/// Agent mode where nobody can answer approvals: a destructive call is denied at once (the
+/// model is told, the client sees it in `tackle.denied_calls`), through the official SDK with a
+/// 30 s timeout; nothing ran.
+#[tokio::test]
+async fn agent_mode_denies_destructive_calls_through_the_official_sdk_without_hanging() {
+    let Some(python) = peers::or_skip(peers::venv_python("openai")) else { return };
+    let touch = r#"{"command":"touch destroyed.txt"}"#;
+    let script = Script::new(vec![
+        Turn::call("shell", touch),
+        Turn::text("I could not delete it: the call was denied."),
+        Turn::call("shell", touch),
+        Turn::text("Denied again."),
+    ]);
+    let h = Harness::with(script, tokens()).await;
+    let base = h.listen().await;
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/agent_denial.py");
+    let out = tokio::time::timeout(
+        std::time::Duration::from_secs(90),
+        tokio::process::Command::new(python).arg(script).arg(&base).arg(ALICE).output(),
+    )
+    .await
+    .expect("the SDK script hung")
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the SDK script failed:\n{stderr}");
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for run in ["plain", "stream"] {
+        let tackle = &seen[run]["tackle"];
+        assert!(seen[run]["seconds"].as_f64().unwrap() < 30.0, "{seen}");
+        assert_eq!(tackle["denied_calls"][0]["tool"], "shell", "{seen}");
+        assert!(
+            tackle["denied_calls"][0]["message"].as_str().unwrap().contains("approval policy `deny`"),
+            "{seen}"
+        );
+        assert_eq!(tackle["pending_approvals"], json!([]), "{seen}");
+        let session = tackle["session_id"].as_str().unwrap();
+        let (status, _) = h.call(Method::GET, &format!("/v1/sessions/{session}"), Some(ALICE), None).await;
+        assert_eq!(status, StatusCode::OK, "the session is alice's and listed");
+    }
+    assert_eq!(seen["plain"]["text"], "I could not delete it: the call was denied.");
+    assert_eq!(seen["stream"]["text"], "Denied again.");
+    assert!(!h.workspace.path().join("destroyed.txt").exists(), "the denied command never ran");
+    // The model saw the denial envelope.
+    let requests = h.fake.requests();
+    assert!(
+        requests[1].body["messages"].to_string().contains("approval policy `deny`"),
+        "{}",
+        requests[1].body
+    );
+}
+
+/// With `openai_approval = wait`, a client that knows Tackle finds the pending approval under
+/// the session named by the `x-tackle-session-id` header, approves it, and the call runs.
+#[tokio::test]
+async fn agent_mode_with_wait_exposes_the_approval_through_the_sessions_api() {
+    let script =
+        Script::new(vec![Turn::call("shell", r#"{"command":"touch approved.txt"}"#), Turn::text("Done.")]);
+    let h = Harness::configured(script, tokens(), |c| {
+        c.openai_approval = tackle_tools::ApprovalPolicy::Wait(std::time::Duration::from_secs(60))
+    })
+    .await;
+    let base = h.listen().await;
+    let client = reqwest::Client::new();
+    let response = client
+        .post(format!("{base}/v1/chat/completions"))
+        .bearer_auth(ALICE)
+        .json(&json!({"model": "tackle-agent", "stream": true, "messages": [{"role": "user", "content": "touch it"}]}))
+        .send()
+        .await
+        .unwrap();
+    let session = response.headers()["x-tackle-session-id"].to_str().unwrap().to_owned();
+    let approval = loop {
+        let (_, list) =
+            h.call(Method::GET, &format!("/v1/sessions/{session}/approvals"), Some(ALICE), None).await;
+        if let Some(id) = list["approvals"][0]["id"].as_str() {
+            assert_eq!(list["approvals"][0]["tool"], "shell");
+            break id.to_owned();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    // Another user cannot see or decide it.
+    let (status, _) =
+        h.call(Method::GET, &format!("/v1/sessions/{session}/approvals"), Some(BOB), None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, body) = h
+        .call(Method::POST, &format!("/v1/approvals/{approval}"), Some(ALICE), Some(json!({"approve": true})))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let text = response.text().await.unwrap();
+    assert!(text.contains("Done.") && text.contains("[DONE]"), "{text}");
+    assert!(h.workspace.path().join("approved.txt").exists(), "the approved command ran");
 }

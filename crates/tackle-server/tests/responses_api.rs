@@ -180,8 +180,11 @@ async fn errors_name_the_field_in_openai_shape() {
     }
     let (status, _) = post(&h, None, json!({"input": "x"})).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "model is required");
-    // A provider failure is a 502 in the same shape (the fake has no turns left).
+    // The gateway forwards only offered models (the provider's and `[server] models`).
     let (status, error) = post(&h, None, json!({"model": "m", "input": "x"})).await;
+    assert_eq!((status, &error["error"]["param"]), (StatusCode::BAD_REQUEST, &json!("model")), "{error}");
+    // A provider failure is a 502 in the same shape (the fake has no turns left).
+    let (status, error) = post(&h, None, json!({"model": "model-y", "input": "x"})).await;
     assert_eq!(status, StatusCode::BAD_GATEWAY, "{error}");
     assert_eq!(error["error"]["type"], "server_error");
     let (_, doc) = h.call(Method::GET, "/openapi.json", None, None).await;

@@ -5,6 +5,7 @@ mod common;
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
 use common::{ALICE, BOB, Harness, parse_sse, tokens, until};
+use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use tackle_testkit::{Script, Turn};
 use tower::ServiceExt;
@@ -88,6 +89,112 @@ async fn openapi_document_covers_every_route() {
         let name = &r[..r.find('"').unwrap()];
         assert!(doc["components"]["schemas"].get(name).is_some(), "dangling $ref {name}");
     }
+}
+
+/// Every error has the one JSON shape: bad query strings and paths, unknown methods, and the
+/// document states each status and content type the server answers.
+#[tokio::test]
+async fn every_error_is_json_and_documented() {
+    let h = Harness::with(Script::new(vec![]), tokens()).await;
+    let id = h.session(Some(ALICE)).await;
+    for (path, field) in [
+        ("/v1/sessions?limit=-1", "limit"),
+        ("/v1/sessions?limit=0", "limit"),
+        ("/v1/sessions?limit=501", "limit"),
+        ("/v1/sessions?offset=abc", "offset"),
+        ("/v1/sessions?offset=9223372036854775808", "offset"),
+        (&format!("/v1/sessions/{id}/results/out_x?unit=pages"), "unit"),
+        (&format!("/v1/sessions/{id}/results/out_x?limit=0"), "limit"),
+        (&format!("/v1/sessions/{id}/results/out_x?offset=-1"), "offset"),
+    ] {
+        let (status, body) = h.call(Method::GET, path, Some(ALICE), None).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{path}: {body}");
+        assert_eq!(body["error"]["code"], "invalid_request", "{path}: {body}");
+        assert_eq!(body["error"]["field"], field, "{path}: {body}");
+    }
+    let (status, body) =
+        h.call(Method::GET, "/v1/sessions?offset=9223372036854775807&limit=500", Some(ALICE), None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // A path segment that is not UTF-8.
+    let (status, body) = h.call(Method::GET, "/v1/sessions/%FF%FE", Some(ALICE), None).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["error"]["code"], "invalid_request");
+    // 405 with a body and Allow.
+    let response = h
+        .app()
+        .oneshot(
+            axum::http::Request::builder()
+                .method(Method::PUT)
+                .uri("/v1/sessions")
+                .header("authorization", format!("Bearer {ALICE}"))
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(response.headers()["content-type"], "application/json");
+    assert!(response.headers()["allow"].to_str().unwrap().contains("POST"));
+    let body: Value =
+        serde_json::from_slice(&response.into_body().collect().await.unwrap().to_bytes()).unwrap();
+    assert_eq!(body["error"]["code"], "method_not_allowed", "{body}");
+    // A blank message, in the characters Python and JavaScript count as whitespace too.
+    for blank in ["   ", "\u{1c}\u{1f}", "\u{feff}\u{3000}\n"] {
+        let (status, body) = h
+            .call(
+                Method::POST,
+                &format!("/v1/sessions/{id}/messages"),
+                Some(ALICE),
+                Some(json!({"message": blank})),
+            )
+            .await;
+        assert_eq!((status, body["error"]["field"].clone()), (StatusCode::BAD_REQUEST, json!("message")));
+    }
+    // Integers may be spelled 3.0, as JSON Schema allows; 1.5 is refused.
+    let (status, body) = h
+        .call(
+            Method::POST,
+            &format!("/v1/sessions/{id}/messages"),
+            Some(ALICE),
+            Some(json!({"message": "hi", "maxSteps": 1.5, "stream": false})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["field"].clone()),
+        (StatusCode::BAD_REQUEST, json!("maxSteps")),
+        "{body}"
+    );
+
+    let (_, doc) = h.call(Method::GET, "/openapi.json", None, None).await;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let responses = op["responses"].as_object().unwrap();
+            if path.starts_with("/v1/") {
+                for status in ["400", "401", "500"] {
+                    assert!(responses.contains_key(status), "{method} {path} does not document {status}");
+                }
+            }
+            if path.contains('{') {
+                assert!(responses.contains_key("404"), "{method} {path} does not document 404");
+            }
+            if op.get("requestBody").is_some() {
+                assert!(responses.contains_key("413"), "{method} {path} does not document 413");
+            }
+        }
+    }
+    let send = &doc["paths"]["/v1/sessions/{id}/messages"]["post"]["responses"]["200"]["content"];
+    assert_eq!(send["text/event-stream"]["schema"]["$ref"], "#/components/schemas/AgentSseEvent");
+    assert_eq!(send["application/json"]["schema"]["$ref"], "#/components/schemas/TurnResult");
+    let message = &doc["components"]["schemas"]["SendMessage"]["properties"]["message"];
+    assert_eq!(message["minLength"], 1, "{message}");
+    let chat = &doc["components"]["schemas"]["ChatRequest"]["properties"];
+    assert_eq!(chat["messages"]["minItems"], 1);
+    let list = &doc["paths"]["/v1/sessions"]["get"]["parameters"];
+    let offset = list.as_array().unwrap().iter().find(|p| p["name"] == "offset").unwrap();
+    assert_eq!(offset["schema"]["maximum"], json!(i64::MAX), "{offset}");
+    let create = &doc["components"]["schemas"]["CreateSession"]["properties"];
+    assert_eq!(create["model"]["enum"], json!(["model-x", "model-y", null]));
+    assert_eq!(create["workspace"]["enum"], json!(["default", null]));
 }
 
 #[tokio::test]

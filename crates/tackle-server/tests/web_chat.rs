@@ -1,5 +1,5 @@
-//! The web chat page in headless Chromium (Debian's chromium driven by playwright-core, both
-//! installed by scripts/test-deps.sh): a turn with tool cards and approvals, markdown rendered,
+//! The web chat page in headless Chromium (found wherever it is by `tackle_testkit::peers`,
+//! driven by playwright-core, both installed by scripts/test-deps.sh): a turn with tool cards and approvals, markdown rendered,
 //! script in model output inert, a URL per session, rename and delete, the layout at 1280 and
 //! 375 px. Screenshots at both widths are kept in docs/screens/.
 
@@ -10,15 +10,7 @@ use std::path::PathBuf;
 use axum::http::Method;
 use common::Harness;
 use serde_json::{Value, json};
-use tackle_testkit::{Script, Turn};
-
-fn missing_peer(what: &str) {
-    assert!(
-        std::env::var_os("TACKLE_REQUIRE_PEERS").is_none(),
-        "{what} is not installed: run scripts/test-deps.sh"
-    );
-    eprintln!("skipped: {what} is not installed (run scripts/test-deps.sh)");
-}
+use tackle_testkit::{Script, Turn, peers};
 
 /// Model output that tries to run script in the page, and markdown that should render.
 const HOSTILE_ANSWER: &str = "## Done\n\nI listed the files, wrote **notes2.md** and counted.\n\n- first\n- second\n\n```sh\nseq 1 40\n```\n\n<script>window.__pwned = 1</script>\n<img src=x onerror=\"window.__pwned = 2\">\n[click](javascript:window.__pwned=3) and [docs](https://example.com/docs)\n";
@@ -51,10 +43,9 @@ fn layout_ok(layout: &Value, what: &str) {
 #[tokio::test]
 async fn the_web_page_renders_markdown_safely_shows_tools_and_approvals_and_fits_a_phone() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let modules = root.join("target/test-deps/node/node_modules");
-    if !modules.join("playwright-core").is_dir() || !std::path::Path::new("/usr/bin/chromium").exists() {
-        return missing_peer("chromium or playwright-core");
-    }
+    let Some(browser) = peers::or_skip(peers::chromium()) else { return };
+    let Some(_) = peers::or_skip(peers::npm_package("playwright-core")) else { return };
+    let modules = peers::node_modules();
     let mut script = Script::new(vec![
         Turn::call("list_files", r#"{"path":"."}"#),
         Turn::call("write_file", r##"{"path":"notes2.md","content":"# Notes\nline two\n"}"##),
@@ -76,6 +67,7 @@ async fn the_web_page_renders_markdown_safely_shows_tools_and_approvals_and_fits
         .arg(&base)
         .env("TACKLE_NODE_MODULES", &modules)
         .env("SCREENSHOT_DIR", &shots)
+        .env("CHROMIUM", &browser)
         .output()
         .await
         .unwrap();
@@ -172,12 +164,9 @@ async fn the_web_page_renders_markdown_safely_shows_tools_and_approvals_and_fits
 /// The markdown renderer's own tests, in node.
 #[tokio::test]
 async fn the_markdown_renderer_passes_its_unit_tests() {
-    let node = std::process::Command::new("node").arg("--version").output();
-    if node.is_err() {
-        return missing_peer("node");
-    }
+    let Some(node) = peers::or_skip(peers::node()) else { return };
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let out = tokio::process::Command::new("node")
+    let out = tokio::process::Command::new(node)
         .arg("--test")
         .arg(dir.join("tests/peers/markdown_test.mjs"))
         .env("MARKDOWN_JS", dir.join("src/web/markdown.js"))

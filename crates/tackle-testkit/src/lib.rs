@@ -23,6 +23,7 @@ mod cache_sim;
 pub mod codex;
 mod examples;
 mod fault;
+pub mod peers;
 mod script;
 mod server;
 mod validate;

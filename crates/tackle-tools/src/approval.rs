@@ -1,7 +1,10 @@
 //! Approvals: who decides whether a call that needs confirmation may run.
 
 use std::collections::HashMap;
+use std::fmt;
+use std::str::FromStr;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -83,6 +86,86 @@ impl DenyAll {
 impl Approver for DenyAll {
     async fn decide(&self, _request: ApprovalRequest) -> ApprovalDecision {
         ApprovalDecision::deny(self.hint.clone())
+    }
+}
+
+/// What happens to a call that needs confirmation, chosen per front end (and per turn): a
+/// front end where nobody can answer must not wait.
+///
+/// Written as a string in `tackle.toml` and `TACKLE_*` variables: `deny`, `auto`, `wait`
+/// (the default timeout) or `wait:SECONDS`.
+///
+/// ```
+/// use std::time::Duration;
+/// use tackle_tools::ApprovalPolicy;
+/// assert_eq!("wait:90".parse::<ApprovalPolicy>().unwrap(), ApprovalPolicy::Wait(Duration::from_secs(90)));
+/// assert_eq!("deny".parse::<ApprovalPolicy>().unwrap().to_string(), "deny");
+/// assert!("maybe".parse::<ApprovalPolicy>().is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum ApprovalPolicy {
+    /// Refuse at once: the model gets a `denied` envelope saying nobody can confirm here.
+    Deny,
+    /// Run without asking (like `--yes`).
+    Auto,
+    /// Ask the approver and wait at most this long; no decision in time is a denial.
+    Wait(Duration),
+}
+
+impl ApprovalPolicy {
+    /// How long `wait` waits when no timeout is given: 10 minutes.
+    pub const DEFAULT_WAIT: Duration = Duration::from_secs(600);
+}
+
+impl Default for ApprovalPolicy {
+    fn default() -> Self {
+        Self::Wait(Self::DEFAULT_WAIT)
+    }
+}
+
+impl fmt::Display for ApprovalPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Deny => f.write_str("deny"),
+            Self::Auto => f.write_str("auto"),
+            Self::Wait(t) => write!(f, "wait:{}", t.as_secs()),
+        }
+    }
+}
+
+impl FromStr for ApprovalPolicy {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let bad =
+            || format!("approval policy {text:?} is not deny, auto, wait or wait:SECONDS (e.g. wait:300)");
+        match text.trim() {
+            "deny" => Ok(Self::Deny),
+            "auto" => Ok(Self::Auto),
+            "wait" => Ok(Self::default()),
+            other => {
+                let secs = other.strip_prefix("wait:").ok_or_else(bad)?;
+                match secs.trim().parse::<u64>() {
+                    Ok(s) if s > 0 => Ok(Self::Wait(Duration::from_secs(s))),
+                    _ => Err(bad()),
+                }
+            }
+        }
+    }
+}
+
+impl TryFrom<String> for ApprovalPolicy {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Self, Self::Error> {
+        text.parse()
+    }
+}
+
+impl From<ApprovalPolicy> for String {
+    fn from(policy: ApprovalPolicy) -> Self {
+        policy.to_string()
     }
 }
 

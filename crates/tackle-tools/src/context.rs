@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use tackle_protocol::{SessionId, ToolCallId};
 use tokio_util::sync::CancellationToken;
 
-use crate::EventSink;
+use crate::{EventSink, SpoolBudget};
 
 /// Everything a tool call may use besides its arguments.
 ///
@@ -29,6 +29,9 @@ pub struct ToolContext {
     pub progress: ProgressSink,
     /// Where runtime events of the turn go (approval requests, extension events).
     pub events: EventSink,
+    /// The budget of this call's full output (see [`crate::Spool`]); the executor gives each
+    /// call a fresh one of [`crate::ExecLimits::max_spool_bytes`].
+    pub spool: SpoolBudget,
 }
 
 impl ToolContext {
@@ -49,12 +52,18 @@ impl ToolContext {
             turn: TurnState::default(),
             progress: ProgressSink::discard(),
             events: EventSink::discard(),
+            spool: SpoolBudget::default(),
         }
     }
 
     /// The same context for another call of the same turn.
     pub fn for_call(&self, call_id: impl Into<ToolCallId>) -> Self {
-        Self { call_id: call_id.into(), cancel: self.cancel.child_token(), ..self.clone() }
+        Self {
+            call_id: call_id.into(),
+            cancel: self.cancel.child_token(),
+            spool: SpoolBudget::new(usize::try_from(self.spool.cap()).unwrap_or(usize::MAX)),
+            ..self.clone()
+        }
     }
 }
 

@@ -13,7 +13,10 @@ use tackle_protocol::{
 
 use crate::hooks::{HookAction, HookPolicy};
 use crate::output_cap::{OutputCap, cap_output, count_lines};
-use crate::{ApprovalRequest, Approver, ToolContext, ToolFailure, ToolOutput, ToolRegistry};
+use crate::{
+    ApprovalPolicy, ApprovalRequest, Approver, FullOutput, SpoolBudget, ToolContext, ToolFailure, ToolOutput,
+    ToolRegistry,
+};
 
 /// How long a cancelled or timed-out tool gets to clean up (kill its processes) before its
 /// task is aborted.
@@ -32,6 +35,9 @@ pub struct ExecLimits {
     pub max_output_lines: usize,
     /// Largest arguments accepted, serialized.
     pub max_argument_bytes: usize,
+    /// Most bytes of a call's full output kept for the offloader (see [`crate::Spool`]); what
+    /// a tool produces beyond is dropped, and the model is told how much.
+    pub max_spool_bytes: usize,
 }
 
 impl Default for ExecLimits {
@@ -42,6 +48,7 @@ impl Default for ExecLimits {
             max_output_bytes: 16 * 1024,
             max_output_lines: 400,
             max_argument_bytes: 256 * 1024,
+            max_spool_bytes: crate::DEFAULT_SPOOL_BYTES,
         }
     }
 }
@@ -223,7 +230,8 @@ impl ToolExecutor {
 
         let timeout = self.limits.per_tool_timeout.get(name).copied().unwrap_or(self.limits.timeout);
         let tool = entry.tool.clone();
-        let task_ctx = ctx.clone();
+        let mut task_ctx = ctx.clone();
+        task_ctx.spool = SpoolBudget::new(self.limits.max_spool_bytes);
         let mut task = tokio::spawn(async move { tool.call(args, task_ctx).await });
         let cancel = ctx.cancel.clone();
         let joined = tokio::select! {
@@ -278,6 +286,9 @@ impl ToolExecutor {
         }
     }
 
+    /// Asks for confirmation as the turn's [`ApprovalPolicy`] (in its [`crate::TurnState`]) says;
+    /// without one, the approver decides however long it takes (a person at a terminal, who
+    /// can cancel the turn).
     async fn confirm(
         &self,
         call: &ToolUse,
@@ -285,6 +296,26 @@ impl ToolExecutor {
         args: &Value,
         rule: &str,
     ) -> Result<(), ToolError> {
+        let policy = ctx.turn.get::<ApprovalPolicy>();
+        match policy {
+            Some(ApprovalPolicy::Auto) => {
+                tracing::info!(tool = %call.name, call_id = %call.id, rule, "approved by the approval policy `auto`");
+                return Ok(());
+            }
+            Some(ApprovalPolicy::Deny) => {
+                return Err(ToolError::new(
+                    &call.name,
+                    ErrorCategory::Denied,
+                    format!(
+                        "this call needs a person's confirmation ({rule}) and nobody can give it here (approval policy `deny`)"
+                    ),
+                )
+                .with_hint(
+                    "do not retry it; finish the task without it, or tell the user which call to run or approve themselves",
+                ));
+            }
+            Some(ApprovalPolicy::Wait(_)) | None => {}
+        }
         let request = ApprovalRequest {
             id: ApprovalId::new(uuid::Uuid::now_v7().to_string()),
             session_id: ctx.session_id.clone(),
@@ -300,11 +331,33 @@ impl ToolExecutor {
             tool: call.name.clone(),
             args: args.clone(),
         });
+        let wait = match policy {
+            Some(ApprovalPolicy::Wait(timeout)) => timeout,
+            _ => Duration::MAX,
+        };
         let decision = tokio::select! {
-            d = self.approver.decide(request) => d,
+            d = tokio::time::timeout(wait, self.approver.decide(request)) => d.ok(),
             _ = ctx.cancel.cancelled() => {
                 return Err(ToolError::new(&call.name, ErrorCategory::Interrupted, "the turn was cancelled while waiting for approval"));
             }
+        };
+        let Some(decision) = decision else {
+            let reason = format!("nobody decided within {wait:?}");
+            ctx.events.emit(AgentEvent::ApprovalResolved {
+                approval_id,
+                approved: false,
+                reason: Some(reason),
+            });
+            return Err(ToolError::new(
+                &call.name,
+                ErrorCategory::Denied,
+                format!(
+                    "this call needs a person's confirmation ({rule}) and nobody gave it within {wait:?}"
+                ),
+            )
+            .with_hint(
+                "do not retry it unchanged; finish the task without it, or ask the user to approve it",
+            ));
         };
         ctx.events.emit(AgentEvent::ApprovalResolved {
             approval_id,
@@ -351,33 +404,45 @@ impl ToolExecutor {
     ) -> CallReport {
         let (result, bytes, lines, truncated, locator) = match &outcome {
             Ok(output) => {
-                let text = if output.text.is_empty() { "(no output)" } else { output.text.as_str() };
-                let (bytes, lines) = (text.len(), count_lines(text));
+                let view = if output.text.is_empty() { "(no output)" } else { output.text.as_str() };
+                // What the tool produced, when the view is only part of it: that is what is
+                // stored, counted and restored.
+                let full = output.full.as_ref();
+                let stored = full.map_or(view, |f| f.text.as_str());
+                let dropped = full.map_or(0, |f| f.dropped_bytes);
+                let (bytes, lines) = (stored.len() as u64 + dropped, count_lines(stored));
                 let mut shown = None;
                 if let Some(off) = &self.offloader
-                    && off.threshold_bytes(&call.name).is_some_and(|t| bytes > t)
+                    && off.threshold_bytes(&call.name).is_some_and(|t| stored.len() > t)
                 {
-                    match off.offload(ctx, &call.name, text).await {
+                    match off.offload(ctx, &call.name, stored).await {
                         Ok(o) => shown = Some((o.reference, Some(o.locator))),
                         Err(e) => {
                             tracing::warn!(tool = %call.name, error = %e, "offloading failed; capping instead")
                         }
                     }
                 }
-                let (text, truncated, locator) = match shown {
+                let (mut text, truncated, locator) = match shown {
                     Some((reference, locator)) => (reference, true, locator),
                     None => {
                         let cap = OutputCap {
                             max_bytes: self.limits.max_output_bytes,
                             max_lines: self.limits.max_output_lines,
                         };
-                        let capped = cap_output(text, cap);
-                        (capped.text, capped.truncated, None)
+                        let capped = cap_output(view, cap);
+                        let truncated = capped.truncated() || full.is_some();
+                        (capped.text, truncated, None)
                     }
                 };
+                if let Some(note) = full.and_then(FullOutput::dropped_note) {
+                    if !text.ends_with('\n') {
+                        text.push('\n');
+                    }
+                    text.push_str(&note);
+                }
                 let result =
                     ToolResult::ok(&call.id, text).with_tool_references(output.tool_references.clone());
-                (result, bytes as u64, lines as u64, truncated, locator)
+                (result, bytes, lines as u64, truncated, locator)
             }
             Err(envelope) => {
                 let json = envelope.to_json();

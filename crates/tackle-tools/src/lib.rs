@@ -55,12 +55,14 @@ mod registry;
 pub mod schema;
 mod search;
 mod source;
+mod spool;
 mod tool;
 mod typed;
 mod validation;
 
 pub use approval::{
-    ApprovalDecision, ApprovalError, ApprovalQueue, ApprovalRequest, Approver, AutoApprove, DenyAll,
+    ApprovalDecision, ApprovalError, ApprovalPolicy, ApprovalQueue, ApprovalRequest, Approver, AutoApprove,
+    DenyAll,
 };
 pub use context::{ProgressSink, ToolContext, ToolProgress, TurnState};
 pub use doc::ToolDoc;
@@ -73,5 +75,6 @@ pub use output_cap::{Capped, OutputCap, cap_output, count_lines};
 pub use registry::{RegistryError, ToolRegistry};
 pub use search::{BM25_B, BM25_K1, ToolSearchIndex};
 pub use source::{StaticTools, ToolSource};
+pub use spool::{DEFAULT_SPOOL_BYTES, FullOutput, Spool, SpoolBudget};
 pub use tool::{Tool, ToolOutput};
 pub use typed::{TypedTool, typed};

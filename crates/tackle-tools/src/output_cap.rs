@@ -1,11 +1,13 @@
-//! Capping tool output for the model: keep the head and the tail, say what was cut.
+//! Capping tool output for the model: keep the head and the tail, say exactly what was cut.
+
+use std::ops::Range;
 
 /// Limits of what the model sees from one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OutputCap {
-    /// Most bytes kept (head and tail together, excluding the marker).
+    /// Most bytes the model sees: head, tail and the marker line between them.
     pub max_bytes: usize,
-    /// Most lines kept (head and tail together, excluding the marker).
+    /// Most lines the model sees, the marker line included.
     pub max_lines: usize,
 }
 
@@ -20,12 +22,21 @@ impl Default for OutputCap {
 pub struct Capped {
     /// What the model sees.
     pub text: String,
-    /// Whether anything was cut.
-    pub truncated: bool,
+    /// The byte range of the original that was replaced by the marker; `None` when the text is
+    /// whole. The model sees `original[..cut.start]`, a newline if that head ends mid-line, the
+    /// marker line, then `original[cut.end..]`.
+    pub cut: Option<Range<usize>>,
     /// Bytes of the original.
     pub bytes: usize,
     /// Lines of the original.
     pub lines: usize,
+}
+
+impl Capped {
+    /// Whether anything was cut.
+    pub fn truncated(&self) -> bool {
+        self.cut.is_some()
+    }
 }
 
 /// Number of lines of `text` (a trailing line without newline counts).
@@ -33,55 +44,80 @@ pub fn count_lines(text: &str) -> usize {
     if text.is_empty() {
         return 0;
     }
-    memchr_count(text.as_bytes()) + usize::from(!text.ends_with('\n'))
+    newlines(text.as_bytes()) + usize::from(!text.ends_with('\n'))
 }
 
-fn memchr_count(bytes: &[u8]) -> usize {
+fn newlines(bytes: &[u8]) -> usize {
     bytes.iter().filter(|b| **b == b'\n').count()
 }
 
 /// Keeps the head (60%) and tail (40%) of `text` within `cap`, cutting at line boundaries when
 /// a line fits and never inside a UTF-8 character, with one marker line in between saying
-/// what was cut.
+/// exactly which bytes and lines were cut.
+///
+/// The marker counts against the cap, so the model never sees more than `cap.max_bytes` bytes
+/// and `cap.max_lines` lines (a cap smaller than the marker itself keeps only the marker). A
+/// cut is only made if it makes the text shorter: an input barely over the cap, whose cut part
+/// is no longer than the marker, is returned whole.
 ///
 /// ```
 /// use tackle_tools::{OutputCap, cap_output};
 /// let text: String = (1..=100).map(|i| format!("line {i}\n")).collect();
-/// let capped = cap_output(&text, OutputCap { max_bytes: 10_000, max_lines: 10 });
-/// assert!(capped.truncated);
+/// let capped = cap_output(&text, OutputCap { max_bytes: 10_000, max_lines: 11 });
+/// assert_eq!(capped.text.lines().count(), 11);
 /// assert!(capped.text.starts_with("line 1\n"));
 /// assert!(capped.text.ends_with("line 100\n"));
-/// assert!(capped.text.contains("90 lines"));
+/// assert!(capped.text.contains("[... 717 bytes cut, in lines 7-96; output was 792 bytes, 100 lines ...]"));
 /// ```
 pub fn cap_output(text: &str, cap: OutputCap) -> Capped {
     let bytes = text.len();
     let lines = count_lines(text);
+    let whole = || Capped { text: text.to_owned(), cut: None, bytes, lines };
     if bytes <= cap.max_bytes && lines <= cap.max_lines {
-        return Capped { text: text.to_owned(), truncated: false, bytes, lines };
+        return whole();
     }
-    let head_bytes = cap.max_bytes * 3 / 5;
-    let tail_bytes = cap.max_bytes - head_bytes;
-    let head_lines = cap.max_lines * 3 / 5;
-    let tail_lines = cap.max_lines - head_lines;
-
+    // The marker (with the newline that may precede it) is part of what the model sees.
+    let budget_bytes = cap.max_bytes.saturating_sub(marker_reserve(bytes, lines));
+    let budget_lines = cap.max_lines.saturating_sub(1);
+    let head_bytes = budget_bytes * 3 / 5;
+    let head_lines = budget_lines * 3 / 5;
     let head_end = head_end(text, head_bytes, head_lines);
-    let tail_start = tail_start(text, tail_bytes, tail_lines).max(head_end);
-    let (head, cut, tail) = (&text[..head_end], &text[head_end..tail_start], &text[tail_start..]);
-    let marker = format!(
-        "[... {} lines ({} bytes) cut; output was {} bytes, {} lines ...]\n",
-        count_lines(cut),
-        cut.len(),
-        bytes,
-        lines
-    );
-    let mut out = String::with_capacity(head.len() + marker.len() + tail.len() + 1);
-    out.push_str(head);
-    if !head.is_empty() && !head.ends_with('\n') {
-        out.push('\n');
+    let tail_start = tail_start(text, budget_bytes - head_bytes, budget_lines - head_lines).max(head_end);
+    if head_end == tail_start {
+        return whole();
     }
+    let (head, tail) = (&text[..head_end], &text[tail_start..]);
+    // Lines are numbered from 1; the cut touches the lines of its first and its last byte.
+    let first_line = newlines(head.as_bytes()) + 1;
+    let last_line = first_line + newlines(&text.as_bytes()[head_end..tail_start - 1]);
+    let marker = marker(tail_start - head_end, first_line, last_line, bytes, lines);
+    let separator = if !head.is_empty() && !head.ends_with('\n') { "\n" } else { "" };
+    let shown = head.len() + separator.len() + marker.len() + tail.len();
+    if shown >= bytes {
+        return whole();
+    }
+    let mut out = String::with_capacity(shown);
+    out.push_str(head);
+    out.push_str(separator);
     out.push_str(&marker);
     out.push_str(tail);
-    Capped { text: out, truncated: true, bytes, lines }
+    Capped { text: out, cut: Some(head_end..tail_start), bytes, lines }
+}
+
+/// The marker line that replaces `cut_bytes` bytes touching lines `first..=last`.
+fn marker(cut_bytes: usize, first: usize, last: usize, bytes: usize, lines: usize) -> String {
+    let span = if first == last { format!("line {first}") } else { format!("lines {first}-{last}") };
+    marker_for_span(cut_bytes, &span, bytes, lines)
+}
+
+fn marker_for_span(cut_bytes: usize, span: &str, bytes: usize, lines: usize) -> String {
+    format!("[... {cut_bytes} bytes cut, in {span}; output was {bytes} bytes, {lines} lines ...]\n")
+}
+
+/// The most bytes the marker of an output of `bytes` bytes and `lines` lines can take, with the
+/// newline before it: every number in it is at most `bytes` or `lines`.
+fn marker_reserve(bytes: usize, lines: usize) -> usize {
+    marker_for_span(bytes, &format!("lines {lines}-{lines}"), bytes, lines).len() + 1
 }
 
 /// End of the head: at most `max_bytes` and `max_lines` lines, preferring a line boundary.
@@ -111,6 +147,7 @@ fn tail_start(text: &str, max_bytes: usize, max_lines: usize) -> usize {
         start = i + 1;
     }
     if start == text.len() && max_lines > 0 {
+        // The last line alone is too long: keep its end, from a character boundary.
         start = ceil_char_boundary(text, text.len().saturating_sub(max_bytes));
     }
     start
@@ -131,51 +168,5 @@ fn ceil_char_boundary(s: &str, mut i: usize) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
-    use proptest::prelude::*;
-
-    use super::*;
-
-    #[test]
-    fn small_outputs_pass_through() {
-        let c = cap_output("a\nb\n", OutputCap::default());
-        assert!(!c.truncated);
-        assert_eq!(c.text, "a\nb\n");
-        assert_eq!((c.bytes, c.lines), (4, 2));
-    }
-
-    #[test]
-    fn one_huge_line_is_cut_on_char_boundaries() {
-        let text = "é".repeat(10_000);
-        let c = cap_output(&text, OutputCap { max_bytes: 101, max_lines: 10 });
-        assert!(c.truncated);
-        assert!(c.text.contains("bytes) cut"));
-        assert!(c.text.len() < 300);
-    }
-
-    proptest! {
-        #[test]
-        fn cap_keeps_a_prefix_and_a_suffix_within_limits(
-            text in "(\\PC{0,30}\n){0,200}\\PC{0,30}",
-            max_bytes in 1usize..2000,
-            max_lines in 1usize..50,
-        ) {
-            let cap = OutputCap { max_bytes, max_lines };
-            let c = cap_output(&text, cap);
-            if !c.truncated {
-                prop_assert_eq!(&c.text, &text);
-            } else {
-                let marker_start = c.text.find("[... ").unwrap();
-                let marker_end = marker_start + c.text[marker_start..].find("...]\n").unwrap() + 5;
-                let head = &c.text[..marker_start];
-                let tail = &c.text[marker_end..];
-                // A head cut mid-line got a newline added before the marker.
-                let head_orig = if text.starts_with(head) { head } else { head.strip_suffix('\n').unwrap() };
-                prop_assert!(text.starts_with(head_orig), "head is a prefix");
-                prop_assert!(text.ends_with(tail), "tail is a suffix");
-                prop_assert!(head_orig.len() + tail.len() <= max_bytes);
-                prop_assert!(count_lines(head_orig) + count_lines(tail) <= max_lines + 1);
-            }
-        }
-    }
-}
+#[path = "output_cap_tests.rs"]
+mod tests;

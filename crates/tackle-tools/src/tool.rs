@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use tackle_protocol::ToolSpec;
 
-use crate::{ToolContext, ToolFailure};
+use crate::{FullOutput, ToolContext, ToolFailure};
 
 /// A tool the model can call.
 ///
@@ -40,17 +40,26 @@ pub struct ToolOutput {
     /// Deferred tools this output loads into the model's context (`tool_search` under native
     /// deferral).
     pub tool_references: Vec<String>,
+    /// Everything the tool produced, when `text` is only a view of it (see [`crate::Spool`]):
+    /// what the offloader stores and `read_result` restores.
+    pub full: Option<FullOutput>,
 }
 
 impl ToolOutput {
     /// Output made of text only.
     pub fn text(text: impl Into<String>) -> Self {
-        Self { text: text.into(), data: None, tool_references: Vec::new() }
+        Self { text: text.into(), data: None, tool_references: Vec::new(), full: None }
     }
 
     /// Loads these deferred tools (see [`ToolOutput::tool_references`]).
     pub fn with_tool_references(mut self, tools: Vec<String>) -> Self {
         self.tool_references = tools;
+        self
+    }
+
+    /// Attaches the full output `text` is a view of.
+    pub fn with_full(mut self, full: FullOutput) -> Self {
+        self.full = Some(full);
         self
     }
 

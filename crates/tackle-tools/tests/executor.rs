@@ -9,9 +9,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tackle_protocol::{AgentEvent, ErrorCategory, ToolAnnotations, ToolError, ToolInput, ToolUse};
 use tackle_tools::{
-    ApprovalMode, ApprovalQueue, Approver, AutoApprove, CallOptions, DenyAll, EventSink, ExecLimits,
-    HookAction, HookPolicy, HookRule, Offloaded, OutputOffloader, ToolContext, ToolExecutor, ToolFailure,
-    ToolOutput, ToolRegistry, TypedTool, typed,
+    ApprovalMode, ApprovalPolicy, ApprovalQueue, Approver, AutoApprove, CallOptions, DenyAll, EventSink,
+    ExecLimits, HookAction, HookPolicy, HookRule, Offloaded, OutputOffloader, ToolContext, ToolExecutor,
+    ToolFailure, ToolOutput, ToolRegistry, TypedTool, typed,
 };
 
 /// Arguments of echo.
@@ -262,8 +262,10 @@ async fn large_outputs_keep_head_and_tail() {
         .await;
     assert!(r.truncated);
     assert_eq!((r.bytes, r.lines), (1100, 100));
-    assert!(r.result.content.contains("cut; output was 1100 bytes, 100 lines"), "{}", r.result.content);
-    assert!(r.result.content.len() < 400);
+    let text = &r.result.content;
+    assert!(text.starts_with("0123456789\n") && text.ends_with("0123456789\n"), "{text}");
+    assert!(text.contains("bytes cut, in lines 6-96; output was 1100 bytes, 100 lines ...]\n"), "{text}");
+    assert!(text.len() <= 200 && text.lines().count() <= 10, "{text}");
 }
 
 #[tokio::test]
@@ -303,6 +305,54 @@ async fn destructive_tools_wait_for_approval() {
     assert_eq!(r.result.content, "destroyed");
     let names: Vec<&str> = events.lock().unwrap().iter().map(|e| e.name()).collect();
     assert_eq!(names, ["approval_requested", "approval_resolved"]);
+}
+
+/// The turn's approval policy decides before the approver is asked: `deny` and `auto` never
+/// wait, `wait` waits at most its timeout, and nothing is left pending.
+#[tokio::test]
+async fn the_turns_approval_policy_bounds_the_wait() {
+    let queue = ApprovalQueue::default();
+    let ex = executor(Arc::new(queue.clone()), vec![]);
+    let destroy = call("destroy", json!({}));
+
+    let (context, events) = collecting_ctx();
+    context.turn.insert(ApprovalPolicy::Deny);
+    let r = ex.execute(&destroy, context, &CallOptions::default()).await;
+    let e = envelope(&r);
+    assert_eq!(e.category, ErrorCategory::Denied);
+    assert!(e.message.contains("nobody can give it here (approval policy `deny`)"), "{}", e.message);
+    assert!(events.lock().unwrap().is_empty(), "nothing asked, nothing pending");
+
+    let (context, _) = collecting_ctx();
+    context.turn.insert(ApprovalPolicy::Auto);
+    let r = ex.execute(&destroy, context, &CallOptions::default()).await;
+    assert_eq!(r.result.content, "destroyed");
+
+    let (context, events) = collecting_ctx();
+    context.turn.insert(ApprovalPolicy::Wait(Duration::from_millis(300)));
+    let started = std::time::Instant::now();
+    let r = ex.execute(&destroy, context, &CallOptions::default()).await;
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    let e = envelope(&r);
+    assert_eq!(e.category, ErrorCategory::Denied);
+    assert!(e.message.contains("nobody gave it within 300ms"), "{}", e.message);
+    assert!(queue.pending(None).is_empty(), "the timed-out approval is withdrawn");
+    let names: Vec<&str> = events.lock().unwrap().iter().map(|e| e.name()).collect();
+    assert_eq!(names, ["approval_requested", "approval_resolved"]);
+
+    // Decided in time, `wait` runs the call.
+    let (context, _) = collecting_ctx();
+    context.turn.insert(ApprovalPolicy::Wait(Duration::from_secs(60)));
+    let ex = Arc::new(ex);
+    let task = tokio::spawn({
+        let ex = ex.clone();
+        async move { ex.execute(&call("destroy", json!({})), context, &CallOptions::default()).await }
+    });
+    while queue.pending(Some("s1")).is_empty() {
+        tokio::task::yield_now().await;
+    }
+    queue.resolve(&queue.pending(None)[0].id, true, None).unwrap();
+    assert_eq!(task.await.unwrap().result.content, "destroyed");
 }
 
 #[tokio::test]

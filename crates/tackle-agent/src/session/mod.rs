@@ -40,12 +40,16 @@ pub struct TurnInput {
     pub max_steps: Option<u32>,
     /// Which tools the model may call in this turn (see [`ToolMask`]); all when `None`.
     pub tool_mask: Option<ToolMask>,
+    /// What happens to calls that need confirmation in this turn; `None`: the executor's
+    /// approver decides, however long it takes (a front end where nobody may answer sets one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<tackle_tools::ApprovalPolicy>,
 }
 
 impl TurnInput {
     /// A turn with this message and default limits.
     pub fn new(message: impl Into<String>) -> Self {
-        Self { message: message.into(), max_steps: None, tool_mask: None }
+        Self { message: message.into(), max_steps: None, tool_mask: None, approval: None }
     }
 
     /// Sets the tool mask.

@@ -223,6 +223,8 @@ async fn run_one(
         turn: batch.turn_state.clone(),
         progress: progress_sink(batch.sink),
         events: batch.sink.clone(),
+        // The executor gives the call its own budget of stored output.
+        spool: Default::default(),
     };
     let report = session.agent.executor().execute(call, ctx, &CallOptions { allowed }).await;
     let outcome = match &report.outcome {

@@ -132,6 +132,9 @@ impl Session {
 
         let mut guard = LoopGuard::new(config.loop_guard.clone());
         let turn_state = TurnState::default();
+        if let Some(policy) = input.approval {
+            turn_state.insert(policy);
+        }
         let mut usage = Usage::default();
         let mut fallback_warned = false;
         let session_id = self.record.id.clone();

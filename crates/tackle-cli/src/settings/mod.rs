@@ -123,11 +123,19 @@ pub struct ToolSettings {
     pub max_output_bytes: usize,
     /// Largest output the model sees from one call, in lines.
     pub max_output_lines: usize,
+    /// Most bytes of a call's full output stored for `read_result` (64 MiB); beyond it the
+    /// output is dropped and the model told how much (`TACKLE_TOOLS_MAX_STORED_OUTPUT_BYTES`).
+    pub max_stored_output_bytes: usize,
 }
 
 impl Default for ToolSettings {
     fn default() -> Self {
-        Self { timeout_secs: 120, max_output_bytes: 16 * 1024, max_output_lines: 400 }
+        Self {
+            timeout_secs: 120,
+            max_output_bytes: 16 * 1024,
+            max_output_lines: 400,
+            max_stored_output_bytes: tackle_tools::DEFAULT_SPOOL_BYTES,
+        }
     }
 }
 
@@ -459,6 +467,8 @@ mod tests {
             ("responses.reasoning_effort", "high"),
             ("builtins.shell_env", r#"{"LOG_LEVEL": "warn"}"#),
             ("sandbox.mode", "read-only"),
+            ("server.approval", "wait:30"),
+            ("server.openai_approval", "auto"),
             ("sandbox.backend", "landlock"),
             ("responses.reasoning_summary", "auto"),
         ];

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tackle_server::{ServerConfig, UserToken};
+use tackle_tools::ApprovalPolicy;
 
 use crate::UsageError;
 
@@ -37,10 +38,20 @@ pub struct ServerSettings {
     /// Named workspaces clients may choose; `default` is the serve command's workspace unless
     /// set here.
     pub workspaces: BTreeMap<String, PathBuf>,
-    /// Extra models of the provider clients may choose per session.
+    /// Extra models of the provider clients may choose per session and name at the
+    /// OpenAI-compatible gateway (besides the configured model).
     pub models: Vec<String>,
+    /// Let the gateway forward any model name instead of only the configured model and
+    /// `models` (`TACKLE_SERVER_GATEWAY_ANY_MODEL=on`).
+    pub gateway_any_model: bool,
     /// Model name under which `/v1/chat/completions` runs Tackle's agent.
     pub agent_model: String,
+    /// Calls needing confirmation in sessions API turns: `wait` (10 minutes), `wait:SECONDS`,
+    /// `deny` or `auto` (`TACKLE_SERVER_APPROVAL`).
+    pub approval: ApprovalPolicy,
+    /// Calls needing confirmation in the agent mode of `/v1/chat/completions`, whose clients
+    /// cannot answer approvals: `deny` by default (`TACKLE_SERVER_OPENAI_APPROVAL`).
+    pub openai_approval: ApprovalPolicy,
     /// Largest request body in bytes.
     pub body_limit_bytes: usize,
     /// Seconds between SSE heartbeats.
@@ -59,7 +70,10 @@ impl Default for ServerSettings {
             tokens_file: None,
             workspaces: BTreeMap::new(),
             models: d.models,
+            gateway_any_model: d.gateway_any_model,
             agent_model: d.agent_model,
+            approval: d.approval,
+            openai_approval: d.openai_approval,
             body_limit_bytes: d.body_limit,
             heartbeat_secs: d.heartbeat.as_secs(),
             shutdown_grace_secs: d.shutdown_grace.as_secs(),
@@ -112,7 +126,10 @@ impl ServerSettings {
             config.workspaces.insert(name.clone(), path);
         }
         config.models = self.models.clone();
+        config.gateway_any_model = self.gateway_any_model;
         config.agent_model = self.agent_model.clone();
+        config.approval = self.approval;
+        config.openai_approval = self.openai_approval;
         config.body_limit = self.body_limit_bytes;
         config.heartbeat = Duration::from_secs(self.heartbeat_secs.max(1));
         config.shutdown_grace = Duration::from_secs(self.shutdown_grace_secs);

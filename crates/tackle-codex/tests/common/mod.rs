@@ -12,14 +12,10 @@ pub fn codex_binary() -> Option<PathBuf> {
     tackle_testkit::codex::binary()
 }
 
-/// Peers are required when `TACKLE_REQUIRE_PEERS` is set (scripts/test.sh sets it); otherwise a
-/// missing peer skips the test with a note.
+/// A missing peer fails the test under `TACKLE_REQUIRE_PEERS` (scripts/test.sh sets it) and skips
+/// it otherwise: `tackle_testkit::peers` decides, for every test.
 pub fn missing_peer(what: &str) {
-    assert!(
-        std::env::var_os("TACKLE_REQUIRE_PEERS").is_none(),
-        "{what} is not installed: run scripts/test-deps.sh"
-    );
-    eprintln!("skipped: {what} is not installed (run scripts/test-deps.sh)");
+    tackle_testkit::peers::missing(what, "not found where scripts/test-deps.sh installs it");
 }
 
 /// A CODEX_HOME whose config.toml sends every model request to the fake at `base_url`.

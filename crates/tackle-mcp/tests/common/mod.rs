@@ -3,11 +3,11 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
 use tackle_mcp::McpServerConfig;
+use tackle_testkit::peers;
 use tackle_tools::{Tool, ToolContext, ToolFailure, ToolOutput};
 
 /// The repository root.
@@ -27,43 +27,14 @@ pub fn test_server_config() -> McpServerConfig {
         .with_call_timeout(Duration::from_secs(20))
 }
 
-/// The `node_modules` directory holding the reference servers, installing them with
-/// `tests/npm-servers.sh` when missing. `None` (with the reason printed) when node or npm is
-/// absent or the install fails.
+/// The `node_modules` directory holding the reference servers (installed by
+/// scripts/test-deps.sh); `None` when they are missing and peers are optional, a failure when
+/// `TACKLE_REQUIRE_PEERS` is set.
 pub fn node_modules() -> Option<PathBuf> {
-    if Command::new("node").arg("--version").output().is_err() {
-        eprintln!("SKIP: `node` is not installed; the npm MCP server tests need it");
-        return None;
+    for package in ["@modelcontextprotocol/server-everything", "@modelcontextprotocol/server-filesystem"] {
+        peers::or_skip(peers::npm_package(package))?;
     }
-    let dir = match std::env::var_os("TACKLE_MCP_NODE_MODULES") {
-        Some(dir) => PathBuf::from(dir),
-        None => repo_root().join("target/mcp-servers/node_modules"),
-    };
-    let installed = |dir: &Path| {
-        ["server-everything", "server-filesystem"]
-            .iter()
-            .all(|p| dir.join("@modelcontextprotocol").join(p).join("package.json").exists())
-    };
-    if !installed(&dir) {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/npm-servers.sh");
-        let prefix = dir.parent().unwrap_or(&dir).to_path_buf();
-        let status = Command::new("bash").arg(&script).arg(&prefix).status();
-        match status {
-            Ok(s) if s.success() => {}
-            Ok(s) => {
-                eprintln!(
-                    "SKIP: {} failed ({s}); is npm installed and the registry reachable?",
-                    script.display()
-                );
-                return None;
-            }
-            Err(e) => {
-                eprintln!("SKIP: could not run {}: {e}", script.display());
-                return None;
-            }
-        }
-    }
-    installed(&dir).then_some(dir)
+    Some(peers::node_modules())
 }
 
 /// Entry point of an npm MCP server package.

@@ -1,12 +1,13 @@
 //! Confirmations: list a session's pending approvals, approve or deny one.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::auth::User;
+use crate::extract::ValidPath;
 use crate::json::ValidJson;
 use crate::{ApiError, AppState, ErrorBody};
 
@@ -61,7 +62,7 @@ pub struct Decided {
 pub async fn list(
     State(state): State<AppState>,
     User(user): User,
-    Path(id): Path<String>,
+    ValidPath(id): ValidPath<String>,
 ) -> Result<Json<ApprovalList>, ApiError> {
     state.owned_session(&id, &user).await?;
     let approvals = state
@@ -89,7 +90,7 @@ pub async fn list(
 pub async fn decide(
     State(state): State<AppState>,
     User(user): User,
-    Path(id): Path<String>,
+    ValidPath(id): ValidPath<String>,
     ValidJson(body): ValidJson<Decide>,
 ) -> Result<Json<Decided>, ApiError> {
     let request =

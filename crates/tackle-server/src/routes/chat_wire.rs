@@ -39,11 +39,15 @@ pub struct ChatRequest {
     #[serde(default)]
     pub stream: bool,
     /// `{"include_usage": true}` adds a final usage chunk.
-    #[schema(value_type = Object)]
-    pub stream_options: Option<Value>,
+    #[schema(value_type = Option<Object>)]
+    pub stream_options: Option<serde_json::Map<String, Value>>,
     /// Output token limit.
+    #[schema(value_type = Option<i64>, minimum = 0, maximum = 4294967295_u64)]
+    #[serde(default, deserialize_with = "crate::json::optional_integer")]
     pub max_tokens: Option<u32>,
     /// Output token limit (newer name).
+    #[schema(value_type = Option<i64>, minimum = 0, maximum = 4294967295_u64)]
+    #[serde(default, deserialize_with = "crate::json::optional_integer")]
     pub max_completion_tokens: Option<u32>,
     /// Sampling temperature.
     pub temperature: Option<f32>,
@@ -146,6 +150,27 @@ fn content_text(content: &Option<Value>, at: usize) -> Result<String, ApiError> 
     }
 }
 
+/// Text of a system or user message, which providers refuse empty: a non-empty string, or text
+/// parts each with text.
+fn non_empty_text(content: &Option<Value>, at: usize) -> Result<String, ApiError> {
+    if let Some(Value::Array(parts)) = content
+        && (parts.is_empty() || parts.iter().any(|p| p.get("text").and_then(Value::as_str) == Some("")))
+    {
+        return Err(ApiError::invalid_field(
+            format!("messages[{at}].content"),
+            "send at least one text part, each with text",
+        ));
+    }
+    let text = content_text(content, at)?;
+    if text.is_empty() {
+        return Err(ApiError::invalid_field(
+            format!("messages[{at}].content"),
+            "the content is empty; send the text of the message",
+        ));
+    }
+    Ok(text)
+}
+
 /// The system prompt and conversation of a chat request.
 pub(crate) fn convert_messages(
     messages: &[ChatMessage],
@@ -155,9 +180,9 @@ pub(crate) fn convert_messages(
     for (i, m) in messages.iter().enumerate() {
         match m.role.as_str() {
             "system" | "developer" => {
-                system.push(SystemSection::cacheable("client", content_text(&m.content, i)?))
+                system.push(SystemSection::cacheable("client", non_empty_text(&m.content, i)?))
             }
-            "user" => out.push(Message::user(content_text(&m.content, i)?)),
+            "user" => out.push(Message::user(non_empty_text(&m.content, i)?)),
             "assistant" => {
                 let mut content = Vec::new();
                 let text = content_text(&m.content, i)?;
@@ -172,7 +197,10 @@ pub(crate) fn convert_messages(
                     }));
                 }
                 if content.is_empty() {
-                    content.push(ContentBlock::text(""));
+                    return Err(ApiError::invalid_field(
+                        format!("messages[{i}]"),
+                        "an assistant message needs content or tool_calls",
+                    ));
                 }
                 out.push(Message { role: Role::Assistant, content });
             }
@@ -281,7 +309,19 @@ impl ChunkWriter {
 
     /// The finish reason, the usage chunk if asked for, and `[DONE]`.
     pub(crate) fn finish(&self, reason: &str, usage: &Usage) {
-        self.delta(json!({}), Some(reason));
+        self.finish_with(reason, usage, None);
+    }
+
+    /// [`Self::finish`] with Tackle's extension object on the chunk carrying the finish reason.
+    pub(crate) fn finish_with(&self, reason: &str, usage: &Usage, tackle: Option<Value>) {
+        let mut chunk = json!({
+            "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
+            "choices": [{"index": 0, "delta": {}, "finish_reason": reason, "logprobs": null}],
+        });
+        if let Some(tackle) = tackle {
+            chunk["tackle"] = tackle;
+        }
+        self.send(chunk);
         if self.include_usage {
             self.send(json!({
                 "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,

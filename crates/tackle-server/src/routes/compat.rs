@@ -71,8 +71,17 @@ pub(crate) fn function_tools(tools: &[ClientTool<'_>], name_path: &str) -> Resul
                 "tool names must match ^[a-zA-Z0-9_-]{1,64}$",
             ));
         }
-        let schema = t.parameters.filter(|p| !p.is_null()).cloned();
-        let schema = schema.unwrap_or_else(|| json!({"type": "object", "properties": {}}));
+        let schema = match t.parameters {
+            None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
+            Some(p @ Value::Object(_)) => p.clone(),
+            Some(_) => {
+                let path = name_path.strip_suffix("name").unwrap_or_default();
+                return Err(ApiError::invalid_field(
+                    format!("tools[{i}].{path}parameters"),
+                    "parameters must be a JSON Schema object",
+                ));
+            }
+        };
         specs.push(ToolSpec::new(t.name, t.description, schema));
     }
     specs.sort_by(|a, b| a.name.cmp(&b.name));
@@ -107,13 +116,22 @@ pub(crate) fn tool_choice(choice: Option<&Value>, tools: &[ToolSpec]) -> Result<
                 ToolChoice::Named { name: known(name)? }
             }
             Some("allowed_tools") => {
+                // Chat Completions nests the list under `allowed_tools`; Responses does not.
                 let spec = obj.get("allowed_tools").unwrap_or(obj);
                 let mode = match spec.get("mode").and_then(Value::as_str) {
+                    Some("auto") => AllowedToolsMode::Auto,
                     Some("required") => AllowedToolsMode::Required,
-                    _ => AllowedToolsMode::Auto,
+                    _ => return Err(bad("allowed_tools.mode must be auto or required")),
                 };
+                let entries = spec
+                    .get("tools")
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| bad("allowed_tools.tools must be an array of functions"))?;
                 let mut names = Vec::new();
-                for t in spec.get("tools").and_then(Value::as_array).into_iter().flatten() {
+                for t in entries {
+                    if t.get("type").is_some_and(|k| k != "function") {
+                        return Err(bad("allowed_tools.tools entries are functions (type \"function\")"));
+                    }
                     let name = function_name(t)
                         .ok_or_else(|| bad("allowed_tools.tools entries need a function name"))?;
                     names.push(known(name)?);
@@ -130,6 +148,75 @@ pub(crate) fn tool_choice(choice: Option<&Value>, tools: &[ToolSpec]) -> Result<
 /// The function name of a tool reference in either shape.
 fn function_name(v: &Value) -> Option<&str> {
     v.pointer("/function/name").or_else(|| v.get("name")).and_then(Value::as_str)
+}
+
+/// The gateway forwards only the models the server offers (its provider's model and `[server]
+/// models`) unless configured open (`gateway_any_model`): a client cannot spend the operator's
+/// key on any model it names.
+pub(crate) fn check_gateway_model(state: &AppState, model: &str) -> Result<(), ApiError> {
+    let config = state.config();
+    if config.gateway_any_model
+        || model == state.agent().config().model
+        || config.models.iter().any(|m| m == model)
+    {
+        return Ok(());
+    }
+    let mut offered = vec![config.agent_model.clone(), state.agent().config().model.clone()];
+    offered.extend(config.models.iter().cloned());
+    Err(ApiError::invalid_field(
+        "model",
+        format!(
+            "model {model:?} is not offered by this server; choose one of {} (GET /v1/models), \
+             or let the operator add it to [server] models",
+            offered.join(", ")
+        ),
+    ))
+}
+
+/// Every tool call of an assistant message is answered by the tool messages right after it, and
+/// every tool message answers one of them: a provider refuses anything else, so the gateway
+/// says so (400) before forwarding.
+pub(crate) fn check_tool_rounds(messages: &[Message]) -> Result<(), ApiError> {
+    let unanswered = |open: &[&str]| {
+        ApiError::invalid_field(
+            "messages",
+            format!(
+                "tool calls {} are not answered; send a tool message for each call right after the assistant message",
+                open.join(", ")
+            ),
+        )
+    };
+    let mut open: Vec<&str> = Vec::new();
+    for m in messages {
+        if m.role == Role::Tool {
+            for r in m.tool_results_iter() {
+                let Some(at) = open.iter().position(|id| *id == r.tool_use_id) else {
+                    return Err(ApiError::invalid_field(
+                        "messages",
+                        format!(
+                            "a tool message answers tool_call_id {:?}, which no tool call of the assistant message before it has (or another tool message answered it)",
+                            r.tool_use_id
+                        ),
+                    ));
+                };
+                open.remove(at);
+            }
+            continue;
+        }
+        if !open.is_empty() {
+            return Err(unanswered(&open));
+        }
+        for u in m.tool_uses() {
+            if open.contains(&u.id.as_str()) {
+                return Err(ApiError::invalid_field(
+                    "messages",
+                    format!("tool call id {:?} appears twice in one assistant message", u.id),
+                ));
+            }
+            open.push(&u.id);
+        }
+    }
+    if open.is_empty() { Ok(()) } else { Err(unanswered(&open)) }
 }
 
 /// A request the gateway forwards to the configured provider.
@@ -222,17 +309,31 @@ impl AgentTurn {
             return Err(ApiError::shutting_down());
         }
         let guard = state.inner.turns.start(session.id())?;
+        let mut input = TurnInput::new(prompt);
+        // OpenAI clients cannot see approvals: by default a call needing one is denied at once
+        // and the model told; with `wait`, a client that knows Tackle finds it under the
+        // session id (bounded by the policy's timeout).
+        input.approval = Some(state.config().openai_approval);
         let (tx, events) = mpsc::unbounded_channel::<AgentEvent>();
         let sink = EventSink::new(move |e| {
             let _ = tx.send(e);
         });
         let task = state.inner.tasks.spawn(async move {
             let cancel = guard.cancel.clone();
-            let outcome = session.run_turn(TurnInput::new(prompt), &sink, &cancel).await;
+            let outcome = session.run_turn(input, &sink, &cancel).await;
             drop(guard);
             outcome
         });
         Ok(Self { task, events })
+    }
+
+    /// Waits for the outcome and every event of the turn.
+    pub(crate) async fn finish(mut self) -> Result<(TurnOutcome, Vec<AgentEvent>), ApiError> {
+        let mut events = Vec::new();
+        while let Some(e) = self.events.recv().await {
+            events.push(e);
+        }
+        Ok((self.outcome().await?, events))
     }
 
     /// Waits for the outcome; a turn that failed is an upstream error.

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::convert::Infallible;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
@@ -17,6 +17,7 @@ use tokio_stream::wrappers::UnboundedReceiverStream;
 use utoipa::ToSchema;
 
 use crate::auth::User;
+use crate::extract::ValidPath;
 use crate::json::ValidJson;
 use crate::{ApiError, AppState, ErrorBody};
 
@@ -24,7 +25,11 @@ use crate::{ApiError, AppState, ErrorBody};
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SendMessage {
-    /// The user's message.
+    /// The user's message: some text besides whitespace.
+    #[schema(
+        min_length = 1,
+        pattern = r"[^\t\n\x0B\f\r \x1C-\x1F\x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000\uFEFF]"
+    )]
     pub message: String,
     /// Which tools the model may call in this turn: tool name to `true` (callable) or `false`
     /// (not callable). Omitted or `{}`: every tool is callable. Tools not named stay callable
@@ -39,8 +44,15 @@ pub struct SendMessage {
     /// Stream events as SSE (default) or answer with one JSON result when the turn ends.
     pub stream: Option<bool>,
     /// Steps (model calls) for this turn instead of the server's default.
-    #[schema(minimum = 1)]
+    #[schema(value_type = Option<i64>, minimum = 1, maximum = 4294967295_u64)]
+    #[serde(default, deserialize_with = "crate::json::optional_integer")]
     pub max_steps: Option<u32>,
+}
+
+/// Whether `text` has nothing but whitespace: the characters Rust, Python and ECMAScript count as
+/// whitespace (the pattern of [`SendMessage::message`] names the same set).
+pub(crate) fn is_blank(text: &str) -> bool {
+    text.chars().all(|c| c.is_whitespace() || matches!(c, '\x1c'..='\x1f' | '\u{feff}'))
 }
 
 /// `POST /v1/sessions/{id}/cancel` response.
@@ -108,18 +120,20 @@ impl From<CompactionReport> for CompactResult {
 #[utoipa::path(post, path = "/v1/sessions/{id}/messages", tag = "turns", request_body = SendMessage,
     params(("id" = String, Path, description = "Session id")),
     responses(
-        (status = 200, description = "SSE stream of agent events (`stream` true or omitted)", content_type = "text/event-stream", body = AgentEvent),
-        (status = 200, description = "The turn's result (`stream: false`)", content_type = "application/json", body = TurnResult),
+        (status = 200, description = "An SSE stream of agent events (`stream` true or omitted: `text/event-stream`, \
+            each event's data one `AgentEvent`), or the turn's result (`stream: false`: `application/json`)",
+            content((AgentEvent = "text/event-stream"), (TurnResult = "application/json"))),
         (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody),
-        (status = 413, body = ErrorBody), (status = 503, body = ErrorBody)),
+        (status = 413, body = ErrorBody), (status = 502, description = "The provider failed (`stream: false`)", body = ErrorBody),
+        (status = 503, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn send(
     State(state): State<AppState>,
     User(user): User,
-    Path(id): Path<String>,
+    ValidPath(id): ValidPath<String>,
     ValidJson(body): ValidJson<SendMessage>,
 ) -> Result<Response, ApiError> {
-    if body.message.trim().is_empty() {
+    if is_blank(&body.message) {
         return Err(ApiError::invalid_field("message", "message is empty; send the user's text"));
     }
     if body.max_steps == Some(0) {
@@ -134,6 +148,7 @@ pub async fn send(
     let mut input = TurnInput::new(body.message);
     input.max_steps = body.max_steps;
     input.tool_mask = body.tool_mask.map(tackle_agent::ToolMask::new);
+    input.approval = Some(state.config().approval);
 
     let (tx, rx) = mpsc::unbounded_channel::<AgentEvent>();
     let sink = EventSink::new(move |event| {
@@ -185,7 +200,7 @@ pub async fn send(
 pub async fn cancel(
     State(state): State<AppState>,
     User(user): User,
-    Path(id): Path<String>,
+    ValidPath(id): ValidPath<String>,
 ) -> Result<Json<CancelResult>, ApiError> {
     state.owned_session(&id, &user).await?;
     Ok(Json(CancelResult { cancelled: state.inner.turns.cancel(&id) }))
@@ -199,7 +214,7 @@ pub async fn cancel(
 pub async fn compact(
     State(state): State<AppState>,
     User(user): User,
-    Path(id): Path<String>,
+    ValidPath(id): ValidPath<String>,
 ) -> Result<Json<CompactResult>, ApiError> {
     let record = state.owned_session(&id, &user).await?;
     let _guard = state.inner.turns.start(&id)?;

@@ -14,7 +14,9 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde::Serialize;
 use serde_json::{Value, json};
-use tackle_protocol::{AgentEvent, ContentBlock, ModelResponse, Role, StopReason, Usage};
+use tackle_protocol::{
+    AgentEvent, ContentBlock, ErrorCategory, ModelResponse, Role, StopReason, ToolOutcome, Usage,
+};
 use tackle_provider::CallOptions;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use utoipa::ToSchema;
@@ -53,9 +55,11 @@ pub async fn models(State(state): State<AppState>, User(_): User) -> Json<ModelL
 /// OpenAI-compatible chat completions (streaming and not). See the module docs for the gateway
 /// and agent modes.
 #[utoipa::path(post, path = "/v1/chat/completions", tag = "openai", request_body = ChatRequest,
-    responses((status = 200, description = "A chat.completion object, or chat.completion.chunk SSE when stream is true"),
-        (status = 400, description = "OpenAI error shape"), (status = 401, description = "OpenAI error shape"),
-        (status = 502, description = "The provider failed (OpenAI error shape)")),
+    responses((status = 200, description = "A `chat.completion` object (`application/json`), or `chat.completion.chunk` \
+            objects as server-sent events ending with `[DONE]` when `stream` is true (`text/event-stream`)",
+            content((Object = "application/json"), (String = "text/event-stream"))),
+        (status = 502, description = "The provider failed (OpenAI error shape)"),
+        (status = 503, description = "The server is shutting down (OpenAI error shape)")),
     security(("bearer" = [])))]
 pub async fn chat_completions(
     State(state): State<AppState>,
@@ -71,9 +75,22 @@ pub async fn chat_completions(
     if request.model.starts_with(super::codex_bridge::MODEL_PREFIX) {
         return super::codex_bridge::chat_completions(state, user, request).await;
     }
-    if request.tools.is_empty() && request.model == state.config().agent_model {
+    if request.model == state.config().agent_model {
+        if !request.tools.is_empty() {
+            return Err(ApiError::invalid_field(
+                "tools",
+                format!(
+                    "model {:?} runs Tackle's agent with its own tools; send no tools, or name a provider model to use the gateway",
+                    request.model
+                ),
+            )
+            .into());
+        }
+        // The agent picks its own tools; a tool_choice is still checked, not silently dropped.
+        compat::tool_choice(request.tool_choice.as_ref(), &[])?;
         return run_agent(state, user, request).await;
     }
+    compat::check_gateway_model(&state, &request.model)?;
     gateway(state, request).await
 }
 
@@ -87,6 +104,7 @@ async fn gateway(state: AppState, chat: ChatRequest) -> Result<Response, OpenAiE
         )
         .into());
     }
+    compat::check_tool_rounds(&messages)?;
     let tools = convert_tools(&chat.tools)?;
     let tool_choice = compat::tool_choice(chat.tool_choice.as_ref(), &tools)?;
     let request = Gateway {
@@ -134,18 +152,24 @@ async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<R
     let prompt = last.text();
     let history = compat::text_history(&messages[..messages.len() - 1]);
     let session = compat::new_agent_session(&state, &user, history).await?;
+    let session_id = session.id().as_str().to_owned();
     let turn = AgentTurn::start(&state, session, prompt)?;
     let id = completion_id();
     let created = now_secs();
     let model = chat.model.clone();
+    let header = [(SESSION_HEADER, session_id.clone())];
     if !chat.stream {
-        let outcome = turn.outcome().await?;
+        let (outcome, events) = turn.finish().await?;
+        let mut extension = TackleExtension::new(session_id);
+        events.iter().for_each(|e| extension.observe(e));
         let response = ModelResponse {
             content: vec![ContentBlock::text(outcome.text)],
             usage: outcome.usage,
             stop_reason: StopReason::EndTurn,
         };
-        return Ok(Json(completion_body(&id, created, &model, &response)).into_response());
+        let mut body = completion_body(&id, created, &model, &response);
+        body["tackle"] = extension.to_json();
+        return Ok((header, Json(body)).into_response());
     }
     let include_usage = chat.include_usage();
     let chunks = async_stream(move |tx| async move {
@@ -154,7 +178,9 @@ async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<R
         let mut events = UnboundedReceiverStream::new(turn.events);
         let mut usage = Usage::default();
         let mut finish = "stop";
+        let mut extension = TackleExtension::new(session_id);
         while let Some(event) = events.next().await {
+            extension.observe(&event);
             match event {
                 // Only the answer is streamed; tool activity stays inside the agent.
                 AgentEvent::TextDelta { text } => {
@@ -172,7 +198,46 @@ async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<R
                 _ => {}
             }
         }
-        out.finish(finish, &usage);
+        out.finish_with(finish, &usage, Some(extension.to_json()));
     });
-    Ok((StatusCode::OK, Sse::new(chunks)).into_response())
+    Ok((StatusCode::OK, header, Sse::new(chunks)).into_response())
+}
+
+/// The response header naming the session an agent-mode request ran in.
+const SESSION_HEADER: &str = "x-tackle-session-id";
+
+/// What an agent-mode answer adds for clients that know Tackle, as a `tackle` object (OpenAI
+/// SDKs keep unknown fields): the session (for `GET /v1/sessions/{id}/approvals` and its
+/// messages), calls refused for want of a confirmation, and approvals left pending.
+struct TackleExtension {
+    session_id: String,
+    denied: Vec<Value>,
+    pending: Vec<String>,
+}
+
+impl TackleExtension {
+    fn new(session_id: String) -> Self {
+        Self { session_id, denied: Vec::new(), pending: Vec::new() }
+    }
+
+    fn observe(&mut self, event: &AgentEvent) {
+        match event {
+            AgentEvent::ApprovalRequested { approval_id, .. } => {
+                self.pending.push(approval_id.as_str().to_owned())
+            }
+            AgentEvent::ApprovalResolved { approval_id, .. } => {
+                self.pending.retain(|p| p != approval_id.as_str())
+            }
+            AgentEvent::ToolResult { id, name, outcome: ToolOutcome::Error { envelope }, .. }
+                if envelope.category == ErrorCategory::Denied =>
+            {
+                self.denied.push(json!({"call_id": id, "tool": name, "message": envelope.message}));
+            }
+            _ => {}
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        json!({"session_id": self.session_id, "denied_calls": self.denied, "pending_approvals": self.pending})
+    }
 }

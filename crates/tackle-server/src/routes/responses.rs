@@ -550,6 +550,7 @@ async fn gateway(
         .collect();
     let tools = compat::function_tools(&tools, "name")?;
     let tool_choice = compat::tool_choice(request.tool_choice.as_ref(), &tools)?;
+    compat::check_gateway_model(&state, &request.model)?;
     let mut system: Vec<SystemSection> =
         request.instructions.iter().map(|t| SystemSection::cacheable("instructions", t.clone())).collect();
     system.extend(input.system);

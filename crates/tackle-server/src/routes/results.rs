@@ -1,7 +1,7 @@
 //! Restoring offloaded tool outputs by locator.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use tackle_agent::{ReadResultArgs, ReadUnit, read_page};
@@ -9,6 +9,7 @@ use tackle_protocol::ErrorCategory;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::User;
+use crate::extract::{ValidPath, ValidQuery};
 use crate::{ApiError, AppState, ErrorBody};
 
 /// Which part of the output to read.
@@ -16,13 +17,27 @@ use crate::{ApiError, AppState, ErrorBody};
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
     /// First line (1-based, default 1) or byte offset (with `unit=bytes`, default 0).
+    #[param(minimum = 0, maximum = 9223372036854775807_u64)]
     pub offset: Option<u64>,
-    /// Lines (default 200) or bytes (default 16384) to read.
+    /// Lines (default 200, at most 2000 are returned) or bytes (default 16384, at most 65536).
+    #[param(minimum = 1, maximum = 65536)]
     pub limit: Option<u64>,
     /// `lines` (default) or `bytes`.
-    pub unit: Option<String>,
+    #[param(inline)]
+    pub unit: Option<Unit>,
     /// Only lines matching this regular expression (lines only).
+    #[param(format = Regex)]
     pub pattern: Option<String>,
+}
+
+/// Unit of `offset` and `limit`.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Unit {
+    /// Lines, counted from 1.
+    Lines,
+    /// Bytes, counted from 0.
+    Bytes,
 }
 
 /// A page of a stored output.
@@ -43,20 +58,20 @@ pub struct ResultPage {
 pub async fn read(
     State(state): State<AppState>,
     User(user): User,
-    Path((id, locator)): Path<(String, String)>,
-    Query(q): Query<PageQuery>,
+    ValidPath((id, locator)): ValidPath<(String, String)>,
+    ValidQuery(q): ValidQuery<PageQuery>,
 ) -> Result<Json<ResultPage>, ApiError> {
     state.owned_session(&id, &user).await?;
-    let unit = match q.unit.as_deref() {
-        None | Some("lines") => ReadUnit::Lines,
-        Some("bytes") => ReadUnit::Bytes,
-        Some(other) => {
-            return Err(ApiError::invalid_field(
-                "unit",
-                format!("unit {other:?} is not known; use lines or bytes"),
-            ));
-        }
+    let unit = match q.unit {
+        None | Some(Unit::Lines) => ReadUnit::Lines,
+        Some(Unit::Bytes) => ReadUnit::Bytes,
     };
+    if q.offset.is_some_and(|o| o > i64::MAX as u64) {
+        return Err(ApiError::invalid_field("offset", "offset is beyond 2^63-1"));
+    }
+    if let Some(limit) = q.limit.filter(|l| !(1..=65536).contains(l)) {
+        return Err(ApiError::invalid_field("limit", format!("limit is {limit}; use 1 to 65536")));
+    }
     let args = ReadResultArgs {
         locator: locator.clone(),
         offset: q.offset,

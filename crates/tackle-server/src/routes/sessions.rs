@@ -1,7 +1,7 @@
 //! Session routes: create, list, show, delete, and the tools and context of a session.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -11,6 +11,7 @@ use tackle_store::{SessionFilter, SessionRecord, SessionSummary, SessionUpdate};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::User;
+use crate::extract::{ValidPath, ValidQuery};
 use crate::json::ValidJson;
 use crate::{ApiError, AppState, ErrorBody};
 
@@ -33,7 +34,12 @@ pub struct CreateSession {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdateSession {
-    /// New title: 1 to 200 characters, no control characters.
+    /// New title: up to 200 characters, at least one of them not a space, no control characters.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+    )]
     pub title: String,
 }
 
@@ -110,10 +116,27 @@ pub struct SessionList {
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ListQuery {
-    /// At most this many (default 50, at most 500).
+    /// At most this many (default 50).
+    #[param(minimum = 1, maximum = 500)]
     pub limit: Option<u32>,
     /// Skip this many.
-    pub offset: Option<u32>,
+    #[param(minimum = 0, maximum = 9223372036854775807_u64)]
+    pub offset: Option<u64>,
+}
+
+impl ListQuery {
+    fn validate(&self) -> Result<(u32, u32), ApiError> {
+        let limit = self.limit.unwrap_or(50);
+        if !(1..=500).contains(&limit) {
+            return Err(ApiError::invalid_field("limit", format!("limit is {limit}; use 1 to 500")));
+        }
+        let offset = self.offset.unwrap_or(0);
+        if offset > i64::MAX as u64 {
+            return Err(ApiError::invalid_field("offset", format!("offset {offset} is beyond 2^63-1")));
+        }
+        // Beyond u32 there is nothing to list anyway.
+        Ok((limit, u32::try_from(offset).unwrap_or(u32::MAX)))
+    }
 }
 
 /// A tool of the catalog.
@@ -196,16 +219,13 @@ pub async fn create(
 pub async fn list(
     State(state): State<AppState>,
     User(user): User,
-    Query(q): Query<ListQuery>,
+    ValidQuery(q): ValidQuery<ListQuery>,
 ) -> Result<Json<SessionList>, ApiError> {
+    let (limit, offset) = q.validate()?;
     let sessions = state
         .agent()
         .store()
-        .list_sessions(SessionFilter {
-            owner: Some(user),
-            limit: Some(q.limit.unwrap_or(50).clamp(1, 500)),
-            offset: q.offset.unwrap_or(0),
-        })
+        .list_sessions(SessionFilter { owner: Some(user), limit: Some(limit), offset })
         .await?;
     Ok(Json(SessionList { sessions: sessions.into_iter().map(SessionView::from).collect() }))
 }
@@ -216,7 +236,7 @@ pub async fn list(
 pub async fn show(
     State(state): State<AppState>,
     User(user): User,
-    Path(id): Path<String>,
+    ValidPath(id): ValidPath<String>,
 ) -> Result<Json<SessionView>, ApiError> {
     let record = state.owned_session(&id, &user).await?;
     let messages = state
@@ -240,12 +260,16 @@ pub async fn show(
 pub async fn update(
     State(state): State<AppState>,
     User(user): User,
-    Path(id): Path<String>,
+    ValidPath(id): ValidPath<String>,
     ValidJson(body): ValidJson<UpdateSession>,
 ) -> Result<Json<SessionView>, ApiError> {
     state.owned_session(&id, &user).await?;
+    // Exactly what the schema of `UpdateSession` says, so a client can check before sending.
     let title = body.title.trim();
-    if title.is_empty() || title.chars().count() > MAX_TITLE_CHARS || title.chars().any(char::is_control) {
+    if title.is_empty()
+        || body.title.chars().count() > MAX_TITLE_CHARS
+        || body.title.chars().any(char::is_control)
+    {
         return Err(ApiError::invalid_field(
             "title",
             format!("a title is 1 to {MAX_TITLE_CHARS} characters on one line, without control characters"),
@@ -265,7 +289,7 @@ pub async fn update(
 pub async fn delete(
     State(state): State<AppState>,
     User(user): User,
-    Path(id): Path<String>,
+    ValidPath(id): ValidPath<String>,
 ) -> Result<StatusCode, ApiError> {
     state.owned_session(&id, &user).await?;
     // Holding the busy mark while deleting keeps a turn from starting meanwhile.
@@ -299,7 +323,7 @@ pub async fn tools(State(state): State<AppState>, User(_): User) -> Json<ToolLis
 pub async fn context(
     State(state): State<AppState>,
     User(user): User,
-    Path(id): Path<String>,
+    ValidPath(id): ValidPath<String>,
 ) -> Result<Json<ContextReport>, ApiError> {
     let record = state.owned_session(&id, &user).await?;
     let mut session = state.agent_for(&record.model).open_session(&id).await?;

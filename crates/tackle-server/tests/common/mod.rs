@@ -42,11 +42,29 @@ impl Harness {
     }
 
     pub async fn with(script: Script, tokens: Vec<UserToken>) -> Self {
-        Self::with_provider(script, tokens, ProviderKind::Openai).await
+        Self::configured(script, tokens, |_| {}).await
     }
 
     /// A server whose agent and gateway speak `kind` (Chat Completions or Responses) to the fake.
     pub async fn with_provider(script: Script, tokens: Vec<UserToken>, kind: ProviderKind) -> Self {
+        Self::build(script, tokens, kind, |_| {}).await
+    }
+
+    /// A server whose configuration `configure` adjusts.
+    pub async fn configured(
+        script: Script,
+        tokens: Vec<UserToken>,
+        configure: impl FnOnce(&mut ServerConfig),
+    ) -> Self {
+        Self::build(script, tokens, ProviderKind::Openai, configure).await
+    }
+
+    async fn build(
+        script: Script,
+        tokens: Vec<UserToken>,
+        kind: ProviderKind,
+        configure: impl FnOnce(&mut ServerConfig),
+    ) -> Self {
         let fake = FakeModel::start(script).await.unwrap();
         let workspace = tempfile::tempdir().unwrap();
         let db = tempfile::tempdir().unwrap();
@@ -76,6 +94,7 @@ impl Harness {
         server.body_limit = 64 * 1024;
         server.heartbeat = Duration::from_millis(200);
         server.shutdown_grace = Duration::from_secs(5);
+        configure(&mut server);
         let state = AppState::new(agent, approvals, server);
         Self { fake, state, store, workspace, db }
     }
@@ -191,14 +210,10 @@ pub fn venv_python() -> Option<PathBuf> {
     python.is_file().then_some(python)
 }
 
-/// Peers are required when `TACKLE_REQUIRE_PEERS` is set (scripts/test.sh sets it); otherwise a
-/// missing peer skips the test with a note.
+/// A missing peer fails the test under `TACKLE_REQUIRE_PEERS` (scripts/test.sh sets it) and skips
+/// it otherwise: `tackle_testkit::peers` decides, for every test.
 pub fn missing_peer(what: &str) {
-    assert!(
-        std::env::var_os("TACKLE_REQUIRE_PEERS").is_none(),
-        "{what} is not installed: run scripts/test-deps.sh"
-    );
-    eprintln!("skipped: {what} is not installed (run scripts/test-deps.sh)");
+    tackle_testkit::peers::missing(what, "not found where scripts/test-deps.sh installs it");
 }
 
 /// Runs `tests/peers/<script>` with the test virtualenv's Python against the server at `base`

@@ -8,7 +8,7 @@ const { chromium } = require("playwright-core");
 const base = process.argv[2];
 const shots = process.env.SCREENSHOT_DIR || "/tmp";
 const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  executablePath: process.env.CHROMIUM, // found by tackle_testkit::peers::chromium
   args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync", "--font-render-hinting=none"],
 });
