@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Installs the real peers the integration tests drive: Debian's Chromium (web chat page) and
-# tmux (the REPL on a real terminal),
-# playwright-core (to drive it), the official `openai` Python SDK (OpenAI-compatible endpoint)
-# and the MCP reference servers from npm. Idempotent, and quick when everything is there.
+# Installs the real peers the integration tests drive: Debian's Chromium (web chat page), tmux (the
+# REPL on a real terminal), playwright-core (to drive it), the official `openai` Python SDK and the
+# OpenAI Agents SDK (OpenAI-compatible endpoints), the MCP reference servers, @copilotkit/aimock (an
+# independent Responses API double) and the codex app-server from npm. Idempotent, and quick when
+# everything is there.
 # Everything but Chromium lives under target/test-deps, so `cargo clean` resets it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,16 +26,19 @@ fi
 
 # npm packages, pinned by the lock file in scripts/test-deps/.
 if [ ! -f "$deps/node/.installed" ] || ! cmp -s scripts/test-deps/package-lock.json "$deps/node/.installed"; then
-  echo "installing npm test peers (playwright-core, MCP reference servers)"
+  echo "installing npm test peers (playwright-core, MCP reference servers, aimock, codex)"
   mkdir -p "$deps/node"
   cp scripts/test-deps/package.json scripts/test-deps/package-lock.json "$deps/node/"
   (cd "$deps/node" && npm ci --no-audit --no-fund --loglevel=error)
   cp scripts/test-deps/package-lock.json "$deps/node/.installed"
 fi
 
-# Python: the official OpenAI SDK in a virtualenv.
-if [ ! -x "$deps/venv/bin/python" ] || ! "$deps/venv/bin/python" -c "import openai" 2>/dev/null; then
-  echo "installing the openai Python SDK into $deps/venv"
+# Python: the official OpenAI SDK and the OpenAI Agents SDK in a virtualenv, pinned by
+# requirements.txt (reinstalled when it changes).
+if [ ! -x "$deps/venv/bin/python" ] || ! cmp -s scripts/test-deps/requirements.txt "$deps/venv/.installed" \
+  || ! "$deps/venv/bin/python" -c "import openai, agents" 2>/dev/null; then
+  echo "installing the openai and openai-agents Python SDKs into $deps/venv"
   python3 -m venv "$deps/venv"
   "$deps/venv/bin/pip" install --quiet --disable-pip-version-check -r scripts/test-deps/requirements.txt
+  cp scripts/test-deps/requirements.txt "$deps/venv/.installed"
 fi

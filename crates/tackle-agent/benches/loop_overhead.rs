@@ -82,6 +82,7 @@ impl Provider for InstantModel {
             output_tokens: 20,
             cache_read_tokens: 49_000,
             cache_write_tokens: 0,
+            reasoning_tokens: 0,
         };
         let events = if n.is_multiple_of(2) {
             let call = ToolUse {

@@ -108,13 +108,14 @@ async fn the_last_step_keeps_the_tools_and_says_none() {
         let tools: Vec<String> = requests.iter().map(|r| r.body["tools"].to_string()).collect();
         assert!(tools.windows(2).all(|w| w[0] == w[1]), "tool definitions never change");
         match kind {
-            tackle_provider::ProviderKind::Openai => {
+            tackle_provider::ProviderKind::Openai | tackle_provider::ProviderKind::OpenaiResponses => {
                 assert_eq!(tool_choice(&requests[0].body), Value::Null);
                 assert_eq!(tool_choice(&requests[2].body), json!("none"));
             }
             tackle_provider::ProviderKind::Anthropic => {
                 assert_eq!(tool_choice(&requests[2].body), json!({"type": "none"}));
             }
+            tackle_provider::ProviderKind::Codex => unreachable!("FORMATS has the HTTP wire formats only"),
         }
         // The third model answer (a call despite `none`) must not run.
         assert_eq!(h.counter.load(Ordering::SeqCst), 2, "{kind}");
@@ -405,8 +406,8 @@ async fn todo_items_are_recited_at_the_tail_only_when_they_change() {
         // (cache_control markers aside: they only steer caching and move with the tail).
         let requests = h.fake.requests();
         for w in requests.windows(2) {
-            let a = canonical_json(&without_cache_control(&w[0].body["messages"]));
-            let b = canonical_json(&without_cache_control(&w[1].body["messages"]));
+            let a = canonical_json(&without_cache_control(common::conversation(&w[0].body)));
+            let b = canonical_json(&without_cache_control(common::conversation(&w[1].body)));
             assert!(b.starts_with(&a[..a.len() - 1]), "{kind}: history was edited, not appended\n{a}\n{b}");
         }
         // The list survives a resume.

@@ -21,6 +21,17 @@ fn append(word: &str) -> String {
 /// Every (tool use id, tool result id) of a recorded request body.
 fn ids(kind: ProviderKind, body: &Value) -> (Vec<String>, Vec<String>) {
     let (mut uses, mut results) = (Vec::new(), Vec::new());
+    if kind == ProviderKind::OpenaiResponses {
+        for item in body["input"].as_array().unwrap() {
+            let id = || item["call_id"].as_str().unwrap().to_owned();
+            match item["type"].as_str() {
+                Some("function_call") => uses.push(id()),
+                Some("function_call_output") => results.push(id()),
+                _ => {}
+            }
+        }
+        return (uses, results);
+    }
     for m in body["messages"].as_array().unwrap() {
         match kind {
             ProviderKind::Openai => {

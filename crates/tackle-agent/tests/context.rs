@@ -308,7 +308,7 @@ async fn a_context_exceeded_error_compacts_and_retries_once() {
         let mut session = h.session().await;
         let cancel = CancellationToken::new();
         session.run_turn(TurnInput::new("first"), &h.sink(), &cancel).await.unwrap();
-        let body = if kind == ProviderKind::Openai {
+        let body = if kind != ProviderKind::Anthropic {
             r#"{"error":{"message":"This model's maximum context length is 8192 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}"#
         } else {
             r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 9000 tokens > 8192 maximum"}}"#

@@ -146,9 +146,10 @@ async fn a_call_to_an_inactive_tool_is_refused_with_the_active_list() {
                 );
                 assert_eq!(h.fake.requests()[0].body["tool_choice"], json!({"type": "auto"}));
             }
-            ProviderKind::Openai => {
+            ProviderKind::Openai | ProviderKind::OpenaiResponses => {
                 assert!(!first.contains("Tools available in this step"), "OpenAI enforces natively")
             }
+            ProviderKind::Codex => unreachable!("FORMATS has the HTTP wire formats only"),
         }
     }
 }

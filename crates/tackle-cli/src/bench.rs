@@ -1,7 +1,7 @@
 //! `tackle bench cache`: the cache-stability reference scenario against the built-in fake model.
 //!
 //! About 50 steps over turns whose tool mask changes every time, with two skill activations and
-//! two tool errors, run in both wire formats. The fake model simulates a provider prompt cache
+//! two tool errors, run in each wire format (Chat Completions, Responses, Messages). The fake model simulates a provider prompt cache
 //! (cache reads follow from the bytes actually sent). Reported: per-step prefix ratios, cache
 //! breaks, cache reads, tool success rate and average steps per turn.
 
@@ -15,7 +15,8 @@ use tackle_agent::{NewSessionOptions, ToolMask, TurnInput};
 use crate::settings::Settings;
 use tackle_protocol::{AgentEvent, ToolOutcome};
 use tackle_provider::{
-    Anthropic, OpenAiChat, OpenAiDialect, Provider, ProviderConfig, ProviderKind, RetryPolicy,
+    Anthropic, OpenAiChat, OpenAiDialect, OpenAiResponses, Provider, ProviderConfig, ProviderKind,
+    RetryPolicy,
 };
 use tackle_store::Store;
 use tackle_testkit::{FakeModel, Script, Turn};
@@ -133,6 +134,14 @@ impl CacheReport {
     }
 }
 
+/// The row name of a wire format.
+fn format_name(kind: ProviderKind) -> &'static str {
+    match kind {
+        ProviderKind::OpenaiResponses => "responses",
+        other => other.as_str(),
+    }
+}
+
 async fn run_format(kind: ProviderKind, steps: usize) -> Result<CacheReport> {
     let scenario = scenario(steps);
     let mut script = Script::new(scenario.iter().flat_map(|t| t.turns.clone()).collect());
@@ -147,6 +156,13 @@ async fn run_format(kind: ProviderKind, steps: usize) -> Result<CacheReport> {
                 .with_retry(retry);
             Arc::new(OpenAiChat::with_dialect(c, OpenAiDialect::OpenAi)?)
         }
+        ProviderKind::OpenaiResponses => {
+            let c = ProviderConfig::new(kind)
+                .with_base_url(format!("{}/v1", fake.base_url()))
+                .with_api_key("bench")
+                .with_retry(retry);
+            Arc::new(OpenAiResponses::new(c)?)
+        }
         ProviderKind::Anthropic => {
             let c = ProviderConfig::new(kind)
                 .with_base_url(fake.base_url())
@@ -154,6 +170,7 @@ async fn run_format(kind: ProviderKind, steps: usize) -> Result<CacheReport> {
                 .with_retry(retry);
             Arc::new(Anthropic::new(c)?)
         }
+        ProviderKind::Codex => anyhow::bail!("tackle bench cache measures the HTTP wire formats, not codex"),
     };
     let workspace = tempfile::tempdir()?;
     std::fs::write(workspace.path().join("README.md"), "# Project\n")?;
@@ -197,7 +214,7 @@ async fn run_format(kind: ProviderKind, steps: usize) -> Result<CacheReport> {
     fake.shutdown().await;
 
     let mut report =
-        CacheReport { format: kind.as_str().into(), turns: scenario.len(), ..CacheReport::default() };
+        CacheReport { format: format_name(kind).into(), turns: scenario.len(), ..CacheReport::default() };
     for event in events.lock().unwrap_or_else(|p| p.into_inner()).iter() {
         match event {
             AgentEvent::StepFinished { usage, metrics, step, .. } => {
@@ -224,7 +241,7 @@ async fn run_format(kind: ProviderKind, steps: usize) -> Result<CacheReport> {
 pub async fn run(args: BenchCacheArgs) -> Result<ExitCode> {
     let steps = args.steps.max(12);
     let mut reports = Vec::new();
-    for kind in [ProviderKind::Openai, ProviderKind::Anthropic] {
+    for kind in [ProviderKind::Openai, ProviderKind::OpenaiResponses, ProviderKind::Anthropic] {
         reports.push(run_format(kind, steps).await?);
     }
     if args.json {

@@ -15,7 +15,8 @@ use crate::approver::TerminalApprover;
 use crate::cli::ChatArgs;
 use crate::render::{TerminalRenderer, TextOutput, sink, thousands};
 use crate::runtime::{
-    Approvals, build_agent, open_or_create, open_store, provider_for, settings_for, tool_mask, workspace_dir,
+    Approvals, ModelProvider, build_agent, open_or_create, open_store, provider_for, settings_for, tool_mask,
+    workspace_dir,
 };
 use crate::screen::Screen;
 use crate::style::{Style, color_allowed};
@@ -55,23 +56,24 @@ struct ChatState {
 pub async fn run(args: ChatArgs) -> Result<ExitCode> {
     let workspace = workspace_dir(args.model.workspace.as_ref())?;
     let settings = settings_for(&workspace, &args.model)?;
-    let mask = tool_mask(args.model.tool_mask.as_deref())?;
-    let (provider, kind) = provider_for(&settings)?;
-    let store = open_store(&settings).await?;
+    let mask = tool_mask(args.turn.tool_mask.as_deref())?;
     let history = settings.data_dir().ok().map(|d| d.join("repl_history"));
     let terminal = Terminal::start(history);
     let style = Style::stderr();
     let screen = Screen::new(color_allowed(std::io::stderr().is_terminal()));
-    let approver = (!args.model.yes)
+    let approver = (!args.turn.yes)
         .then(|| Arc::new(TerminalApprover::new(terminal.clone(), screen.clone(), workspace.clone())));
     let approvals = match &approver {
         Some(a) => Approvals::Ask(a.clone()),
         None => Approvals::Auto,
     };
+    let ModelProvider { provider, kind, .. } =
+        provider_for(&settings, &workspace, &approvals, ApprovalMode::Interactive)?;
+    let store = open_store(&settings).await?;
     let agent =
         build_agent(&settings, &workspace, provider, kind, store, approvals, ApprovalMode::Interactive)
             .await?;
-    let session = open_or_create(&agent, args.model.session.as_deref(), &workspace).await?;
+    let session = open_or_create(&agent, args.turn.session.as_deref(), &workspace).await?;
     let renderer = TerminalRenderer::new(TextOutput::Stdout, &workspace, screen.clone());
     let (events, _) = sink(Some(renderer), None);
     eprintln!(

@@ -65,7 +65,7 @@ pub enum Command {
 /// `tackle bench ...`.
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
-    /// Prompt-cache stability of the reference scenario in both wire formats (offline).
+    /// Prompt-cache stability of the reference scenario in each wire format (offline).
     Cache(BenchCacheArgs),
 }
 
@@ -83,7 +83,8 @@ pub struct BenchCacheArgs {
 /// Options shared by commands that talk to a model.
 #[derive(Debug, Clone, Args)]
 pub struct ModelArgs {
-    /// Model provider (default: the one whose API key is set).
+    /// Model provider: openai (Chat Completions), openai-responses (the Responses API) or
+    /// anthropic (default: the one whose API key is set).
     #[arg(long, value_parser = parse_provider)]
     pub provider: Option<ProviderKind>,
     /// Model name.
@@ -95,12 +96,18 @@ pub struct ModelArgs {
     /// Workspace directory the tools work in (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
-    /// Resume this session (id or unique prefix) instead of starting a new one.
-    #[arg(long, value_name = "ID")]
-    pub session: Option<String>,
     /// Steps (model calls) per turn; the last one runs without tools.
     #[arg(long)]
     pub max_steps: Option<u32>,
+}
+
+/// Flags of commands that run turns in the terminal (`run`, `chat`); `serve` takes these per
+/// request instead.
+#[derive(Debug, Clone, Args)]
+pub struct TurnArgs {
+    /// Resume this session (id or unique prefix) instead of starting a new one.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
     /// Approve every tool call that would ask for confirmation.
     #[arg(long)]
     pub yes: bool,
@@ -117,11 +124,14 @@ fn parse_provider(s: &str) -> Result<ProviderKind, String> {
 /// `tackle run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The prompt.
+    /// The prompt; `-` reads it from standard input.
     pub prompt: String,
-    /// Model and session options.
+    /// Model options.
     #[command(flatten)]
     pub model: ModelArgs,
+    /// Session and tool options.
+    #[command(flatten)]
+    pub turn: TurnArgs,
     /// Write every event as JSON lines to FILE, or to stdout with `-`.
     #[arg(long, value_name = "FILE|-")]
     pub events: Option<String>,
@@ -133,9 +143,12 @@ pub struct RunArgs {
 /// `tackle chat`.
 #[derive(Debug, Args)]
 pub struct ChatArgs {
-    /// Model and session options.
+    /// Model options.
     #[command(flatten)]
     pub model: ModelArgs,
+    /// Session and tool options.
+    #[command(flatten)]
+    pub turn: TurnArgs,
 }
 
 /// `tackle sessions ...`.

@@ -222,30 +222,6 @@ fn clip_line(s: &str, n: usize) -> String {
     }
 }
 
-/// One line summarizing tool arguments: a command or path when there is one, else compact JSON.
-pub fn summarize_args(args: &Value) -> String {
-    let pick = ["command", "path", "url", "pattern", "action", "locator", "query"]
-        .iter()
-        .find_map(|k| args.get(*k).and_then(Value::as_str).map(str::to_owned));
-    let mut text = pick.unwrap_or_else(|| args.to_string());
-    // An action tool: the action and what it acts on (`add write greet.sh`, `complete 2`).
-    if args.get("action").and_then(Value::as_str) == Some(text.as_str()) {
-        let detail = ["text", "name", "id"].iter().find_map(|k| match args.get(*k) {
-            Some(Value::String(s)) => Some(s.clone()),
-            Some(Value::Number(n)) => Some(n.to_string()),
-            _ => None,
-        });
-        if let Some(d) = detail {
-            text = format!("{text} {d}");
-        }
-    }
-    let one_line = text.replace('\n', " ");
-    match one_line.char_indices().nth(100) {
-        Some((i, _)) => format!("{}…", &one_line[..i]),
-        None => one_line,
-    }
-}
-
 /// Where JSON-line events go.
 pub enum EventsTarget {
     Stdout,

@@ -10,39 +10,52 @@ use tackle_protocol::TurnEnd;
 use tackle_tools::ApprovalMode;
 use tokio_util::sync::CancellationToken;
 
+use crate::UsageError;
 use crate::approver::TerminalApprover;
 use crate::cli::RunArgs;
 use crate::render::{JsonSink, TerminalRenderer, TextOutput, events_target, json_lines, sink};
 use crate::runtime::{
-    Approvals, build_agent, open_or_create, open_store, provider_for, settings_for, tool_mask, workspace_dir,
+    Approvals, ModelProvider, build_agent, open_or_create, open_store, provider_for, settings_for, tool_mask,
+    workspace_dir,
 };
 use crate::screen::Screen;
 use crate::style::color_allowed;
 use crate::terminal::Terminal;
 
 pub async fn run(args: RunArgs) -> Result<ExitCode> {
+    // Everything the user gave is checked before anything is created, stored or sent.
+    let prompt = read_prompt(&args.prompt)?;
+    let mask = tool_mask(args.turn.tool_mask.as_deref())?;
+    if let Some(spec) = &args.events {
+        check_events_target(spec)?;
+    }
     let workspace = workspace_dir(args.model.workspace.as_ref())?;
     let settings = settings_for(&workspace, &args.model)?;
-    let (provider, kind) = provider_for(&settings)?;
-    let store = open_store(&settings).await?;
     let events_to_stdout = args.events.as_deref() == Some("-");
     // No spinner when stdout carries JSON for a program.
     let screen =
         Screen::new(!events_to_stdout && !args.json && color_allowed(std::io::stderr().is_terminal()));
-    let approver = (!args.model.yes && std::io::stdin().is_terminal())
+    let approver = (!args.turn.yes && std::io::stdin().is_terminal())
         .then(|| Arc::new(TerminalApprover::new(Terminal::start(None), screen.clone(), workspace.clone())));
-    let approvals = match (&approver, args.model.yes) {
+    let approvals = match (&approver, args.turn.yes) {
         (_, true) => Approvals::Auto,
         (Some(a), _) => Approvals::Ask(a.clone()),
         (None, _) => Approvals::Deny,
     };
+    let ModelProvider { provider, kind, .. } =
+        provider_for(&settings, &workspace, &approvals, ApprovalMode::Headless)?;
+    let store = open_store(&settings).await?;
     let agent =
         build_agent(&settings, &workspace, provider, kind, store, approvals, ApprovalMode::Headless).await?;
-    let mut session = open_or_create(&agent, args.model.session.as_deref(), &workspace).await?;
+    let mut session = open_or_create(&agent, args.turn.session.as_deref(), &workspace).await?;
 
     let text = if args.json || events_to_stdout { TextOutput::Hidden } else { TextOutput::Stdout };
     let json = match &args.events {
-        Some(spec) => Some(Box::new(json_lines(events_target(spec)?)) as JsonSink),
+        Some(spec) => {
+            let target =
+                events_target(spec).map_err(|e| UsageError(format!("cannot write events to {spec}: {e}")))?;
+            Some(Box::new(json_lines(target)) as JsonSink)
+        }
         None => None,
     };
     let renderer = (!events_to_stdout).then(|| TerminalRenderer::new(text, &workspace, screen.clone()));
@@ -58,7 +71,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
             on_ctrl_c.cancel();
         }
     });
-    let mut input = TurnInput::new(args.prompt).with_mask(tool_mask(args.model.tool_mask.as_deref())?);
+    let mut input = TurnInput::new(prompt).with_mask(mask);
     input.max_steps = args.model.max_steps;
     let outcome = session.run_turn(input, &sink, &cancel).await;
     screen.stop();
@@ -73,4 +86,50 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         TurnEnd::Completed | TurnEnd::MaxSteps => ExitCode::SUCCESS,
         TurnEnd::Cancelled | TurnEnd::Failed => ExitCode::from(1),
     })
+}
+
+/// The prompt: the argument, or standard input for `-`; an empty prompt is refused.
+fn read_prompt(arg: &str) -> Result<String> {
+    let prompt = if arg == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+            .map_err(|e| UsageError(format!("cannot read the prompt from standard input: {e}")))?;
+        text
+    } else {
+        arg.to_owned()
+    };
+    if prompt.trim().is_empty() {
+        let from = if arg == "-" { "standard input was empty" } else { "the prompt is empty" };
+        return Err(UsageError(format!(
+            "{from}: pass the task as an argument, or pipe it in with `tackle run -`"
+        ))
+        .into());
+    }
+    Ok(prompt)
+}
+
+/// `--events FILE`: its directory must exist and the path must not be a directory (the file is
+/// created only when the run starts).
+fn check_events_target(spec: &str) -> Result<()> {
+    if spec == "-" {
+        return Ok(());
+    }
+    let path = std::path::Path::new(spec);
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(UsageError(format!(
+            "--events {spec}: the directory {} does not exist; create it or write the events elsewhere",
+            dir.display()
+        ))
+        .into());
+    }
+    if path.is_dir() {
+        return Err(
+            UsageError(format!("--events {spec} is a directory; name a file, or `-` for stdout")).into()
+        );
+    }
+    Ok(())
 }

@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use tackle_agent::{Agent, AgentConfig, BuildError, NewSessionOptions, Session, ToolMask};
-use tackle_provider::{OpenAiChat, Provider, ProviderConfig, ProviderKind, build_provider};
+use tackle_codex::{ApprovalsFactory, CodexApprovals, CodexProvider, CodexServer, HookApprovals};
+use tackle_provider::{OpenAiChat, OpenAiResponses, Provider, ProviderConfig, ProviderKind, build_provider};
 use tackle_store::Store;
-use tackle_tools::{ApprovalMode, Approver, AutoApprove, DenyAll, ExecLimits};
+use tackle_tools::{ApprovalMode, Approver, AutoApprove, DenyAll, ExecLimits, HookPolicy};
 
 use crate::UsageError;
 use crate::cli::ModelArgs;
@@ -62,19 +63,51 @@ pub async fn open_store(settings: &Settings) -> Result<Store> {
     Store::open(&path).await.with_context(|| format!("cannot open the session store {}", path.display()))
 }
 
-/// The provider the settings name.
-pub fn provider_for(settings: &Settings) -> Result<(Arc<dyn Provider>, ProviderKind)> {
+/// The model provider of a command.
+pub struct ModelProvider {
+    pub provider: Arc<dyn Provider>,
+    pub kind: ProviderKind,
+    /// The Codex app-server the provider runs on, when it is Codex.
+    pub codex: Option<CodexServer>,
+}
+
+/// The provider the settings name. With Codex, the approval requests of Codex's own tools
+/// (when `[codex] builtin_tools` is on) follow the hook policy of `mode` and ask `approvals`.
+pub fn provider_for(
+    settings: &Settings,
+    workspace: &Path,
+    approvals: &Approvals,
+    mode: ApprovalMode,
+) -> Result<ModelProvider> {
     let config: ProviderConfig =
         settings.provider_config(&env_lookup).map_err(|e| UsageError(e.to_string()))?;
     let kind = config.kind;
+    let mut codex = None;
     let provider: Arc<dyn Provider> = match (kind, settings.openai_dialect) {
+        (ProviderKind::Codex, _) => {
+            settings.codex.validate().map_err(UsageError)?;
+            let server = CodexServer::new(settings.codex.clone());
+            let hooks =
+                HookPolicy::new(settings.hooks.clone(), mode).map_err(|e| UsageError(e.to_string()))?;
+            let approver = approver_for(approvals);
+            let factory: ApprovalsFactory = Arc::new(move |session: &str| {
+                Arc::new(HookApprovals::new(hooks.clone(), approver.clone(), session))
+                    as Arc<dyn CodexApprovals>
+            });
+            codex = Some(server.clone());
+            Arc::new(CodexProvider::new(server, Some(workspace.to_owned())).with_approvals(factory))
+        }
         (ProviderKind::Openai, Some(dialect)) => Arc::new(OpenAiChat::with_dialect(config, dialect)?),
+        (ProviderKind::OpenaiResponses, _) => {
+            Arc::new(OpenAiResponses::with_options(config, settings.responses.clone())?)
+        }
         _ => build_provider(config)?,
     };
-    Ok((provider, kind))
+    Ok(ModelProvider { provider, kind, codex })
 }
 
 /// Who decides on confirmations.
+#[derive(Clone)]
 pub enum Approvals {
     /// Everything is approved (`--yes`, or the demo's throwaway workspace).
     Auto,
@@ -82,6 +115,17 @@ pub enum Approvals {
     Deny,
     /// A person decides.
     Ask(Arc<dyn Approver>),
+}
+
+/// The approver behind `approvals`.
+fn approver_for(approvals: &Approvals) -> Arc<dyn Approver> {
+    match approvals {
+        Approvals::Auto => Arc::new(AutoApprove),
+        Approvals::Deny => {
+            Arc::new(DenyAll::new("this call needs approval; the user can re-run with --yes to allow it"))
+        }
+        Approvals::Ask(a) => a.clone(),
+    }
 }
 
 /// Builds the agent the settings describe: builtins, the agent's own tools, skills of the
@@ -95,13 +139,7 @@ pub async fn build_agent(
     approvals: Approvals,
     mode: ApprovalMode,
 ) -> Result<Agent> {
-    let approver: Arc<dyn Approver> = match approvals {
-        Approvals::Auto => Arc::new(AutoApprove),
-        Approvals::Deny => {
-            Arc::new(DenyAll::new("this call needs approval; the user can re-run with --yes to allow it"))
-        }
-        Approvals::Ask(a) => a,
-    };
+    let approver = approver_for(&approvals);
     let limits = ExecLimits {
         timeout: Duration::from_secs(settings.tools.timeout_secs),
         max_output_bytes: settings.tools.max_output_bytes,

@@ -10,7 +10,7 @@ use tackle_tools::{ApprovalMode, ApprovalQueue};
 use crate::UsageError;
 use crate::cli::ServeArgs;
 use crate::runtime::{
-    Approvals, build_agent, env_lookup, open_store, provider_for, settings_for, workspace_dir,
+    Approvals, ModelProvider, build_agent, env_lookup, open_store, provider_for, settings_for, workspace_dir,
 };
 
 pub async fn run(args: ServeArgs) -> Result<ExitCode> {
@@ -18,21 +18,22 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode> {
     let settings = settings_for(&workspace, &args.model)?;
     let config = settings.server.to_config(&workspace, args.bind.as_deref(), &env_lookup)?;
     config.validate().map_err(|e| UsageError(e.to_string()))?;
-    let (provider, kind) = provider_for(&settings)?;
-    let store = open_store(&settings).await?;
     let approvals = ApprovalQueue::default();
-    let agent = build_agent(
-        &settings,
-        &workspace,
-        provider,
-        kind,
-        store,
-        Approvals::Ask(Arc::new(approvals.clone())),
-        ApprovalMode::Server,
-    )
-    .await?;
+    let ask = Approvals::Ask(Arc::new(approvals.clone()));
+    let ModelProvider { provider, kind, codex } =
+        provider_for(&settings, &workspace, &ask, ApprovalMode::Server)?;
+    let store = open_store(&settings).await?;
+    let agent = build_agent(&settings, &workspace, provider, kind, store, ask, ApprovalMode::Server).await?;
     let bind = config.bind;
-    let state = AppState::new(agent, approvals, config);
+    let mut state = AppState::new(agent, approvals, config);
+    // Codex on /v1/chat/completions (models codex/<model>), on the agent's app-server if it
+    // runs on Codex.
+    if settings.codex.bridge || codex.is_some() {
+        settings.codex.validate().map_err(UsageError)?;
+        let server = codex.unwrap_or_else(|| tackle_codex::CodexServer::new(settings.codex.clone()));
+        state = state
+            .with_codex_bridge(Arc::new(tackle_codex::CodexBridge::new(server, Some(workspace.clone()))));
+    }
     let listener = tokio::net::TcpListener::bind(bind)
         .await
         .with_context(|| format!("cannot listen on {bind}; is another server using the port? pass --bind"))?;

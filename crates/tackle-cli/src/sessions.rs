@@ -9,8 +9,8 @@ use tackle_store::{MessageFilter, SessionFilter};
 
 use crate::UsageError;
 use crate::cli::{ExportFormat, SessionsCommand};
-use crate::render::summarize_args;
-use crate::runtime::{Approvals, build_agent, open_store, provider_for, workspace_dir};
+use crate::runtime::{Approvals, ModelProvider, build_agent, open_store, provider_for, workspace_dir};
+use crate::tool_view::summarize_args;
 use tackle_tools::ApprovalMode;
 
 pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
@@ -122,7 +122,8 @@ pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
         SessionsCommand::Compact { id, json } => {
             let record = store.find_session_by_prefix(&id).await.map_err(|e| UsageError(e.to_string()))?;
             let workspace = std::path::PathBuf::from(&record.workspace);
-            let (provider, kind) = provider_for(&settings)?;
+            let ModelProvider { provider, kind, .. } =
+                provider_for(&settings, &workspace, &Approvals::Deny, ApprovalMode::Headless)?;
             let agent = build_agent(
                 &settings,
                 &workspace,

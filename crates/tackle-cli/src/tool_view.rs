@@ -7,7 +7,6 @@ use std::path::{Component, Path, PathBuf};
 use serde_json::Value;
 use tackle_protocol::{AgentEvent, ToolOutcome};
 
-use crate::render::summarize_args;
 use crate::style::{Style, sanitize};
 
 /// Lines of a preview, at most.
@@ -306,6 +305,26 @@ fn clip(s: &str, n: usize) -> String {
         Some((i, _)) => format!("{}…", &s[..i]),
         None => s.to_owned(),
     }
+}
+
+/// One line summarizing tool arguments: a command or path when there is one, else compact JSON.
+pub fn summarize_args(args: &Value) -> String {
+    let pick = ["command", "path", "url", "pattern", "action", "locator", "query"]
+        .iter()
+        .find_map(|k| args.get(*k).and_then(Value::as_str).map(str::to_owned));
+    let mut text = pick.unwrap_or_else(|| args.to_string());
+    // An action tool: the action and what it acts on (`add write greet.sh`, `complete 2`).
+    if args.get("action").and_then(Value::as_str) == Some(text.as_str()) {
+        let detail = ["text", "name", "id"].iter().find_map(|k| match args.get(*k) {
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(Value::Number(n)) => Some(n.to_string()),
+            _ => None,
+        });
+        if let Some(d) = detail {
+            text = format!("{text} {d}");
+        }
+    }
+    clip(&text.replace('\n', " "), 100)
 }
 
 #[cfg(test)]

@@ -744,3 +744,54 @@ async fn logs_and_status_lines_carry_no_escape_codes_off_a_terminal() {
     assert!(stderr.contains("✓ list_files ."), "{stderr}");
     assert_eq!(stdout.trim(), "**bold** answer", "markdown passes through a pipe unchanged");
 }
+
+#[tokio::test]
+async fn bad_input_exits_2_before_any_session_request_or_file() {
+    let home = tempfile::tempdir().unwrap();
+    let fake = FakeModel::start(Script::new(vec![Turn::text("never")])).await.unwrap();
+    let a_file = home.path().join("a-file");
+    std::fs::write(&a_file, "not a directory").unwrap();
+    /// Arguments, environment, and what the error must name.
+    type Case<'a> = (Vec<&'a str>, Vec<(&'a str, &'a str)>, &'a str);
+    let cases: Vec<Case> = vec![
+        (vec!["run", "--base-url", "not a url", "hi"], vec![], "not a url"),
+        (vec!["run", "hi"], vec![("TACKLE_HOME", a_file.to_str().unwrap())], "a-file"),
+        (vec!["run", "--events", "/no/such/dir/events.jsonl", "hi"], vec![], "/no/such/dir"),
+        (vec!["run", ""], vec![], "prompt is empty"),
+        (vec!["run", "   "], vec![], "prompt is empty"),
+        (vec!["run", "--tool-mask", "{shell: false", "hi"], vec![], "--tool-mask"),
+        (vec!["run", "--max-steps", "0", "hi"], vec![], "--max-steps"),
+        (vec!["run", "hi"], vec![("TACKLE_MAX_STEPS", "lots")], "TACKLE_MAX_STEPS"),
+        (vec!["serve", "--session", "abc"], vec![], "--session"),
+        (vec!["serve", "--tool-mask", "{}"], vec![], "--tool-mask"),
+    ];
+    for (args, env, says) in cases {
+        let mut cmd = tackle(home.path());
+        with_fake(&mut cmd, "openai", &fake);
+        for (k, v) in &env {
+            cmd.env(k, v);
+        }
+        cmd.args(&args).arg("--workspace").arg(home.path());
+        let out = output(cmd).await;
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?} should name {says:?}: {stderr}");
+        assert!(fake.requests().is_empty(), "{args:?} sent a request");
+        assert!(!home.path().join("data").exists(), "{args:?} created the store");
+    }
+}
+
+#[tokio::test]
+async fn run_dash_reads_the_prompt_from_stdin() {
+    let home = tempfile::tempdir().unwrap();
+    let fake = FakeModel::start(Script::new(vec![Turn::text("read it")])).await.unwrap();
+    let mut cmd = tackle(home.path());
+    with_fake(&mut cmd, "openai", &fake);
+    cmd.args(["run", "-", "--workspace"]).arg(home.path()).stdin(Stdio::piped()).stdout(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    child.stdin.take().unwrap().write_all(b"the task from a pipe\n").unwrap();
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap()).await.unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let body = fake.requests()[0].body.to_string();
+    assert!(body.contains("the task from a pipe") && !body.contains("\"-\""), "{body}");
+}

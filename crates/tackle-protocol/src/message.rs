@@ -63,6 +63,20 @@ impl Message {
         out
     }
 
+    /// The text blocks that are not empty, in order.
+    ///
+    /// ```
+    /// use tackle_protocol::{ContentBlock, Message, Role};
+    /// let m = Message { role: Role::User, content: vec![ContentBlock::text("a"), ContentBlock::text(""), ContentBlock::text("b")] };
+    /// assert_eq!(m.texts().collect::<Vec<_>>(), ["a", "b"]);
+    /// ```
+    pub fn texts(&self) -> impl Iterator<Item = &str> {
+        self.content.iter().filter_map(|b| match b {
+            ContentBlock::Text { text } if !text.is_empty() => Some(text.as_str()),
+            _ => None,
+        })
+    }
+
     /// Tool calls made in this message, in order.
     pub fn tool_uses(&self) -> impl Iterator<Item = &ToolUse> {
         self.content.iter().filter_map(|b| match b {

@@ -64,6 +64,8 @@ pub enum StreamEvent {
 /// `input_tokens` counts every prompt token, cached or not; `cache_read_tokens` and
 /// `cache_write_tokens` are the parts of it read from and written to the provider's prompt cache.
 /// (Anthropic reports the three parts separately; OpenAI reports the total and the cached part.)
+/// Likewise `output_tokens` counts every generated token and `reasoning_tokens` is the part a
+/// reasoning model spent thinking (reported by OpenAI; 0 where a provider does not say).
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(default)]
@@ -76,6 +78,13 @@ pub struct Usage {
     pub cache_read_tokens: u64,
     /// Prompt tokens written to the cache.
     pub cache_write_tokens: u64,
+    /// Generated tokens spent on reasoning (part of `output_tokens`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Usage {
@@ -85,6 +94,7 @@ impl Usage {
         self.output_tokens += other.output_tokens;
         self.cache_read_tokens += other.cache_read_tokens;
         self.cache_write_tokens += other.cache_write_tokens;
+        self.reasoning_tokens += other.reasoning_tokens;
     }
 
     /// Prompt tokens neither read from nor written to the cache.

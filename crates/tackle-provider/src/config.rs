@@ -13,33 +13,44 @@ use crate::RetryPolicy;
 pub enum ProviderKind {
     /// OpenAI Chat Completions, also spoken by OpenAI-compatible servers.
     Openai,
+    /// OpenAI Responses (`--provider openai-responses`): same key and base URL as `openai`.
+    #[serde(rename = "openai-responses", alias = "openai_responses")]
+    OpenaiResponses,
     /// Anthropic Messages.
     Anthropic,
+    /// Codex's `app-server` (JSON-RPC over a child process, crate `tackle-codex`): Codex is
+    /// the model, with its own login in `CODEX_HOME`; no API key or base URL.
+    Codex,
 }
 
 impl ProviderKind {
-    /// `openai` or `anthropic`.
+    /// `openai`, `openai-responses`, `anthropic` or `codex`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Openai => "openai",
+            Self::OpenaiResponses => "openai-responses",
             Self::Anthropic => "anthropic",
+            Self::Codex => "codex",
         }
     }
 
-    /// The environment variables the official SDKs read: `(api key, base url)`.
-    pub fn env_vars(self) -> (&'static str, &'static str) {
+    /// The environment variables the official SDKs read: `(api key, base url)`; none for
+    /// Codex, which keeps its login in `CODEX_HOME`.
+    pub fn env_vars(self) -> Option<(&'static str, &'static str)> {
         match self {
-            Self::Openai => ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
-            Self::Anthropic => ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
+            Self::Openai | Self::OpenaiResponses => Some(("OPENAI_API_KEY", "OPENAI_BASE_URL")),
+            Self::Anthropic => Some(("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")),
+            Self::Codex => None,
         }
     }
 
     /// The official API's base URL (OpenAI's includes `/v1`, Anthropic's does not, as in the
-    /// official SDKs).
+    /// official SDKs); empty for Codex.
     pub fn default_base_url(self) -> &'static str {
         match self {
-            Self::Openai => "https://api.openai.com/v1",
+            Self::Openai | Self::OpenaiResponses => "https://api.openai.com/v1",
             Self::Anthropic => "https://api.anthropic.com",
+            Self::Codex => "",
         }
     }
 }
@@ -56,8 +67,12 @@ impl std::str::FromStr for ProviderKind {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.to_ascii_lowercase().as_str() {
             "openai" => Ok(Self::Openai),
+            "openai-responses" | "openai_responses" => Ok(Self::OpenaiResponses),
             "anthropic" => Ok(Self::Anthropic),
-            other => Err(format!("unknown provider {other:?}: use openai or anthropic")),
+            "codex" => Ok(Self::Codex),
+            other => {
+                Err(format!("unknown provider {other:?}: use openai, openai-responses, anthropic or codex"))
+            }
         }
     }
 }
@@ -157,8 +172,8 @@ impl ProviderConfig {
     /// Like [`ProviderConfig::from_env`] with a custom variable lookup (for tests and config
     /// layers).
     pub fn from_lookup(kind: ProviderKind, lookup: impl Fn(&str) -> Option<String>) -> Self {
-        let (key_var, url_var) = kind.env_vars();
         let mut config = Self::new(kind);
+        let Some((key_var, url_var)) = kind.env_vars() else { return config };
         if let Some(url) = lookup(url_var).filter(|u| !u.trim().is_empty()) {
             config.base_url = url.trim().to_owned();
         }
@@ -194,6 +209,41 @@ impl ProviderConfig {
     pub fn base(&self) -> &str {
         self.base_url.trim_end_matches('/')
     }
+
+    /// Checks the base URL before anything is sent: an absolute `http` or `https` URL with a
+    /// host, without a query or fragment.
+    ///
+    /// ```
+    /// use tackle_provider::{ProviderConfig, ProviderKind};
+    /// let ok = ProviderConfig::new(ProviderKind::Openai).with_base_url("http://localhost:11434/v1");
+    /// assert!(ok.check_base_url().is_ok());
+    /// let bad = ProviderConfig::new(ProviderKind::Openai).with_base_url("not a url");
+    /// assert!(bad.check_base_url().unwrap_err().to_string().contains("not a url"));
+    /// ```
+    pub fn check_base_url(&self) -> Result<(), BaseUrlError> {
+        let error = |reason: &str| BaseUrlError { url: self.base_url.clone(), reason: reason.to_owned() };
+        let url = reqwest::Url::parse(&self.base_url).map_err(|e| error(&e.to_string()))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(error("the scheme must be http or https"));
+        }
+        if url.host_str().is_none_or(str::is_empty) {
+            return Err(error("it has no host"));
+        }
+        if url.query().is_some() || url.fragment().is_some() {
+            return Err(error("it must not have a query or fragment"));
+        }
+        Ok(())
+    }
+}
+
+/// A provider base URL that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid base URL {url:?}: {reason}; use an absolute URL like http://localhost:11434/v1")]
+pub struct BaseUrlError {
+    /// The URL given.
+    pub url: String,
+    /// What is wrong with it.
+    pub reason: String,
 }
 
 pub(crate) mod millis {
@@ -224,6 +274,21 @@ mod tests {
         assert_eq!(cfg.base(), "http://127.0.0.1:9");
         let debug = format!("{cfg:?}");
         assert!(!debug.contains("sk-ant-123"), "{debug}");
+    }
+
+    #[test]
+    fn responses_speaks_to_openai_with_its_variables() {
+        let kind: ProviderKind = "openai-responses".parse().unwrap();
+        assert_eq!(kind, ProviderKind::OpenaiResponses);
+        assert_eq!("OpenAI_Responses".parse::<ProviderKind>(), Ok(kind));
+        assert_eq!(kind.env_vars(), ProviderKind::Openai.env_vars());
+        assert_eq!(kind.to_string(), "openai-responses");
+        assert_eq!(serde_json::to_string(&kind).unwrap(), "\"openai-responses\"");
+        let err = "responses".parse::<ProviderKind>().unwrap_err();
+        assert!(err.contains("openai-responses"), "{err}");
+        let cfg = ProviderConfig::from_lookup(kind, |n| (n == "OPENAI_API_KEY").then(|| "sk-1".to_owned()));
+        assert_eq!(cfg.base(), "https://api.openai.com/v1");
+        assert_eq!(cfg.api_key.as_ref().map(ApiKey::expose), Some("sk-1"));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use tackle_protocol::StreamEvent;
 
 use crate::retry::server_requested_wait;
 use crate::sse::{SseDecoder, SseEvent};
-use crate::{CallOptions, EventStream, ProviderConfig, ProviderError, RetryNotice};
+use crate::{CallOptions, EncodedRequest, EventStream, ProviderConfig, ProviderError, RetryNotice};
 
 /// A reqwest client configured from a [`ProviderConfig`].
 pub(crate) fn build_client(config: &ProviderConfig) -> Result<reqwest::Client, ProviderError> {
@@ -20,6 +20,55 @@ pub(crate) fn build_client(config: &ProviderConfig) -> Result<reqwest::Client, P
         .user_agent(concat!("tackle/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| ProviderError::Protocol { message: format!("cannot build the HTTP client: {e}") })
+}
+
+/// The serialized body of a request.
+pub(crate) fn json_body(body: &impl serde::Serialize) -> Result<Bytes, ProviderError> {
+    serde_json::to_vec(body)
+        .map(Bytes::from)
+        .map_err(|e| ProviderError::protocol(format!("cannot serialize the request: {e}")))
+}
+
+/// Headers of a streaming JSON request; the key, when there is one, is marked sensitive.
+/// `key_header` names where the key goes: `None` for `Authorization: Bearer`, or a header of its
+/// own (Anthropic `x-api-key`).
+pub(crate) fn stream_headers(
+    config: &ProviderConfig,
+    key_header: Option<&'static str>,
+) -> Result<HeaderMap, ProviderError> {
+    use http::{HeaderValue, header};
+    let mut headers = HeaderMap::new();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(header::ACCEPT, HeaderValue::from_static("text/event-stream"));
+    if let Some(key) = &config.api_key {
+        let value = match key_header {
+            None => format!("Bearer {}", key.expose()),
+            Some(_) => key.expose().to_owned(),
+        };
+        let mut value = HeaderValue::try_from(value)
+            .map_err(|_| ProviderError::Auth { message: "the API key contains invalid characters".into() })?;
+        value.set_sensitive(true);
+        match key_header {
+            None => headers.insert(header::AUTHORIZATION, value),
+            Some(name) => headers.insert(name, value),
+        };
+    }
+    Ok(headers)
+}
+
+/// Sends an encoded request to the configured base URL with retries, and decodes its SSE
+/// response with `wire`.
+pub(crate) async fn send_stream<D: WireDecoder>(
+    client: &reqwest::Client,
+    config: &ProviderConfig,
+    headers: &HeaderMap,
+    encoded: EncodedRequest,
+    options: &CallOptions,
+    wire: D,
+) -> Result<EventStream, ProviderError> {
+    let url = format!("{}{}", config.base(), encoded.path);
+    let response = post_with_retry(client, config, &url, headers, encoded.body, options).await?;
+    Ok(decode_sse(body_stream(response), wire))
 }
 
 /// Posts `body` to `url`, retrying per the policy, until a successful response starts.

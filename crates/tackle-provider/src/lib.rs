@@ -1,13 +1,15 @@
 //! Model providers for Tackle.
 //!
 //! A [`Provider`] turns a wire-neutral [`tackle_protocol::ModelRequest`] into a stream of
-//! [`tackle_protocol::StreamEvent`]s. Two wire formats are implemented:
+//! [`tackle_protocol::StreamEvent`]s. Three wire formats are implemented:
 //!
 //! - [`OpenAiChat`]: OpenAI Chat Completions, also for OpenAI-compatible servers
 //!   ([`OpenAiDialect`]).
+//! - [`OpenAiResponses`]: OpenAI Responses, stateless (`store: false`) with encrypted reasoning
+//!   kept in the history ([`ResponsesConfig`]).
 //! - [`Anthropic`]: Anthropic Messages.
 //!
-//! Both retry like the official SDKs ([`RetryPolicy`]), read the SDKs' environment variables
+//! All retry like the official SDKs ([`RetryPolicy`]), read the SDKs' environment variables
 //! ([`ProviderConfig::from_env`]), never leak the API key, and end every failure in a typed
 //! [`ProviderError`].
 //!
@@ -31,6 +33,7 @@ mod error;
 mod http;
 mod openai;
 mod provider;
+mod responses;
 mod retry;
 pub mod sse;
 mod tools_cache;
@@ -40,16 +43,21 @@ use std::sync::Arc;
 pub use anthropic::{
     ANTHROPIC_VERSION, Anthropic, AnthropicDecoder, DEFAULT_MAX_TOKENS, DEFERRED_TOOLS_BETA, MAX_BREAKPOINTS,
 };
-pub use config::{ApiKey, ProviderConfig, ProviderKind, Timeouts};
+pub use config::{ApiKey, BaseUrlError, ProviderConfig, ProviderKind, Timeouts};
 pub use error::ProviderError;
 pub use http::{WireDecoder, decode_sse};
 pub use openai::{OpenAiChat, OpenAiChatDecoder, OpenAiDialect};
 pub use provider::{
     CallOptions, Capabilities, EncodedRequest, EventStream, IntoProvider, Provider, RetryHook, RetryNotice,
 };
+pub use responses::{
+    OpenAiResponses, REASONING_FORMAT, ReasoningEffort, ReasoningSummary, ResponsesConfig, ResponsesDecoder,
+    strict_compatible,
+};
 pub use retry::{RetryPolicy, server_requested_wait};
 
-/// Builds the provider a configuration names.
+/// Builds the HTTP provider a configuration names (Codex runs as a child process and is built
+/// by `tackle_codex::CodexProvider`).
 ///
 /// ```
 /// use tackle_provider::{ProviderConfig, ProviderKind, build_provider};
@@ -59,6 +67,13 @@ pub use retry::{RetryPolicy, server_requested_wait};
 pub fn build_provider(config: ProviderConfig) -> Result<Arc<dyn Provider>, ProviderError> {
     Ok(match config.kind {
         ProviderKind::Openai => Arc::new(OpenAiChat::new(config)?),
+        ProviderKind::OpenaiResponses => Arc::new(OpenAiResponses::new(config)?),
         ProviderKind::Anthropic => Arc::new(Anthropic::new(config)?),
+        ProviderKind::Codex => {
+            return Err(ProviderError::BadRequest {
+                message: "the codex provider is a child process: build it with tackle_codex::CodexProvider"
+                    .into(),
+            });
+        }
     })
 }

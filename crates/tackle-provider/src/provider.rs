@@ -84,7 +84,8 @@ pub struct EncodedRequest {
     /// Beta features the body uses (Anthropic `anthropic-beta`); empty for most requests.
     pub betas: &'static [&'static str],
     /// The body's top-level fields in the order the provider's prompt cache covers them, for
-    /// measuring prefix stability on the exact bytes; fields the cache ignores are left out.
+    /// measuring prefix stability on the exact bytes; fields the cache ignores are left out. The
+    /// last one is the conversation, the one field that grows (at its end) from step to step.
     pub cache_order: &'static [&'static str],
 }
 

@@ -24,6 +24,17 @@ type Entry = (Arc<[ToolSpec]>, u8, Arc<RawValue>);
 const CAPACITY: usize = 8;
 
 impl ToolsCache {
+    /// Like [`ToolsCache::get`], but `None` for an empty list: a request without tools sends no
+    /// tool fields at all.
+    pub(crate) fn rendered(
+        &self,
+        tools: &Arc<[ToolSpec]>,
+        variant: u8,
+        render: impl FnOnce(&[ToolSpec]) -> serde_json::Value,
+    ) -> Result<Option<Arc<RawValue>>, ProviderError> {
+        if tools.is_empty() { Ok(None) } else { self.get(tools, variant, render).map(Some) }
+    }
+
     /// The rendering of `tools` in `variant` (e.g. with or without a cache marker), rendering it
     /// with `render` on first use.
     pub(crate) fn get(

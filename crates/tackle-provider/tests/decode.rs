@@ -3,7 +3,9 @@
 use bytes::Bytes;
 use futures::StreamExt;
 use tackle_protocol::{ContentBlock, ResponseAccumulator, StopReason, StreamEvent, ToolInput, Usage};
-use tackle_provider::{AnthropicDecoder, OpenAiChatDecoder, ProviderError, WireDecoder, decode_sse};
+use tackle_provider::{
+    AnthropicDecoder, OpenAiChatDecoder, ProviderError, ResponsesDecoder, WireDecoder, decode_sse,
+};
 
 fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
@@ -62,7 +64,8 @@ async fn anthropic_tool_call_arguments_in_many_fragments() {
             input_tokens: 472 + 100 + 2000,
             output_tokens: 89,
             cache_read_tokens: 2000,
-            cache_write_tokens: 100
+            cache_write_tokens: 100,
+            reasoning_tokens: 0,
         }
     );
     // Any chunking gives the same events.
@@ -102,7 +105,7 @@ async fn openai_text_stream_with_usage_chunk() {
     assert_eq!(response.stop_reason, StopReason::EndTurn);
     assert_eq!(
         response.usage,
-        Usage { input_tokens: 1200, output_tokens: 2, cache_read_tokens: 1024, cache_write_tokens: 0 }
+        Usage { input_tokens: 1200, output_tokens: 2, cache_read_tokens: 1024, ..Usage::default() }
     );
 }
 
@@ -166,4 +169,182 @@ async fn unknown_finish_reasons_are_kept() {
     let stream = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"},\"finish_reason\":\"brand_new\"}]}\n\ndata: [DONE]\n\n";
     let events = ok(decode_with(stream, 4096, OpenAiChatDecoder::default()).await);
     assert_eq!(fold(&events).stop_reason, StopReason::Other("brand_new".into()));
+}
+
+/// Decodes a Responses stream whatever the chunking, and checks every chunking agrees (on the
+/// error, for a failing stream: events queued with it are dropped, as in every format).
+async fn responses(name: &str) -> Vec<Result<StreamEvent, ProviderError>> {
+    let bytes = fixture(name);
+    let whole = decode_with(&bytes, 1 << 20, ResponsesDecoder::default()).await;
+    for size in [1, 5, 64] {
+        let split = decode_with(&bytes, size, ResponsesDecoder::default()).await;
+        match whole.last() {
+            Some(Err(e)) => {
+                assert_eq!(split.last().unwrap().as_ref().unwrap_err(), e, "{name}, chunk {size}")
+            }
+            _ => assert_eq!(format!("{split:?}"), format!("{whole:?}"), "{name}, chunk {size}"),
+        }
+        assert!(
+            !split.iter().any(|e| matches!(e, Ok(StreamEvent::ToolCallEnd { .. }))
+                && whole.last().is_some_and(Result::is_err))
+        );
+    }
+    whole
+}
+
+#[tokio::test]
+async fn responses_text_stream_with_cached_tokens() {
+    let events = ok(responses("responses_text.sse").await);
+    let deltas: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::TextDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deltas, ["Hi", " there", ", how can", " I help?"], "text streams as it comes, once");
+    let response = fold(&events);
+    assert_eq!(response.text(), "Hi there, how can I help?");
+    assert_eq!(response.stop_reason, StopReason::EndTurn);
+    assert_eq!(
+        response.usage,
+        Usage { input_tokens: 1200, output_tokens: 12, cache_read_tokens: 1024, ..Usage::default() }
+    );
+}
+
+#[tokio::test]
+async fn responses_function_call_arguments_in_many_fragments() {
+    let events = ok(responses("responses_function_call.sse").await);
+    let fragments = events.iter().filter(|e| matches!(e, StreamEvent::ToolCallDelta { .. })).count();
+    assert_eq!(fragments, 13, "each fragment goes out as it comes, none twice");
+    let response = fold(&events);
+    let call = response.tool_uses().next().unwrap();
+    assert_eq!((call.id.as_str(), call.name.as_str()), ("call_12345xyz", "get_weather"));
+    assert_eq!(
+        call.input.as_json(),
+        Some(&serde_json::json!({"location": "San Francisco, CA", "unit": "celsius"}))
+    );
+    assert_eq!(response.stop_reason, StopReason::ToolUse);
+}
+
+#[tokio::test]
+async fn responses_two_parallel_calls_by_output_index() {
+    let events = ok(responses("responses_parallel_calls.sse").await);
+    insta::assert_json_snapshot!("responses_parallel_calls_events", events);
+    let response = fold(&events);
+    let calls: Vec<_> = response.tool_uses().collect();
+    assert_eq!(calls.len(), 2);
+    assert_eq!((calls[0].id.as_str(), calls[1].id.as_str()), ("call_aaa", "call_bbb"));
+    assert_eq!(calls[0].input.as_json(), Some(&serde_json::json!({"location": "Paris"})));
+    assert_eq!(calls[1].input.as_json(), Some(&serde_json::json!({"tz": "CET"})));
+    assert_eq!(response.stop_reason, StopReason::ToolUse);
+}
+
+#[tokio::test]
+async fn responses_reasoning_item_is_kept_whole_with_its_encrypted_content() {
+    let bytes = fixture("responses_reasoning.sse");
+    let events = ok(responses("responses_reasoning.sse").await);
+    let summary: String = events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::ReasoningDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(summary.starts_with("**Planning the lookup**"), "{summary}");
+    let response = fold(&events);
+    let ContentBlock::Reasoning(r) = &response.content[0] else { panic!("{:?}", response.content) };
+    assert_eq!(r.format, "openai-responses");
+    assert_eq!(r.text, summary, "the summary, streamed once");
+    // The item re-serializes to exactly the bytes the API sent (compact JSON, keys in order).
+    let item = serde_json::to_string(&r.data).unwrap();
+    assert!(String::from_utf8(bytes).unwrap().contains(&format!("\"item\":{item}")), "{item}");
+    assert!(r.data["encrypted_content"].as_str().unwrap().starts_with("gAAAAAB"));
+    assert!(matches!(response.content[1], ContentBlock::ToolUse(_)), "the call after its reasoning");
+    assert_eq!(
+        response.usage,
+        Usage {
+            input_tokens: 2000,
+            output_tokens: 190,
+            cache_read_tokens: 1536,
+            cache_write_tokens: 0,
+            reasoning_tokens: 128
+        }
+    );
+}
+
+#[tokio::test]
+async fn responses_failed_is_a_typed_error_and_yields_no_half_call() {
+    let events = responses("responses_failed.sse").await;
+    let last = events.last().unwrap();
+    assert!(
+        matches!(last, Err(ProviderError::Server { status: 500, message }) if message == "The model failed to generate a response."),
+        "{last:?}"
+    );
+    assert!(last.as_ref().unwrap_err().is_retryable());
+    let split = decode_with(&fixture("responses_failed.sse"), 1, ResponsesDecoder::default()).await;
+    assert!(split.iter().any(|e| matches!(e, Ok(StreamEvent::ToolCallStart { .. }))), "{split:?}");
+    assert!(!split.iter().any(|e| matches!(e, Ok(StreamEvent::ToolCallEnd { .. }))), "no half call");
+}
+
+#[tokio::test]
+async fn responses_error_event_is_typed() {
+    let events = responses("responses_error.sse").await;
+    match events.last().unwrap() {
+        Err(ProviderError::RateLimited { message, .. }) => assert!(message.contains("TPM"), "{message}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Servers that send only the items' `done` events (as Codex's tests do), or only the final
+/// response, give the same calls and text; a stream cut before its end is an error; an
+/// incomplete response ran out of tokens.
+#[tokio::test]
+async fn responses_sparse_incomplete_and_cut_streams() {
+    let sse = |events: &[serde_json::Value]| -> Vec<u8> {
+        events
+            .iter()
+            .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+            .collect::<String>()
+            .into_bytes()
+    };
+    let call = serde_json::json!({"type": "function_call", "call_id": "call-1", "name": "lookup_ticket", "arguments": "{\"id\":\"ABC-123\"}"});
+    let message = serde_json::json!({"type": "message", "role": "assistant", "id": "msg-1", "content": [{"type": "output_text", "text": "first answer"}]});
+    let done_only = sse(&[
+        serde_json::json!({"type": "response.created", "response": {"id": "resp-1"}}),
+        serde_json::json!({"type": "response.output_item.done", "item": message}),
+        serde_json::json!({"type": "response.output_item.done", "output_index": 1, "item": call}),
+        serde_json::json!({"type": "response.completed", "response": {"id": "resp-1", "usage": {"input_tokens": 100, "input_tokens_details": null, "output_tokens": 10, "output_tokens_details": null, "total_tokens": 110}}}),
+    ]);
+    let completed_only = sse(&[serde_json::json!({"type": "response.completed",
+        "response": {"id": "resp-1", "output": [message, call], "usage": {"input_tokens": 100, "output_tokens": 10}}})]);
+    for bytes in [done_only, completed_only] {
+        let response = fold(&ok(decode_with(&bytes, 3, ResponsesDecoder::default()).await));
+        assert_eq!(response.text(), "first answer");
+        let c = response.tool_uses().next().unwrap();
+        assert_eq!(
+            (c.id.as_str(), c.input.as_json()),
+            ("call-1", Some(&serde_json::json!({"id": "ABC-123"})))
+        );
+        assert_eq!(response.stop_reason, StopReason::ToolUse);
+        assert_eq!(response.usage.input_tokens, 100);
+    }
+    let incomplete = sse(&[
+        serde_json::json!({"type": "response.output_item.added", "output_index": 0, "item": {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "write_file", "arguments": ""}}),
+        serde_json::json!({"type": "response.function_call_arguments.delta", "output_index": 0, "item_id": "fc_1", "delta": "{\"path\": \"a"}),
+        serde_json::json!({"type": "response.incomplete", "response": {"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}, "output": []}}),
+    ]);
+    let response = fold(&ok(decode_with(&incomplete, 4096, ResponsesDecoder::default()).await));
+    assert_eq!(response.stop_reason, StopReason::MaxTokens);
+    assert!(
+        response.tool_uses().next().unwrap().input.as_json().is_none(),
+        "a cut call is flagged, not guessed"
+    );
+    let mut cut = fixture("responses_function_call.sse");
+    cut.truncate(cut.len() / 2);
+    let events = decode_with(&cut, 64, ResponsesDecoder::default()).await;
+    assert!(matches!(events.last().unwrap(), Err(ProviderError::Network { .. })), "{:?}", events.last());
+    assert!(!events.iter().any(|e| matches!(e, Ok(StreamEvent::ToolCallEnd { .. }))));
+    let garbage = decode_with(b"data: {not json\n\n", 4096, ResponsesDecoder::default()).await;
+    assert!(matches!(garbage[0], Err(ProviderError::Protocol { .. })));
 }

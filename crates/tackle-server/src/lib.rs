@@ -59,7 +59,7 @@ pub use error::{ApiError, ErrorBody, ErrorDetail, ServerError};
 pub use openapi::{ApiDoc, document as openapi_document};
 pub use state::AppState;
 
-use routes::{approvals, health, messages, openai, results, sessions, web};
+use routes::{approvals, compat, health, messages, openai, responses, results, sessions, web};
 
 /// The application: every route with its middleware.
 pub fn router(state: AppState) -> Router {
@@ -78,10 +78,11 @@ pub fn router(state: AppState) -> Router {
     // The OpenAI-compatible routes answer every error, 401 included, in OpenAI's shape.
     let openai_api = Router::new()
         .route("/v1/chat/completions", post(openai::chat_completions))
+        .route("/v1/responses", post(responses::create))
         .route("/v1/models", get(openai::models))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
-            auth::require_user::<openai::OpenAiError>,
+            auth::require_user::<compat::OpenAiError>,
         ));
     let limit = state.config().body_limit;
     Router::new()

@@ -3,7 +3,7 @@
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{approvals, health, messages, openai, results, sessions};
+use crate::routes::{approvals, health, messages, openai, responses, results, sessions};
 
 /// The API description served at `/openapi.json`.
 #[derive(OpenApi)]
@@ -11,7 +11,7 @@ use crate::routes::{approvals, health, messages, openai, results, sessions};
     info(
         title = "Tackle API",
         description = "Sessions, turns streamed as server-sent events, approvals, restoring offloaded outputs, \
-                       and an OpenAI-compatible chat endpoint. Every `/v1` route needs `Authorization: Bearer <token>` \
+                       and OpenAI-compatible chat completions and responses endpoints. Every `/v1` route needs `Authorization: Bearer <token>` \
                        when the server has tokens; resources of other users answer 404."
     ),
     paths(
@@ -20,7 +20,7 @@ use crate::routes::{approvals, health, messages, openai, results, sessions};
         messages::send, messages::cancel, messages::compact,
         approvals::list, approvals::decide,
         results::read,
-        openai::chat_completions, openai::models,
+        openai::chat_completions, openai::models, responses::create,
     ),
     components(schemas(crate::ErrorBody, crate::ErrorDetail, tackle_protocol::AgentEvent)),
     modifiers(&BearerAuth),
@@ -29,7 +29,7 @@ use crate::routes::{approvals, health, messages, openai, results, sessions};
         (name = "turns", description = "Sending messages, cancelling, compacting"),
         (name = "approvals", description = "Confirmations of tool calls"),
         (name = "results", description = "Restoring tool outputs offloaded behind locators"),
-        (name = "openai", description = "OpenAI-compatible endpoint"),
+        (name = "openai", description = "OpenAI-compatible endpoints"),
         (name = "health", description = "Probes"),
     )
 )]

@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use tackle_agent::Agent;
+use tackle_codex::CodexBridge;
 use tackle_store::SessionRecord;
 use tackle_tools::ApprovalQueue;
 use tokio_util::sync::CancellationToken;
@@ -28,6 +29,8 @@ pub(crate) struct StateInner {
     pub(crate) shutdown: CancellationToken,
     /// Running turns, waited for at shutdown.
     pub(crate) tasks: TaskTracker,
+    /// Codex behind `/v1/chat/completions` (models `codex/<model>`), when configured.
+    pub(crate) codex: Option<Arc<CodexBridge>>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -49,8 +52,19 @@ impl AppState {
                 agents: Mutex::new(HashMap::new()),
                 shutdown: CancellationToken::new(),
                 tasks: TaskTracker::new(),
+                codex: None,
             }),
         }
+    }
+
+    /// Serves models `codex/<model>` of `/v1/chat/completions` through `bridge`. Call it
+    /// before serving (while this state is not shared yet); later calls change nothing.
+    pub fn with_codex_bridge(mut self, bridge: Arc<CodexBridge>) -> Self {
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => inner.codex = Some(bridge),
+            None => tracing::warn!("the Codex bridge was added after the state was shared; it is not served"),
+        }
+        self
     }
 
     /// The default agent.

@@ -73,7 +73,12 @@ async fn embed_server_serves_the_host_routes_and_tackle_under_a_prefix() {
         .await
         .unwrap();
     assert_eq!(turn["text"], "Hello from the agent.", "{turn}");
-    // The page is served under the prefix too.
+    // The page is served under the prefix too, and points its assets and API calls there.
     let page = client.get(format!("{base}/agent")).send().await.unwrap();
     assert_eq!(page.status(), 200);
+    let html = page.text().await.unwrap();
+    assert!(html.contains(r#"<meta name="tackle-base" content="/agent">"#), "{html}");
+    assert!(html.contains(r#"src="/agent/web/app.js""#), "{html}");
+    let script = client.get(format!("{base}/agent/web/app.js")).send().await.unwrap();
+    assert_eq!(script.status(), 200);
 }

@@ -3,10 +3,8 @@
 
 mod common;
 
-use std::path::PathBuf;
-
 use axum::http::{Method, StatusCode};
-use common::{ALICE, Harness, parse_sse, tokens};
+use common::{Harness, missing_peer, parse_sse, run_peer_script, tokens, venv_python};
 use serde_json::{Value, json};
 use tackle_testkit::{Script, ScriptMode, Turn};
 
@@ -150,22 +148,6 @@ async fn agent_mode_runs_tackles_own_tools_and_streams_the_answer() {
     assert_eq!(ids, ["tackle-agent", "model-x", "model-y"]);
 }
 
-fn venv_python() -> Option<PathBuf> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let python = root.join("target/test-deps/venv/bin/python");
-    python.is_file().then_some(python)
-}
-
-/// Peers are required when `TACKLE_REQUIRE_PEERS` is set (scripts/test.sh sets it); otherwise a
-/// missing peer skips the test with a note.
-pub fn missing_peer(what: &str) {
-    assert!(
-        std::env::var_os("TACKLE_REQUIRE_PEERS").is_none(),
-        "{what} is not installed: run scripts/test-deps.sh"
-    );
-    eprintln!("skipped: {what} is not installed (run scripts/test-deps.sh)");
-}
-
 #[tokio::test]
 async fn the_official_openai_python_sdk_works_against_the_endpoint() {
     let Some(python) = venv_python() else { return missing_peer("the openai Python SDK") };
@@ -182,11 +164,7 @@ async fn the_official_openai_python_sdk_works_against_the_endpoint() {
     let h = Harness::with(script, tokens()).await;
     std::fs::write(h.workspace.path().join("notes.md"), "x").unwrap();
     let base = h.listen().await;
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/openai_sdk.py");
-    let out = tokio::process::Command::new(python).arg(script).arg(&base).arg(ALICE).output().await.unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "the SDK script failed:\n{stderr}");
-    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let seen = run_peer_script(&python, "openai_sdk.py", &base).await;
     assert_eq!(seen["models"][0], "tackle-agent");
     assert_eq!(
         seen["gateway_call"],

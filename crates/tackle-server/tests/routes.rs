@@ -65,6 +65,7 @@ async fn openapi_document_covers_every_route() {
         ("post", "/v1/approvals/{id}"),
         ("get", "/v1/tools"),
         ("post", "/v1/chat/completions"),
+        ("post", "/v1/responses"),
         ("get", "/v1/models"),
     ];
     let paths = doc["paths"].as_object().unwrap();

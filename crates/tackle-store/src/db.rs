@@ -18,6 +18,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "init", include_str!("../migrations/0001_init.sql")),
     (2, "steps", include_str!("../migrations/0002_steps.sql")),
     (4, "session runner", include_str!("../migrations/0004_session_runner.sql")),
+    (5, "responses", include_str!("../migrations/0005_responses.sql")),
 ];
 
 fn migrator() -> Migrator {

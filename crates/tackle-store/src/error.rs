@@ -58,6 +58,7 @@ fn hint_for(what: &str) -> &'static str {
         "session" => "; `tackle sessions list` shows the ids",
         "todo item" => "; list the todo items to see the ids",
         "locator" => "; locators are valid only in the session that created them",
+        "response" => "; a response can be continued for 30 days, by the user who made it, if it was stored",
         _ => "",
     }
 }

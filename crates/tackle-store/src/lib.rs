@@ -3,7 +3,8 @@
 //! One [`Store`] holds sessions and everything that belongs to them: messages in order, the
 //! tool-call audit (which also makes each call id run at most once), offloaded outputs
 //! (zstd-compressed, blake3-checked, per session, with a time to live), todo items, session
-//! state and compaction snapshots. Deleting a session deletes all of it.
+//! state and compaction snapshots. Deleting a session deletes all of it. Responses made through
+//! the server's Responses endpoint are kept for `previous_response_id`, per user, for 30 days.
 //!
 //! ```
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -25,6 +26,7 @@ mod db;
 mod error;
 mod frames;
 mod messages;
+mod responses;
 mod runner;
 mod sessions;
 mod snapshots;
@@ -41,6 +43,7 @@ pub use blobs::{Blob, BlobMeta, NewBlob};
 pub use db::now_ms;
 pub use error::StoreError;
 pub use messages::{MessageFilter, StoredMessage};
+pub use responses::{NewResponse, RESPONSE_TTL, ResponseChain};
 pub use sessions::{NewSession, SessionFilter, SessionRecord, SessionStatus, SessionSummary, SessionUpdate};
 pub use snapshots::{LoadedContext, Snapshot};
 pub use state::SessionState;

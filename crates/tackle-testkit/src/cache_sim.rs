@@ -65,6 +65,7 @@ impl SimulatedCache {
                 output_tokens,
                 cache_read_tokens: shared,
                 cache_write_tokens: input - shared.min(input),
+                reasoning_tokens: 0,
             },
             _ => {
                 let cached = if shared >= OPENAI_MIN_TOKENS {
@@ -77,6 +78,7 @@ impl SimulatedCache {
                     output_tokens,
                     cache_read_tokens: cached.min(input),
                     cache_write_tokens: 0,
+                    reasoning_tokens: 0,
                 }
             }
         }

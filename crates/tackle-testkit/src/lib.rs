@@ -20,6 +20,7 @@
 #![deny(missing_docs)]
 
 mod cache_sim;
+pub mod codex;
 mod examples;
 mod fault;
 mod script;

@@ -296,6 +296,18 @@ async fn handle(State(inner): State<Shared>, headers: HeaderMap, raw: Bytes, wir
             );
         }
     }
+    if wire == WireFormat::OpenAiResponses
+        && let Err(r) = validate::responses(&body)
+    {
+        let code = StatusCode::from_u16(r.status).unwrap_or(StatusCode::BAD_REQUEST);
+        let body = wire::responses::error_body(
+            "invalid_request_error",
+            &r.message,
+            r.param.as_deref(),
+            r.code.as_deref(),
+        );
+        return (code, axum::Json(body)).into_response();
+    }
     let checked = match wire {
         WireFormat::OpenAiChat => validate::openai_chat(&body),
         WireFormat::AnthropicMessages => {
@@ -308,7 +320,7 @@ async fn handle(State(inner): State<Shared>, headers: HeaderMap, raw: Bytes, wir
                 .collect();
             validate::anthropic(&body, &betas)
         }
-        WireFormat::OpenAiResponses => validate::responses(&body),
+        WireFormat::OpenAiResponses => Ok(()),
     };
     if let Err(message) = checked {
         return error_response(wire, StatusCode::BAD_REQUEST, "invalid_request_error", &message);
@@ -353,19 +365,20 @@ async fn handle(State(inner): State<Shared>, headers: HeaderMap, raw: Bytes, wir
         body.get("stream_options").and_then(|o| o.get("include_usage")).and_then(Value::as_bool)
             == Some(true);
     let ctx = RenderCtx { turn: index, model, chunk, include_usage };
+    let asked = wire::responses::Asked::from_request(&body);
     let stream = body.get("stream").and_then(Value::as_bool) == Some(true);
     if !stream {
         let json = match wire {
             WireFormat::OpenAiChat => wire::openai_chat::json(&turn, &ctx),
             WireFormat::AnthropicMessages => wire::anthropic::json(&turn, &ctx),
-            WireFormat::OpenAiResponses => wire::responses::json(&turn, &ctx),
+            WireFormat::OpenAiResponses => wire::responses::json(&turn, &ctx, &asked),
         };
         return axum::Json(json).into_response();
     }
     let frames = match wire {
         WireFormat::OpenAiChat => wire::openai_chat::stream(&turn, &ctx),
         WireFormat::AnthropicMessages => wire::anthropic::stream(&turn, &ctx),
-        WireFormat::OpenAiResponses => wire::responses::stream(&turn, &ctx),
+        WireFormat::OpenAiResponses => wire::responses::stream(&turn, &ctx, &asked),
     };
     sse_response(frames, stream_fault)
 }

@@ -322,15 +322,458 @@ pub(crate) fn anthropic(body: &Value, betas: &[&str]) -> Result<(), String> {
     Ok(())
 }
 
-/// OpenAI Responses.
-pub(crate) fn responses(body: &Value) -> Result<(), String> {
-    if str_at(body, "model").is_none_or(str::is_empty) {
-        return Err("Missing required parameter: 'model'.".into());
+/// A request the Responses API refuses: status, message, and the parameter it is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Rejection {
+    pub(crate) status: u16,
+    pub(crate) message: String,
+    pub(crate) param: Option<String>,
+    pub(crate) code: Option<String>,
+}
+
+impl Rejection {
+    fn new(message: impl Into<String>, param: impl Into<String>) -> Self {
+        Self { status: 400, message: message.into(), param: Some(param.into()), code: None }
     }
-    if body.get("input").is_none() {
-        return Err("Missing required parameter: 'input'.".into());
+
+    fn missing(param: impl Into<String>) -> Self {
+        let param = param.into();
+        Self {
+            status: 400,
+            message: format!("Missing required parameter: '{param}'."),
+            param: Some(param),
+            code: Some("missing_required_parameter".into()),
+        }
+    }
+
+    fn not_found(message: impl Into<String>, param: impl Into<String>) -> Self {
+        Self { status: 404, ..Self::new(message, param) }
+    }
+
+    fn code(mut self, code: &str) -> Self {
+        self.code = Some(code.into());
+        self
+    }
+}
+
+/// Top-level parameters of `POST /v1/responses` (as of the pinned `openai` SDK), plus
+/// `client_metadata`, which Codex sends.
+const RESPONSES_PARAMS: &[&str] = &[
+    "access_programs",
+    "background",
+    "background_options",
+    "client_metadata",
+    "context_management",
+    "conversation",
+    "image",
+    "include",
+    "input",
+    "instructions",
+    "max_output_tokens",
+    "max_tool_calls",
+    "metadata",
+    "model",
+    "moderation",
+    "parallel_tool_calls",
+    "previous_response_id",
+    "prompt",
+    "prompt_cache_key",
+    "prompt_cache_options",
+    "prompt_cache_retention",
+    "reasoning",
+    "safety_identifier",
+    "service_tier",
+    "store",
+    "stream",
+    "stream_options",
+    "temperature",
+    "text",
+    "tool_choice",
+    "tools",
+    "top_logprobs",
+    "top_p",
+    "truncation",
+    "user",
+];
+
+/// Values `include` accepts.
+const RESPONSES_INCLUDABLE: &[&str] = &[
+    "code_interpreter_call.outputs",
+    "computer_call_output.output.image_url",
+    "file_search_call.results",
+    "message.input_image.image_url",
+    "message.output_text.logprobs",
+    "reasoning.encrypted_content",
+    "web_search_call.action.sources",
+    "web_search_call.results",
+];
+
+/// Why a schema cannot be used with `strict: true`, worded as the API words it.
+fn strict_schema_error(schema: &Value, context: &mut Vec<String>) -> Option<String> {
+    let node = schema.as_object()?;
+    let ctx = || format!("({})", context.iter().map(|c| format!("'{c}'")).collect::<Vec<_>>().join(", "));
+    let is_object = match node.get("type") {
+        Some(Value::String(t)) => t == "object",
+        Some(Value::Array(ts)) => ts.iter().any(|t| t == "object"),
+        _ => node.contains_key("properties"),
+    };
+    if is_object {
+        if node.get("additionalProperties") != Some(&Value::Bool(false)) {
+            return Some(format!(
+                "In context={}, 'additionalProperties' is required to be supplied and to be false.",
+                ctx()
+            ));
+        }
+        let required: Vec<&str> = node
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        if let Some(props) = node.get("properties").and_then(Value::as_object) {
+            if let Some(missing) = props.keys().find(|k| !required.contains(&k.as_str())) {
+                return Some(format!(
+                    "In context={}, 'required' is required to be supplied and to be an array including every key in properties. Missing '{missing}'.",
+                    ctx()
+                ));
+            }
+            for (k, v) in props {
+                context.extend(["properties".to_owned(), k.clone()]);
+                let e = strict_schema_error(v, context);
+                context.truncate(context.len() - 2);
+                if e.is_some() {
+                    return e;
+                }
+            }
+        }
+    }
+    if let Some(items) = node.get("items") {
+        context.push("items".into());
+        let e = strict_schema_error(items, context);
+        context.pop();
+        if e.is_some() {
+            return e;
+        }
+    }
+    for key in ["anyOf"] {
+        for (i, s) in node.get(key).and_then(Value::as_array).into_iter().flatten().enumerate() {
+            context.extend([key.to_owned(), i.to_string()]);
+            let e = strict_schema_error(s, context);
+            context.truncate(context.len() - 2);
+            if e.is_some() {
+                return e;
+            }
+        }
+    }
+    None
+}
+
+fn responses_tools(body: &Value) -> Result<HashSet<String>, Rejection> {
+    let mut names = HashSet::new();
+    let Some(tools) = body.get("tools") else { return Ok(names) };
+    let tools = tools
+        .as_array()
+        .ok_or_else(|| Rejection::new("Invalid type for 'tools': expected an array.", "tools"))?;
+    for (i, t) in tools.iter().enumerate() {
+        match str_at(t, "type") {
+            Some("function") => {
+                let name = str_at(t, "name").ok_or_else(|| Rejection::missing(format!("tools[{i}].name")))?;
+                if !valid_name(name) {
+                    return Err(Rejection::new(
+                        format!(
+                            "Invalid 'tools[{i}].name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'."
+                        ),
+                        format!("tools[{i}].name"),
+                    ));
+                }
+                if !names.insert(name.to_owned()) {
+                    return Err(Rejection::new(format!("Duplicate tool name: '{name}'."), "tools"));
+                }
+                let parameters = t.get("parameters").filter(|p| !p.is_null());
+                if let Some(p) = parameters
+                    && !p.is_object()
+                {
+                    return Err(Rejection::new(
+                        format!("Invalid type for 'tools[{i}].parameters': expected an object."),
+                        format!("tools[{i}].parameters"),
+                    ));
+                }
+                // Left out, `strict` is true: the schema must be a strict one.
+                let strict = t.get("strict").and_then(Value::as_bool).unwrap_or(true);
+                if strict
+                    && let Some(p) = parameters
+                    && let Some(e) = strict_schema_error(p, &mut Vec::new())
+                {
+                    return Err(Rejection::new(
+                        format!("Invalid schema for function '{name}': {e}"),
+                        format!("tools[{i}].parameters"),
+                    )
+                    .code("invalid_function_parameters"));
+                }
+            }
+            Some(_) => {} // built-in tools, custom tools and namespaces
+            None => return Err(Rejection::missing(format!("tools[{i}].type"))),
+        }
+    }
+    Ok(names)
+}
+
+fn responses_tool_choice(choice: &Value, names: &HashSet<String>) -> Result<(), Rejection> {
+    let not_found =
+        || Rejection::new("Tool choice 'function' not found in 'tools' parameter.", "tool_choice");
+    if let Some(s) = choice.as_str() {
+        return match s {
+            "none" | "auto" | "required" => Ok(()),
+            other => Err(Rejection::new(
+                format!("Invalid value: '{other}'. Supported values are: 'none', 'auto', and 'required'."),
+                "tool_choice",
+            )),
+        };
+    }
+    match str_at(choice, "type") {
+        Some("function") => {
+            let name = str_at(choice, "name").ok_or_else(|| Rejection::missing("tool_choice.name"))?;
+            if names.contains(name) { Ok(()) } else { Err(not_found()) }
+        }
+        Some("allowed_tools") => {
+            if !matches!(str_at(choice, "mode"), Some("auto" | "required")) {
+                return Err(Rejection::new(
+                    "Invalid value for 'tool_choice.mode': expected 'auto' or 'required'.",
+                    "tool_choice.mode",
+                ));
+            }
+            let tools = choice
+                .get("tools")
+                .and_then(Value::as_array)
+                .ok_or_else(|| Rejection::missing("tool_choice.tools"))?;
+            for (k, t) in tools.iter().enumerate() {
+                if str_at(t, "type") == Some("function") && !names.contains(str_at(t, "name").unwrap_or("")) {
+                    return Err(Rejection::new(
+                        format!(
+                            "Tool 'function' with name '{}' in 'tool_choice.tools[{k}]' not found in 'tools' parameter.",
+                            str_at(t, "name").unwrap_or("")
+                        ),
+                        format!("tool_choice.tools[{k}]"),
+                    ));
+                }
+            }
+            Ok(())
+        }
+        Some(_) => Ok(()), // hosted tools, custom tools, mcp
+        None => Err(Rejection::missing("tool_choice.type")),
+    }
+}
+
+/// Text parts a message of `role` may carry.
+fn responses_parts(role: &str) -> &'static [&'static str] {
+    if role == "assistant" {
+        &["output_text", "refusal"]
+    } else {
+        &["input_text", "input_image", "input_file"]
+    }
+}
+
+fn responses_input(body: &Value) -> Result<(), Rejection> {
+    let items = match body.get("input") {
+        None => return Err(Rejection::missing("input")),
+        Some(Value::String(_)) => return Ok(()),
+        Some(Value::Array(items)) => items,
+        Some(_) => {
+            return Err(Rejection::new("Invalid type for 'input': expected a string or an array.", "input"));
+        }
+    };
+    let store = body.get("store").and_then(Value::as_bool).unwrap_or(true);
+    let mut calls: Vec<String> = Vec::new();
+    let mut answered: HashSet<String> = HashSet::new();
+    for (i, item) in items.iter().enumerate() {
+        let at = |field: &str| format!("input[{i}].{field}");
+        let kind = str_at(item, "type").unwrap_or(if item.get("role").is_some() { "message" } else { "" });
+        match kind {
+            "message" => {
+                let role = str_at(item, "role").ok_or_else(|| Rejection::missing(at("role")))?;
+                if !matches!(role, "user" | "assistant" | "system" | "developer") {
+                    return Err(Rejection::new(
+                        format!(
+                            "Invalid value: '{role}'. Supported values are: 'assistant', 'system', 'developer', and 'user'."
+                        ),
+                        at("role"),
+                    ));
+                }
+                match item.get("content") {
+                    Some(Value::String(_)) => {}
+                    Some(Value::Array(parts)) => {
+                        let allowed = responses_parts(role);
+                        for (j, part) in parts.iter().enumerate() {
+                            let t = str_at(part, "type").unwrap_or("");
+                            if !allowed.contains(&t) {
+                                let list = allowed.iter().map(|a| format!("'{a}'")).collect::<Vec<_>>();
+                                return Err(Rejection::new(
+                                    format!(
+                                        "Invalid value: '{t}'. Supported values are: {}.",
+                                        list.join(", ")
+                                    ),
+                                    format!("input[{i}].content[{j}]"),
+                                ));
+                            }
+                            let key = if t == "refusal" { "refusal" } else { "text" };
+                            if (t.ends_with("_text") || t == "refusal") && str_at(part, key).is_none() {
+                                return Err(Rejection::missing(format!("input[{i}].content[{j}].{key}")));
+                            }
+                        }
+                    }
+                    _ => return Err(Rejection::missing(at("content"))),
+                }
+            }
+            "function_call" => {
+                for field in ["call_id", "name", "arguments"] {
+                    if str_at(item, field).is_none() {
+                        return Err(Rejection::missing(at(field)));
+                    }
+                }
+                calls.push(str_at(item, "call_id").unwrap_or("").to_owned());
+            }
+            "function_call_output" => {
+                let id = str_at(item, "call_id").ok_or_else(|| Rejection::missing(at("call_id")))?;
+                if !matches!(item.get("output"), Some(Value::String(_) | Value::Array(_))) {
+                    return Err(Rejection::missing(at("output")));
+                }
+                if !calls.iter().any(|c| c == id) {
+                    return Err(Rejection::new(
+                        format!("No tool call found for function call output with call_id {id}."),
+                        "input",
+                    ));
+                }
+                answered.insert(id.to_owned());
+            }
+            "reasoning" => {
+                if !item.get("summary").is_some_and(Value::is_array) {
+                    return Err(Rejection::missing(at("summary")));
+                }
+                let id = str_at(item, "id");
+                match str_at(item, "encrypted_content") {
+                    Some(blob) => {
+                        let sealed = crate::wire::responses::unseal(blob);
+                        if sealed.is_none() || id.is_some_and(|id| sealed.as_deref() != Some(id)) {
+                            return Err(Rejection::new(
+                                format!(
+                                    "The encrypted content for item {} could not be verified.",
+                                    id.unwrap_or("(no id)")
+                                ),
+                                at("encrypted_content"),
+                            )
+                            .code("invalid_encrypted_content"));
+                        }
+                    }
+                    // An id alone names a stored item, and this server stores nothing.
+                    None => {
+                        let id = id.ok_or_else(|| Rejection::missing(at("encrypted_content")))?;
+                        let why = if store {
+                            String::new()
+                        } else {
+                            " Items are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input.".to_owned()
+                        };
+                        return Err(Rejection::not_found(
+                            format!("Item with id '{id}' not found.{why}"),
+                            "input",
+                        ));
+                    }
+                }
+            }
+            "item_reference" => {
+                let id = str_at(item, "id").unwrap_or("");
+                return Err(Rejection::not_found(format!("Item with id '{id}' not found."), "input"));
+            }
+            "" => return Err(Rejection::missing(at("type"))),
+            _ => {} // built-in tool calls and outputs
+        }
+    }
+    if let Some(open) = calls.iter().find(|c| !answered.contains(*c)) {
+        return Err(Rejection::new(format!("No tool output found for function call {open}."), "input"));
     }
     Ok(())
+}
+
+/// OpenAI Responses, as `POST /v1/responses` checks a request.
+pub(crate) fn responses(body: &Value) -> Result<(), Rejection> {
+    let Some(fields) = body.as_object() else {
+        return Err(Rejection::new("The request body must be a JSON object.", ""));
+    };
+    if let Some(unknown) = fields.keys().find(|k| !RESPONSES_PARAMS.contains(&k.as_str())) {
+        return Err(Rejection::new(format!("Unknown parameter: '{unknown}'."), unknown.as_str())
+            .code("unknown_parameter"));
+    }
+    if str_at(body, "model").is_none_or(str::is_empty) {
+        return Err(Rejection::missing("model"));
+    }
+    if let Some(id) = str_at(body, "previous_response_id") {
+        return Err(Rejection::not_found(
+            format!("Previous response with id '{id}' not found."),
+            "previous_response_id",
+        ));
+    }
+    for (key, ok) in [
+        ("store", body.get("store").is_none_or(|v| v.is_boolean() || v.is_null())),
+        ("stream", body.get("stream").is_none_or(|v| v.is_boolean() || v.is_null())),
+        (
+            "parallel_tool_calls",
+            body.get("parallel_tool_calls").is_none_or(|v| v.is_boolean() || v.is_null()),
+        ),
+        ("prompt_cache_key", body.get("prompt_cache_key").is_none_or(|v| v.is_string() || v.is_null())),
+    ] {
+        if !ok {
+            return Err(Rejection::new(format!("Invalid type for '{key}'."), key));
+        }
+    }
+    if let Some(t) = body.get("truncation").filter(|t| !t.is_null())
+        && !matches!(t.as_str(), Some("auto" | "disabled"))
+    {
+        return Err(Rejection::new(
+            format!("Invalid value: {t}. Supported values are: 'auto' and 'disabled'."),
+            "truncation",
+        ));
+    }
+    if let Some(include) = body.get("include").filter(|i| !i.is_null()) {
+        let include =
+            include.as_array().ok_or_else(|| Rejection::new("Invalid type for 'include'.", "include"))?;
+        for (k, v) in include.iter().enumerate() {
+            let v = v.as_str().unwrap_or("");
+            if !RESPONSES_INCLUDABLE.contains(&v) {
+                return Err(Rejection::new(
+                    format!(
+                        "Invalid value: '{v}'. Supported values are: {}.",
+                        RESPONSES_INCLUDABLE.join(", ")
+                    ),
+                    format!("include[{k}]"),
+                ));
+            }
+        }
+    }
+    if let Some(max) = body.get("max_output_tokens").filter(|v| !v.is_null()) {
+        match max.as_u64() {
+            Some(n) if n >= 16 => {}
+            _ => {
+                return Err(Rejection::new(
+                    format!("Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 16, but got {max} instead."),
+                    "max_output_tokens",
+                )
+                .code("integer_below_min_value"));
+            }
+        }
+    }
+    if let Some(t) = body.get("temperature").filter(|v| !v.is_null())
+        && !t.as_f64().is_some_and(|t| (0.0..=2.0).contains(&t))
+    {
+        return Err(Rejection::new(
+            format!("Invalid 'temperature': expected a number between 0 and 2, but got {t} instead."),
+            "temperature",
+        ));
+    }
+    let names = responses_tools(body)?;
+    if let Some(choice) = body.get("tool_choice").filter(|c| !c.is_null()) {
+        responses_tool_choice(choice, &names)?;
+    }
+    responses_input(body)
 }
 
 /// Tool results carried by a request, for stateless turn matching.

@@ -1,11 +1,17 @@
 //! Self-tests of the fake model server in all three wire formats.
 
 use serde_json::{Value, json};
-use tackle_protocol::Usage;
+use tackle_protocol::{StopReason, Usage};
 use tackle_testkit::{FakeModel, Fault, Script, Turn, WireFormat};
 
 fn usage() -> Usage {
-    Usage { input_tokens: 1000, output_tokens: 20, cache_read_tokens: 600, cache_write_tokens: 100 }
+    Usage {
+        input_tokens: 1000,
+        output_tokens: 20,
+        cache_read_tokens: 600,
+        cache_write_tokens: 100,
+        reasoning_tokens: 0,
+    }
 }
 
 fn script() -> Script {
@@ -154,30 +160,303 @@ async fn anthropic_streams_tool_input_in_fragments_and_thinking() {
     assert!(datas.iter().any(|d| d["delta"]["type"] == "signature_delta"));
 }
 
+fn responses_body(stream: bool) -> Value {
+    json!({"model": "gpt-x", "input": "hi", "stream": stream, "store": false,
+           "include": ["reasoning.encrypted_content"], "reasoning": {"summary": "auto"},
+           "tools": [{"type": "function", "name": "read_file", "strict": false, "parameters": {"type": "object"}},
+                     {"type": "function", "name": "list_files", "strict": false, "parameters": {"type": "object"}}]})
+}
+
+fn reasoning_turn() -> Turn {
+    Turn::text("Calling.")
+        .with_reasoning("The user wants two files listed; call both tools.")
+        .with_call("read_file", r#"{"path": "src/a_rather_long_file_name.rs"}"#)
+        .with_call("list_files", r#"{"pattern": "**/*.md"}"#)
+        .with_usage(Usage { reasoning_tokens: 64, ..usage() })
+}
+
+/// The documented event order: lifecycle, then each output item added -> its parts and deltas ->
+/// done, in output order, then the terminal event; sequence numbers count from 0.
 #[tokio::test]
-async fn responses_stream() {
-    let fake = FakeModel::start(script()).await.unwrap();
-    fake.set_script(Script::new(vec![
-        Turn::text("Hi.").with_call("echo", r#"{"x": 1}"#).with_usage(usage()),
-    ]));
+async fn responses_stream_follows_the_documented_order() {
+    let fake = FakeModel::start(Script::new(vec![reasoning_turn()])).await.unwrap();
+    let text = post(&fake, "/v1/responses", responses_body(true)).await.text().await.unwrap();
+    let frames = sse(&text);
+    let events: Vec<Value> = frames.iter().map(|(_, d)| serde_json::from_str(d).unwrap()).collect();
+    for ((name, _), e) in frames.iter().zip(&events) {
+        assert_eq!(name, e["type"].as_str().unwrap(), "the SSE event name is the type");
+    }
+    let seqs: Vec<u64> = events.iter().map(|e| e["sequence_number"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (0..events.len() as u64).collect::<Vec<_>>());
+    // Consecutive repeats collapsed, to compare the order.
+    let mut order: Vec<&str> = Vec::new();
+    for e in &events {
+        let t = e["type"].as_str().unwrap();
+        if order.last() != Some(&t) {
+            order.push(t);
+        }
+    }
+    assert_eq!(
+        order,
+        [
+            "response.created",
+            "response.in_progress",
+            "response.output_item.added",
+            "response.reasoning_summary_part.added",
+            "response.reasoning_summary_text.delta",
+            "response.reasoning_summary_text.done",
+            "response.reasoning_summary_part.done",
+            "response.output_item.done",
+            "response.output_item.added",
+            "response.content_part.added",
+            "response.output_text.delta",
+            "response.output_text.done",
+            "response.content_part.done",
+            "response.output_item.done",
+            "response.output_item.added",
+            "response.function_call_arguments.delta",
+            "response.function_call_arguments.done",
+            "response.output_item.done",
+            "response.output_item.added",
+            "response.function_call_arguments.delta",
+            "response.function_call_arguments.done",
+            "response.output_item.done",
+            "response.completed",
+        ]
+    );
+    let by = |t: &'static str| events.iter().filter(move |e| e["type"] == t);
+    let added: Vec<&Value> = by("response.output_item.added").collect();
+    let done: Vec<&Value> = by("response.output_item.done").collect();
+    assert_eq!(added[0]["item"]["type"], "reasoning");
+    assert!(added[0]["item"].get("encrypted_content").is_none(), "the blob comes with the done item");
+    let reasoning = &done[0]["item"];
+    assert!(reasoning["encrypted_content"].as_str().unwrap().starts_with("enc1."));
+    assert_eq!(reasoning["summary"][0]["text"], "The user wants two files listed; call both tools.");
+    let summary: String =
+        by("response.reasoning_summary_text.delta").map(|e| e["delta"].as_str().unwrap()).collect();
+    assert_eq!(summary, "The user wants two files listed; call both tools.");
+    for (i, e) in done.iter().enumerate() {
+        assert_eq!(e["output_index"], i);
+    }
+    let args: String = by("response.function_call_arguments.delta")
+        .filter(|e| e["output_index"] == 2)
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(args, r#"{"path": "src/a_rather_long_file_name.rs"}"#);
+    assert!(by("response.output_text.delta").all(|e| e["logprobs"] == json!([])));
+    let completed = &events.last().unwrap()["response"];
+    assert_eq!(completed["status"], "completed");
+    assert_eq!(completed["output"], json!(done.iter().map(|d| d["item"].clone()).collect::<Vec<_>>()));
+    assert_eq!(completed["usage"]["input_tokens_details"]["cached_tokens"], 600);
+    assert_eq!(completed["usage"]["output_tokens_details"]["reasoning_tokens"], 64);
+    assert_eq!(completed["store"], false, "request parameters are echoed");
+    assert_eq!(completed["tools"][1]["name"], "list_files");
+    assert_eq!(events[0]["response"]["status"], "in_progress");
+    assert!(events[0]["response"]["usage"].is_null());
+}
+
+#[tokio::test]
+async fn responses_json_incomplete_and_what_the_request_did_not_ask_for() {
+    let fake = FakeModel::start(Script::new(vec![
+        reasoning_turn(),
+        Turn::text("Cut sh").with_stop(StopReason::MaxTokens),
+        Turn::text("Cut sh").with_stop(StopReason::MaxTokens),
+    ]))
+    .await
+    .unwrap();
+    // Neither `include` nor `reasoning.summary`: an empty summary and no blob.
+    let v: Value =
+        post(&fake, "/v1/responses", json!({"model": "gpt-x", "input": "hi"})).await.json().await.unwrap();
+    assert_eq!(v["object"], "response");
+    assert_eq!(v["status"], "completed");
+    assert_eq!(v["output"][0], json!({"id": "rs_fake0", "type": "reasoning", "summary": []}));
+    assert_eq!(v["output"][1]["content"][0]["text"], "Calling.");
+    assert_eq!(v["output"][2]["call_id"], "call_0_0");
+    for key in
+        ["parallel_tool_calls", "tool_choice", "tools", "truncation", "store", "error", "incomplete_details"]
+    {
+        assert!(v.get(key).is_some(), "{key} is part of every response object");
+    }
+    let v: Value =
+        post(&fake, "/v1/responses", json!({"model": "gpt-x", "input": "hi"})).await.json().await.unwrap();
+    assert_eq!(
+        (v["status"].as_str(), v["incomplete_details"]["reason"].as_str()),
+        (Some("incomplete"), Some("max_output_tokens"))
+    );
     let text = post(&fake, "/v1/responses", json!({"model": "gpt-x", "input": "hi", "stream": true}))
         .await
         .text()
         .await
         .unwrap();
-    let frames = sse(&text);
-    let names: Vec<&str> = frames.iter().map(|(e, _)| e.as_str()).collect();
-    assert_eq!(names[0], "response.created");
-    assert!(names.contains(&"response.output_text.delta"));
-    assert!(names.contains(&"response.function_call_arguments.delta"));
-    assert_eq!(*names.last().unwrap(), "response.completed");
-    let done: Value = serde_json::from_str(&frames.last().unwrap().1).unwrap();
-    assert_eq!(done["response"]["usage"]["input_tokens_details"]["cached_tokens"], 600);
-    let seqs: Vec<u64> = frames
-        .iter()
-        .map(|(_, d)| serde_json::from_str::<Value>(d).unwrap()["sequence_number"].as_u64().unwrap())
-        .collect();
-    assert_eq!(seqs, (0..frames.len() as u64).collect::<Vec<_>>());
+    let last: Value = serde_json::from_str(&sse(&text).last().unwrap().1).unwrap();
+    assert_eq!(last["type"], "response.incomplete");
+    assert_eq!(last["response"]["output"][0]["status"], "incomplete");
+}
+
+/// The API's checks, with its status codes and wording: a client bug fails here as it would
+/// against OpenAI.
+#[tokio::test]
+async fn responses_requests_are_checked_like_the_api_does() {
+    let fake = FakeModel::start(Script::new(vec![reasoning_turn(), Turn::text("ok"), Turn::text("ok")]))
+        .await
+        .unwrap();
+    // A first response, whose reasoning item goes back in the next requests.
+    let first: Value = post(&fake, "/v1/responses", responses_body(false)).await.json().await.unwrap();
+    let reasoning = first["output"][0].clone();
+    let call = first["output"][2].clone();
+    let history = |reasoning: Value| {
+        json!([{"role": "user", "content": "hi"}, reasoning, call.clone(),
+               {"type": "function_call_output", "call_id": call["call_id"], "output": "fn main() {}"}])
+    };
+    let with_input = |input: Value| {
+        let mut b = responses_body(false);
+        b["input"] = input;
+        b
+    };
+    let strict_tool = |parameters: Value, strict: Option<bool>| {
+        let mut t = json!({"type": "function", "name": "t", "parameters": parameters});
+        if let Some(s) = strict {
+            t["strict"] = json!(s);
+        }
+        json!({"model": "m", "input": "x", "tools": [t]})
+    };
+    let open_schema = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+    let mut tampered = reasoning.clone();
+    let blob = tampered["encrypted_content"].as_str().unwrap().replace("enc1.72", "enc1.73");
+    tampered["encrypted_content"] = json!(blob);
+    let mut bare = reasoning.clone();
+    bare.as_object_mut().unwrap().remove("encrypted_content");
+    let cases: Vec<(Value, u16, &str, &str)> = vec![
+        (
+            json!({"model": "m", "input": "x", "max_tokens": 10}),
+            400,
+            "Unknown parameter: 'max_tokens'.",
+            "max_tokens",
+        ),
+        (json!({"input": "x"}), 400, "Missing required parameter: 'model'.", "model"),
+        (
+            json!({"model": "m", "input": "x", "max_output_tokens": 10}),
+            400,
+            "Expected a value >= 16",
+            "max_output_tokens",
+        ),
+        (
+            json!({"model": "m", "input": "x", "truncation": "sometimes"}),
+            400,
+            "Supported values are",
+            "truncation",
+        ),
+        (
+            json!({"model": "m", "input": "x", "include": ["reasoning.text"]}),
+            400,
+            "Invalid value: 'reasoning.text'",
+            "include[0]",
+        ),
+        (
+            json!({"model": "m", "input": "x", "previous_response_id": "resp_1"}),
+            404,
+            "Previous response with id 'resp_1' not found.",
+            "previous_response_id",
+        ),
+        (
+            strict_tool(open_schema.clone(), None),
+            400,
+            "'additionalProperties' is required to be supplied and to be false",
+            "tools[0].parameters",
+        ),
+        (
+            strict_tool(
+                json!({"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": false}),
+                Some(true),
+            ),
+            400,
+            "Missing 'a'",
+            "tools[0].parameters",
+        ),
+        (
+            json!({"model": "m", "input": "x", "tools": [{"type": "function", "name": "a b", "strict": false}]}),
+            400,
+            "does not match pattern",
+            "tools[0].name",
+        ),
+        (
+            json!({"model": "m", "input": "x", "tools": [{"type": "function", "name": "a", "strict": false}], "tool_choice": {"type": "function", "name": "b"}}),
+            400,
+            "not found in 'tools' parameter",
+            "tool_choice",
+        ),
+        (
+            json!({"model": "m", "input": "x", "tools": [{"type": "function", "name": "a", "strict": false}], "tool_choice": {"type": "allowed_tools", "mode": "auto", "tools": [{"type": "function", "name": "b"}]}}),
+            400,
+            "not found in 'tools' parameter",
+            "tool_choice.tools[0]",
+        ),
+        (
+            with_input(json!([{"type": "function_call_output", "call_id": "c9", "output": "x"}])),
+            400,
+            "No tool call found for function call output with call_id c9.",
+            "input",
+        ),
+        (
+            with_input(json!([{"role": "user", "content": "hi"}, call.clone()])),
+            400,
+            "No tool output found for function call call_0_0.",
+            "input",
+        ),
+        (
+            with_input(json!([{"role": "user", "content": [{"type": "output_text", "text": "hi"}]}])),
+            400,
+            "Invalid value: 'output_text'",
+            "input[0].content[0]",
+        ),
+        (
+            with_input(json!([{"role": "assistant", "content": [{"type": "input_text", "text": "hi"}]}])),
+            400,
+            "Invalid value: 'input_text'",
+            "input[0].content[0]",
+        ),
+        (
+            with_input(json!([{"role": "robot", "content": "hi"}])),
+            400,
+            "Invalid value: 'robot'",
+            "input[0].role",
+        ),
+        (with_input(history(tampered)), 400, "could not be verified", "input[1].encrypted_content"),
+        (with_input(history(bare)), 404, "Items are not persisted when `store` is set to false", "input"),
+        (
+            with_input(json!([{"type": "item_reference", "id": "msg_1"}])),
+            404,
+            "Item with id 'msg_1' not found.",
+            "input",
+        ),
+    ];
+    for (body, status, message, param) in cases {
+        let r = post(&fake, "/v1/responses", body.clone()).await;
+        assert_eq!(r.status(), status, "{body}");
+        let e: Value = r.json().await.unwrap();
+        assert!(e["error"]["message"].as_str().unwrap().contains(message), "{body}: {e}");
+        assert_eq!(e["error"]["param"], param, "{body}: {e}");
+        assert_eq!(e["error"]["type"], "invalid_request_error");
+    }
+    assert_eq!(fake.requests().len(), 20, "rejected requests are recorded too");
+    // The reasoning item exactly as received, and strict schemas done right, pass.
+    let closed = json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "additionalProperties": false});
+    let mut ok = with_input(history(reasoning));
+    ok["tools"] = json!([{"type": "function", "name": "read_file", "strict": true, "parameters": closed},
+                         {"type": "function", "name": "list_files", "strict": false, "parameters": open_schema}]);
+    ok["tool_choice"] = json!({"type": "allowed_tools", "mode": "required", "tools": [{"type": "function", "name": "read_file"}]});
+    let r = post(&fake, "/v1/responses", ok).await;
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    // Codex's request shape (research transcripts of codex 0.169.0) passes.
+    let codex = json!({"model": "mock-model", "stream": true, "input": [
+            {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "base"}]},
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Look up ticket ABC-123"}]}],
+        "tools": [{"type": "function", "name": "lookup_ticket", "description": "Fetch a ticket by id", "strict": false,
+                   "parameters": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}}],
+        "tool_choice": "auto", "parallel_tool_calls": false, "reasoning": {"summary": "auto"}, "store": false,
+        "include": ["reasoning.encrypted_content"], "prompt_cache_key": "01a20238-0e53-7eb0-8bee-b9addc469cb5",
+        "client_metadata": {"x": "y"}});
+    assert_eq!(post(&fake, "/v1/responses", codex).await.status(), 200);
 }
 
 #[tokio::test]

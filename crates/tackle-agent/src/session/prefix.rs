@@ -88,7 +88,9 @@ impl PrefixTracker {
                 },
                 request_bytes: bytes.len() as u64,
                 // Only a break (rare) pays for parsing both views to name where it happened.
-                cache_break: (!unbroken).then(|| break_path(prev_bytes, &bytes)).flatten(),
+                cache_break: (!unbroken)
+                    .then(|| break_path(prev_bytes, &bytes, cache_order.last().copied()))
+                    .flatten(),
             }
         });
         self.previous = Some(bytes);
@@ -96,11 +98,12 @@ impl PrefixTracker {
     }
 }
 
-/// Where two cache views first differ, as a JSON path.
-fn break_path(previous: &[u8], current: &[u8]) -> Option<String> {
+/// Where two cache views first differ, as a JSON path; `growing` names the conversation (the
+/// last cached field), the one list that may be longer in the new request.
+fn break_path(previous: &[u8], current: &[u8], growing: Option<&str>) -> Option<String> {
     let a: Value = serde_json::from_slice(previous).ok()?;
     let b: Value = serde_json::from_slice(current).ok()?;
-    first_difference(&a, &b, String::new())
+    first_difference(&a, &b, String::new(), growing.unwrap_or(""))
 }
 
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
@@ -115,15 +118,15 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
 }
 
 /// The first path (in serialization order) where `a` and `b` differ; `None` if `a` is a prefix
-/// of `b` (only appended items).
-fn first_difference(a: &Value, b: &Value, path: String) -> Option<String> {
+/// of `b` (only items appended to the `growing` list).
+fn first_difference(a: &Value, b: &Value, path: String, growing: &str) -> Option<String> {
     match (a, b) {
         (Value::Object(x), Value::Object(y)) => {
             for ((ka, va), (kb, vb)) in x.iter().zip(y.iter()) {
                 if ka != kb {
                     return Some(join(&path, ka));
                 }
-                if let Some(p) = first_difference(va, vb, join(&path, ka)) {
+                if let Some(p) = first_difference(va, vb, join(&path, ka), growing) {
                     return Some(p);
                 }
             }
@@ -134,12 +137,12 @@ fn first_difference(a: &Value, b: &Value, path: String) -> Option<String> {
         }
         (Value::Array(x), Value::Array(y)) => {
             for (i, (va, vb)) in x.iter().zip(y.iter()).enumerate() {
-                if let Some(p) = first_difference(va, vb, format!("{path}[{i}]")) {
+                if let Some(p) = first_difference(va, vb, format!("{path}[{i}]"), growing) {
                     return Some(p);
                 }
             }
-            // A longer array in the new request is fine only for the message list itself.
-            let appended_ok = path == "messages";
+            // A longer array in the new request is fine only for the conversation itself.
+            let appended_ok = path == growing;
             (x.len() > y.len() || (x.len() < y.len() && !appended_ok))
                 .then(|| format!("{path}[{}]", x.len().min(y.len())))
         }
@@ -161,6 +164,7 @@ mod tests {
     /// The cache orders the two providers declare in their encoded requests.
     const OPENAI: &[&str] = &["tools", "messages"];
     const ANTHROPIC: &[&str] = &["tools", "system", "tool_choice", "messages"];
+    const RESPONSES: &[&str] = &["tools", "instructions", "input"];
 
     fn body(tools: Value, messages: Value, tool_choice: Value) -> Vec<u8> {
         serde_json::to_vec(
@@ -191,6 +195,11 @@ mod tests {
                 "messages": [{"role": "user", "content": [{"type": "text", "text": "hi 🎉", "cache_control": {"type": "ephemeral"}}]}]}),
             ),
             (ANTHROPIC, json!({"model": "m", "messages": [{"role": "user", "content": "x"}]})),
+            (
+                RESPONSES,
+                json!({"model": "m", "tools": [{"type": "function", "name": "a", "strict": false}], "instructions": "s",
+                "input": [{"role": "user", "content": [{"type": "input_text", "text": "é"}]}], "store": false}),
+            ),
             (
                 OPENAI,
                 json!({"model": "m", "tools": [{"type": "function", "function": {"name": "a", "parameters": {"x": 1.5}}}],
@@ -263,5 +272,29 @@ mod tests {
         assert_eq!((s.ratio, s.cache_break.clone()), (1.0, None), "cache_control does not count");
         let s = t.observe(ANTHROPIC, &b(json!({"type": "none"}), false)).unwrap();
         assert_eq!(s.cache_break.as_deref(), Some("tool_choice.type"));
+    }
+
+    #[test]
+    fn responses_input_grows_and_instructions_or_tools_break() {
+        let mut t = PrefixTracker::default();
+        let b = |instructions: &str, input: Value, choice: Value| {
+            serde_json::to_vec(&json!({"model": "m", "tools": [{"type": "function", "name": "a"}],
+                "instructions": instructions, "input": input, "tool_choice": choice}))
+            .unwrap()
+        };
+        let one = json!([{"role": "user", "content": "hi"}]);
+        let two = json!([{"role": "user", "content": "hi"}, {"type": "function_call", "call_id": "c", "name": "a", "arguments": "{}"}]);
+        t.observe(RESPONSES, &b("s", one.clone(), json!("auto")));
+        let s = t.observe(RESPONSES, &b("s", two.clone(), json!("none"))).unwrap();
+        assert_eq!(
+            (s.ratio, s.cache_break.clone()),
+            (1.0, None),
+            "an appended item and tool_choice do not break"
+        );
+        let s = t.observe(RESPONSES, &b("other", two, json!("none"))).unwrap();
+        assert_eq!(s.cache_break.as_deref(), Some("instructions"));
+        // The conversation may only grow at its end: a shorter input is a break.
+        let s = t.observe(RESPONSES, &b("other", one, json!("none"))).unwrap();
+        assert_eq!(s.cache_break.as_deref(), Some("input[1]"));
     }
 }

@@ -11,14 +11,21 @@ use serde::Deserialize;
 use tackle_agent::{Agent, AgentConfig, NewSessionOptions, Session};
 use tackle_protocol::{AgentEvent, ToolAnnotations};
 use tackle_provider::{
-    Anthropic, OpenAiChat, OpenAiDialect, Provider, ProviderConfig, ProviderKind, RetryPolicy,
+    Anthropic, OpenAiChat, OpenAiDialect, OpenAiResponses, Provider, ProviderConfig, ProviderKind,
+    RetryPolicy,
 };
 use tackle_store::Store;
 use tackle_testkit::{FakeModel, Script};
 use tackle_tools::{AutoApprove, EventSink, ToolContext, ToolFailure, ToolOutput, TypedTool};
 
-/// Both wire formats, for tests that must pass in each.
-pub const FORMATS: [ProviderKind; 2] = [ProviderKind::Openai, ProviderKind::Anthropic];
+/// Every wire format, for tests that must pass in each.
+pub const FORMATS: [ProviderKind; 3] =
+    [ProviderKind::Openai, ProviderKind::OpenaiResponses, ProviderKind::Anthropic];
+
+/// The conversation of a request body: Chat and Messages `messages`, Responses `input`.
+pub fn conversation(body: &serde_json::Value) -> &serde_json::Value {
+    body.get("messages").unwrap_or(&body["input"])
+}
 
 /// Arguments of `count`.
 #[derive(Deserialize, JsonSchema)]
@@ -100,12 +107,22 @@ pub fn provider(kind: ProviderKind, fake: &FakeModel) -> Arc<dyn Provider> {
                 .with_retry(retry);
             Arc::new(OpenAiChat::with_dialect(c, OpenAiDialect::OpenAi).unwrap())
         }
+        ProviderKind::OpenaiResponses => {
+            let c = ProviderConfig::new(kind)
+                .with_base_url(format!("{}/v1", fake.base_url()))
+                .with_api_key("sk-test")
+                .with_retry(retry);
+            Arc::new(OpenAiResponses::new(c).unwrap())
+        }
         ProviderKind::Anthropic => {
             let c = ProviderConfig::new(kind)
                 .with_base_url(fake.base_url())
                 .with_api_key("sk-ant-test")
                 .with_retry(retry);
             Arc::new(Anthropic::new(c).unwrap())
+        }
+        ProviderKind::Codex => {
+            panic!("the loop harness speaks the HTTP wire formats; Codex has its own tests")
         }
     }
 }

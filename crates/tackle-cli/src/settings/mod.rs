@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use tackle_builtins::BuiltinConfig;
-use tackle_provider::{OpenAiDialect, ProviderConfig, ProviderKind};
+use tackle_provider::{OpenAiDialect, ProviderConfig, ProviderKind, ResponsesConfig};
 use tackle_tools::HookRule;
 use thiserror::Error;
 
@@ -22,12 +22,14 @@ pub const CONFIG_FILE: &str = "tackle.toml";
 ///
 /// Later sources override earlier ones: built-in defaults, `~/.config/tackle/tackle.toml`,
 /// `<workspace>/tackle.toml`, then environment variables (`TACKLE_HOME`, `TACKLE_PROVIDER`,
-/// `TACKLE_MODEL`, and the SDK variables `OPENAI_*` / `ANTHROPIC_*` for keys and base URLs),
-/// then command-line flags.
+/// `TACKLE_MODEL`, `TACKLE_RESPONSES_STORE`, `TACKLE_RESPONSES_REASONING_EFFORT`,
+/// `TACKLE_RESPONSES_REASONING_SUMMARY`, and the SDK variables `OPENAI_*` / `ANTHROPIC_*` for keys and
+/// base URLs), then command-line flags.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Settings {
-    /// Model provider; when unset, the one whose API key is present.
+    /// Model provider (`openai`, `openai-responses`, `anthropic`); when unset, the one whose
+    /// API key is present (`openai-responses` is chosen only by name).
     pub provider: Option<ProviderKind>,
     /// Model name; defaults per provider.
     pub model: Option<String>,
@@ -71,6 +73,11 @@ pub struct Settings {
     pub mcp: tackle_mcp::McpConfig,
     /// Deferring tools whose definitions would take too much of the window (`[deferral]`).
     pub deferral: DeferralConfig,
+    /// Codex's app-server as the model (`--provider codex`, `[codex]`, `TACKLE_CODEX_*`).
+    pub codex: tackle_codex::CodexConfig,
+    /// The OpenAI Responses provider (`[responses]`: `store`, `reasoning_effort`,
+    /// `reasoning_summary`).
+    pub responses: ResponsesConfig,
 }
 
 impl Default for Settings {
@@ -96,6 +103,8 @@ impl Default for Settings {
             server: ServerSettings::default(),
             mcp: tackle_mcp::McpConfig::default(),
             deferral: DeferralConfig::default(),
+            codex: tackle_codex::CodexConfig::default(),
+            responses: ResponsesConfig::default(),
         }
     }
 }
@@ -154,6 +163,15 @@ pub enum SettingsError {
     /// No data directory could be determined.
     #[error("cannot determine a data directory: set TACKLE_HOME")]
     NoDataDir,
+    /// The data directory is a file.
+    #[error("the data directory {} is not a directory; point TACKLE_HOME (or data_dir) at a directory", path.display())]
+    DataDirNotADirectory {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The provider's base URL is unusable (from `--base-url`, `base_url`, or the SDK variable).
+    #[error(transparent)]
+    BaseUrl(#[from] tackle_provider::BaseUrlError),
 }
 
 /// Settings with where they came from.
@@ -220,10 +238,15 @@ impl Settings {
 
     /// The data directory: `TACKLE_HOME`, the configured one, or the platform data dir.
     pub fn data_dir(&self) -> Result<PathBuf, SettingsError> {
-        if let Some(d) = &self.data_dir {
-            return Ok(d.clone());
+        let dir = match &self.data_dir {
+            Some(d) => d.clone(),
+            None => dirs::data_dir().map(|d| d.join("tackle")).ok_or(SettingsError::NoDataDir)?,
+        };
+        // Checked before anything is created in it.
+        if dir.exists() && !dir.is_dir() {
+            return Err(SettingsError::DataDirNotADirectory { path: dir });
         }
-        dirs::data_dir().map(|d| d.join("tackle")).ok_or(SettingsError::NoDataDir)
+        Ok(dir)
     }
 
     /// The SQLite database file inside the data directory.
@@ -245,6 +268,10 @@ impl Settings {
         let mut config = ProviderConfig::from_lookup(kind, |k| env(k));
         if let Some(url) = &self.base_url {
             config.base_url = url.clone();
+        }
+        // Codex speaks to a child process, not to a URL.
+        if kind.env_vars().is_some() {
+            config.check_base_url()?;
         }
         config.retry.max_retries = self.max_retries;
         config.timeouts = tackle_provider::Timeouts {
@@ -269,7 +296,10 @@ pub fn user_config_dir() -> Option<PathBuf> {
 pub fn default_model(kind: ProviderKind) -> &'static str {
     match kind {
         ProviderKind::Openai => "gpt-4.1",
+        ProviderKind::OpenaiResponses => "gpt-5",
         ProviderKind::Anthropic => "claude-sonnet-4-5",
+        // The model configured in Codex (CODEX_HOME/config.toml).
+        ProviderKind::Codex => "default",
     }
 }
 
@@ -324,6 +354,39 @@ mod tests {
     }
 
     #[test]
+    fn responses_settings_from_the_file_and_the_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(CONFIG_FILE),
+            "provider = \"openai-responses\"\n[responses]\nreasoning_effort = \"low\"\n",
+        )
+        .unwrap();
+        let vars = [("TACKLE_RESPONSES_STORE", "on"), ("TACKLE_RESPONSES_REASONING_SUMMARY", "auto")];
+        let s = Settings::load_from(None, dir.path(), &env(&vars)).unwrap().settings;
+        assert_eq!(s.provider, Some(ProviderKind::OpenaiResponses));
+        assert!(s.responses.store);
+        assert_eq!(s.responses.reasoning_effort, Some(tackle_provider::ReasoningEffort::Low));
+        assert_eq!(s.responses.reasoning_summary, Some(tackle_provider::ReasoningSummary::Auto));
+        let c = s.provider_config(&env(&[("OPENAI_API_KEY", "sk-1")])).unwrap();
+        assert_eq!(
+            (c.kind, c.base_url.as_str()),
+            (ProviderKind::OpenaiResponses, "https://api.openai.com/v1")
+        );
+        assert_eq!(s.model_for(c.kind), "gpt-5");
+        let err =
+            Settings::load_from(None, dir.path(), &env(&[("TACKLE_RESPONSES_REASONING_EFFORT", "max")]))
+                .unwrap_err();
+        assert!(
+            err.to_string().contains("TACKLE_RESPONSES_REASONING_EFFORT")
+                && err.to_string().contains("xhigh"),
+            "{err}"
+        );
+        std::fs::write(dir.path().join(CONFIG_FILE), "[responses]\nstored = true\n").unwrap();
+        let err = Settings::load_from(None, dir.path(), &env(&[])).unwrap_err();
+        assert!(err.to_string().contains("stored"), "{err}");
+    }
+
+    #[test]
     fn unknown_keys_name_the_file() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(CONFIG_FILE), "max_step = 3\n").unwrap();
@@ -361,6 +424,9 @@ mod tests {
             ("loop.per_tool_cap", r#"{"shell": 3}"#),
             ("server.workspaces", r#"{"docs": "/srv/docs"}"#),
             ("mcp.servers", r#"{"files": {"command": "mcp-files"}}"#),
+            ("codex.thread_config", r#"{"model_reasoning_effort": "high"}"#),
+            ("responses.reasoning_effort", "high"),
+            ("responses.reasoning_summary", "auto"),
         ];
         if let Some((_, text)) = fixed.iter().find(|(p, _)| *p == var.path) {
             return (*text).to_owned();

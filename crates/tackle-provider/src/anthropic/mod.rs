@@ -5,13 +5,13 @@ mod encode;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use http::{HeaderMap, HeaderValue, header};
+use http::{HeaderMap, HeaderValue};
 use tackle_protocol::{CacheBreakpoint, ModelRequest};
 
 pub use decode::AnthropicDecoder;
 pub use encode::{DEFAULT_MAX_TOKENS, DEFERRED_TOOLS_BETA, MAX_BREAKPOINTS};
 
-use crate::http::{body_stream, build_client, decode_sse, post_with_retry};
+use crate::http::{build_client, json_body, send_stream, stream_headers};
 use crate::tools_cache::ToolsCache;
 use crate::{
     CallOptions, Capabilities, EncodedRequest, EventStream, Provider, ProviderConfig, ProviderError,
@@ -52,37 +52,20 @@ impl Anthropic {
 
     fn encode_body(&self, request: &ModelRequest, stream: bool) -> Result<Bytes, ProviderError> {
         let breakpoints = encode::effective_breakpoints(request);
-        let tools = if request.tools.is_empty() {
-            None
-        } else {
-            let cache_last = breakpoints.contains(&CacheBreakpoint::Tools);
-            Some(
-                self.tools
-                    .get(&request.tools, u8::from(cache_last), |t| encode::render_tools(t, cache_last))?,
-            )
-        };
-        let body = encode::body(request, tools.as_deref(), &breakpoints, stream);
-        serde_json::to_vec(&body)
-            .map(Bytes::from)
-            .map_err(|e| ProviderError::protocol(format!("cannot serialize the request: {e}")))
+        let cache_last = breakpoints.contains(&CacheBreakpoint::Tools);
+        let tools = self
+            .tools
+            .rendered(&request.tools, u8::from(cache_last), |t| encode::render_tools(t, cache_last))?;
+        json_body(&encode::body(request, tools.as_deref(), &breakpoints, stream))
     }
 
     fn headers(&self, betas: &[&'static str]) -> Result<HeaderMap, ProviderError> {
-        let mut headers = HeaderMap::new();
-        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        headers.insert(header::ACCEPT, HeaderValue::from_static("text/event-stream"));
+        let mut headers = stream_headers(&self.config, Some("x-api-key"))?;
         headers.insert("anthropic-version", HeaderValue::from_static(ANTHROPIC_VERSION));
         if !betas.is_empty() {
             let value = HeaderValue::try_from(betas.join(","))
                 .map_err(|_| ProviderError::protocol("invalid anthropic-beta value"))?;
             headers.insert("anthropic-beta", value);
-        }
-        if let Some(key) = &self.config.api_key {
-            let mut value = HeaderValue::try_from(key.expose()).map_err(|_| ProviderError::Auth {
-                message: "the API key contains invalid characters".into(),
-            })?;
-            value.set_sensitive(true);
-            headers.insert("x-api-key", value);
         }
         Ok(headers)
     }
@@ -122,16 +105,7 @@ impl Provider for Anthropic {
         encoded: EncodedRequest,
         options: &CallOptions,
     ) -> Result<EventStream, ProviderError> {
-        let url = format!("{}{}", self.config.base(), encoded.path);
-        let response = post_with_retry(
-            &self.client,
-            &self.config,
-            &url,
-            &self.headers(encoded.betas)?,
-            encoded.body,
-            options,
-        )
-        .await?;
-        Ok(decode_sse(body_stream(response), AnthropicDecoder::default()))
+        let headers = self.headers(encoded.betas)?;
+        send_stream(&self.client, &self.config, &headers, encoded, options, AnthropicDecoder::default()).await
     }
 }

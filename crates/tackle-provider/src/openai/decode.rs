@@ -69,12 +69,20 @@ pub(crate) struct WireUsage {
     completion_tokens: u64,
     #[serde(default)]
     prompt_tokens_details: Option<PromptDetails>,
+    #[serde(default)]
+    completion_tokens_details: Option<CompletionDetails>,
 }
 
 #[derive(Deserialize)]
 struct PromptDetails {
     #[serde(default)]
     cached_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct CompletionDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
 }
 
 impl WireUsage {
@@ -84,6 +92,11 @@ impl WireUsage {
             output_tokens: self.completion_tokens,
             cache_read_tokens: self.prompt_tokens_details.as_ref().and_then(|d| d.cached_tokens).unwrap_or(0),
             cache_write_tokens: 0,
+            reasoning_tokens: self
+                .completion_tokens_details
+                .as_ref()
+                .and_then(|d| d.reasoning_tokens)
+                .unwrap_or(0),
         }
     }
 }

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use tackle_protocol::{AllowedToolsMode, ContentBlock, ModelRequest, Role, ToolChoice, ToolSpec};
+use tackle_protocol::{AllowedToolsMode, ModelRequest, Role, ToolChoice, ToolSpec};
 
 use super::OpenAiDialect;
 
@@ -171,14 +171,7 @@ fn messages(request: &ModelRequest) -> Vec<WireMessage<'_>> {
                         content: &result.content,
                     });
                 }
-                let texts: Vec<&str> = message
-                    .content
-                    .iter()
-                    .filter_map(|b| match b {
-                        ContentBlock::Text { text } if !text.is_empty() => Some(text.as_str()),
-                        _ => None,
-                    })
-                    .collect();
+                let texts: Vec<&str> = message.texts().collect();
                 match texts.as_slice() {
                     [] => {}
                     [one] => out.push(WireMessage::Text { role: "user", content: Cow::Borrowed(one) }),

@@ -6,13 +6,12 @@ mod encode;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use http::{HeaderMap, HeaderValue, header};
 use serde::{Deserialize, Serialize};
 use tackle_protocol::ModelRequest;
 
 pub use decode::OpenAiChatDecoder;
 
-use crate::http::{body_stream, build_client, decode_sse, post_with_retry};
+use crate::http::{build_client, json_body, send_stream, stream_headers};
 use crate::tools_cache::ToolsCache;
 use crate::{
     CallOptions, Capabilities, EncodedRequest, EventStream, Provider, ProviderConfig, ProviderError,
@@ -82,29 +81,8 @@ impl OpenAiChat {
     }
 
     fn encode_body(&self, request: &ModelRequest, stream: bool) -> Result<Bytes, ProviderError> {
-        let tools = if request.tools.is_empty() {
-            None
-        } else {
-            Some(self.tools.get(&request.tools, 0, encode::render_tools)?)
-        };
-        let body = encode::body(request, tools.as_deref(), self.dialect, stream);
-        serde_json::to_vec(&body)
-            .map(Bytes::from)
-            .map_err(|e| ProviderError::protocol(format!("cannot serialize the request: {e}")))
-    }
-
-    fn headers(&self) -> Result<HeaderMap, ProviderError> {
-        let mut headers = HeaderMap::new();
-        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        headers.insert(header::ACCEPT, HeaderValue::from_static("text/event-stream"));
-        if let Some(key) = &self.config.api_key {
-            let mut value = HeaderValue::try_from(format!("Bearer {}", key.expose())).map_err(|_| {
-                ProviderError::Auth { message: "the API key contains invalid characters".into() }
-            })?;
-            value.set_sensitive(true);
-            headers.insert(header::AUTHORIZATION, value);
-        }
-        Ok(headers)
+        let tools = self.tools.rendered(&request.tools, 0, encode::render_tools)?;
+        json_body(&encode::body(request, tools.as_deref(), self.dialect, stream))
     }
 }
 
@@ -141,11 +119,9 @@ impl Provider for OpenAiChat {
         encoded: EncodedRequest,
         options: &CallOptions,
     ) -> Result<EventStream, ProviderError> {
-        let url = format!("{}{}", self.config.base(), encoded.path);
-        let response =
-            post_with_retry(&self.client, &self.config, &url, &self.headers()?, encoded.body, options)
-                .await?;
-        Ok(decode_sse(body_stream(response), OpenAiChatDecoder::default()))
+        let headers = stream_headers(&self.config, None)?;
+        send_stream(&self.client, &self.config, &headers, encoded, options, OpenAiChatDecoder::default())
+            .await
     }
 }
 

@@ -4,6 +4,8 @@
 // DOM nodes and never parses HTML.
 "use strict";
 const $ = (id) => document.getElementById(id);
+// Where the server mounted Tackle ("" at the root, "/agent" when an app nests it there).
+const BASE = (document.querySelector('meta[name="tackle-base"]') || {}).content || "";
 const state = { session: null, busy: false, cards: new Map(), answer: null, waiting: null, sessions: [] };
 const LONG_LINES = 12, LONG_CHARS = 1500;
 
@@ -16,7 +18,7 @@ function headers(json) {
 }
 
 async function api(method, path, body) {
-  const res = await fetch(path, { method, headers: headers(body !== undefined), body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(BASE + path, { method, headers: headers(body !== undefined), body: body === undefined ? undefined : JSON.stringify(body) });
   if (res.status === 401) { $("auth").style.display = "block"; openPanel("sessions"); throw new Error("a bearer token is needed"); }
   if (!res.ok) { const e = await res.json().catch(() => ({})); throw new Error(e.error ? e.error.message : res.statusText); }
   return res.status === 204 ? null : res.json();
@@ -44,7 +46,7 @@ async function loadSessions() {
   for (const s of sessions) {
     const row = el("div", "session" + (state.session === s.id ? " active" : ""));
     row.dataset.id = s.id;
-    const link = el("a"); link.href = "/s/" + encodeURIComponent(s.id);
+    const link = el("a"); link.href = BASE + "/s/" + encodeURIComponent(s.id);
     link.appendChild(el("span", "", s.title || "(untitled)"));
     link.appendChild(el("small", "", s.model + " · " + (s.messageCount || 0) + " messages"));
     link.onclick = (ev) => { ev.preventDefault(); go(s.id); };
@@ -89,12 +91,12 @@ async function deleteSession(s) {
 }
 
 function sessionFromUrl() {
-  const m = /^\/s\/([^/]+)$/.exec(location.pathname);
+  const m = /^\/s\/([^/]+)$/.exec(location.pathname.slice(BASE.length));
   return m ? decodeURIComponent(m[1]) : null;
 }
 
 async function go(id, replace) {
-  const path = id ? "/s/" + encodeURIComponent(id) : "/";
+  const path = id ? BASE + "/s/" + encodeURIComponent(id) : BASE || "/";
   if (location.pathname !== path) (replace ? history.replaceState : history.pushState).call(history, null, "", path);
   closePanels();
   await show(id);
@@ -327,7 +329,7 @@ async function send(text) {
   state.busy = true; $("send").disabled = true; $("stop").disabled = false; state.answer = null;
   startWaiting();
   try {
-    const res = await fetch("/v1/sessions/" + state.session + "/messages", {
+    const res = await fetch(BASE + "/v1/sessions/" + state.session + "/messages", {
       method: "POST", headers: headers(true), body: JSON.stringify({ message: text, toolMask: toolMask() }),
     });
     if (!res.ok) { const e = await res.json().catch(() => ({})); throw new Error(e.error ? e.error.message : res.statusText); }

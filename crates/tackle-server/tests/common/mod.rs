@@ -1,6 +1,8 @@
 //! A server over a real store and real tools, talking to the scripted fake model.
 #![allow(dead_code)]
 
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -9,7 +11,9 @@ use axum::http::{Method, Request, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::Value;
 use tackle_agent::Agent;
-use tackle_provider::{OpenAiChat, OpenAiDialect, ProviderConfig, ProviderKind, RetryPolicy};
+use tackle_provider::{
+    OpenAiChat, OpenAiDialect, OpenAiResponses, Provider, ProviderConfig, ProviderKind, RetryPolicy,
+};
 use tackle_server::{AppState, ServerConfig, UserToken, router};
 use tackle_store::Store;
 use tackle_testkit::{FakeModel, Script};
@@ -41,17 +45,25 @@ impl Harness {
     }
 
     pub async fn with(script: Script, tokens: Vec<UserToken>) -> Self {
+        Self::with_provider(script, tokens, ProviderKind::Openai).await
+    }
+
+    /// A server whose agent and gateway speak `kind` (Chat Completions or Responses) to the fake.
+    pub async fn with_provider(script: Script, tokens: Vec<UserToken>, kind: ProviderKind) -> Self {
         let fake = FakeModel::start(script).await.unwrap();
         let workspace = tempfile::tempdir().unwrap();
         let db = tempfile::tempdir().unwrap();
         let store = Store::open(&db.path().join("tackle.db")).await.unwrap();
         let approvals = ApprovalQueue::default();
         let retry = RetryPolicy { max_retries: 0, ..RetryPolicy::default() };
-        let config = ProviderConfig::new(ProviderKind::Openai)
+        let config = ProviderConfig::new(kind)
             .with_base_url(format!("{}/v1", fake.base_url()))
             .with_api_key("sk-test")
             .with_retry(retry);
-        let provider = OpenAiChat::with_dialect(config, OpenAiDialect::OpenAi).unwrap();
+        let provider: Arc<dyn Provider> = match kind {
+            ProviderKind::OpenaiResponses => Arc::new(OpenAiResponses::new(config).unwrap()),
+            _ => Arc::new(OpenAiChat::with_dialect(config, OpenAiDialect::OpenAi).unwrap()),
+        };
         let agent = Agent::builder(provider)
             .model("model-x")
             .store(store.clone())
@@ -173,4 +185,31 @@ pub async fn until<F: FnMut() -> Fut, Fut: std::future::Future<Output = bool>>(w
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     panic!("timed out waiting for {what}");
+}
+
+/// The Python of the test virtualenv (scripts/test-deps.sh), if installed.
+pub fn venv_python() -> Option<PathBuf> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let python = root.join("target/test-deps/venv/bin/python");
+    python.is_file().then_some(python)
+}
+
+/// Peers are required when `TACKLE_REQUIRE_PEERS` is set (scripts/test.sh sets it); otherwise a
+/// missing peer skips the test with a note.
+pub fn missing_peer(what: &str) {
+    assert!(
+        std::env::var_os("TACKLE_REQUIRE_PEERS").is_none(),
+        "{what} is not installed: run scripts/test-deps.sh"
+    );
+    eprintln!("skipped: {what} is not installed (run scripts/test-deps.sh)");
+}
+
+/// Runs `tests/peers/<script>` with the test virtualenv's Python against the server at `base`
+/// as Alice; returns the JSON object it prints. Fails with the script's stderr if it fails.
+pub async fn run_peer_script(python: &std::path::Path, script: &str, base: &str) -> Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers").join(script);
+    let out = tokio::process::Command::new(python).arg(path).arg(base).arg(ALICE).output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{script} failed:\n{stderr}");
+    serde_json::from_slice(&out.stdout).unwrap()
 }

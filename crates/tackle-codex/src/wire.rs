@@ -1,0 +1,472 @@
+//! The app-server messages Tackle sends and reads, as typed values.
+//!
+//! Written against the JSON Schema the pinned binary generates
+//! (`codex app-server generate-json-schema --experimental`, committed trimmed in
+//! `schema/app-server.schema.json`): every message Tackle sends is validated against it in the
+//! tests, and the schema is compared with the installed binary's. Messages Tackle reads keep
+//! only the fields it uses and ignore the rest, so additions on Codex's side do not break it.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+macro_rules! id_type {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(pub String);
+
+        impl $name {
+            /// The id as text.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(s: &str) -> Self {
+                Self(s.to_owned())
+            }
+        }
+    };
+}
+
+id_type!(
+    /// A Codex thread (a conversation Codex stores under `CODEX_HOME`).
+    ThreadId
+);
+id_type!(
+    /// A turn of a thread.
+    TurnId
+);
+id_type!(
+    /// A tool call, as the model numbered it (`call_id` on the Responses wire).
+    CallId
+);
+
+// ---- client -> server --------------------------------------------------------------------
+
+/// `initialize` params.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeParams {
+    /// Who is connecting (Codex sends it upstream as `originator`).
+    pub client_info: ClientInfo,
+    /// Opt-ins.
+    pub capabilities: InitializeCapabilities,
+}
+
+/// `initialize` client identity.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClientInfo {
+    /// Short name.
+    pub name: String,
+    /// Display name.
+    pub title: Option<String>,
+    /// Version.
+    pub version: String,
+}
+
+/// `initialize` capabilities.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeCapabilities {
+    /// Needed for `dynamicTools`, `thread/inject_items` and raw response events.
+    pub experimental_api: bool,
+}
+
+/// A tool Codex may call back (`thread/start` `dynamicTools`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum DynamicToolSpec {
+    /// A function tool.
+    #[serde(rename_all = "camelCase")]
+    Function {
+        /// Tool name.
+        name: String,
+        /// What it does.
+        description: String,
+        /// JSON Schema of its arguments.
+        input_schema: Value,
+    },
+}
+
+impl DynamicToolSpec {
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Function { name, .. } => name,
+        }
+    }
+}
+
+/// `thread/start` params.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadStartParams {
+    /// Working directory of the thread.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Replaces Codex's system prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_instructions: Option<String>,
+    /// Tools Codex calls back with `item/tool/call`.
+    pub dynamic_tools: Vec<DynamicToolSpec>,
+    /// Keep the thread in memory only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ephemeral: Option<bool>,
+    /// Emit `rawResponseItem/completed` and `rawResponse/completed`, which tell when a model
+    /// response (and so a batch of tool calls) is complete.
+    pub experimental_raw_events: bool,
+    /// `"never"`, `"on-request"`, `"untrusted"`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_policy: Option<String>,
+    /// `"read-only"`, `"workspace-write"`, `"danger-full-access"`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
+    /// Configuration overrides (features, web search, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<serde_json::Map<String, Value>>,
+}
+
+/// `thread/resume` params.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadResumeParams {
+    /// The thread.
+    pub thread_id: ThreadId,
+    /// Working directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Replaces Codex's system prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_instructions: Option<String>,
+    /// Approval policy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_policy: Option<String>,
+    /// Sandbox mode.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
+    /// Configuration overrides.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<serde_json::Map<String, Value>>,
+}
+
+/// One input item of a turn.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum UserInput {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+        /// UI spans (always empty: the protocol requires the field).
+        text_elements: Vec<Value>,
+    },
+}
+
+impl UserInput {
+    /// A text input.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Text { text: text.into(), text_elements: Vec::new() }
+    }
+}
+
+/// `turn/start` params.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnStartParams {
+    /// The thread.
+    pub thread_id: ThreadId,
+    /// New input (may be empty: the model continues from the history).
+    pub input: Vec<UserInput>,
+}
+
+/// `turn/steer` params: input added to the running turn.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnSteerParams {
+    /// The thread.
+    pub thread_id: ThreadId,
+    /// Fails unless this turn is the active one.
+    pub expected_turn_id: TurnId,
+    /// The input.
+    pub input: Vec<UserInput>,
+}
+
+/// `turn/interrupt` params.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnInterruptParams {
+    /// The thread.
+    pub thread_id: ThreadId,
+    /// The turn.
+    pub turn_id: TurnId,
+}
+
+/// `thread/inject_items` params: raw Responses API items appended to the model-visible history.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadInjectItemsParams {
+    /// The thread.
+    pub thread_id: ThreadId,
+    /// Responses items (`message`, `function_call`, `function_call_output`).
+    pub items: Vec<Value>,
+}
+
+/// The answer to `item/tool/call`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DynamicToolCallResponse {
+    /// What the model reads.
+    pub content_items: Vec<ContentItem>,
+    /// False for an error result.
+    pub success: bool,
+}
+
+impl DynamicToolCallResponse {
+    /// A text result.
+    pub fn text(text: impl Into<String>, success: bool) -> Self {
+        Self { content_items: vec![ContentItem::InputText { text: text.into() }], success }
+    }
+}
+
+/// A piece of a tool result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum ContentItem {
+    /// Text.
+    InputText {
+        /// The text.
+        text: String,
+    },
+    /// An image by URL.
+    #[serde(rename_all = "camelCase")]
+    InputImage {
+        /// The URL (or data URL).
+        image_url: String,
+    },
+}
+
+// ---- server -> client --------------------------------------------------------------------
+
+/// `thread/start` and `thread/resume` results (the parts Tackle reads).
+#[derive(Debug, Clone, Deserialize)]
+pub struct ThreadResult {
+    /// The thread.
+    pub thread: Thread,
+    /// The model the thread uses.
+    #[serde(default)]
+    pub model: Option<String>,
+}
+
+/// A thread.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Thread {
+    /// Its id.
+    pub id: ThreadId,
+    /// Its turns (filled by `thread/resume`).
+    #[serde(default)]
+    pub turns: Vec<Turn>,
+}
+
+/// A turn.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Turn {
+    /// Its id.
+    pub id: TurnId,
+    /// `inProgress`, `completed`, `interrupted`, `failed`.
+    #[serde(default)]
+    pub status: String,
+    /// Its items (as far as loaded).
+    #[serde(default)]
+    pub items: Vec<Value>,
+    /// Why it failed.
+    #[serde(default)]
+    pub error: Option<TurnError>,
+}
+
+/// A turn's failure.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnError {
+    /// Codex's message.
+    pub message: String,
+    /// Its class: a string, or an object with one key.
+    #[serde(default)]
+    pub codex_error_info: Option<Value>,
+}
+
+impl TurnError {
+    /// The error class (`contextWindowExceeded`, `httpConnectionFailed`, ...).
+    pub fn kind(&self) -> Option<String> {
+        match &self.codex_error_info {
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(Value::Object(m)) => m.keys().next().cloned(),
+            _ => None,
+        }
+    }
+}
+
+/// `turn/start` result.
+#[derive(Debug, Clone, Deserialize)]
+pub struct TurnStartResult {
+    /// The new turn.
+    pub turn: Turn,
+}
+
+/// `turn/steer` result.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnSteerResult {
+    /// The turn that took the input.
+    pub turn_id: TurnId,
+}
+
+/// `item/tool/call` params: Codex asks the client to run one of its dynamic tools.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DynamicToolCallParams {
+    /// The thread.
+    pub thread_id: ThreadId,
+    /// The turn.
+    pub turn_id: TurnId,
+    /// The model's call id.
+    pub call_id: CallId,
+    /// Namespace of a namespaced tool.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Tool name.
+    pub tool: String,
+    /// Parsed arguments.
+    #[serde(default)]
+    pub arguments: Value,
+}
+
+/// `thread/tokenUsage/updated` params.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenUsageUpdated {
+    /// The thread.
+    pub thread_id: ThreadId,
+    /// Usage of the last response and of the thread.
+    pub token_usage: ThreadTokenUsage,
+}
+
+/// Token usage of a thread.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadTokenUsage {
+    /// The last model response.
+    pub last: TokenUsageBreakdown,
+    /// The whole thread.
+    pub total: TokenUsageBreakdown,
+    /// The model's usable window.
+    #[serde(default)]
+    pub model_context_window: Option<i64>,
+}
+
+/// Token counts; `input_tokens` includes the cached ones.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TokenUsageBreakdown {
+    /// Prompt tokens, cached included.
+    pub input_tokens: i64,
+    /// Prompt tokens read from the cache.
+    pub cached_input_tokens: i64,
+    /// Prompt tokens written to the cache.
+    pub cache_write_input_tokens: i64,
+    /// Generated tokens.
+    pub output_tokens: i64,
+    /// Reasoning tokens (part of `output_tokens`).
+    pub reasoning_output_tokens: i64,
+    /// Total.
+    pub total_tokens: i64,
+}
+
+impl From<TokenUsageBreakdown> for tackle_protocol::Usage {
+    fn from(u: TokenUsageBreakdown) -> Self {
+        let n = |v: i64| u64::try_from(v).unwrap_or(0);
+        Self {
+            input_tokens: n(u.input_tokens),
+            output_tokens: n(u.output_tokens),
+            cache_read_tokens: n(u.cached_input_tokens),
+            cache_write_tokens: n(u.cache_write_input_tokens),
+            reasoning_tokens: n(u.reasoning_output_tokens),
+        }
+    }
+}
+
+/// The `threadId` of a notification or request, if it has one.
+pub fn thread_of(params: &Value) -> Option<ThreadId> {
+    params.get("threadId").and_then(Value::as_str).map(ThreadId::from)
+}
+
+/// The `turnId` of a notification or request, if it has one.
+pub fn turn_of(params: &Value) -> Option<TurnId> {
+    params
+        .get("turnId")
+        .and_then(Value::as_str)
+        .or_else(|| params.pointer("/turn/id").and_then(Value::as_str))
+        .map(TurnId::from)
+}
+
+/// Method names.
+pub mod method {
+    /// Client: handshake.
+    pub const INITIALIZE: &str = "initialize";
+    /// Client notification after `initialize`.
+    pub const INITIALIZED: &str = "initialized";
+    /// Client: new thread.
+    pub const THREAD_START: &str = "thread/start";
+    /// Client: load a stored thread.
+    pub const THREAD_RESUME: &str = "thread/resume";
+    /// Client: append raw items to a thread's history.
+    pub const THREAD_INJECT_ITEMS: &str = "thread/inject_items";
+    /// Client: new turn.
+    pub const TURN_START: &str = "turn/start";
+    /// Client: more input for the running turn.
+    pub const TURN_STEER: &str = "turn/steer";
+    /// Client: stop the running turn.
+    pub const TURN_INTERRUPT: &str = "turn/interrupt";
+    /// Server request: run a dynamic tool.
+    pub const TOOL_CALL: &str = "item/tool/call";
+    /// Server notifications.
+    pub const TURN_STARTED: &str = "turn/started";
+    /// A turn ended.
+    pub const TURN_COMPLETED: &str = "turn/completed";
+    /// Answer text.
+    pub const AGENT_MESSAGE_DELTA: &str = "item/agentMessage/delta";
+    /// Reasoning summary text.
+    pub const REASONING_SUMMARY_DELTA: &str = "item/reasoning/summaryTextDelta";
+    /// Raw reasoning text.
+    pub const REASONING_TEXT_DELTA: &str = "item/reasoning/textDelta";
+    /// Token usage after a model response.
+    pub const TOKEN_USAGE: &str = "thread/tokenUsage/updated";
+    /// A turn error (possibly retried by Codex).
+    pub const ERROR: &str = "error";
+    /// A warning.
+    pub const WARNING: &str = "warning";
+    /// One item of a model response is complete (raw events).
+    pub const RAW_ITEM_COMPLETED: &str = "rawResponseItem/completed";
+    /// A model response is complete (raw events).
+    pub const RAW_RESPONSE_COMPLETED: &str = "rawResponse/completed";
+}
+
+#[cfg(test)]
+#[path = "wire_tests.rs"]
+pub(crate) mod tests;

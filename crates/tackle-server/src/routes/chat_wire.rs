@@ -1,0 +1,398 @@
+//! The Chat Completions wire: request types, their conversion to Tackle's types, and
+//! responses written back in OpenAI's shape (whole or as `chat.completion.chunk`s). No routes:
+//! `openai` (Tackle's gateway and agent modes) and `codex_bridge` (models `codex/<model>`) both
+//! speak it.
+
+use std::convert::Infallible;
+
+use axum::response::sse::Event;
+use futures::{Stream, StreamExt};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tackle_protocol::{
+    ContentBlock, Message, ModelResponse, Role, StopReason, StreamEvent, SystemSection, ToolInput,
+    ToolResult, ToolSpec, ToolUse, Usage,
+};
+use tokio::sync::mpsc;
+use utoipa::ToSchema;
+
+use super::compat::{self, ClientTool, async_stream};
+use crate::ApiError;
+
+/// `POST /v1/chat/completions` body (the parts Tackle uses; others are ignored).
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct ChatRequest {
+    /// Model name: the agent model (`tackle-agent`) runs Tackle's agent; any other is forwarded.
+    pub model: String,
+    /// The conversation.
+    #[schema(value_type = Vec<Object>)]
+    pub messages: Vec<ChatMessage>,
+    /// Function tools the client runs itself.
+    #[serde(default)]
+    #[schema(value_type = Vec<Object>)]
+    pub tools: Vec<ChatTool>,
+    /// `auto`, `none`, `required`, `{"type":"function","function":{"name":..}}` or
+    /// `{"type":"allowed_tools",...}`.
+    #[schema(value_type = Object)]
+    pub tool_choice: Option<Value>,
+    /// Stream chunks as server-sent events.
+    #[serde(default)]
+    pub stream: bool,
+    /// `{"include_usage": true}` adds a final usage chunk.
+    #[schema(value_type = Object)]
+    pub stream_options: Option<Value>,
+    /// Output token limit.
+    pub max_tokens: Option<u32>,
+    /// Output token limit (newer name).
+    pub max_completion_tokens: Option<u32>,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// Whether several tool calls may come in one response.
+    pub parallel_tool_calls: Option<bool>,
+    /// Prompt cache routing key; defaults to a hash of the tools and system prompt.
+    pub prompt_cache_key: Option<String>,
+}
+
+impl ChatRequest {
+    /// Whether a streamed answer ends with a usage chunk (`stream_options.include_usage`).
+    pub(crate) fn include_usage(&self) -> bool {
+        self.stream_options.as_ref().and_then(|o| o.get("include_usage")).and_then(Value::as_bool)
+            == Some(true)
+    }
+}
+
+/// One message of a chat request.
+#[derive(Debug, Deserialize)]
+pub struct ChatMessage {
+    role: String,
+    #[serde(default)]
+    content: Option<Value>,
+    #[serde(default)]
+    tool_calls: Vec<ChatToolCall>,
+    #[serde(default)]
+    tool_call_id: Option<String>,
+}
+
+impl ChatMessage {
+    /// `system`, `user`, `assistant`, `tool`, ...
+    pub(crate) fn role(&self) -> &str {
+        &self.role
+    }
+
+    /// The call a `tool` message answers.
+    pub(crate) fn tool_call_id(&self) -> Option<&str> {
+        self.tool_call_id.as_deref()
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct ChatToolCall {
+    id: String,
+    function: ChatFunctionCall,
+}
+
+#[derive(Debug, Deserialize)]
+struct ChatFunctionCall {
+    name: String,
+    #[serde(default)]
+    arguments: String,
+}
+
+/// A function tool of a chat request.
+#[derive(Debug, Deserialize)]
+pub struct ChatTool {
+    #[serde(rename = "type")]
+    kind: String,
+    function: ChatFunction,
+}
+
+#[derive(Debug, Deserialize)]
+struct ChatFunction {
+    name: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    parameters: Option<Value>,
+}
+
+pub(crate) fn completion_id() -> String {
+    format!("chatcmpl-{}", uuid::Uuid::new_v4().simple())
+}
+
+/// Text of an OpenAI `content`: a string or an array of parts (text parts only).
+fn content_text(content: &Option<Value>, at: usize) -> Result<String, ApiError> {
+    match content {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(Value::Array(parts)) => {
+            let mut out = String::new();
+            for (k, part) in parts.iter().enumerate() {
+                match (part.get("type").and_then(Value::as_str), part.get("text").and_then(Value::as_str)) {
+                    (Some("text"), Some(t)) => out.push_str(t),
+                    _ => {
+                        return Err(ApiError::invalid_field(
+                            format!("messages[{at}].content[{k}]"),
+                            "only text content parts are supported",
+                        ));
+                    }
+                }
+            }
+            Ok(out)
+        }
+        Some(_) => Err(ApiError::invalid_field(
+            format!("messages[{at}].content"),
+            "content must be a string or an array of parts",
+        )),
+    }
+}
+
+/// The system prompt and conversation of a chat request.
+pub(crate) fn convert_messages(
+    messages: &[ChatMessage],
+) -> Result<(Vec<SystemSection>, Vec<Message>), ApiError> {
+    let mut system = Vec::new();
+    let mut out: Vec<Message> = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        match m.role.as_str() {
+            "system" | "developer" => {
+                system.push(SystemSection::cacheable("client", content_text(&m.content, i)?))
+            }
+            "user" => out.push(Message::user(content_text(&m.content, i)?)),
+            "assistant" => {
+                let mut content = Vec::new();
+                let text = content_text(&m.content, i)?;
+                if !text.is_empty() {
+                    content.push(ContentBlock::text(text));
+                }
+                for call in &m.tool_calls {
+                    content.push(ContentBlock::ToolUse(ToolUse {
+                        id: call.id.clone().into(),
+                        name: call.function.name.clone(),
+                        input: ToolInput::parse(&call.function.arguments),
+                    }));
+                }
+                if content.is_empty() {
+                    content.push(ContentBlock::text(""));
+                }
+                out.push(Message { role: Role::Assistant, content });
+            }
+            "tool" => {
+                let id = m.tool_call_id.clone().ok_or_else(|| {
+                    ApiError::invalid_field(
+                        format!("messages[{i}].tool_call_id"),
+                        "a tool message needs tool_call_id",
+                    )
+                })?;
+                let result = ToolResult::ok(id, content_text(&m.content, i)?);
+                // Consecutive tool messages answer one assistant message together.
+                match out.last_mut() {
+                    Some(last) if last.role == Role::Tool => {
+                        last.content.push(ContentBlock::ToolResult(result))
+                    }
+                    _ => out.push(Message::tool_results([result])),
+                }
+            }
+            other => {
+                return Err(ApiError::invalid_field(
+                    format!("messages[{i}].role"),
+                    format!("unknown role {other:?}; use system, developer, user, assistant or tool"),
+                ));
+            }
+        }
+    }
+    Ok((system, out))
+}
+
+/// The request's function tools, in name order.
+pub(crate) fn convert_tools(tools: &[ChatTool]) -> Result<Vec<ToolSpec>, ApiError> {
+    let tools: Vec<ClientTool<'_>> = tools
+        .iter()
+        .map(|t| ClientTool {
+            kind: &t.kind,
+            name: &t.function.name,
+            description: &t.function.description,
+            parameters: t.function.parameters.as_ref(),
+        })
+        .collect();
+    compat::function_tools(&tools, "function.name")
+}
+
+pub(crate) fn finish_reason(stop: &StopReason) -> &'static str {
+    match stop {
+        StopReason::ToolUse => "tool_calls",
+        StopReason::MaxTokens | StopReason::ContextExceeded => "length",
+        StopReason::Refusal => "content_filter",
+        _ => "stop",
+    }
+}
+
+pub(crate) fn usage_json(u: &Usage) -> Value {
+    json!({
+        "prompt_tokens": u.input_tokens,
+        "completion_tokens": u.output_tokens,
+        "total_tokens": u.input_tokens + u.output_tokens,
+        "prompt_tokens_details": {"cached_tokens": u.cache_read_tokens},
+    })
+}
+
+pub(crate) fn completion_body(id: &str, created: u64, model: &str, response: &ModelResponse) -> Value {
+    let text = response.text();
+    let calls: Vec<Value> = response
+        .tool_uses()
+        .map(|u| json!({"id": u.id, "type": "function", "function": {"name": u.name, "arguments": u.input.to_wire_string()}}))
+        .collect();
+    let mut message = json!({"role": "assistant", "content": if text.is_empty() && !calls.is_empty() { Value::Null } else { Value::String(text) }});
+    if !calls.is_empty() {
+        message["tool_calls"] = Value::Array(calls);
+    }
+    json!({
+        "id": id, "object": "chat.completion", "created": created, "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason(&response.stop_reason), "logprobs": null}],
+        "usage": usage_json(&response.usage),
+    })
+}
+
+/// Writes the `chat.completion.chunk` events of one streamed answer.
+pub(crate) struct ChunkWriter {
+    pub(crate) tx: mpsc::UnboundedSender<Result<Event, Infallible>>,
+    pub(crate) id: String,
+    pub(crate) created: u64,
+    pub(crate) model: String,
+    pub(crate) include_usage: bool,
+}
+
+impl ChunkWriter {
+    pub(crate) fn send(&self, body: Value) -> bool {
+        self.tx.send(Ok(Event::default().data(body.to_string()))).is_ok()
+    }
+
+    /// One delta; false when the client is gone.
+    pub(crate) fn delta(&self, delta: Value, finish: Option<&str>) -> bool {
+        self.send(json!({
+            "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": null}],
+        }))
+    }
+
+    /// A failure in OpenAI's error shape.
+    pub(crate) fn error(&self, code: &str, message: &str) -> bool {
+        self.send(json!({"error": {"message": message, "type": "server_error", "param": null, "code": code}}))
+    }
+
+    /// The finish reason, the usage chunk if asked for, and `[DONE]`.
+    pub(crate) fn finish(&self, reason: &str, usage: &Usage) {
+        self.delta(json!({}), Some(reason));
+        if self.include_usage {
+            self.send(json!({
+                "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
+                "choices": [], "usage": usage_json(usage),
+            }));
+        }
+        let _ = self.tx.send(Ok(Event::default().data("[DONE]")));
+    }
+}
+
+pub(crate) fn gateway_chunks(
+    events: tackle_provider::EventStream,
+    id: String,
+    created: u64,
+    model: String,
+    include_usage: bool,
+) -> impl Stream<Item = Result<Event, Infallible>> {
+    async_stream(move |tx| async move {
+        let out = ChunkWriter { tx, id, created, model, include_usage };
+        if !out.delta(json!({"role": "assistant", "content": ""}), None) {
+            return;
+        }
+        let mut events = events;
+        let mut usage = Usage::default();
+        let mut stop = StopReason::EndTurn;
+        let mut call_index: Vec<u32> = Vec::new();
+        while let Some(event) = events.next().await {
+            let delta = match event {
+                Ok(StreamEvent::TextDelta { text }) => json!({"content": text}),
+                Ok(StreamEvent::ToolCallStart { index, id: call_id, name }) => {
+                    call_index.push(index);
+                    let at = call_index.len() - 1;
+                    json!({"tool_calls": [{"index": at, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}]})
+                }
+                Ok(StreamEvent::ToolCallDelta { index, arguments }) => {
+                    let at = call_index.iter().position(|i| *i == index).unwrap_or(0);
+                    json!({"tool_calls": [{"index": at, "function": {"arguments": arguments}}]})
+                }
+                Ok(StreamEvent::Usage(u)) => {
+                    usage = u;
+                    continue;
+                }
+                Ok(StreamEvent::Stop { reason, .. }) => {
+                    stop = reason;
+                    continue;
+                }
+                Ok(_) => continue,
+                Err(e) => {
+                    // Mid-stream failures are reported in OpenAI's error shape, then the stream ends.
+                    out.error("provider_error", &e.to_string());
+                    return;
+                }
+            };
+            if !out.delta(delta, None) {
+                return;
+            }
+        }
+        out.finish(finish_reason(&stop), &usage);
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msgs(v: Value) -> Vec<ChatMessage> {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn messages_convert_with_tool_rounds() {
+        let (system, out) = convert_messages(&msgs(json!([
+            {"role": "system", "content": "be brief"},
+            {"role": "user", "content": [{"type": "text", "text": "weather?"}]},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"}},
+                {"id": "c2", "type": "function", "function": {"name": "get_time", "arguments": ""}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "rain"},
+            {"role": "tool", "tool_call_id": "c2", "content": "noon"},
+        ])))
+        .unwrap();
+        assert_eq!(system.len(), 1);
+        assert_eq!(out.len(), 3);
+        assert_eq!(out[1].tool_uses().count(), 2);
+        assert_eq!(out[2].tool_results_iter().count(), 2, "consecutive tool messages merge");
+        assert!(tackle_agent::invariants::is_valid(&out));
+    }
+
+    #[test]
+    fn bad_messages_name_the_field() {
+        let e = convert_messages(&msgs(json!([{"role": "robot", "content": "x"}]))).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("messages[0].role"));
+        let e = convert_messages(&msgs(json!([{"role": "tool", "content": "x"}]))).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("messages[0].tool_call_id"));
+        let e = convert_messages(&msgs(json!([{"role": "user", "content": [{"type": "image_url"}]}])))
+            .unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("messages[0].content[0]"));
+    }
+
+    #[test]
+    fn chat_tools_are_read_in_name_order() {
+        let tools: Vec<ChatTool> = serde_json::from_value(json!([
+            {"type": "function", "function": {"name": "b_tool", "parameters": {"type": "object"}}},
+            {"type": "function", "function": {"name": "a_tool"}},
+        ]))
+        .unwrap();
+        let specs = convert_tools(&tools).unwrap();
+        assert_eq!(specs.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["a_tool", "b_tool"]);
+        assert_eq!(specs[0].input_schema, json!({"type": "object", "properties": {}}));
+        let bad: Vec<ChatTool> =
+            serde_json::from_value(json!([{"type": "function", "function": {"name": "a b"}}])).unwrap();
+        assert_eq!(convert_tools(&bad).unwrap_err().field.as_deref(), Some("tools[0].function.name"));
+    }
+}

@@ -1,0 +1,304 @@
+//! What the OpenAI-compatible endpoints (`/v1/chat/completions`, `/v1/responses`) share: the
+//! OpenAI error shape, the client's function tools and tool choice as Tackle's, the gateway
+//! request, and turns of Tackle's own agent.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::response::sse::Event;
+use axum::response::{IntoResponse, Response};
+use futures::Stream;
+use serde_json::{Value, json};
+use tackle_agent::{AgentError, NewSessionOptions, Session, TurnInput, TurnOutcome};
+use tackle_protocol::{
+    AgentEvent, AllowedToolsMode, Message, ModelRequest, Role, SystemSection, ToolChoice, ToolSpec,
+};
+use tackle_tools::EventSink;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::UnboundedReceiverStream;
+
+use crate::{ApiError, AppState};
+
+/// An [`ApiError`] in OpenAI's error shape: `{"error": {message, type, param, code}}`.
+#[derive(Debug)]
+pub struct OpenAiError(pub ApiError);
+
+impl From<ApiError> for OpenAiError {
+    fn from(e: ApiError) -> Self {
+        Self(e)
+    }
+}
+
+impl IntoResponse for OpenAiError {
+    fn into_response(self) -> Response {
+        let e = self.0;
+        let kind = match e.status.as_u16() {
+            400 | 404 | 409 | 413 => "invalid_request_error",
+            401 => "authentication_error",
+            _ => "server_error",
+        };
+        let body = json!({"error": {"message": e.message, "type": kind, "param": e.field, "code": e.code}});
+        (e.status, Json(body)).into_response()
+    }
+}
+
+/// A function tool a client sends, whatever the endpoint's shape.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClientTool<'a> {
+    /// The `type` the client gave it.
+    pub(crate) kind: &'a str,
+    pub(crate) name: &'a str,
+    pub(crate) description: &'a str,
+    pub(crate) parameters: Option<&'a Value>,
+}
+
+/// The client's function tools as tool definitions in name order: a client that sends the same
+/// tools in another order still hits the same prompt cache. `name_path` is where a tool's name
+/// is in the endpoint's shape (`function.name`, `name`), for errors.
+pub(crate) fn function_tools(tools: &[ClientTool<'_>], name_path: &str) -> Result<Vec<ToolSpec>, ApiError> {
+    let mut specs = Vec::with_capacity(tools.len());
+    for (i, t) in tools.iter().enumerate() {
+        if t.kind != "function" {
+            return Err(ApiError::invalid_field(
+                format!("tools[{i}].type"),
+                format!("only function tools are supported, not {:?}", t.kind),
+            ));
+        }
+        if !tackle_protocol::is_valid_tool_name(t.name) {
+            return Err(ApiError::invalid_field(
+                format!("tools[{i}].{name_path}"),
+                "tool names must match ^[a-zA-Z0-9_-]{1,64}$",
+            ));
+        }
+        let schema = t.parameters.filter(|p| !p.is_null()).cloned();
+        let schema = schema.unwrap_or_else(|| json!({"type": "object", "properties": {}}));
+        specs.push(ToolSpec::new(t.name, t.description, schema));
+    }
+    specs.sort_by(|a, b| a.name.cmp(&b.name));
+    if let Some(w) = specs.windows(2).find(|w| w[0].name == w[1].name) {
+        return Err(ApiError::invalid_field("tools", format!("tool {:?} is defined twice", w[0].name)));
+    }
+    Ok(specs)
+}
+
+/// A tool choice in either endpoint's shape (`{"type": "function", "function": {"name"}}` or
+/// `{"type": "function", "name"}`; `allowed_tools` nested or not) as Tackle's.
+pub(crate) fn tool_choice(choice: Option<&Value>, tools: &[ToolSpec]) -> Result<ToolChoice, ApiError> {
+    let bad = |m: &str| ApiError::invalid_field("tool_choice", m.to_owned());
+    let known = |name: &str| -> Result<String, ApiError> {
+        if tools.iter().any(|t| t.name == name) {
+            Ok(name.to_owned())
+        } else {
+            Err(bad(&format!("tool_choice names {name:?}, which is not in tools")))
+        }
+    };
+    Ok(match choice {
+        None | Some(Value::Null) => ToolChoice::Auto,
+        Some(Value::String(s)) => match s.as_str() {
+            "auto" => ToolChoice::Auto,
+            "none" => ToolChoice::None,
+            "required" => ToolChoice::Required,
+            _ => return Err(bad("use auto, none, required or a function object")),
+        },
+        Some(obj) => match obj.get("type").and_then(Value::as_str) {
+            Some("function") => {
+                let name = function_name(obj).ok_or_else(|| bad("the function's name is missing"))?;
+                ToolChoice::Named { name: known(name)? }
+            }
+            Some("allowed_tools") => {
+                let spec = obj.get("allowed_tools").unwrap_or(obj);
+                let mode = match spec.get("mode").and_then(Value::as_str) {
+                    Some("required") => AllowedToolsMode::Required,
+                    _ => AllowedToolsMode::Auto,
+                };
+                let mut names = Vec::new();
+                for t in spec.get("tools").and_then(Value::as_array).into_iter().flatten() {
+                    let name = function_name(t)
+                        .ok_or_else(|| bad("allowed_tools.tools entries need a function name"))?;
+                    names.push(known(name)?);
+                }
+                // Catalog order, like every mask Tackle sends.
+                names.sort_by_key(|n| tools.iter().position(|t| &t.name == n));
+                ToolChoice::Allowed { tools: names, mode }
+            }
+            _ => return Err(bad("unknown tool_choice object")),
+        },
+    })
+}
+
+/// The function name of a tool reference in either shape.
+fn function_name(v: &Value) -> Option<&str> {
+    v.pointer("/function/name").or_else(|| v.get("name")).and_then(Value::as_str)
+}
+
+/// A request the gateway forwards to the configured provider.
+#[derive(Debug)]
+pub(crate) struct Gateway {
+    pub(crate) model: String,
+    pub(crate) system: Vec<SystemSection>,
+    pub(crate) messages: Vec<Message>,
+    pub(crate) tools: Vec<ToolSpec>,
+    pub(crate) tool_choice: ToolChoice,
+    pub(crate) max_output_tokens: Option<u32>,
+    pub(crate) temperature: Option<f32>,
+    pub(crate) parallel_tool_calls: Option<bool>,
+    /// The client's prompt cache key; by default a hash of the tools and system prompt.
+    pub(crate) prompt_cache_key: Option<String>,
+}
+
+impl Gateway {
+    /// The provider request: tools in the fixed order, the same cache key for the same prefix.
+    pub(crate) fn into_request(self) -> ModelRequest {
+        let cache_key = self.prompt_cache_key.unwrap_or_else(|| {
+            let prefix = serde_json::to_string(&(&self.tools, &self.system)).unwrap_or_default();
+            format!("tackle-{}", &blake3::hash(prefix.as_bytes()).to_hex()[..16])
+        });
+        let mut request = ModelRequest::new(self.model, self.messages);
+        request.system = self.system;
+        request.tools = Arc::from(self.tools);
+        request.tool_choice = self.tool_choice;
+        request.max_output_tokens = self.max_output_tokens;
+        request.temperature = self.temperature;
+        request.parallel_tool_calls = self.parallel_tool_calls;
+        request.prompt_cache_key = Some(cache_key);
+        request
+    }
+}
+
+/// Seconds since the epoch.
+pub(crate) fn now_secs() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// A stream fed by a task through a channel (no extra macro crate needed).
+pub(crate) fn async_stream<F, Fut>(f: F) -> impl Stream<Item = Result<Event, Infallible>>
+where
+    F: FnOnce(mpsc::UnboundedSender<Result<Event, Infallible>>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(f(tx));
+    UnboundedReceiverStream::new(rx)
+}
+
+/// Earlier turns as the history of a new agent session: their text only (the client's own tool
+/// calls are not Tackle's to replay).
+pub(crate) fn text_history(messages: &[Message]) -> Vec<Message> {
+    messages
+        .iter()
+        .filter(|m| m.role == Role::User || m.role == Role::Assistant)
+        .map(|m| if m.role == Role::User { Message::user(m.text()) } else { Message::assistant(m.text()) })
+        .filter(|m| !m.is_empty())
+        .collect()
+}
+
+/// A new session of the agent for `user`, in the server's default workspace.
+pub(crate) async fn new_agent_session(
+    state: &AppState,
+    user: &str,
+    history: Vec<Message>,
+) -> Result<Session, ApiError> {
+    if state.inner.shutdown.is_cancelled() {
+        return Err(ApiError::shutting_down());
+    }
+    let workspace = state.config().workspaces.get("default").cloned().unwrap_or_default();
+    let options = NewSessionOptions { title: None, workspace, owner: Some(user.to_owned()), history };
+    Ok(state.agent().create_session(options).await?)
+}
+
+/// A turn of the agent running for an OpenAI-compatible request.
+pub(crate) struct AgentTurn {
+    /// The turn; it goes on (and is stored) if the client leaves.
+    pub(crate) task: tokio::task::JoinHandle<Result<TurnOutcome, AgentError>>,
+    /// Its events.
+    pub(crate) events: mpsc::UnboundedReceiver<AgentEvent>,
+}
+
+impl AgentTurn {
+    /// Runs `prompt` as the next turn of `session`, which must not be running one already.
+    pub(crate) fn start(state: &AppState, mut session: Session, prompt: String) -> Result<Self, ApiError> {
+        if state.inner.shutdown.is_cancelled() {
+            return Err(ApiError::shutting_down());
+        }
+        let guard = state.inner.turns.start(session.id())?;
+        let (tx, events) = mpsc::unbounded_channel::<AgentEvent>();
+        let sink = EventSink::new(move |e| {
+            let _ = tx.send(e);
+        });
+        let task = state.inner.tasks.spawn(async move {
+            let cancel = guard.cancel.clone();
+            let outcome = session.run_turn(TurnInput::new(prompt), &sink, &cancel).await;
+            drop(guard);
+            outcome
+        });
+        Ok(Self { task, events })
+    }
+
+    /// Waits for the outcome; a turn that failed is an upstream error.
+    pub(crate) async fn outcome(self) -> Result<TurnOutcome, ApiError> {
+        drop(self.events);
+        let outcome = self
+            .task
+            .await
+            .map_err(|e| ApiError::internal(format!("the agent stopped unexpectedly: {e}")))?
+            .map_err(ApiError::from)?;
+        if let Some(error) = outcome.error.clone().filter(|_| outcome.end == tackle_protocol::TurnEnd::Failed)
+        {
+            return Err(ApiError::upstream(error));
+        }
+        Ok(outcome)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str) -> ToolSpec {
+        ToolSpec::new(name, "", json!({"type": "object"}))
+    }
+
+    #[test]
+    fn tools_are_sorted_checked_and_named_in_errors() {
+        let params = json!({"type": "object"});
+        let tool = |name| ClientTool { kind: "function", name, description: "", parameters: Some(&params) };
+        let specs = function_tools(&[tool("b_tool"), tool("a_tool")], "name").unwrap();
+        assert_eq!(specs.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["a_tool", "b_tool"]);
+        let e = function_tools(&[tool("a b")], "function.name").unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("tools[0].function.name"));
+        let e = function_tools(&[tool("a"), tool("a")], "name").unwrap_err();
+        assert!(e.message.contains("defined twice"));
+        let hosted = ClientTool { kind: "web_search", ..tool("x") };
+        let e = function_tools(&[tool("a"), hosted], "name").unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("tools[1].type"));
+    }
+
+    #[test]
+    fn tool_choice_reads_both_shapes() {
+        let specs = [spec("a_tool"), spec("b_tool")];
+        assert_eq!(tool_choice(Some(&json!("none")), &specs).unwrap(), ToolChoice::None);
+        for named in [
+            json!({"type": "function", "function": {"name": "b_tool"}}),
+            json!({"type": "function", "name": "b_tool"}),
+        ] {
+            assert_eq!(
+                tool_choice(Some(&named), &specs).unwrap(),
+                ToolChoice::Named { name: "b_tool".into() }
+            );
+        }
+        let want = ToolChoice::Allowed {
+            tools: vec!["a_tool".into(), "b_tool".into()],
+            mode: AllowedToolsMode::Required,
+        };
+        let chat = json!({"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": [
+            {"type": "function", "function": {"name": "b_tool"}}, {"type": "function", "function": {"name": "a_tool"}}]}});
+        let responses = json!({"type": "allowed_tools", "mode": "required", "tools": [
+            {"type": "function", "name": "b_tool"}, {"type": "function", "name": "a_tool"}]});
+        assert_eq!(tool_choice(Some(&chat), &specs).unwrap(), want);
+        assert_eq!(tool_choice(Some(&responses), &specs).unwrap(), want);
+        let e = tool_choice(Some(&json!({"type": "function", "name": "zzz"})), &specs).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("tool_choice"));
+        assert!(tool_choice(Some(&json!("sometimes")), &specs).is_err());
+    }
+}

@@ -1,0 +1,970 @@
+//! OpenAI-compatible `POST /v1/responses`.
+//!
+//! As for chat completions, there are two modes. With any model but the agent's, Tackle is a
+//! gateway: the client's function tools go to the configured provider in a fixed order, the
+//! model's calls come back as `function_call` items for the client to run, and its
+//! `function_call_output` items are accepted on the next request. With the agent model
+//! (`tackle-agent` by default) and no tools, the server runs its own agent and answers with its
+//! text. Either way a response is stored (unless `store: false`) for 30 days, so a request may
+//! send only what is new and name the response it continues (`previous_response_id`); an
+//! agent-mode response continues its session. Only the user who made a response can continue
+//! from it.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+
+use axum::Json;
+use axum::extract::State;
+use axum::response::sse::{Event, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use tackle_protocol::{
+    AgentEvent, ContentBlock, Message, ModelResponse, Reasoning, ResponseAccumulator, Role, StopReason,
+    StreamEvent, SystemSection, ToolInput, ToolResult, ToolUse, TurnEnd, Usage,
+};
+use tackle_provider::{CallOptions, ProviderError, REASONING_FORMAT};
+use tackle_store::NewResponse;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_stream::wrappers::UnboundedReceiverStream;
+use utoipa::ToSchema;
+
+use super::compat::{self, AgentTurn, ClientTool, Gateway, OpenAiError, async_stream, now_secs};
+use crate::auth::User;
+use crate::json::ValidJson;
+use crate::{ApiError, AppState};
+
+/// `POST /v1/responses` body (the parts Tackle uses; others are accepted and ignored).
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct ResponsesRequest {
+    /// Model name: the agent model (`tackle-agent`) runs Tackle's agent; any other is forwarded.
+    pub model: String,
+    /// A user message as a string, or input items: `message` (roles user, assistant, system,
+    /// developer; text parts), `function_call`, `function_call_output` and `reasoning`.
+    #[schema(value_type = Object)]
+    pub input: Value,
+    /// System instructions (not carried over from `previous_response_id`, as with OpenAI).
+    pub instructions: Option<String>,
+    /// Function tools the client runs itself: `{"type": "function", "name", "description",
+    /// "parameters", "strict"}`.
+    #[serde(default)]
+    #[schema(value_type = Vec<Object>)]
+    pub tools: Vec<Value>,
+    /// `auto`, `none`, `required`, `{"type": "function", "name"}` or
+    /// `{"type": "allowed_tools", "mode", "tools"}`.
+    #[schema(value_type = Object)]
+    pub tool_choice: Option<Value>,
+    /// Whether several tool calls may come in one response.
+    pub parallel_tool_calls: Option<bool>,
+    /// Stream the documented server-sent events.
+    #[serde(default)]
+    pub stream: bool,
+    /// Output token limit.
+    pub max_output_tokens: Option<u32>,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// A response made through this server, by the same user, to continue from.
+    pub previous_response_id: Option<String>,
+    /// Keep the response for `previous_response_id` (default true).
+    pub store: Option<bool>,
+    /// Prompt cache routing key; defaults to a hash of the tools and instructions.
+    pub prompt_cache_key: Option<String>,
+    /// Echoed back.
+    #[schema(value_type = Object)]
+    pub metadata: Option<Value>,
+}
+
+/// Creates a response (streaming and not). See the module docs for the gateway and agent modes.
+#[utoipa::path(post, path = "/v1/responses", tag = "openai", request_body = ResponsesRequest,
+    responses((status = 200, description = "A response object, or the documented response.* server-sent events when stream is true"),
+        (status = 400, description = "OpenAI error shape"), (status = 401, description = "OpenAI error shape"),
+        (status = 404, description = "previous_response_id names no stored response of this user (OpenAI error shape)"),
+        (status = 409, description = "The agent session of previous_response_id is running a turn (OpenAI error shape)"),
+        (status = 502, description = "The provider failed (OpenAI error shape)")),
+    security(("bearer" = [])))]
+pub async fn create(
+    State(state): State<AppState>,
+    User(user): User,
+    body: Result<ValidJson<ResponsesRequest>, ApiError>,
+) -> Result<Response, OpenAiError> {
+    let ValidJson(request) = body?;
+    let agent = request.tools.is_empty() && request.model == state.config().agent_model;
+    let input = read_input(&request.input, agent)?;
+    let previous = match &request.previous_response_id {
+        Some(id) => Some(state.agent().store().response_chain(id, &user).await.map_err(|e| match e {
+            tackle_store::StoreError::NotFound { .. } => ApiError {
+                status: axum::http::StatusCode::NOT_FOUND,
+                code: "not_found",
+                ..ApiError::invalid_field(
+                    "previous_response_id",
+                    format!(
+                        "Previous response with id '{id}' not found: only responses you made through this server \
+                         in the last 30 days, without store: false, can be continued"
+                    ),
+                )
+            },
+            other => other.into(),
+        })?),
+        None => None,
+    };
+    let header = Header::new(&request, &user);
+    if agent {
+        return run_agent(state, header, request, input, previous).await;
+    }
+    gateway(state, header, request, input, previous).await
+}
+
+/// What a response object says besides its output: ids and the request's echoed parameters.
+#[derive(Debug, Clone)]
+struct Header {
+    id: String,
+    user: String,
+    created_at: u64,
+    model: String,
+    previous: Option<String>,
+    store: bool,
+    echo: Map<String, Value>,
+}
+
+impl Header {
+    fn new(r: &ResponsesRequest, user: &str) -> Self {
+        let store = r.store.unwrap_or(true);
+        let mut echo = Map::new();
+        echo.insert("instructions".into(), json!(r.instructions));
+        echo.insert("max_output_tokens".into(), json!(r.max_output_tokens));
+        echo.insert("parallel_tool_calls".into(), json!(r.parallel_tool_calls.unwrap_or(true)));
+        echo.insert("previous_response_id".into(), json!(r.previous_response_id));
+        echo.insert("prompt_cache_key".into(), json!(r.prompt_cache_key));
+        echo.insert("reasoning".into(), json!({"effort": null, "summary": null}));
+        echo.insert("store".into(), json!(store));
+        echo.insert("temperature".into(), json!(r.temperature));
+        echo.insert("text".into(), json!({"format": {"type": "text"}}));
+        echo.insert("tool_choice".into(), r.tool_choice.clone().unwrap_or(json!("auto")));
+        echo.insert("tools".into(), json!(r.tools));
+        echo.insert("top_p".into(), Value::Null);
+        echo.insert("truncation".into(), json!("disabled"));
+        echo.insert("user".into(), Value::Null);
+        echo.insert("metadata".into(), r.metadata.clone().unwrap_or(json!({})));
+        Self {
+            id: format!("resp_{}", uuid::Uuid::new_v4().simple()),
+            user: user.to_owned(),
+            created_at: now_secs(),
+            model: r.model.clone(),
+            previous: r.previous_response_id.clone(),
+            store,
+            echo,
+        }
+    }
+
+    /// The response object.
+    fn object(&self, status: &str, end: &End, output: Vec<Value>, usage: Option<&Usage>) -> Value {
+        let mut v = json!({
+            "id": self.id, "object": "response", "created_at": self.created_at, "status": status,
+            "background": false, "error": end.error(), "incomplete_details": end.incomplete(),
+            "model": self.model, "output": output,
+            "usage": usage.map(usage_json),
+        });
+        if let Some(o) = v.as_object_mut() {
+            o.extend(self.echo.clone());
+        }
+        v
+    }
+
+    /// Keeps the response for `previous_response_id`, unless the request said `store: false`.
+    async fn keep(
+        &self,
+        state: &AppState,
+        session: Option<&str>,
+        messages: &[Message],
+    ) -> Result<(), ApiError> {
+        if !self.store {
+            return Ok(());
+        }
+        let response = NewResponse {
+            id: &self.id,
+            owner: &self.user,
+            previous_id: self.previous.as_deref(),
+            session_id: session,
+            messages,
+        };
+        state.agent().store().put_response(response).await.map_err(|e| {
+            tracing::error!(error = %e, response = %self.id, "cannot store a response");
+            ApiError::from(e)
+        })
+    }
+}
+
+/// How a response ended.
+#[derive(Debug, Clone, PartialEq)]
+enum End {
+    Completed,
+    /// Cut short: `max_output_tokens`, `content_filter`, `max_steps`.
+    Incomplete(&'static str),
+    /// Failed, with an error code and message.
+    Failed(&'static str, String),
+}
+
+impl End {
+    fn from_stop(stop: &StopReason) -> Self {
+        match stop {
+            StopReason::MaxTokens => Self::Incomplete("max_output_tokens"),
+            StopReason::Refusal => Self::Incomplete("content_filter"),
+            _ => Self::Completed,
+        }
+    }
+
+    fn from_provider(e: &ProviderError) -> Self {
+        let code = match e {
+            ProviderError::RateLimited { .. } => "rate_limit_exceeded",
+            ProviderError::BadRequest { .. } | ProviderError::ContextExceeded { .. } => "invalid_prompt",
+            _ => "server_error",
+        };
+        Self::Failed(code, e.to_string())
+    }
+
+    fn status(&self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::Incomplete(_) => "incomplete",
+            Self::Failed(..) => "failed",
+        }
+    }
+
+    fn item_status(&self) -> &'static str {
+        if matches!(self, Self::Completed) { "completed" } else { "incomplete" }
+    }
+
+    fn error(&self) -> Value {
+        match self {
+            Self::Failed(code, message) => json!({"code": code, "message": message}),
+            _ => Value::Null,
+        }
+    }
+
+    fn incomplete(&self) -> Value {
+        match self {
+            Self::Incomplete(reason) => json!({"reason": reason}),
+            _ => Value::Null,
+        }
+    }
+
+    /// The terminal event's type.
+    fn event(&self) -> &'static str {
+        match self {
+            Self::Completed => "response.completed",
+            Self::Incomplete(_) => "response.incomplete",
+            Self::Failed(..) => "response.failed",
+        }
+    }
+}
+
+fn usage_json(u: &Usage) -> Value {
+    json!({
+        "input_tokens": u.input_tokens,
+        "input_tokens_details": {"cached_tokens": u.cache_read_tokens, "cache_write_tokens": u.cache_write_tokens},
+        "output_tokens": u.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": u.reasoning_tokens},
+        "total_tokens": u.input_tokens + u.output_tokens,
+    })
+}
+
+/// The request's input as Tackle's conversation.
+#[derive(Debug, Default)]
+struct Input {
+    /// `system` and `developer` messages.
+    system: Vec<SystemSection>,
+    /// The conversation the input adds.
+    messages: Vec<Message>,
+    /// For each message, the input item it starts at (for errors).
+    starts: Vec<usize>,
+}
+
+impl Input {
+    /// The message items of `role` go into: the last message if it has that role, else a new one.
+    fn message_for(&mut self, role: Role, item: usize) -> &mut Message {
+        if self.messages.last().is_none_or(|m| m.role != role) {
+            self.messages.push(Message { role, content: Vec::new() });
+            self.starts.push(item);
+        }
+        let last = self.messages.len() - 1;
+        &mut self.messages[last]
+    }
+}
+
+fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+/// The text of a message's `content`: a string or text parts.
+fn content_text(content: Option<&Value>, at: &str) -> Result<String, ApiError> {
+    match content {
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(Value::Array(parts)) => {
+            let mut out = String::new();
+            for (k, part) in parts.iter().enumerate() {
+                let text = match str_at(part, "type") {
+                    Some("input_text" | "output_text" | "text") => str_at(part, "text"),
+                    Some("refusal") => str_at(part, "refusal"),
+                    _ => None,
+                };
+                let text = text.ok_or_else(|| {
+                    ApiError::invalid_field(format!("{at}.content[{k}]"), "only text parts are supported")
+                })?;
+                out.push_str(text);
+            }
+            Ok(out)
+        }
+        _ => Err(ApiError::invalid_field(
+            format!("{at}.content"),
+            "content must be a string or an array of parts",
+        )),
+    }
+}
+
+/// Reads `input`. In agent mode only messages are accepted: the agent runs its own tools.
+fn read_input(input: &Value, agent: bool) -> Result<Input, ApiError> {
+    let mut out = Input::default();
+    let items = match input {
+        Value::String(s) if s.trim().is_empty() => {
+            return Err(ApiError::invalid_field("input", "input is empty; send the user's message"));
+        }
+        Value::String(s) => {
+            out.messages.push(Message::user(s.clone()));
+            out.starts.push(0);
+            return Ok(out);
+        }
+        Value::Array(items) => items,
+        _ => return Err(ApiError::invalid_field("input", "input must be a string or an array of items")),
+    };
+    for (i, item) in items.iter().enumerate() {
+        let at = format!("input[{i}]");
+        let kind = str_at(item, "type").unwrap_or(if item.get("role").is_some() { "message" } else { "" });
+        if agent && kind != "message" {
+            return Err(ApiError::invalid_field(
+                format!("{at}.type"),
+                "the agent runs its own tools: send message items only (or use a provider model to run tools yourself)",
+            ));
+        }
+        let required = |key: &str| {
+            str_at(item, key)
+                .ok_or_else(|| ApiError::invalid_field(format!("{at}.{key}"), format!("{key} is required")))
+        };
+        match kind {
+            "message" => {
+                let text = content_text(item.get("content"), &at)?;
+                match str_at(item, "role") {
+                    Some("system" | "developer") => out.system.push(SystemSection::cacheable("client", text)),
+                    Some("user") => {
+                        out.messages.push(Message::user(text));
+                        out.starts.push(i);
+                    }
+                    Some("assistant") if !text.is_empty() => {
+                        out.message_for(Role::Assistant, i).content.push(ContentBlock::text(text))
+                    }
+                    Some("assistant") => {}
+                    _ => {
+                        return Err(ApiError::invalid_field(
+                            format!("{at}.role"),
+                            "use user, assistant, system or developer",
+                        ));
+                    }
+                }
+            }
+            "function_call" => {
+                let call = ToolUse {
+                    id: required("call_id")?.into(),
+                    name: required("name")?.to_owned(),
+                    input: ToolInput::parse(str_at(item, "arguments").unwrap_or("")),
+                };
+                out.message_for(Role::Assistant, i).content.push(ContentBlock::ToolUse(call));
+            }
+            "function_call_output" => {
+                let id = required("call_id")?.to_owned();
+                let output = match item.get("output") {
+                    Some(Value::String(s)) => s.clone(),
+                    parts @ Some(Value::Array(_)) => content_text(parts, &at)?,
+                    _ => return Err(ApiError::invalid_field(format!("{at}.output"), "output is required")),
+                };
+                out.message_for(Role::Tool, i)
+                    .content
+                    .push(ContentBlock::ToolResult(ToolResult::ok(id, output)));
+            }
+            "reasoning" => {
+                let text: Vec<&str> = item
+                    .get("summary")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|p| str_at(p, "text"))
+                    .collect();
+                let reasoning = Reasoning {
+                    format: REASONING_FORMAT.into(),
+                    text: text.join("\n\n"),
+                    data: item.clone(),
+                };
+                out.message_for(Role::Assistant, i).content.push(ContentBlock::Reasoning(reasoning));
+            }
+            "item_reference" => {
+                return Err(ApiError::invalid_field(
+                    format!("{at}.type"),
+                    "item_reference is not supported: send the item itself, or continue with previous_response_id",
+                ));
+            }
+            "" => return Err(ApiError::invalid_field(format!("{at}.type"), "type is required")),
+            other => {
+                return Err(ApiError::invalid_field(
+                    format!("{at}.type"),
+                    format!(
+                        "{other:?} items are not supported; send message, function_call, function_call_output and reasoning items"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Checks that every call in `messages` is answered right after it and every output answers a
+/// call. `origin(i)` names where message `i` came from, for errors.
+fn check_calls(messages: &[Message], origin: impl Fn(usize) -> String) -> Result<(), ApiError> {
+    let mut pending: Vec<&str> = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        match m.role {
+            Role::Tool => {
+                for r in m.tool_results_iter() {
+                    let Some(pos) = pending.iter().position(|p| *p == r.tool_use_id) else {
+                        return Err(ApiError::invalid_field(
+                            origin(i),
+                            format!(
+                                "no function_call with call_id {:?} comes before this output",
+                                r.tool_use_id
+                            ),
+                        ));
+                    };
+                    pending.remove(pos);
+                }
+            }
+            _ => {
+                if let Some(open) = pending.first() {
+                    return Err(ApiError::invalid_field(
+                        origin(i),
+                        format!(
+                            "function_call {open:?} has no function_call_output before this item; send its output right after the call"
+                        ),
+                    ));
+                }
+                pending = m.tool_uses().map(|u| u.id.as_str()).collect();
+            }
+        }
+    }
+    match pending.first() {
+        Some(open) => Err(ApiError::invalid_field(
+            "input",
+            format!("function_call {open:?} has no function_call_output; send it in this request"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The output items of a model response, in the order the model produced them. Reasoning from
+/// the Responses API goes out verbatim (clients send it back as is); other providers' reasoning
+/// as a summary the client can show.
+fn output_items(content: &[ContentBlock], status: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut text = String::new();
+    let flush = |text: &mut String, out: &mut Vec<Value>| {
+        if !text.is_empty() {
+            out.push(message_item(&new_id("msg"), &std::mem::take(text), status));
+        }
+    };
+    for block in content {
+        match block {
+            ContentBlock::Text { text: t } => text.push_str(t),
+            ContentBlock::ToolUse(u) => {
+                flush(&mut text, &mut out);
+                out.push(call_item(&new_id("fc"), u, &u.input.to_wire_string(), status));
+            }
+            ContentBlock::Reasoning(r) => {
+                flush(&mut text, &mut out);
+                out.extend(reasoning_item(r));
+            }
+            ContentBlock::ToolResult(_) => {}
+        }
+    }
+    flush(&mut text, &mut out);
+    out
+}
+
+fn new_id(prefix: &str) -> String {
+    format!("{prefix}_{}", uuid::Uuid::new_v4().simple())
+}
+
+fn message_item(id: &str, text: &str, status: &str) -> Value {
+    json!({"id": id, "type": "message", "status": status, "role": "assistant",
+           "content": [{"type": "output_text", "annotations": [], "logprobs": [], "text": text}]})
+}
+
+fn call_item(id: &str, call: &ToolUse, arguments: &str, status: &str) -> Value {
+    json!({"id": id, "type": "function_call", "status": status, "arguments": arguments,
+           "call_id": call.id, "name": call.name})
+}
+
+fn reasoning_item(r: &Reasoning) -> Option<Value> {
+    if r.format == REASONING_FORMAT && r.data.is_object() {
+        return Some(r.data.clone());
+    }
+    (!r.text.is_empty()).then(|| {
+        json!({"id": new_id("rs"), "type": "reasoning", "summary": [{"type": "summary_text", "text": r.text}]})
+    })
+}
+
+/// Forwards the request to the provider and answers in the Responses shape.
+async fn gateway(
+    state: AppState,
+    header: Header,
+    request: ResponsesRequest,
+    input: Input,
+    previous: Option<tackle_store::ResponseChain>,
+) -> Result<Response, OpenAiError> {
+    let stored = previous.map(|p| p.messages).unwrap_or_default();
+    let mut messages = stored.clone();
+    messages.extend(input.messages.iter().cloned());
+    let (n_stored, starts) = (stored.len(), input.starts.clone());
+    check_calls(&messages, |i| match i.checked_sub(n_stored) {
+        Some(k) => format!("input[{}]", starts[k]),
+        None => "previous_response_id".into(),
+    })?;
+    if !messages.iter().any(|m| m.role == Role::User) {
+        return Err(ApiError::invalid_field("input", "send at least one user message").into());
+    }
+    let tools: Vec<ClientTool<'_>> = request
+        .tools
+        .iter()
+        .map(|t| ClientTool {
+            kind: str_at(t, "type").unwrap_or(""),
+            name: str_at(t, "name").unwrap_or(""),
+            description: str_at(t, "description").unwrap_or(""),
+            parameters: t.get("parameters"),
+        })
+        .collect();
+    let tools = compat::function_tools(&tools, "name")?;
+    let tool_choice = compat::tool_choice(request.tool_choice.as_ref(), &tools)?;
+    let mut system: Vec<SystemSection> =
+        request.instructions.iter().map(|t| SystemSection::cacheable("instructions", t.clone())).collect();
+    system.extend(input.system);
+    let model_request = Gateway {
+        model: request.model.clone(),
+        system,
+        messages,
+        tools,
+        tool_choice,
+        max_output_tokens: request.max_output_tokens,
+        temperature: request.temperature,
+        parallel_tool_calls: request.parallel_tool_calls,
+        prompt_cache_key: request.prompt_cache_key.clone(),
+    }
+    .into_request();
+    let provider = state.agent().provider().clone();
+    let mut added = input.messages;
+    if !request.stream {
+        let response = provider
+            .complete(&model_request, &CallOptions::default())
+            .await
+            .map_err(|e| ApiError::upstream(e.to_string()))?;
+        let end = End::from_stop(&response.stop_reason);
+        let output = output_items(&response.content, end.item_status());
+        added.push(response.clone().into_message());
+        header.keep(&state, None, &added).await?;
+        return Ok(Json(header.object(end.status(), &end, output, Some(&response.usage))).into_response());
+    }
+    let mut events = provider
+        .stream(&model_request, &CallOptions::default())
+        .await
+        .map_err(|e| ApiError::upstream(e.to_string()))?;
+    let stream = async_stream(move |tx| async move {
+        let mut out = EventWriter::new(tx, header.clone());
+        let mut acc = ResponseAccumulator::default();
+        while let Some(event) = events.next().await {
+            let event = match event {
+                Ok(event) => event,
+                Err(e) => return out.end(&End::from_provider(&e), None),
+            };
+            acc.push(&event);
+            match event {
+                StreamEvent::TextDelta { text } => out.text(&text),
+                StreamEvent::ToolCallStart { index, id, name } => out.call_start(index, id, name),
+                StreamEvent::ToolCallDelta { index, arguments } => out.call_delta(index, &arguments),
+                StreamEvent::ToolCallEnd { index, call } => out.call_end(index, call),
+                StreamEvent::Reasoning(r) => out.reasoning(&r),
+                _ => {}
+            }
+            if out.gone {
+                return; // the client left; nothing was stored
+            }
+        }
+        let response: ModelResponse = acc.finish();
+        let (end, usage) = (End::from_stop(&response.stop_reason), response.usage);
+        added.push(response.into_message());
+        let end = match header.keep(&state, None, &added).await {
+            Ok(()) => end,
+            Err(e) => End::Failed("server_error", format!("the response could not be stored: {}", e.message)),
+        };
+        out.end(&end, Some(&usage));
+    });
+    Ok(Sse::new(stream).into_response())
+}
+
+/// Runs Tackle's own agent: the last user message is the turn; earlier messages are the history
+/// of a new session, or the turn continues the session of `previous_response_id`.
+async fn run_agent(
+    state: AppState,
+    header: Header,
+    request: ResponsesRequest,
+    input: Input,
+    previous: Option<tackle_store::ResponseChain>,
+) -> Result<Response, OpenAiError> {
+    let Some(last) = input.messages.last().filter(|m| m.role == Role::User) else {
+        return Err(ApiError::invalid_field("input", "the last item must be the user's message").into());
+    };
+    let prompt = last.text();
+    let earlier = &input.messages[..input.messages.len() - 1];
+    let session = match previous {
+        Some(chain) if chain.session_id.is_some() => {
+            if !earlier.is_empty() {
+                return Err(ApiError::invalid_field(
+                    "input",
+                    "previous_response_id continues an agent session: send only the next user message",
+                )
+                .into());
+            }
+            let id = chain.session_id.unwrap_or_default();
+            let record = state.owned_session(&id, &header.user).await?;
+            state.agent_for(&record.model).open_session(&id).await.map_err(ApiError::from)?
+        }
+        other => {
+            let mut history = compat::text_history(&other.map(|c| c.messages).unwrap_or_default());
+            history.extend(compat::text_history(earlier));
+            compat::new_agent_session(&state, &header.user, history).await?
+        }
+    };
+    let session_id = session.id().to_owned();
+    let turn = AgentTurn::start(&state, session, prompt.clone())?;
+    if !request.stream {
+        let outcome = turn.outcome().await?;
+        let end =
+            if outcome.end == TurnEnd::MaxSteps { End::Incomplete("max_steps") } else { End::Completed };
+        let output = vec![message_item(&new_id("msg"), &outcome.text, end.item_status())];
+        let added = [Message::user(prompt), Message::assistant(outcome.text.clone())];
+        header.keep(&state, Some(&session_id), &added).await?;
+        return Ok(Json(header.object(end.status(), &end, output, Some(&outcome.usage))).into_response());
+    }
+    let stream = async_stream(move |tx| async move {
+        let mut out = EventWriter::new(tx, header.clone());
+        let mut events = UnboundedReceiverStream::new(turn.events);
+        let mut usage = Usage::default();
+        let mut end = End::Completed;
+        while let Some(event) = events.next().await {
+            match event {
+                // Only the answer is streamed, one message item per step; tool activity stays
+                // inside the agent.
+                AgentEvent::TextDelta { text } => out.text(&text),
+                AgentEvent::StepStarted { .. } => out.boundary(),
+                AgentEvent::TurnFinished { usage: u, reason, .. } => {
+                    usage = u;
+                    if reason == TurnEnd::MaxSteps {
+                        end = End::Incomplete("max_steps");
+                    }
+                }
+                AgentEvent::Error { message, code } if code != "max_steps" => {
+                    end = End::Failed("server_error", message);
+                }
+                _ => {}
+            }
+        }
+        let text = match turn.task.await {
+            Ok(Ok(outcome)) => outcome.text,
+            Ok(Err(e)) => {
+                end = End::Failed("server_error", e.to_string());
+                String::new()
+            }
+            Err(e) => {
+                end = End::Failed("server_error", format!("the agent stopped unexpectedly: {e}"));
+                String::new()
+            }
+        };
+        if !matches!(end, End::Failed(..)) {
+            let added = [Message::user(prompt), Message::assistant(text)];
+            if let Err(e) = header.keep(&state, Some(&session_id), &added).await {
+                end = End::Failed("server_error", format!("the response could not be stored: {}", e.message));
+            }
+        }
+        out.end(&end, Some(&usage));
+    });
+    Ok(Sse::new(stream).into_response())
+}
+
+/// An output item started while another one streams: buffered until that one is done.
+#[derive(Debug)]
+enum Pending {
+    Text(String),
+    Call { index: u32, call_id: String, name: String, args: String, done: Option<ToolUse> },
+    Done(Value),
+}
+
+/// The item streaming now.
+#[derive(Debug)]
+enum Open {
+    Message { id: String, text: String },
+    Call { index: u32, id: String, call_id: String, name: String, args: String },
+}
+
+/// Writes one response as the documented server-sent events: `response.created`,
+/// `response.in_progress`, then each output item `added` -> its parts and deltas -> `done`, one
+/// item at a time in output order (an item that starts while another streams waits, buffered),
+/// then `response.completed`, `.incomplete` or `.failed`. Every event has a `sequence_number`.
+struct EventWriter {
+    tx: UnboundedSender<Result<Event, Infallible>>,
+    header: Header,
+    seq: u64,
+    output: Vec<Value>,
+    open: Option<Open>,
+    queue: VecDeque<Pending>,
+    /// The client left.
+    gone: bool,
+}
+
+impl EventWriter {
+    fn new(tx: UnboundedSender<Result<Event, Infallible>>, header: Header) -> Self {
+        let mut w =
+            Self { tx, header, seq: 0, output: Vec::new(), open: None, queue: VecDeque::new(), gone: false };
+        let created = w.header.object("in_progress", &End::Completed, Vec::new(), None);
+        w.emit("response.created", json!({"response": created}));
+        let in_progress = w.header.object("in_progress", &End::Completed, Vec::new(), None);
+        w.emit("response.in_progress", json!({"response": in_progress}));
+        w
+    }
+
+    fn emit(&mut self, kind: &'static str, mut data: Value) {
+        data["type"] = json!(kind);
+        data["sequence_number"] = json!(self.seq);
+        self.seq += 1;
+        let event = Event::default().event(kind).data(data.to_string());
+        if self.tx.send(Ok(event)).is_err() {
+            self.gone = true;
+        }
+    }
+
+    fn index(&self) -> usize {
+        self.output.len()
+    }
+
+    fn at(&self, id: &str, extra: Value) -> Value {
+        let mut v = json!({"item_id": id, "output_index": self.index()});
+        if let (Some(v), Value::Object(extra)) = (v.as_object_mut(), extra) {
+            v.extend(extra);
+        }
+        v
+    }
+
+    fn open_message(&mut self) {
+        let id = new_id("msg");
+        let item =
+            json!({"id": id, "type": "message", "status": "in_progress", "content": [], "role": "assistant"});
+        self.emit("response.output_item.added", json!({"output_index": self.index(), "item": item}));
+        let part = json!({"type": "output_text", "annotations": [], "logprobs": [], "text": ""});
+        self.emit("response.content_part.added", self.at(&id, json!({"content_index": 0, "part": part})));
+        self.open = Some(Open::Message { id, text: String::new() });
+    }
+
+    fn message_delta(&mut self, delta: &str) {
+        if let Some(Open::Message { id, text }) = &mut self.open {
+            text.push_str(delta);
+            let id = id.clone();
+            let data = self.at(&id, json!({"content_index": 0, "delta": delta, "logprobs": []}));
+            self.emit("response.output_text.delta", data);
+        }
+    }
+
+    fn open_call(&mut self, index: u32, call_id: String, name: String) {
+        let id = new_id("fc");
+        let item = json!({"id": id, "type": "function_call", "status": "in_progress", "arguments": "",
+                          "call_id": call_id, "name": name});
+        self.emit("response.output_item.added", json!({"output_index": self.index(), "item": item}));
+        self.open = Some(Open::Call { index, id, call_id, name, args: String::new() });
+    }
+
+    fn open_call_delta(&mut self, delta: &str) {
+        if let Some(Open::Call { id, args, .. }) = &mut self.open {
+            args.push_str(delta);
+            let id = id.clone();
+            self.emit("response.function_call_arguments.delta", self.at(&id, json!({"delta": delta})));
+        }
+    }
+
+    /// Finishes the open item; a call takes its final arguments from `done` when given.
+    fn close(&mut self, done: Option<&ToolUse>, status: &str) {
+        match self.open.take() {
+            Some(Open::Message { id, text }) => {
+                let part = json!({"type": "output_text", "annotations": [], "logprobs": [], "text": text});
+                self.emit(
+                    "response.output_text.done",
+                    self.at(&id, json!({"content_index": 0, "text": text, "logprobs": []})),
+                );
+                self.emit(
+                    "response.content_part.done",
+                    self.at(&id, json!({"content_index": 0, "part": part})),
+                );
+                self.finish_item(message_item(&id, &text, status));
+            }
+            Some(Open::Call { id, call_id, name, args, .. }) => {
+                let arguments = match done {
+                    Some(call) if args.is_empty() => call.input.to_wire_string(),
+                    _ => args,
+                };
+                let data = self.at(&id, json!({"name": name, "arguments": arguments}));
+                self.emit("response.function_call_arguments.done", data);
+                let call = ToolUse { id: call_id.into(), name, input: ToolInput::parse(&arguments) };
+                self.finish_item(call_item(&id, &call, &arguments, status));
+            }
+            None => {}
+        }
+    }
+
+    fn finish_item(&mut self, item: Value) {
+        self.emit("response.output_item.done", json!({"output_index": self.index(), "item": item}));
+        self.output.push(item);
+    }
+
+    /// Streams what waited, until an item is left open.
+    fn advance(&mut self) {
+        while self.open.is_none() {
+            let Some(next) = self.queue.pop_front() else { return };
+            match next {
+                Pending::Text(text) => {
+                    self.open_message();
+                    self.message_delta(&text);
+                    if !self.queue.is_empty() {
+                        self.close(None, "completed");
+                    }
+                }
+                Pending::Call { index, call_id, name, args, done } => {
+                    self.open_call(index, call_id, name);
+                    if !args.is_empty() {
+                        self.open_call_delta(&args);
+                    }
+                    if let Some(call) = done {
+                        self.close(Some(&call), "completed");
+                    }
+                }
+                Pending::Done(item) => {
+                    self.emit(
+                        "response.output_item.added",
+                        json!({"output_index": self.index(), "item": item}),
+                    );
+                    self.finish_item(item);
+                }
+            }
+        }
+    }
+
+    fn text(&mut self, delta: &str) {
+        match &self.open {
+            Some(Open::Message { .. }) => self.message_delta(delta),
+            None => {
+                self.open_message();
+                self.message_delta(delta);
+            }
+            Some(Open::Call { .. }) => match self.queue.back_mut() {
+                Some(Pending::Text(t)) => t.push_str(delta),
+                _ => self.queue.push_back(Pending::Text(delta.to_owned())),
+            },
+        }
+    }
+
+    fn call_start(&mut self, index: u32, call_id: String, name: String) {
+        match &self.open {
+            Some(Open::Call { .. }) => {
+                self.queue.push_back(Pending::Call { index, call_id, name, args: String::new(), done: None })
+            }
+            _ => {
+                self.close(None, "completed");
+                self.open_call(index, call_id, name);
+            }
+        }
+    }
+
+    fn call_delta(&mut self, index: u32, delta: &str) {
+        if matches!(&self.open, Some(Open::Call { index: i, .. }) if *i == index) {
+            return self.open_call_delta(delta);
+        }
+        for p in &mut self.queue {
+            if let Pending::Call { index: i, args, .. } = p
+                && *i == index
+            {
+                args.push_str(delta);
+            }
+        }
+    }
+
+    fn call_end(&mut self, index: u32, call: ToolUse) {
+        if matches!(&self.open, Some(Open::Call { index: i, .. }) if *i == index) {
+            self.close(Some(&call), "completed");
+            return self.advance();
+        }
+        for p in &mut self.queue {
+            if let Pending::Call { index: i, done, .. } = p
+                && *i == index
+            {
+                *done = Some(call);
+                return;
+            }
+        }
+        // A call that never started: stream it whole.
+        self.queue.push_back(Pending::Call {
+            index,
+            call_id: call.id.to_string(),
+            name: call.name.clone(),
+            args: call.input.to_wire_string(),
+            done: Some(call),
+        });
+        if !matches!(&self.open, Some(Open::Call { .. })) {
+            self.close(None, "completed");
+            self.advance();
+        }
+    }
+
+    fn reasoning(&mut self, r: &Reasoning) {
+        let Some(item) = reasoning_item(r) else { return };
+        self.queue.push_back(Pending::Done(item));
+        if !matches!(&self.open, Some(Open::Call { .. })) {
+            self.close(None, "completed");
+            self.advance();
+        }
+    }
+
+    /// A step of the agent ended: its text is one message.
+    fn boundary(&mut self) {
+        if matches!(&self.open, Some(Open::Message { .. })) {
+            self.close(None, "completed");
+        }
+    }
+
+    /// Finishes every item and sends the terminal event.
+    fn end(mut self, end: &End, usage: Option<&Usage>) {
+        let status = end.item_status();
+        loop {
+            self.close(None, status);
+            if self.queue.is_empty() {
+                break;
+            }
+            self.advance();
+        }
+        let object = self.header.object(end.status(), end, std::mem::take(&mut self.output), usage);
+        self.emit(end.event(), json!({"response": object}));
+    }
+}
+
+#[cfg(test)]
+#[path = "responses_tests.rs"]
+mod tests;

@@ -1,0 +1,206 @@
+//! Responses made through the server's OpenAI Responses endpoint, kept so a request can name a
+//! previous one (`previous_response_id`) instead of resending the conversation.
+
+use std::time::Duration;
+
+use sqlx::Row;
+use tackle_protocol::Message;
+
+use crate::db::now_ms;
+use crate::{Store, StoreError};
+
+/// How long a stored response can be continued from (OpenAI keeps its own for 30 days).
+pub const RESPONSE_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// Longest chain of responses followed back (a guard; real chains are much shorter).
+const MAX_CHAIN: i64 = 10_000;
+
+/// A response to keep.
+#[derive(Debug, Clone)]
+pub struct NewResponse<'a> {
+    /// Its id (`resp_…`).
+    pub id: &'a str,
+    /// The user who made it; only they can continue from it.
+    pub owner: &'a str,
+    /// The response it continued from, which must be the same owner's.
+    pub previous_id: Option<&'a str>,
+    /// The session that ran it (agent mode).
+    pub session_id: Option<&'a str>,
+    /// What its request added to the conversation, then its answer.
+    pub messages: &'a [Message],
+}
+
+/// A conversation rebuilt from a chain of responses.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResponseChain {
+    /// Every message of the chain, oldest first.
+    pub messages: Vec<Message>,
+    /// The session of the last response, if it was run by the agent and the session exists.
+    pub session_id: Option<String>,
+}
+
+impl Store {
+    /// Keeps a response for [`RESPONSE_TTL`], and removes responses whose time has passed.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use tackle_protocol::Message;
+    /// use tackle_store::{NewResponse, Store};
+    /// let store = Store::open_in_memory().await.unwrap();
+    /// let first = [Message::user("hi"), Message::assistant("hello")];
+    /// store.put_response(NewResponse { id: "resp_1", owner: "ann", previous_id: None, session_id: None, messages: &first }).await.unwrap();
+    /// let next = [Message::user("and?"), Message::assistant("that's all")];
+    /// store.put_response(NewResponse { id: "resp_2", owner: "ann", previous_id: Some("resp_1"), session_id: None, messages: &next }).await.unwrap();
+    /// assert_eq!(store.response_chain("resp_2", "ann").await.unwrap().messages.len(), 4);
+    /// assert!(store.response_chain("resp_2", "bob").await.is_err(), "other users see nothing");
+    /// # });
+    /// ```
+    pub async fn put_response(&self, response: NewResponse<'_>) -> Result<(), StoreError> {
+        let now = now_ms();
+        let ttl = i64::try_from(RESPONSE_TTL.as_millis()).unwrap_or(i64::MAX);
+        let messages = serde_json::to_string(response.messages)?;
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("DELETE FROM responses WHERE expires_at <= ?").bind(now).execute(&mut *tx).await?;
+        if let Some(previous) = response.previous_id {
+            let owner: Option<String> = sqlx::query("SELECT owner FROM responses WHERE id = ?")
+                .bind(previous)
+                .fetch_optional(&mut *tx)
+                .await?
+                .map(|r| r.try_get("owner"))
+                .transpose()?;
+            if owner.as_deref() != Some(response.owner) {
+                return Err(StoreError::not_found("response", previous));
+            }
+        }
+        sqlx::query(
+            "INSERT INTO responses (id, owner, previous_id, session_id, messages, created_at, expires_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(response.id)
+        .bind(response.owner)
+        .bind(response.previous_id)
+        .bind(response.session_id)
+        .bind(messages)
+        .bind(now)
+        .bind(now.saturating_add(ttl))
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The conversation up to and including response `id`, if `owner` made it and it has not
+    /// expired; `NotFound` otherwise (other users' ids are not revealed).
+    pub async fn response_chain(&self, id: &str, owner: &str) -> Result<ResponseChain, StoreError> {
+        let now = now_ms();
+        let rows = sqlx::query(
+            "WITH RECURSIVE chain (id, previous_id, session_id, messages, depth) AS (
+                 SELECT id, previous_id, session_id, messages, 0 FROM responses
+                 WHERE id = ?1 AND owner = ?2 AND expires_at > ?3
+                 UNION ALL
+                 SELECT r.id, r.previous_id, r.session_id, r.messages, chain.depth + 1
+                 FROM responses r JOIN chain ON r.id = chain.previous_id
+                 WHERE r.owner = ?2 AND r.expires_at > ?3 AND chain.depth < ?4
+             )
+             SELECT previous_id, session_id, messages, depth FROM chain ORDER BY depth DESC",
+        )
+        .bind(id)
+        .bind(owner)
+        .bind(now)
+        .bind(MAX_CHAIN)
+        .fetch_all(&self.pool)
+        .await?;
+        let Some(head) = rows.last() else { return Err(StoreError::not_found("response", id)) };
+        // The oldest row must start the conversation: a link that expired breaks the chain.
+        if rows
+            .first()
+            .map(|r| r.try_get::<Option<String>, _>("previous_id"))
+            .transpose()?
+            .flatten()
+            .is_some()
+        {
+            return Err(StoreError::not_found("response", id));
+        }
+        let session_id: Option<String> = head.try_get("session_id")?;
+        let mut messages = Vec::new();
+        for row in &rows {
+            let part: Vec<Message> = serde_json::from_str(&row.try_get::<String, _>("messages")?)?;
+            messages.extend(part);
+        }
+        Ok(ResponseChain { messages, session_id })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::NewSession;
+
+    fn put<'a>(
+        id: &'a str,
+        owner: &'a str,
+        previous: Option<&'a str>,
+        messages: &'a [Message],
+    ) -> NewResponse<'a> {
+        NewResponse { id, owner, previous_id: previous, session_id: None, messages }
+    }
+
+    #[tokio::test]
+    async fn chains_follow_their_owner_and_sessions_are_optional() {
+        let store = Store::open_in_memory().await.unwrap();
+        let a = [Message::user("one"), Message::assistant("1")];
+        let b = [Message::user("two"), Message::assistant("2")];
+        store.put_response(put("r1", "ann", None, &a)).await.unwrap();
+        store.put_response(put("r2", "ann", Some("r1"), &b)).await.unwrap();
+        let chain = store.response_chain("r2", "ann").await.unwrap();
+        let texts: Vec<String> = chain.messages.iter().map(Message::text).collect();
+        assert_eq!(texts, ["one", "1", "two", "2"]);
+        assert_eq!(chain.session_id, None);
+        // Another user can neither read the chain nor continue from it.
+        assert!(matches!(
+            store.response_chain("r2", "bob").await,
+            Err(StoreError::NotFound { what: "response", .. })
+        ));
+        let err = store.put_response(put("r3", "bob", Some("r2"), &b)).await.unwrap_err();
+        assert!(matches!(err, StoreError::NotFound { .. }), "{err}");
+        assert!(store.response_chain("nope", "ann").await.is_err());
+        // Duplicate ids are refused.
+        assert!(store.put_response(put("r1", "ann", None, &a)).await.is_err());
+
+        // An agent response names its session; deleting the session keeps the messages.
+        let session =
+            store.create_session(NewSession { owner: "ann".into(), ..Default::default() }).await.unwrap();
+        let r = NewResponse {
+            id: "r4",
+            owner: "ann",
+            previous_id: Some("r2"),
+            session_id: Some(&session.id),
+            messages: &a,
+        };
+        store.put_response(r).await.unwrap();
+        assert_eq!(
+            store.response_chain("r4", "ann").await.unwrap().session_id.as_deref(),
+            Some(session.id.as_str())
+        );
+        store.delete_session(&session.id).await.unwrap();
+        let chain = store.response_chain("r4", "ann").await.unwrap();
+        assert_eq!((chain.session_id, chain.messages.len()), (None, 6));
+    }
+
+    #[tokio::test]
+    async fn expired_responses_break_the_chain_and_are_removed() {
+        let store = Store::open_in_memory().await.unwrap();
+        let a = [Message::user("old")];
+        store.put_response(put("r1", "ann", None, &a)).await.unwrap();
+        store.put_response(put("r2", "ann", Some("r1"), &a)).await.unwrap();
+        sqlx::query("UPDATE responses SET expires_at = 0 WHERE id = 'r1'")
+            .execute(&store.pool)
+            .await
+            .unwrap();
+        assert!(store.response_chain("r2", "ann").await.is_err(), "the beginning expired");
+        store.put_response(put("r3", "ann", None, &a)).await.unwrap();
+        let left: i64 =
+            sqlx::query("SELECT COUNT(*) AS n FROM responses").fetch_one(&store.pool).await.unwrap().get("n");
+        assert_eq!(left, 1, "the expired row went, and its continuation with it");
+    }
+}
