@@ -22,6 +22,16 @@ impl std::fmt::Debug for UserToken {
     }
 }
 
+/// A secret that only opens `GET /metrics` (for a Prometheus scraper). Never printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ScrapeToken(pub String);
+
+impl std::fmt::Debug for ScrapeToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ScrapeToken(***)")
+    }
+}
+
 /// Settings of `tackle serve`.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -42,6 +52,10 @@ pub struct ServerConfig {
     pub heartbeat: Duration,
     /// How long shutdown waits for running turns before cancelling them.
     pub shutdown_grace: Duration,
+    /// A token that opens `/metrics` and nothing else, so a scraper holds no user's powers.
+    /// User tokens open `/metrics` too; with no token of either kind it is open, like every
+    /// route of a server without tokens (which binds loopback only).
+    pub metrics_token: Option<ScrapeToken>,
 }
 
 impl ServerConfig {
@@ -57,6 +71,7 @@ impl ServerConfig {
             body_limit: 2 * 1024 * 1024,
             heartbeat: Duration::from_secs(15),
             shutdown_grace: Duration::from_secs(30),
+            metrics_token: None,
         }
     }
 
@@ -95,6 +110,20 @@ impl ServerConfig {
                     "user {:?} shares a token with another user",
                     t.user
                 )));
+            }
+        }
+        if let Some(ScrapeToken(token)) = &self.metrics_token {
+            if token.len() < 16 {
+                return Err(ServerError::Config(
+                    "the metrics token is shorter than 16 characters; use a long random secret \
+                     (e.g. `openssl rand -hex 32`)"
+                        .into(),
+                ));
+            }
+            if self.tokens.iter().any(|t| t.token == *token) {
+                return Err(ServerError::Config(
+                    "the metrics token is also a user's token; give the scraper its own".into(),
+                ));
             }
         }
         if !self.workspaces.contains_key("default") {

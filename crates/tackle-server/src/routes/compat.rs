@@ -16,6 +16,7 @@ use tackle_protocol::{
 };
 use tackle_tools::EventSink;
 use tokio::sync::mpsc;
+use tracing::Instrument as _;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 
 use crate::{ApiError, AppState};
@@ -231,7 +232,9 @@ impl AgentTurn {
             let outcome = session.run_turn(TurnInput::new(prompt), &sink, &cancel).await;
             drop(guard);
             outcome
-        });
+        }
+        // The turn's spans are children of this request's (and of the caller's `traceparent`).
+        .in_current_span());
         Ok(Self { task, events })
     }
 

@@ -13,6 +13,7 @@ use tackle_agent::{CompactionReport, TurnInput, TurnOutcome};
 use tackle_protocol::AgentEvent;
 use tackle_tools::EventSink;
 use tokio::sync::mpsc;
+use tracing::Instrument as _;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use utoipa::ToSchema;
 
@@ -149,7 +150,9 @@ pub async fn send(
         }
         drop(guard);
         outcome
-    });
+    }
+    // The turn's spans are children of this request's (and of the caller's `traceparent`).
+    .in_current_span());
 
     if body.stream.unwrap_or(true) {
         let events = UnboundedReceiverStream::new(rx).enumerate().map(|(n, event)| {
