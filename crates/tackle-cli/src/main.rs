@@ -23,10 +23,16 @@ mod tool_view;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use clap::Parser;
+use tackle_telemetry::Metrics;
+use tackle_telemetry::otlp::TraceExporter;
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::Layer as _;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
 
 use crate::cli::{Cli, Command};
 
@@ -42,6 +48,9 @@ impl std::fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
+/// What `tackle serve` serves at `/metrics`, fed by the GenAI spans; set only for `serve`.
+pub(crate) static METRICS: OnceLock<Metrics> = OnceLock::new();
+
 /// How many `-v` were given: internal warnings show from 1.
 static VERBOSITY: AtomicU8 = AtomicU8::new(0);
 
@@ -53,12 +62,21 @@ pub fn verbosity() -> u8 {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     VERBOSITY.store(cli.verbose, Ordering::Relaxed);
-    init_logging(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
             return ExitCode::from(1);
+        }
+    };
+    if matches!(cli.command, Command::Serve(_)) {
+        let _ = METRICS.set(Metrics::new());
+    }
+    let exporter = match init_logging(cli.verbose, runtime.handle()) {
+        Ok(exporter) => exporter,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
         }
     };
     let result = runtime.block_on(async move {
@@ -84,6 +102,10 @@ fn main() -> ExitCode {
             Command::Bench { command: cli::BenchCommand::Cache(args) } => bench::run(args).await,
         }
     });
+    // The last spans go out while the runtime that posts them still runs.
+    if let Some(exporter) = exporter {
+        exporter.shutdown();
+    }
     // Don't wait for lingering tasks (e.g. a Ctrl-C listener) on the way out.
     runtime.shutdown_background();
     match result {
@@ -103,18 +125,31 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_logging(verbose: u8) {
+/// Logs to stderr (`RUST_LOG`, `-v`), plus, each with its own filter: OTLP trace export when
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` is set, and the `/metrics` registry of `tackle serve`. Without
+/// either, the GenAI spans stay disabled and cost nothing. An unusable `OTEL_*` setting is an error.
+fn init_logging(
+    verbose: u8,
+    runtime: &tokio::runtime::Handle,
+) -> Result<Option<TraceExporter>, tackle_telemetry::otlp::TelemetryError> {
     let default = match verbose {
         0 => "warn",
         1 => "info,tackle=info",
         _ => "debug",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let env = |k: &str| std::env::var(k).ok();
+    let exporter = TraceExporter::from_env(&env, runtime.clone())?;
+    let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         // A log file or a pipe gets plain text: colour codes only on a terminal.
         .with_ansi(style::color_allowed(std::io::stderr().is_terminal()))
         .with_target(false)
+        .with_filter(filter);
+    let _ = tracing_subscriber::registry()
+        .with(fmt)
+        .with(exporter.as_ref().map(|e| e.layer()))
+        .with(METRICS.get().map(|m| m.layer()))
         .try_init();
+    Ok(exporter)
 }

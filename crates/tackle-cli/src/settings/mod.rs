@@ -8,7 +8,7 @@ use tackle_provider::{OpenAiDialect, ProviderConfig, ProviderKind, ResponsesConf
 use tackle_tools::HookRule;
 use thiserror::Error;
 
-use tackle_agent::{ContextConfig, DeferralConfig, LoopGuardConfig};
+use tackle_agent::{ContextConfig, DeferralConfig, LoopGuardConfig, TelemetryConfig};
 
 pub use server::ServerSettings;
 
@@ -78,6 +78,9 @@ pub struct Settings {
     /// The OpenAI Responses provider (`[responses]`: `store`, `reasoning_effort`,
     /// `reasoning_summary`).
     pub responses: ResponsesConfig,
+    /// What the GenAI trace spans may carry (`[telemetry]`: `record_content`). Where traces go
+    /// is set by the standard `OTEL_*` variables (docs/operations.md).
+    pub telemetry: TelemetryConfig,
 }
 
 impl Default for Settings {
@@ -105,6 +108,7 @@ impl Default for Settings {
             deferral: DeferralConfig::default(),
             codex: tackle_codex::CodexConfig::default(),
             responses: ResponsesConfig::default(),
+            telemetry: TelemetryConfig::default(),
         }
     }
 }
