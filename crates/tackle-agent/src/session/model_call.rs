@@ -83,7 +83,7 @@ fn record_outcome(span: &tracing::Span, result: &Result<ModelResponse, ModelCall
     match result {
         Ok(response) => {
             let u = &response.usage;
-            span.record("gen_ai.response.finish_reasons", response.stop_reason.to_string().as_str());
+            span.record("gen_ai.response.finish_reasons", response.stop_reason.as_str());
             span.record("gen_ai.usage.input_tokens", u.input_tokens);
             span.record("gen_ai.usage.output_tokens", u.output_tokens);
             span.record("gen_ai.usage.cache_read.input_tokens", u.cache_read_tokens);
@@ -93,7 +93,7 @@ fn record_outcome(span: &tracing::Span, result: &Result<ModelResponse, ModelCall
                 let message = serde_json::json!([{
                     "role": "assistant",
                     "content": response.content,
-                    "finish_reason": response.stop_reason.to_string(),
+                    "finish_reason": response.stop_reason.as_str(),
                 }]);
                 span.record("gen_ai.output.messages", message.to_string().as_str());
             }
