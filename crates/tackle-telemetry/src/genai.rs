@@ -69,7 +69,7 @@ pub const OUTPUT_MESSAGES: &str = "gen_ai.output.messages";
 /// `server`, `timeout`, ...), a tool error category (`timeout`, `denied`, ...), or `_OTHER`.
 pub const ERROR_TYPE: &str = "error.type";
 
-/// Steps (model calls that produced an answer) of a turn.
+/// Steps of a turn, as its outcome reports them (a step whose model call failed counts).
 pub const TURN_STEPS: &str = "tackle.turn.steps";
 /// How a turn ended: `completed`, `max_steps`, `cancelled` or `failed`.
 pub const TURN_END: &str = "tackle.turn.end";

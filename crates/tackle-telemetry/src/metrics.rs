@@ -133,7 +133,7 @@ impl Metrics {
         )
         .unwrap_or_else(|e| unreachable("tackle_turn_duration_seconds", e));
         register(&registry, Box::new(turn_duration.clone()), "tackle_turn_duration_seconds");
-        let steps = IntCounter::new("tackle_steps_total", "Steps (model calls that answered) of finished turns.")
+        let steps = IntCounter::new("tackle_steps_total", "Steps of finished turns, as each turn reports them (a step whose model call failed counts).")
             .unwrap_or_else(|e| unreachable("tackle_steps_total", e));
         register(&registry, Box::new(steps.clone()), "tackle_steps_total");
         let model_calls = counter(
