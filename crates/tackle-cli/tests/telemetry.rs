@@ -17,7 +17,7 @@ use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use prost::Message as _;
 use serde_json::{Value, json};
 use tackle_protocol::Usage;
-use tackle_testkit::{FakeModel, Script, Turn};
+use tackle_testkit::{Fault, FakeModel, Script, Turn};
 
 const BIN: &str = env!("CARGO_BIN_EXE_tackle");
 const API_KEY: &str = "sk-test-SECRET-provider-key-1234";
@@ -50,16 +50,18 @@ impl Collector {
         self.spans.lock().unwrap().clone()
     }
 
-    /// Waits until a span named `name` arrived (the batch exporter sends every 100 ms here).
-    async fn wait_for(&self, name: &str) -> Vec<Span> {
+    /// Waits until spans named each of `names` arrived in the trace `trace_id` (the batch
+    /// exporter sends every 100 ms here, and a request's span may close after the turn's, in a
+    /// later batch); returns that trace's spans.
+    async fn wait_for(&self, trace_id: &str, names: &[&str]) -> Vec<Span> {
         for _ in 0..200 {
-            let spans = self.spans();
-            if spans.iter().any(|s| s.name == name) {
+            let spans: Vec<Span> = self.spans().into_iter().filter(|s| hex(&s.trace_id) == trace_id).collect();
+            if names.iter().all(|n| spans.iter().any(|s| s.name == *n)) {
                 return spans;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        panic!("no {name} span arrived; got {:?}", self.spans().iter().map(|s| &s.name).collect::<Vec<_>>());
+        panic!("not all of {names:?} arrived; got {:?}", self.spans().iter().map(|s| &s.name).collect::<Vec<_>>());
     }
 
     /// Every byte the collector received, as text where it is text: a secret must be nowhere.
@@ -144,7 +146,8 @@ fn two_step_script() -> Script {
 
 /// A served turn with a caller's `traceparent`: its spans reach the collector as children of
 /// the caller's trace, named and attributed after the GenAI conventions, with no content and
-/// no secret; `/metrics` (scrape token only) counts exactly that turn.
+/// no secret; a retried rate limit is an event of its call; `/metrics` (scrape token only)
+/// counts exactly that turn.
 #[tokio::test]
 async fn a_served_tool_turn_is_traced_to_an_otlp_collector_and_counted_in_metrics() {
     let home = tempfile::tempdir().unwrap();
@@ -189,6 +192,14 @@ async fn a_served_tool_turn_is_traced_to_an_otlp_collector_and_counted_in_metric
         .await
         .unwrap();
     let id = session["id"].as_str().unwrap().to_owned();
+    // The first model request is rate limited once; the provider retries it.
+    fake.push_fault(Fault::Status {
+        status: 429,
+        body: None,
+        retry_after: None,
+        retry_after_ms: Some(10),
+        should_retry: None,
+    });
     let trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
     let caller_span = "00f067aa0ba902b7";
     let turn: Value = client
@@ -205,8 +216,7 @@ async fn a_served_tool_turn_is_traced_to_an_otlp_collector_and_counted_in_metric
     assert_eq!(turn["end"], "completed", "{turn}");
     assert_eq!(turn["steps"], 2);
 
-    let spans = collector.wait_for("invoke_agent").await;
-    let spans: Vec<Span> = spans.into_iter().filter(|s| hex(&s.trace_id) == trace_id).collect();
+    let spans = collector.wait_for(trace_id, &["invoke_agent", "request"]).await;
     let agent = one(&spans, "invoke_agent");
     let tool = one(&spans, "execute_tool read_file");
     let chats: Vec<&Span> = spans.iter().filter(|s| s.name == "chat gpt-test").collect();
@@ -243,6 +253,13 @@ async fn a_served_tool_turn_is_traced_to_an_otlp_collector_and_counted_in_metric
     assert_eq!(chats[0]["gen_ai.usage.input_tokens"], "1200");
     assert_eq!(chats[0]["gen_ai.usage.output_tokens"], "30");
     assert_eq!(chats[0]["gen_ai.response.finish_reasons"], "tool_use");
+    // The retried rate limit is an event of the first call's span, with its class.
+    let first = spans.iter().find(|s| s.name == "chat gpt-test" && attrs(s)["gen_ai.usage.input_tokens"] == "1200");
+    let events = &first.unwrap().events;
+    let retries: Vec<_> = events.iter().filter(|e| e.name == "provider error; retrying").collect();
+    assert_eq!(retries.len(), 1, "{events:?}");
+    let event = retries[0].attributes.iter().find(|kv| kv.key == "error.type").and_then(|kv| kv.value.clone());
+    assert!(format!("{event:?}").contains("rate_limited"), "{events:?}");
     assert_eq!(chats[1]["gen_ai.usage.input_tokens"], "1300");
     assert_eq!(chats[1]["gen_ai.usage.cache_read.input_tokens"], "1024");
     assert_eq!(chats[1]["gen_ai.usage.output_tokens"], "12");
@@ -284,7 +301,8 @@ async fn a_served_tool_turn_is_traced_to_an_otlp_collector_and_counted_in_metric
     assert_eq!(m["tackle_turn_duration_seconds_count{}"], 1.0);
     assert_eq!(m["tackle_model_call_duration_seconds_count{model=gpt-test,provider=openai}"], 2.0);
     assert_eq!(m["tackle_tool_call_duration_seconds_count{tool=read_file}"], 1.0);
-    assert!(!m.keys().any(|k| k.starts_with("tackle_provider_errors_total")), "{text}");
+    assert_eq!(m["tackle_provider_errors_total{class=rate_limited,provider=openai}"], 1.0, "{text}");
+    assert_eq!(m.keys().filter(|k| k.starts_with("tackle_provider_errors_total")).count(), 1, "{text}");
     assert!(!text.contains("SECRET") && !text.contains("PRIVATE"));
 
     let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
