@@ -17,7 +17,7 @@ use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use prost::Message as _;
 use serde_json::{Value, json};
 use tackle_protocol::Usage;
-use tackle_testkit::{Fault, FakeModel, Script, Turn};
+use tackle_testkit::{FakeModel, Fault, Script, Turn};
 
 const BIN: &str = env!("CARGO_BIN_EXE_tackle");
 const API_KEY: &str = "sk-test-SECRET-provider-key-1234";
@@ -55,13 +55,17 @@ impl Collector {
     /// later batch); returns that trace's spans.
     async fn wait_for(&self, trace_id: &str, names: &[&str]) -> Vec<Span> {
         for _ in 0..200 {
-            let spans: Vec<Span> = self.spans().into_iter().filter(|s| hex(&s.trace_id) == trace_id).collect();
+            let spans: Vec<Span> =
+                self.spans().into_iter().filter(|s| hex(&s.trace_id) == trace_id).collect();
             if names.iter().all(|n| spans.iter().any(|s| s.name == *n)) {
                 return spans;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        panic!("not all of {names:?} arrived; got {:?}", self.spans().iter().map(|s| &s.name).collect::<Vec<_>>());
+        panic!(
+            "not all of {names:?} arrived; got {:?}",
+            self.spans().iter().map(|s| &s.name).collect::<Vec<_>>()
+        );
     }
 
     /// Every byte the collector received, as text where it is text: a secret must be nowhere.
@@ -103,7 +107,12 @@ fn attrs(span: &Span) -> HashMap<String, String> {
 
 fn one<'a>(spans: &'a [Span], name: &str) -> &'a Span {
     let found: Vec<_> = spans.iter().filter(|s| s.name == name).collect();
-    assert_eq!(found.len(), 1, "one {name} span; got {:?}", spans.iter().map(|s| &s.name).collect::<Vec<_>>());
+    assert_eq!(
+        found.len(),
+        1,
+        "one {name} span; got {:?}",
+        spans.iter().map(|s| &s.name).collect::<Vec<_>>()
+    );
     found[0]
 }
 
@@ -254,11 +263,13 @@ async fn a_served_tool_turn_is_traced_to_an_otlp_collector_and_counted_in_metric
     assert_eq!(chats[0]["gen_ai.usage.output_tokens"], "30");
     assert_eq!(chats[0]["gen_ai.response.finish_reasons"], "tool_use");
     // The retried rate limit is an event of the first call's span, with its class.
-    let first = spans.iter().find(|s| s.name == "chat gpt-test" && attrs(s)["gen_ai.usage.input_tokens"] == "1200");
+    let first =
+        spans.iter().find(|s| s.name == "chat gpt-test" && attrs(s)["gen_ai.usage.input_tokens"] == "1200");
     let events = &first.unwrap().events;
     let retries: Vec<_> = events.iter().filter(|e| e.name == "provider error; retrying").collect();
     assert_eq!(retries.len(), 1, "{events:?}");
-    let event = retries[0].attributes.iter().find(|kv| kv.key == "error.type").and_then(|kv| kv.value.clone());
+    let event =
+        retries[0].attributes.iter().find(|kv| kv.key == "error.type").and_then(|kv| kv.value.clone());
     assert!(format!("{event:?}").contains("rate_limited"), "{events:?}");
     assert_eq!(chats[1]["gen_ai.usage.input_tokens"], "1300");
     assert_eq!(chats[1]["gen_ai.usage.cache_read.input_tokens"], "1024");
@@ -274,7 +285,9 @@ async fn a_served_tool_turn_is_traced_to_an_otlp_collector_and_counted_in_metric
 
     // No content without the opt-in, and no secret ever: not in any attribute, not in any byte.
     let everything = collector.everything();
-    for secret in [API_KEY, USER_TOKEN, SCRAPE_TOKEN, FILE_TEXT, "PROMPT-PRIVATE", "ANSWER-PRIVATE", "hello.txt"] {
+    for secret in
+        [API_KEY, USER_TOKEN, SCRAPE_TOKEN, FILE_TEXT, "PROMPT-PRIVATE", "ANSWER-PRIVATE", "hello.txt"]
+    {
         assert!(!everything.contains(secret), "{secret} was exported");
     }
     assert!(!a.contains_key("gen_ai.output.messages") && !t.contains_key("gen_ai.tool.call.result"));
@@ -370,7 +383,8 @@ fn hex(bytes: &[u8]) -> String {
 /// Every sample of a Prometheus text page by name and sorted labels (histogram counts and sums
 /// as `_count` / `_sum`), parsed by `prometheus-parse`.
 fn parse_metrics(text: &str) -> HashMap<String, f64> {
-    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).expect("Prometheus text");
+    let scrape =
+        prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).expect("Prometheus text");
     let mut out = HashMap::new();
     for s in scrape.samples {
         let mut labels: Vec<_> = s.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();

@@ -14,13 +14,15 @@ use tackle_testkit::{Fault, Script, Turn};
 use tracing_subscriber::layer::SubscriberExt as _;
 
 fn parse(text: &str) -> HashMap<String, f64> {
-    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).expect("Prometheus text");
+    let scrape =
+        prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).expect("Prometheus text");
     let mut out = HashMap::new();
     for s in scrape.samples {
         let mut labels: Vec<_> = s.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
         labels.sort();
-        if let prometheus_parse::Value::Counter(v) | prometheus_parse::Value::Gauge(v) | prometheus_parse::Value::Untyped(v) =
-            s.value
+        if let prometheus_parse::Value::Counter(v)
+        | prometheus_parse::Value::Gauge(v)
+        | prometheus_parse::Value::Untyped(v) = s.value
         {
             out.insert(format!("{}{{{}}}", s.metric, labels.join(",")), v);
         }
@@ -43,7 +45,10 @@ async fn metrics_are_404_without_a_registry_and_need_a_token_when_the_server_has
     let metrics = Metrics::new();
     let h = with_metrics(Harness::with(Script::new(vec![]), tokens()).await, &metrics);
     assert_eq!(h.call(Method::GET, "/metrics", None, None).await.0, StatusCode::UNAUTHORIZED);
-    assert_eq!(h.call(Method::GET, "/metrics", Some("wrong-token-0123456789"), None).await.0, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        h.call(Method::GET, "/metrics", Some("wrong-token-0123456789"), None).await.0,
+        StatusCode::UNAUTHORIZED
+    );
     let (status, text) = h.call_raw(Method::GET, "/metrics", Some(ALICE), None).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(parse(&String::from_utf8(text).unwrap())["tackle_steps_total{}"], 0.0);
@@ -55,9 +60,16 @@ async fn a_failed_and_a_completed_turn_are_counted_with_the_provider_error_class
     let _subscriber = tracing::subscriber::set_default(tracing_subscriber::registry().with(metrics.layer()));
     let h = with_metrics(Harness::new(Script::new(vec![Turn::text("hello")])).await, &metrics);
     let id = h.session(None).await;
-    h.fake.push_fault(Fault::Status { status: 429, body: None, retry_after: None, retry_after_ms: None, should_retry: None });
+    h.fake.push_fault(Fault::Status {
+        status: 429,
+        body: None,
+        retry_after: None,
+        retry_after_ms: None,
+        should_retry: None,
+    });
     let send = json!({"message": "hi", "stream": false});
-    let (_, failed) = h.call(Method::POST, &format!("/v1/sessions/{id}/messages"), None, Some(send.clone())).await;
+    let (_, failed) =
+        h.call(Method::POST, &format!("/v1/sessions/{id}/messages"), None, Some(send.clone())).await;
     assert_eq!(failed["end"], "failed", "{failed}");
     let (_, done) = h.call(Method::POST, &format!("/v1/sessions/{id}/messages"), None, Some(send)).await;
     assert_eq!(done["end"], "completed", "{done}");

@@ -41,7 +41,8 @@ impl Metrics {
     where
         S: Subscriber + for<'a> LookupSpan<'a>,
     {
-        MetricsLayer { metrics: self.clone() }.with_filter(Targets::new().with_target(genai::TARGET, Level::INFO))
+        MetricsLayer { metrics: self.clone() }
+            .with_filter(Targets::new().with_target(genai::TARGET, Level::INFO))
     }
 }
 
@@ -130,7 +131,7 @@ impl Visit for SpanFields {
                 | genai::TOOL_OUTCOME
                 | genai::TURN_END
         ) {
-            self.record_str(field, &format!("{value:?}").trim_matches('"').to_owned());
+            self.record_str(field, format!("{value:?}").trim_matches('"'));
         }
     }
 }

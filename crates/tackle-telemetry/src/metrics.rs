@@ -116,7 +116,8 @@ impl Metrics {
     pub fn new() -> Self {
         let registry = Registry::new();
         let counter = |name: &str, help: &str, labels: &[&str]| {
-            let c = IntCounterVec::new(Opts::new(name, help), labels).unwrap_or_else(|e| unreachable(name, e));
+            let c =
+                IntCounterVec::new(Opts::new(name, help), labels).unwrap_or_else(|e| unreachable(name, e));
             register(&registry, Box::new(c.clone()), name);
             c
         };
@@ -133,8 +134,11 @@ impl Metrics {
         )
         .unwrap_or_else(|e| unreachable("tackle_turn_duration_seconds", e));
         register(&registry, Box::new(turn_duration.clone()), "tackle_turn_duration_seconds");
-        let steps = IntCounter::new("tackle_steps_total", "Steps of finished turns, as each turn reports them (a step whose model call failed counts).")
-            .unwrap_or_else(|e| unreachable("tackle_steps_total", e));
+        let steps = IntCounter::new(
+            "tackle_steps_total",
+            "Steps of finished turns, as each turn reports them (a step whose model call failed counts).",
+        )
+        .unwrap_or_else(|e| unreachable("tackle_steps_total", e));
         register(&registry, Box::new(steps.clone()), "tackle_steps_total");
         let model_calls = counter(
             "tackle_model_calls_total",
@@ -243,7 +247,8 @@ impl Metrics {
             i.tokens.with_label_values(&[provider, model, kind]).inc_by(n);
         }
         let input = i.input_total.fetch_add(call.input_tokens, Ordering::Relaxed) + call.input_tokens;
-        let cached = i.cached_total.fetch_add(call.cache_read_tokens, Ordering::Relaxed) + call.cache_read_tokens;
+        let cached =
+            i.cached_total.fetch_add(call.cache_read_tokens, Ordering::Relaxed) + call.cache_read_tokens;
         if input > 0 {
             i.cache_hit_ratio.set(cached as f64 / input as f64);
         }

@@ -78,8 +78,12 @@ fn spans_become_counters_that_parse() {
     assert_eq!(m["tackle_tool_calls_total{outcome=denied,tool=shell}"], 1.0);
     let text = metrics.render();
     assert!(text.contains("tackle_turn_duration_seconds_count 1"), "{text}");
-    assert!(text.contains(r#"tackle_model_call_duration_seconds_count{model="gpt-4.1",provider="openai"} 2"#));
-    assert!(text.contains(r#"tackle_model_time_to_first_chunk_seconds_bucket{model="gpt-4.1",provider="openai",le="0.25"} 2"#));
+    assert!(
+        text.contains(r#"tackle_model_call_duration_seconds_count{model="gpt-4.1",provider="openai"} 2"#)
+    );
+    assert!(text.contains(
+        r#"tackle_model_time_to_first_chunk_seconds_bucket{model="gpt-4.1",provider="openai",le="0.25"} 2"#
+    ));
     assert!(text.contains(r#"tackle_tool_call_duration_seconds_count{tool="shell"} 1"#));
 }
 
@@ -124,7 +128,10 @@ fn made_up_names_cannot_grow_the_series_without_bound() {
     let m = parse(&text);
     let series = m.keys().filter(|k| k.starts_with("tackle_tool_calls_total")).count();
     assert_eq!(series, MAX_LABEL_VALUES + 2, "64 names, _other and _invalid");
-    assert_eq!(m["tackle_tool_calls_total{outcome=unknown_tool,tool=_other}"], (2_000 - MAX_LABEL_VALUES) as f64);
+    assert_eq!(
+        m["tackle_tool_calls_total{outcome=unknown_tool,tool=_other}"],
+        (2_000 - MAX_LABEL_VALUES) as f64
+    );
     assert_eq!(m["tackle_tool_calls_total{outcome=unknown_tool,tool=_invalid}"], 5.0);
     assert!(!text.contains("line\nbreak") && !text.contains("a\\\"b"));
 }
@@ -133,7 +140,9 @@ fn made_up_names_cannot_grow_the_series_without_bound() {
 fn a_turn_whose_future_was_dropped_counts_as_aborted_and_other_spans_are_ignored() {
     let metrics = Metrics::new();
     with_layer(&metrics, || {
-        drop(tracing::info_span!(target: "gen_ai", "invoke_agent", "tackle.turn.end" = tracing::field::Empty));
+        drop(
+            tracing::info_span!(target: "gen_ai", "invoke_agent", "tackle.turn.end" = tracing::field::Empty),
+        );
         drop(tracing::info_span!(target: "gen_ai", "something_else"));
         drop(tracing::info_span!(target: "tackle_agent", "execute_tool", "gen_ai.tool.name" = "shell"));
     });

@@ -82,7 +82,9 @@ impl ExportTarget {
             Some(other) => {
                 return Err(TelemetryError::InvalidEnv {
                     var: "OTEL_TRACES_EXPORTER",
-                    message: format!("{other:?} is not supported; Tackle exports traces over OTLP: set otlp or none"),
+                    message: format!(
+                        "{other:?} is not supported; Tackle exports traces over OTLP: set otlp or none"
+                    ),
                 });
             }
         }
@@ -150,15 +152,17 @@ impl TraceExporter {
             .with_http_client(RuntimeClient { client, runtime })
             .build()
             .map_err(|e| TelemetryError::Exporter(e.to_string()))?;
-        let mut resource = Resource::builder()
-            .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")));
+        let mut resource =
+            Resource::builder().with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")));
         let named = env("OTEL_SERVICE_NAME").is_some_and(|v| !v.trim().is_empty())
             || env("OTEL_RESOURCE_ATTRIBUTES").is_some_and(|v| v.contains("service.name="));
         if !named {
             resource = resource.with_service_name("tackle");
         }
-        let provider =
-            SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource.build()).build();
+        let provider = SdkTracerProvider::builder()
+            .with_batch_exporter(exporter)
+            .with_resource(resource.build())
+            .build();
         opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
         Ok(Some(Self { provider, target }))
     }
@@ -259,22 +263,31 @@ mod tests {
             ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://traces:4318/v1/traces"),
         ];
         let t = ExportTarget::from_env(&env(&vars)).unwrap().unwrap();
-        assert_eq!((t.var, t.endpoint.as_str()), ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://traces:4318/v1/traces"));
+        assert_eq!(
+            (t.var, t.endpoint.as_str()),
+            ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://traces:4318/v1/traces")
+        );
     }
 
     #[test]
     fn unsupported_settings_name_the_variable_and_the_fix() {
-        let grpc = [("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4317"), ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")];
+        let grpc =
+            [("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4317"), ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")];
         let e = ExportTarget::from_env(&env(&grpc)).unwrap_err().to_string();
         assert!(e.contains("OTEL_EXPORTER_OTLP_PROTOCOL") && e.contains("http/protobuf"), "{e}");
-        let json = [("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"), ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/json")];
+        let json = [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+            ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/json"),
+        ];
         let e = ExportTarget::from_env(&env(&json)).unwrap_err().to_string();
         assert!(e.contains("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"), "{e}");
         let bare = [("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318")];
         let e = ExportTarget::from_env(&env(&bare)).unwrap_err().to_string();
         assert!(e.contains("http://localhost:4318"), "{e}");
         let zipkin = [("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"), ("OTEL_TRACES_EXPORTER", "zipkin")];
-        assert!(ExportTarget::from_env(&env(&zipkin)).unwrap_err().to_string().contains("OTEL_TRACES_EXPORTER"));
+        assert!(
+            ExportTarget::from_env(&env(&zipkin)).unwrap_err().to_string().contains("OTEL_TRACES_EXPORTER")
+        );
         // A signal-specific protocol that is fine wins over a general one that is not.
         let both = [
             ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),

@@ -16,8 +16,8 @@ use tackle_protocol::{
 };
 use tackle_tools::EventSink;
 use tokio::sync::mpsc;
-use tracing::Instrument as _;
 use tokio_stream::wrappers::UnboundedReceiverStream;
+use tracing::Instrument as _;
 
 use crate::{ApiError, AppState};
 
@@ -227,14 +227,16 @@ impl AgentTurn {
         let sink = EventSink::new(move |e| {
             let _ = tx.send(e);
         });
-        let task = state.inner.tasks.spawn(async move {
-            let cancel = guard.cancel.clone();
-            let outcome = session.run_turn(TurnInput::new(prompt), &sink, &cancel).await;
-            drop(guard);
-            outcome
-        }
-        // The turn's spans are children of this request's (and of the caller's `traceparent`).
-        .in_current_span());
+        let task = state.inner.tasks.spawn(
+            async move {
+                let cancel = guard.cancel.clone();
+                let outcome = session.run_turn(TurnInput::new(prompt), &sink, &cancel).await;
+                drop(guard);
+                outcome
+            }
+            // The turn's spans are children of this request's (and of the caller's `traceparent`).
+            .in_current_span(),
+        );
         Ok(Self { task, events })
     }
 
