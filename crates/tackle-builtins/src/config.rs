@@ -1,5 +1,7 @@
 //! Settings of the builtin tools.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 /// Limits and policies of the builtin tools.
@@ -12,6 +14,11 @@ pub struct BuiltinConfig {
     pub shell_max_timeout_secs: u64,
     /// Bytes kept from the start and from the end of each of stdout and stderr.
     pub shell_capture_bytes: usize,
+    /// Variables of Tackle's environment shell commands get besides `PATH`, `HOME`, `LANG` and
+    /// the like (exact names, or prefixes ending in `*`, e.g. `CARGO_*`).
+    pub shell_env_allow: Vec<String>,
+    /// Variables set for shell commands (values are treated as secrets by `tackle config`).
+    pub shell_env: BTreeMap<String, String>,
     /// Largest file `read_file` reads whole (larger ones need offset/limit).
     pub read_max_bytes: u64,
     /// Lines `read_file` returns when no limit is given.
@@ -35,6 +42,8 @@ impl Default for BuiltinConfig {
             shell_timeout_secs: 60,
             shell_max_timeout_secs: 600,
             shell_capture_bytes: 256 * 1024,
+            shell_env_allow: Vec::new(),
+            shell_env: BTreeMap::new(),
             read_max_bytes: 1024 * 1024,
             read_default_lines: 1000,
             web_timeout_secs: 20,

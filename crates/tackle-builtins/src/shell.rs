@@ -1,19 +1,25 @@
-//! `shell`: run a command with bash in the workspace.
+//! `shell`: run a command with bash in the workspace, in the configured sandbox.
+//!
+//! Spawning ([`Shell::command`]: environment, sandbox, process group) is separate from capturing
+//! the output ([`TypedTool::run`]).
 
 use std::ffi::OsString;
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use tackle_protocol::ToolAnnotations;
+use tackle_protocol::{ErrorCategory, ToolAnnotations};
+use tackle_sandbox::{
+    CommandSpec, ERROR_PREFIX, SETUP_FAILED, Sandbox, SandboxError, SandboxMode, SandboxStatus, child_env,
+};
 use tackle_tools::{ToolContext, ToolDoc, ToolFailure, ToolOutput, TypedTool};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 
 use crate::capture::Capture;
-use crate::env::without_secrets;
 use crate::{BuiltinConfig, WorkspaceJail};
 
 /// How long readers may wait for pipes after bash exits before leftover background processes of
@@ -38,22 +44,105 @@ pub struct ShellArgs {
 #[derive(Debug, Clone)]
 pub struct Shell {
     config: BuiltinConfig,
-    /// Environment the child starts from (before secrets are removed); the process's own when
-    /// `None`.
+    /// Environment the child's allowlist is applied to; the process's own when `None`.
     base_env: Option<Vec<(OsString, OsString)>>,
+    sandbox: Sandbox,
+}
+
+/// A spawned-ready command and what must live as long as it runs.
+pub(crate) struct Prepared {
+    pub(crate) command: Command,
+    pub(crate) guard: Option<tempfile::TempDir>,
 }
 
 impl Shell {
-    /// A shell tool with these limits, children starting from this process's environment.
+    /// A shell tool with these limits and no sandbox: commands run as Tackle's user (with the
+    /// allowlisted environment only). Use [`Shell::with_sandbox`] for a sandbox; the `tackle`
+    /// binary always does.
     pub fn new(config: BuiltinConfig) -> Self {
-        Self { config, base_env: None }
+        Self { config, base_env: None, sandbox: Sandbox::off() }
     }
 
-    /// Children start from `vars` instead of this process's environment (secrets are still
-    /// removed). For embedding and tests.
+    /// Commands run in `sandbox`.
+    pub fn with_sandbox(mut self, sandbox: Sandbox) -> Self {
+        self.sandbox = sandbox;
+        self
+    }
+
+    /// The allowlist applies to `vars` instead of this process's environment. For embedding
+    /// and tests.
     pub fn with_base_env(mut self, vars: Vec<(OsString, OsString)>) -> Self {
         self.base_env = Some(vars);
         self
+    }
+
+    /// The command running `script` with `bash -c` in `cwd`: the allowlisted environment,
+    /// the sandbox, its own process group, killed when dropped.
+    pub(crate) fn command(
+        &self,
+        script: &str,
+        workspace: &Path,
+        cwd: &Path,
+    ) -> Result<Prepared, ToolFailure> {
+        let inherited = self.base_env.clone().unwrap_or_else(|| std::env::vars_os().collect());
+        let spec = CommandSpec {
+            program: "bash".into(),
+            args: vec!["-c".into(), script.into()],
+            workspace: workspace.to_owned(),
+            cwd: cwd.to_owned(),
+            env: child_env(inherited, &self.config.shell_env_allow, &self.config.shell_env),
+        };
+        let sandboxed = self.sandbox.command(&spec).map_err(sandbox_failure)?;
+        let mut command = Command::from(sandboxed.command);
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        Ok(Prepared { command, guard: sandboxed.guard })
+    }
+
+    /// What the sandbox means for commands, as "Does not" lines of the description.
+    fn sandbox_lines(&self) -> Vec<String> {
+        let sandbox = &self.sandbox;
+        let network =
+            if sandbox.network() { "" } else { " or reach the network (not even localhost outside it)" };
+        match sandbox.status() {
+            SandboxStatus::Enforced { backend } => {
+                let writes = match sandbox.mode() {
+                    SandboxMode::ReadOnly => "write any file".to_owned(),
+                    _ => "write outside the workspace and its private /tmp".to_owned(),
+                };
+                vec![
+                    format!("{writes}{network}: it runs in a sandbox ({}, {backend})", sandbox.mode()),
+                    "see Tackle's secrets: commands get only PATH, HOME, LANG and similar variables (plus \
+                     configured ones), and cannot read Tackle's process, configuration or store"
+                        .to_owned(),
+                ]
+            }
+            SandboxStatus::Off => vec![
+                "run sandboxed: the sandbox is off, so a command can write and read whatever this user can"
+                    .to_owned(),
+                "inherit Tackle's environment: commands get only PATH, HOME, LANG and similar variables (plus \
+                 configured ones)"
+                    .to_owned(),
+            ],
+            SandboxStatus::Unavailable { reason } => vec![format!(
+                "run at all on this machine: the configured {} sandbox is unavailable ({reason}), so every \
+                 call is refused; tell the user to run `tackle sandbox check`",
+                sandbox.mode()
+            )],
+        }
+    }
+}
+
+/// The sandbox refused to build a command.
+fn sandbox_failure(e: SandboxError) -> ToolFailure {
+    match e {
+        SandboxError::Unavailable { .. } | SandboxError::Policy(_) => ToolFailure::permission(e.to_string())
+            .with_hint("this is the machine's or the user's configuration: tell the user, do not retry"),
+        SandboxError::Path { .. } | SandboxError::Tmp(_) => ToolFailure::internal(e.to_string()),
     }
 }
 
@@ -138,13 +227,15 @@ impl TypedTool for Shell {
     }
 
     fn description(&self) -> String {
-        ToolDoc::new("Run a shell command with bash in the workspace and return its exit code, stdout and stderr.")
-            .use_when("you need to build, test, search (grep, rg), run git, or use any command-line program")
-            .use_when("a task needs several commands chained with && or pipes")
-            .does_not("read or edit single files well: use read_file, write_file and edit_file for that")
-            .does_not("keep state between calls: each call is a new bash; cd only lasts for that call")
-            .does_not("see secrets: API keys and tokens are removed from its environment")
-            .arg("command", "The command line for bash -c. Example: \"ls -la src\"")
+        let doc = ToolDoc::new(
+            "Run a shell command with bash in the workspace and return its exit code, stdout and stderr.",
+        )
+        .use_when("you need to build, test, search (grep, rg), run git, or use any command-line program")
+        .use_when("a task needs several commands chained with && or pipes")
+        .does_not("read or edit single files well: use read_file, write_file and edit_file for that")
+        .does_not("keep state between calls: each call is a new bash; cd only lasts for that call");
+        let doc = self.sandbox_lines().into_iter().fold(doc, ToolDoc::does_not);
+        doc.arg("command", "The command line for bash -c. Example: \"ls -la src\"")
             .arg("cwd", "Directory relative to the workspace root. Example: \"crates/core\"")
             .arg("timeout_secs", "Time limit in seconds, default 60, at most 600. Example: 300")
             .returns("\"exit code: N\", then stdout and stderr; very long output keeps its start and end. A non-zero exit code is a normal result, not an error; a timeout is an error.")
@@ -172,18 +263,7 @@ impl TypedTool for Shell {
                 .clamp(1, self.config.shell_max_timeout_secs),
         );
 
-        let mut command = Command::new("bash");
-        command
-            .arg("-c")
-            .arg(&args.command)
-            .current_dir(&cwd)
-            .env_clear()
-            .envs(without_secrets(self.base_env.clone().unwrap_or_else(|| std::env::vars_os().collect())))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
+        let Prepared { mut command, guard } = self.command(&args.command, jail.root(), &cwd)?;
         let mut child = command.spawn().map_err(|e| ToolFailure::from(e).with_hint("is bash installed?"))?;
         let pgid = child.id().unwrap_or(0);
         let limit = self.config.shell_capture_bytes;
@@ -215,7 +295,18 @@ impl TypedTool for Shell {
             }
         }
         let (stdout, stderr) = readers.take();
+        drop(guard);
         match end {
+            End::Exited(Some(SETUP_FAILED)) if stderr.render().starts_with(ERROR_PREFIX) => {
+                Err(ToolFailure::new(
+                    ErrorCategory::Internal,
+                    format!(
+                        "the sandbox could not be set up, so the command did not run: {}",
+                        stderr.render().trim()
+                    ),
+                )
+                .with_hint("tell the user; `tackle sandbox check` shows what this machine supports"))
+            }
             End::Exited(code) => Ok(ToolOutput::text(render(code, &stdout, &stderr, note))),
             End::TimedOut => Err(ToolFailure::timeout(format!(
                 "the command ran past {}s and was stopped (with its child processes). Output so far:\n{}",
@@ -225,7 +316,7 @@ impl TypedTool for Shell {
             .with_hint("raise timeout_secs, run less at once, or limit the output")
             .with_retryable(true)),
             End::Cancelled => Err(ToolFailure::new(
-                tackle_protocol::ErrorCategory::Interrupted,
+                ErrorCategory::Interrupted,
                 "the turn was cancelled; the command was stopped",
             )),
         }

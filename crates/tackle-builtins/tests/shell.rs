@@ -25,7 +25,7 @@ async fn runs_in_the_workspace_and_reports_exit_codes() {
 }
 
 #[tokio::test]
-async fn secrets_are_not_in_the_child_environment() {
+async fn the_child_environment_is_an_allowlist() {
     let dir = tempfile::tempdir().unwrap();
     let mut parent: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     for (k, v) in [
@@ -33,27 +33,51 @@ async fn secrets_are_not_in_the_child_environment() {
         ("ANTHROPIC_API_KEY", "sk-ant-parent"),
         ("GITHUB_TOKEN", "ghp_x"),
         ("DB_PASSWORD", "hunter2"),
-        ("TACKLE_TEST_VISIBLE_NAME", "kept"),
-        ("MY_PLAIN_SETTING", "kept-too"),
+        ("TACKLE_SERVER_TOKENS", "alice:tok"),
+        ("DATABASE_URL", "postgres://app:innocent-name-secret@db/app"),
+        ("CARGO_TARGET_DIR", "/t"),
+        ("LC_ALL", "C.UTF-8"),
     ] {
         parent.push((k.into(), v.into()));
     }
-    let shell = Shell::new(BuiltinConfig::default()).with_base_env(parent);
+    let config = BuiltinConfig {
+        shell_env_allow: vec!["CARGO_*".into()],
+        shell_env: [("MY_SETTING".to_owned(), "configured".to_owned())].into(),
+        ..BuiltinConfig::default()
+    };
+    let shell = Shell::new(config).with_base_env(parent);
     let ctx = ToolContext::new("s", "c", dir.path().to_path_buf());
     let out = shell
         .run(ShellArgs { command: "env".into(), cwd: None, timeout_secs: None }, ctx)
         .await
         .unwrap()
         .text;
-    for secret in ["sk-parent-secret", "sk-ant-parent", "ghp_x", "hunter2", "TACKLE_TEST_VISIBLE_NAME"] {
-        assert!(!out.contains(secret), "{secret} leaked");
+    for secret in
+        ["sk-parent-secret", "sk-ant-parent", "ghp_x", "hunter2", "alice:tok", "innocent-name-secret"]
+    {
+        assert!(!out.contains(secret), "{secret} leaked: {out}");
     }
-    assert!(out.contains("MY_PLAIN_SETTING=kept-too"));
-    for line in out.lines() {
+    for kept in ["CARGO_TARGET_DIR=/t", "LC_ALL=C.UTF-8", "MY_SETTING=configured", "PATH="] {
+        assert!(out.contains(kept), "{kept} missing: {out}");
+    }
+    for line in out.lines().skip(2) {
         if let Some((name, _)) = line.split_once('=') {
-            assert!(!tackle_builtins::is_secret_var(name), "{name} leaked");
+            let bash_own = ["PWD", "SHLVL", "_", "OLDPWD"].contains(&name);
+            assert!(
+                bash_own
+                    || name == "MY_SETTING"
+                    || tackle_sandbox::env_name_allowed(name, &["CARGO_*".into()]),
+                "{name} is not on the allowlist"
+            );
         }
     }
+}
+
+#[test]
+fn the_description_says_the_sandbox_is_off_when_it_is() {
+    let description = Shell::new(BuiltinConfig::default()).description();
+    assert!(description.contains("the sandbox is off"), "{description}");
+    assert!(!description.contains("does not see secrets"), "{description}");
 }
 
 #[tokio::test]

@@ -103,6 +103,49 @@ async fn private_and_special_targets_are_refused() {
 }
 
 #[tokio::test]
+async fn ipv6_forms_embedding_a_private_ipv4_are_refused_literally_and_when_resolved() {
+    let forms = [
+        "::ffff:0:7f00:1",     // IPv4-translated 127.0.0.1 (reached a connect attempt before)
+        "64:ff9b:1::7f00:1",   // local-use NAT64 127.0.0.1 (reached a connect attempt before)
+        "::ffff:0:a9fe:a9fe",  // IPv4-translated metadata address
+        "::ffff:7f00:1",       // IPv4-mapped loopback
+        "::7f00:1",            // IPv4-compatible loopback
+        "::a00:1",             // IPv4-compatible 10.0.0.1
+        "64:ff9b::7f00:1",     // NAT64 loopback
+        "64:ff9b::a9fe:a9fe",  // NAT64 metadata address
+        "64:ff9b::ac10:1",     // NAT64 172.16.0.1
+        "64:ff9b:1:2::c0a8:1", // local-use NAT64, another prefix length
+        "2002:7f00:1::",       // 6to4 loopback
+        "2002:c0a8:101::1",    // 6to4 192.168.1.1
+        "2002:a9fe:a9fe::",    // 6to4 metadata address
+        "2001:0:a00:1::1",     // Teredo, server 10.0.0.1
+        "2001:0:5db8:d70e:0:0:80ff:fffe", // Teredo, client 127.0.0.1 (inverted)
+        "2600::5efe:a9fe:a9fe", // ISATAP identifier of the metadata address
+    ];
+    static TABLE: std::sync::OnceLock<Vec<(String, Vec<String>)>> = std::sync::OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        forms.iter().enumerate().map(|(i, f)| (format!("h{i}.example"), vec![f.to_string()])).collect()
+    });
+    let lookup: Lookup = Arc::new(move |host: String| {
+        Box::pin(async move {
+            table
+                .iter()
+                .find(|(h, _)| *h == host)
+                .map(|(_, ips)| ips.iter().map(|i| i.parse::<IpAddr>().unwrap()).collect())
+                .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "no such host"))
+        })
+    });
+    let tool = WebFetch::with_lookup(BuiltinConfig::default(), lookup);
+    for (i, form) in forms.iter().enumerate() {
+        for url in [format!("http://[{form}]/"), format!("http://h{i}.example/")] {
+            let err = fetch(&tool, &url).await.expect_err(&url);
+            assert_eq!(err.category, ErrorCategory::Permission, "{url} ({form}): {err}");
+            assert!(err.message.contains("only reaches public addresses"), "{url}: {err}");
+        }
+    }
+}
+
+#[tokio::test]
 async fn other_schemes_are_refused() {
     let tool = WebFetch::new(BuiltinConfig::default());
     for url in ["file:///etc/passwd", "ftp://example.com/x", "gopher://example.com/"] {

@@ -54,12 +54,36 @@ pub enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
+    /// The sandbox shell commands run in.
+    Sandbox {
+        /// What to do.
+        #[command(subcommand)]
+        command: SandboxCommand,
+    },
     /// Built-in benchmarks.
     Bench {
         /// Which benchmark.
         #[command(subcommand)]
         command: BenchCommand,
     },
+}
+
+/// `tackle sandbox ...`.
+#[derive(Debug, Subcommand)]
+pub enum SandboxCommand {
+    /// Try each sandbox backend on this machine and say which one commands would run in.
+    Check(SandboxCheckArgs),
+}
+
+/// `tackle sandbox check`.
+#[derive(Debug, Args)]
+pub struct SandboxCheckArgs {
+    /// Workspace whose tackle.toml is read (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `tackle bench ...`.
@@ -303,7 +327,10 @@ pub struct ConfigArgs {
     /// Workspace whose tackle.toml is read (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
-    /// Print JSON.
+    /// Print JSON instead of TOML.
     #[arg(long)]
     pub json: bool,
+    /// Print secrets (API keys, tokens, header and environment values) instead of masking them.
+    #[arg(long)]
+    pub show_secrets: bool,
 }

@@ -1,42 +1,341 @@
-//! `tackle config`: the effective configuration, secrets masked.
+//! `tackle config`: the effective configuration as TOML (or JSON), every secret masked unless
+//! `--show-secrets`.
+//!
+//! What counts as a secret is decided here, once, by shape rather than by field: every value
+//! under `headers` or `env`, every string whose key names a secret (token, key, secret,
+//! password, credential, ...), and the user info and secret-named query parameters of every
+//! URL. The TOML printed is a valid `tackle.toml` (unset options are left out: TOML has no
+//! null), preceded by comments saying where it came from and what is in force.
 
 use std::process::ExitCode;
 
-use crate::settings::Settings;
 use anyhow::Result;
-use serde_json::json;
+use serde_json::{Map, Value, json};
 use tackle_provider::ApiKey;
 
 use crate::UsageError;
 use crate::cli::ConfigArgs;
-use crate::runtime::{env_lookup, workspace_dir};
+use crate::runtime::{env_lookup, sandbox_for, workspace_dir};
+use crate::settings::Settings;
+
+/// What a masked secret is replaced with.
+pub const MASK: &str = "********";
+
+/// Words of a key that name a secret.
+const SECRET_WORDS: [&str; 13] = [
+    "token",
+    "tokens",
+    "key",
+    "apikey",
+    "secret",
+    "secrets",
+    "password",
+    "passwd",
+    "credential",
+    "credentials",
+    "authorization",
+    "cookie",
+    "auth",
+];
+
+/// Last words of a key that say it names where a secret is, not the secret itself
+/// (`token_env`, `tokens_file`, `env_allow`).
+const REFERENCE_WORDS: [&str; 8] = ["env", "file", "path", "dir", "name", "names", "allow", "var"];
+
+/// Object keys whose every value is a secret (HTTP headers, environment variables).
+const SECRET_MAPS: [&str; 3] = ["headers", "env", "shell_env"];
+
+/// Query parameters that carry credentials besides those [`is_secret_key`] recognizes.
+const SECRET_PARAMS: [&str; 4] = ["sig", "signature", "code", "x-amz-signature"];
+
+/// The words of a key: split at `_`, `-`, `.` and lower-to-upper case changes, lowercased.
+fn words(key: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut current = String::new();
+    let mut previous_lower = false;
+    for c in key.chars() {
+        if matches!(c, '_' | '-' | '.' | ' ') {
+            words.extend((!current.is_empty()).then(|| std::mem::take(&mut current)));
+            previous_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && previous_lower {
+            words.push(std::mem::take(&mut current));
+        }
+        previous_lower = c.is_lowercase() || c.is_ascii_digit();
+        current.extend(c.to_lowercase());
+    }
+    words.extend((!current.is_empty()).then_some(current));
+    words
+}
+
+/// Whether the value of `key` is a secret: a word of it names one, and it does not merely
+/// name where one is kept: `api_key`, `clientSecret` and `DB_PASSWORD` are secrets; `token_env`,
+/// `tokens_file` and `monkey` are not.
+pub fn is_secret_key(key: &str) -> bool {
+    let words = words(key);
+    let names_a_secret = words.iter().any(|w| SECRET_WORDS.contains(&w.as_str()));
+    let reference = words.last().is_some_and(|w| REFERENCE_WORDS.contains(&w.as_str()));
+    names_a_secret && !reference
+}
+
+/// `url` with its user info and secret-named query values masked; other strings unchanged.
+pub fn mask_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    if scheme.is_empty() || !scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) {
+        return url.to_owned();
+    }
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let authority = match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _password)) => format!("{user}:{MASK}@{host}"),
+            None => format!("{MASK}@{host}"),
+        },
+        None => authority.to_owned(),
+    };
+    let (before_fragment, fragment) = match tail.split_once('#') {
+        Some((t, f)) => (t, Some(f)),
+        None => (tail, None),
+    };
+    let tail = match before_fragment.split_once('?') {
+        Some((path, query)) => {
+            let params: Vec<String> = query
+                .split('&')
+                .map(|param| match param.split_once('=') {
+                    Some((name, _))
+                        if is_secret_key(name)
+                            || SECRET_PARAMS.contains(&name.to_ascii_lowercase().as_str()) =>
+                    {
+                        format!("{name}={MASK}")
+                    }
+                    _ => param.to_owned(),
+                })
+                .collect();
+            format!("{path}?{}", params.join("&"))
+        }
+        None => before_fragment.to_owned(),
+    };
+    let fragment = fragment.map(|f| format!("#{f}")).unwrap_or_default();
+    format!("{scheme}://{authority}{tail}{fragment}")
+}
+
+/// Masks every secret in `value` in place (see the module documentation).
+pub fn mask_secrets(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map.iter_mut() {
+                if SECRET_MAPS.contains(&key.as_str()) && v.is_object() {
+                    mask_all_strings(v);
+                } else if is_secret_key(key) {
+                    mask_secret_value(v);
+                } else {
+                    mask_secrets(v);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(mask_secrets),
+        Value::String(s) if s.contains("://") => *s = mask_url(s),
+        _ => {}
+    }
+}
+
+/// The value of a secret-named key: strings (alone or in a list) are masked; tables in it (a
+/// list of `[[server.tokens]]`) are searched like any other.
+fn mask_secret_value(value: &mut Value) {
+    match value {
+        Value::String(s) => *s = MASK.to_owned(),
+        Value::Array(items) => items.iter_mut().for_each(mask_secret_value),
+        other => mask_secrets(other),
+    }
+}
+
+/// Replaces every string in `value` with [`MASK`] (numbers and booleans are not secrets: a
+/// `max_tokens` stays readable).
+fn mask_all_strings(value: &mut Value) {
+    match value {
+        Value::String(s) => *s = MASK.to_owned(),
+        Value::Array(items) => items.iter_mut().for_each(mask_all_strings),
+        Value::Object(map) => map.values_mut().for_each(mask_all_strings),
+        _ => {}
+    }
+}
+
+/// `value` as TOML: nulls (unset options) are left out, since TOML has none.
+fn to_toml(value: &Value) -> Option<toml::Value> {
+    Some(match value {
+        Value::Null => return None,
+        Value::Bool(b) => toml::Value::Boolean(*b),
+        Value::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => toml::Value::Integer(i),
+            (None, Some(f)) => toml::Value::Float(f),
+            (None, None) => toml::Value::String(n.to_string()),
+        },
+        Value::String(s) => toml::Value::String(s.clone()),
+        Value::Array(items) => toml::Value::Array(items.iter().filter_map(to_toml).collect()),
+        Value::Object(map) => toml::Value::Table(to_table(map)),
+    })
+}
+
+fn to_table(map: &Map<String, Value>) -> toml::Table {
+    map.iter().filter_map(|(k, v)| to_toml(v).map(|v| (k.clone(), v))).collect()
+}
+
+/// One comment line (no line breaks can escape into the TOML).
+fn comment(text: &str) -> String {
+    format!("# {}\n", text.replace(['\n', '\r'], " "))
+}
 
 pub async fn run(args: ConfigArgs) -> Result<ExitCode> {
     let workspace = workspace_dir(args.workspace.as_ref())?;
     let loaded = Settings::load(&workspace).map_err(|e| UsageError(e.to_string()))?;
+    let settings = loaded.settings.clone();
+    let sandbox = tokio::task::spawn_blocking(move || sandbox_for(&settings, &workspace)).await?;
     let settings = &loaded.settings;
+    let show = args.show_secrets;
+    let secret_url = |url: &str| if show { url.to_owned() } else { mask_url(url) };
     let provider = match settings.provider_config(&env_lookup) {
         Ok(c) => json!({
             "kind": c.kind,
-            "base_url": c.base_url,
-            "api_key": c.api_key.as_ref().map(ApiKey::masked),
+            "base_url": secret_url(&c.base_url),
+            "api_key": c.api_key.as_ref().map(|k| if show { k.expose().to_owned() } else { ApiKey::masked(k) }),
             "model": settings.model_for(c.kind),
             "max_retries": c.retry.max_retries,
         }),
         Err(e) => json!({ "error": e.to_string() }),
     };
-    let value = json!({
-        "sources": loaded.sources,
-        "data_dir": settings.data_dir().ok(),
-        "database": settings.database_path().ok(),
-        "provider": provider,
-        "settings": settings,
-    });
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&value)?);
-    } else {
-        let text = toml::to_string_pretty(&value).unwrap_or_else(|_| value.to_string());
-        println!("{text}");
+    let mut settings_value = serde_json::to_value(settings)?;
+    if !show {
+        mask_secrets(&mut settings_value);
     }
+    if args.json {
+        let value = json!({
+            "sources": loaded.sources,
+            "data_dir": settings.data_dir().ok(),
+            "database": settings.database_path().ok(),
+            "provider": provider,
+            "sandbox": {
+                "mode": sandbox.mode(),
+                "network": sandbox.network(),
+                "status": sandbox.status(),
+                "in_force": sandbox.describe(),
+                "hidden": sandbox.hidden(),
+            },
+            "settings": settings_value,
+        });
+        println!("{}", serde_json::to_string_pretty(&value)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = comment(&format!(
+        "tackle config: the effective configuration, a valid tackle.toml. {}",
+        if show { "SECRETS ARE SHOWN." } else { "Secrets are masked (--show-secrets shows them)." }
+    ));
+    let sources: Vec<String> = loaded.sources.iter().map(|p| p.display().to_string()).collect();
+    out += &comment(&format!(
+        "read from: {}",
+        if sources.is_empty() { "no file (defaults and environment)".to_owned() } else { sources.join(", ") }
+    ));
+    if let Ok(db) = settings.database_path() {
+        out += &comment(&format!("sessions are stored in {}", db.display()));
+    }
+    let provider_line = match (&provider["kind"], &provider["error"]) {
+        (Value::String(kind), _) => format!(
+            "provider: {kind}, model {}, {}, api key {}",
+            provider["model"].as_str().unwrap_or_default(),
+            provider["base_url"].as_str().unwrap_or_default(),
+            provider["api_key"].as_str().unwrap_or("none"),
+        ),
+        (_, error) => format!("provider: {}", error.as_str().unwrap_or("none")),
+    };
+    out += &comment(&provider_line);
+    out += &comment(&format!("sandbox in force: {}", sandbox.describe()));
+    out.push('\n');
+    let table = match &settings_value {
+        Value::Object(map) => to_table(map),
+        _ => toml::Table::new(),
+    };
+    out += &toml::to_string_pretty(&table)?;
+    print!("{out}");
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_secret_by_their_words() {
+        for key in
+            ["api_key", "token", "clientSecret", "DB_PASSWORD", "x-api-key", "Authorization", "credentials"]
+        {
+            assert!(is_secret_key(key), "{key}");
+        }
+        for key in [
+            "token_env",
+            "tokens_file",
+            "env_allow",
+            "monkey",
+            "keyboard",
+            "model",
+            "user",
+            "max_tokens_name",
+        ] {
+            assert!(!is_secret_key(key), "{key}");
+        }
+    }
+
+    #[test]
+    fn urls_lose_user_info_and_secret_query_values() {
+        assert_eq!(mask_url("postgres://app:pw@db:5432/app"), format!("postgres://app:{MASK}@db:5432/app"));
+        assert_eq!(mask_url("https://ghp_abc@github.com/x.git"), format!("https://{MASK}@github.com/x.git"));
+        assert_eq!(
+            mask_url("https://h/mcp?api_key=1&page=2&access_token=3&sig=4#frag"),
+            format!("https://h/mcp?api_key={MASK}&page=2&access_token={MASK}&sig={MASK}#frag")
+        );
+        assert_eq!(mask_url("http://127.0.0.1:8080/v1"), "http://127.0.0.1:8080/v1");
+        assert_eq!(mask_url("not a url"), "not a url");
+    }
+
+    #[test]
+    fn every_secret_shape_is_masked_and_nothing_else() {
+        let mut value = json!({
+            "model": "gpt",
+            "max_output_tokens": 100,
+            "base_url": "https://u:p4ss@h/v1?key=k3y",
+            "mcp": {"servers": {
+                "a": {"command": "srv", "env": {"PLAIN_NAME": "e-value"}, "env_allow": ["HOME"]},
+                "b": {"url": "https://h/mcp?token=q-value", "headers": {"X-Custom": "h-value"}},
+            }},
+            "server": {"tokens": [{"user": "alice", "token": "t-value", "token_env": "ALICE_TOKEN"}],
+                       "tokens_file": "/etc/tackle/tokens"},
+            "builtins": {"shell_env": {"X": "s-value"}},
+            "hooks": [{"tool": "shell", "password": ["l-value"]}],
+        });
+        mask_secrets(&mut value);
+        let text = value.to_string();
+        for secret in ["p4ss", "k3y", "e-value", "q-value", "h-value", "t-value", "s-value", "l-value"] {
+            assert!(!text.contains(secret), "{secret} in {text}");
+        }
+        for kept in
+            ["gpt", "100", "PLAIN_NAME", "X-Custom", "HOME", "alice", "ALICE_TOKEN", "/etc/tackle/tokens"]
+        {
+            assert!(text.contains(kept), "{kept} masked in {text}");
+        }
+    }
+
+    #[test]
+    fn toml_leaves_out_nulls_and_parses_back() {
+        let value = json!({"a": null, "b": 1, "c": {"d": null, "e": [1, null, 2]}, "f": 1.5, "g": "x"});
+        let Value::Object(map) = value else { unreachable!() };
+        let text = toml::to_string_pretty(&to_table(&map)).unwrap();
+        let back: toml::Table = text.parse().unwrap();
+        assert!(!back.contains_key("a"));
+        assert_eq!(back["c"]["e"].as_array().unwrap().len(), 2);
+        assert_eq!(back["f"].as_float(), Some(1.5));
+    }
+
+    #[test]
+    fn comments_cannot_break_out_of_their_line() {
+        assert_eq!(comment("a\nb = 1"), "# a b = 1\n");
+    }
 }

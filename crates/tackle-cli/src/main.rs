@@ -13,6 +13,7 @@ mod mcp_cmd;
 mod render;
 mod run;
 mod runtime;
+mod sandbox_cmd;
 mod screen;
 mod serve;
 mod sessions;
@@ -60,8 +61,28 @@ pub fn verbosity() -> u8 {
 }
 
 fn main() -> ExitCode {
+    // `tackle` re-executed as the sandbox helper: this must come first, while the process has a
+    // single thread (entering a user namespace requires it).
+    if let Some(code) = tackle_sandbox::run_helper_if_requested() {
+        return ExitCode::from(u8::try_from(code).unwrap_or(u8::MAX));
+    }
+    // Nothing running as this user (a command run with the sandbox off, any other program) may
+    // read this process: /proc/<pid>/environ, mem, and ptrace need CAP_SYS_PTRACE once it is not
+    // dumpable. Children get back the default when they execute a program.
+    #[cfg(target_os = "linux")]
+    let hardened = nix::sys::prctl::set_dumpable(false);
+    #[cfg(not(target_os = "linux"))]
+    let hardened: Result<(), &str> = Err("not supported on this platform");
     let cli = Cli::parse();
     VERBOSITY.store(cli.verbose, Ordering::Relaxed);
+    // Commands that build an agent try the sandbox first: start that now, while the rest starts.
+    if matches!(
+        cli.command,
+        Command::Run(_) | Command::Chat(_) | Command::Serve(_) | Command::Demo(_) | Command::Config(_)
+    ) && let Ok(exe) = std::env::current_exe()
+    {
+        tackle_sandbox::prefetch(exe);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -79,6 +100,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Err(e) = hardened {
+        tracing::warn!(error = %e, "cannot make the process non-dumpable; same-user processes can read it");
+    }
     let result = runtime.block_on(async move {
         match cli.command {
             Command::Run(args) => run::run(args).await,
@@ -99,6 +123,7 @@ fn main() -> ExitCode {
                 clap_complete::generate(shell, &mut command, "tackle", &mut std::io::stdout());
                 Ok(ExitCode::SUCCESS)
             }
+            Command::Sandbox { command: cli::SandboxCommand::Check(args) } => sandbox_cmd::check(args).await,
             Command::Bench { command: cli::BenchCommand::Cache(args) } => bench::run(args).await,
         }
     });

@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use tackle_agent::{Agent, AgentConfig, BuildError, NewSessionOptions, Session, ToolMask};
 use tackle_codex::{ApprovalsFactory, CodexApprovals, CodexProvider, CodexServer, HookApprovals};
 use tackle_provider::{OpenAiChat, OpenAiResponses, Provider, ProviderConfig, ProviderKind, build_provider};
+use tackle_sandbox::Sandbox;
 use tackle_store::Store;
 use tackle_tools::{ApprovalMode, Approver, AutoApprove, DenyAll, ExecLimits, HookPolicy};
 
@@ -57,9 +58,18 @@ pub fn workspace_dir(arg: Option<&PathBuf>) -> Result<PathBuf> {
     Ok(dir)
 }
 
-/// Opens the store in the configured data directory.
+/// Opens the store in the configured data directory (created readable by this user only: it
+/// holds every conversation and tool output).
 pub async fn open_store(settings: &Settings) -> Result<Store> {
     let path = settings.database_path().map_err(|e| UsageError(e.to_string()))?;
+    if let Some(dir) = path.parent().filter(|d| !d.exists()) {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .with_context(|| format!("cannot create the data directory {}", dir.display()))?;
+    }
     Store::open(&path).await.with_context(|| format!("cannot open the session store {}", path.display()))
 }
 
@@ -104,6 +114,39 @@ pub fn provider_for(
         _ => build_provider(config)?,
     };
     Ok(ModelProvider { provider, kind, codex })
+}
+
+/// What commands must never read: Tackle's data directory (the store), its user configuration
+/// file, the server's tokens file, and the server's other workspaces (each session sees only
+/// its own).
+pub fn always_hidden(settings: &Settings, workspace: &Path) -> Vec<PathBuf> {
+    let mut hidden: Vec<PathBuf> = settings.data_dir().ok().into_iter().collect();
+    hidden.extend(user_config_dir().map(|d| d.join(crate::settings::CONFIG_FILE)));
+    hidden.extend(settings.server.tokens_file(workspace));
+    hidden.extend(settings.server.workspaces.values().map(|p| workspace.join(p)));
+    hidden
+}
+
+/// The sandbox of shell commands: `[sandbox]`, with this executable as the helper, the backend
+/// this machine supports, and [`always_hidden`] paths.
+pub fn sandbox_for(settings: &Settings, workspace: &Path) -> Sandbox {
+    let mut builder = Sandbox::builder(settings.sandbox.clone())
+        .home(std::env::var_os("HOME").map(PathBuf::from))
+        .hide(always_hidden(settings, workspace));
+    match std::env::current_exe() {
+        Ok(exe) => builder = builder.helper(exe),
+        Err(e) => tracing::warn!(error = %e, "cannot locate the tackle executable for the sandbox"),
+    }
+    let sandbox = builder.detect();
+    if let tackle_sandbox::SandboxStatus::Unavailable { reason } = sandbox.status() {
+        eprintln!(
+            "warning: the {} sandbox is unavailable here ({reason}); shell commands will be refused. \
+             Run `tackle sandbox check`, or set [sandbox] mode = \"off\" (TACKLE_SANDBOX_MODE=off) to run \
+             them unsandboxed.",
+            sandbox.mode()
+        );
+    }
+    sandbox
 }
 
 /// Who decides on confirmations.
@@ -159,6 +202,7 @@ pub async fn build_agent(
         .workspace(workspace)
         .workspaces(settings.server.workspaces.values().map(|p| workspace.join(p)))
         .builtins(settings.builtins.clone())
+        .sandbox(sandbox_for(settings, workspace))
         .mcp(settings.mcp.clone())
         .hooks(settings.hooks.clone(), mode)
         .shared_approver(approver)

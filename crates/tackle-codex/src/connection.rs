@@ -343,22 +343,19 @@ impl Connection {
     }
 }
 
-/// The child's environment: the parent's without secrets, the configured pass-throughs, and
-/// never an inherited `CODEX_HOME` when one is configured.
+/// The child's environment: the parent's allowlisted variables
+/// ([`tackle_sandbox::child_env`]), the configured pass-throughs, and the inherited
+/// `CODEX_HOME` only when none is configured. A secret with an innocent name
+/// (`DATABASE_URL=postgres://app:pw@...`) is not passed unless named in `pass_env`.
 pub(crate) fn child_env(
     inherited: impl IntoIterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
     config: &CodexConfig,
 ) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
-    let inherited: Vec<_> = inherited.into_iter().collect();
-    let passed: Vec<_> = inherited
-        .iter()
-        .filter(|(k, _)| k.to_str().is_some_and(|k| config.pass_env.iter().any(|p| p == k)))
-        .cloned()
-        .collect();
-    let mut vars = tackle_builtins::without_secrets(inherited);
-    vars.retain(|(k, _)| !(config.home.is_some() && k == "CODEX_HOME"));
-    vars.extend(passed);
-    vars
+    let mut allow = config.pass_env.clone();
+    if config.home.is_none() {
+        allow.push("CODEX_HOME".to_owned());
+    }
+    tackle_sandbox::child_env(inherited, &allow, &std::collections::BTreeMap::new())
 }
 
 fn tail(stderr: &Mutex<VecDeque<String>>) -> String {

@@ -115,9 +115,14 @@ async fn overlong_lines_close_the_connection() {
 
 #[test]
 fn the_child_gets_no_secrets_but_what_is_passed() {
-    let inherited =
-        [("PATH", "/bin"), ("OPENAI_API_KEY", "sk"), ("GITHUB_TOKEN", "t"), ("CODEX_HOME", "/old")]
-            .map(|(k, v)| (std::ffi::OsString::from(k), std::ffi::OsString::from(v)));
+    let inherited = [
+        ("PATH", "/bin"),
+        ("OPENAI_API_KEY", "sk"),
+        ("GITHUB_TOKEN", "t"),
+        ("CODEX_HOME", "/old"),
+        ("DATABASE_URL", "postgres://app:pw@db/app"),
+    ]
+    .map(|(k, v)| (std::ffi::OsString::from(k), std::ffi::OsString::from(v)));
     let config = CodexConfig {
         pass_env: vec!["OPENAI_API_KEY".into()],
         home: Some("/new".into()),
@@ -126,4 +131,10 @@ fn the_child_gets_no_secrets_but_what_is_passed() {
     let env = child_env(inherited, &config);
     let names: Vec<_> = env.iter().map(|(k, _)| k.to_str().unwrap()).collect();
     assert_eq!(names, ["PATH", "OPENAI_API_KEY"]);
+    // Without a configured home, the inherited one is Codex's login.
+    let config = CodexConfig { home: None, ..config };
+    let inherited = [("CODEX_HOME", "/old"), ("DATABASE_URL", "postgres://app:pw@db/app")]
+        .map(|(k, v)| (std::ffi::OsString::from(k), std::ffi::OsString::from(v)));
+    let names: Vec<_> = child_env(inherited, &config).into_iter().map(|(k, _)| k).collect();
+    assert_eq!(names, ["CODEX_HOME"]);
 }

@@ -8,6 +8,7 @@
 //! command = "npx"
 //! args = ["-y", "@modelcontextprotocol/server-everything"]
 //! env = { LOG_LEVEL = "warn" }
+//! env_allow = ["NODE_OPTIONS"]   # passed from Tackle's environment besides PATH, HOME, LANG ...
 //! start_timeout_secs = 20
 //!
 //! [mcp.servers.remote]
@@ -59,6 +60,7 @@ impl McpServerConfig {
             command: command.into(),
             args: args.into_iter().map(Into::into).collect(),
             env: BTreeMap::new(),
+            env_allow: Vec::new(),
             cwd: None,
         })
     }
@@ -100,9 +102,12 @@ pub enum McpTransportConfig {
         command: String,
         /// Its arguments.
         args: Vec<String>,
-        /// Variables added to the inherited environment, which loses secret-looking variables
-        /// (`*KEY*`, `*TOKEN*`, `OPENAI_*` ...) first. Values are secrets.
+        /// Variables set for the server. Values are secrets.
         env: BTreeMap<String, String>,
+        /// Names of Tackle's own variables the server gets besides the base allowlist (`PATH`,
+        /// `HOME`, `LANG`, `LC_*`, `TERM`, ...: `tackle_sandbox::BASE_ENV_ALLOWLIST`); a
+        /// trailing `*` matches a prefix. Nothing else of Tackle's environment reaches it.
+        env_allow: Vec<String>,
         /// Working directory; the current one when absent.
         cwd: Option<PathBuf>,
     },
@@ -137,11 +142,12 @@ impl McpTransportConfig {
 impl fmt::Debug for McpTransportConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Stdio { command, args, env, cwd } => f
+            Self::Stdio { command, args, env, env_allow, cwd } => f
                 .debug_struct("Stdio")
                 .field("command", command)
                 .field("args", args)
                 .field("env", &env.keys().collect::<Vec<_>>())
+                .field("env_allow", env_allow)
                 .field("cwd", cwd)
                 .finish(),
             Self::Http { url, headers } => f
@@ -206,6 +212,8 @@ struct RawServerConfig {
     args: Vec<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     env: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    env_allow: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     cwd: Option<PathBuf>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -248,15 +256,24 @@ impl TryFrom<RawServerConfig> for McpServerConfig {
                 if !raw.headers.is_empty() {
                     return Err(ConfigError::MisplacedKey { key: "headers", transport: "http" });
                 }
-                McpTransportConfig::Stdio { command, args: raw.args, env: raw.env, cwd: raw.cwd }
+                McpTransportConfig::Stdio {
+                    command,
+                    args: raw.args,
+                    env: raw.env,
+                    env_allow: raw.env_allow,
+                    cwd: raw.cwd,
+                }
             }
             (None, Some(url)) => {
                 if url.trim().is_empty() {
                     return Err(ConfigError::Empty("url"));
                 }
-                for (key, present) in
-                    [("args", !raw.args.is_empty()), ("env", !raw.env.is_empty()), ("cwd", raw.cwd.is_some())]
-                {
+                for (key, present) in [
+                    ("args", !raw.args.is_empty()),
+                    ("env", !raw.env.is_empty()),
+                    ("env_allow", !raw.env_allow.is_empty()),
+                    ("cwd", raw.cwd.is_some()),
+                ] {
                     if present {
                         return Err(ConfigError::MisplacedKey { key, transport: "stdio" });
                     }
@@ -282,10 +299,11 @@ impl From<McpServerConfig> for RawServerConfig {
             ..RawServerConfig::default()
         };
         match config.transport {
-            McpTransportConfig::Stdio { command, args, env, cwd } => {
+            McpTransportConfig::Stdio { command, args, env, env_allow, cwd } => {
                 raw.command = Some(command);
                 raw.args = args;
                 raw.env = env;
+                raw.env_allow = env_allow;
                 raw.cwd = cwd;
             }
             McpTransportConfig::Http { url, headers } => {
@@ -334,7 +352,7 @@ mod tests {
         assert_eq!(everything.start_timeout, Duration::from_millis(2500));
         assert_eq!(everything.call_timeout, DEFAULT_CALL_TIMEOUT);
         match &everything.transport {
-            McpTransportConfig::Stdio { command, args, env, cwd } => {
+            McpTransportConfig::Stdio { command, args, env, cwd, .. } => {
                 assert_eq!(command, "npx");
                 assert_eq!(args.len(), 2);
                 assert_eq!(env["TOKEN"], "s3cret");

@@ -33,7 +33,6 @@ use tokio::sync::OwnedMutexGuard;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{McpServerConfig, McpTransportConfig};
-use crate::env::server_env;
 use crate::error::McpError;
 
 /// Most pages of `tools/list` followed before giving up on a server that never ends its cursor.
@@ -356,9 +355,15 @@ async fn open(
     let handler = Handler { server: Arc::from(name), list_changed: Arc::clone(list_changed) };
     let start = async {
         match &config.transport {
-            McpTransportConfig::Stdio { command, args, env, cwd } => {
+            McpTransportConfig::Stdio { command, args, env, env_allow, cwd } => {
+                // MCP servers are third-party programs: they get the allowlisted environment
+                // (the same rule as the shell tool's), never Tackle's keys and tokens.
                 let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args).env_clear().envs(server_env(std::env::vars_os(), env));
+                cmd.args(args).env_clear().envs(tackle_sandbox::child_env(
+                    std::env::vars_os(),
+                    env_allow,
+                    env,
+                ));
                 if let Some(cwd) = cwd {
                     cmd.current_dir(cwd);
                 }

@@ -23,7 +23,6 @@
 pub mod config;
 mod connection;
 mod content;
-mod env;
 mod error;
 mod manager;
 mod naming;

@@ -188,3 +188,38 @@ async fn killed_server_is_unavailable_then_reconnected() {
     assert!(call(tool, json!({})).await.is_ok(), "reconnected again");
     manager.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_stdio_server_gets_only_the_allowlisted_environment() {
+    // The server is started through bash, which records the environment it was given.
+    let dir = tempfile::tempdir().unwrap();
+    let recorded = dir.path().join("env.txt");
+    let script = format!("env > '{}'; exec '{}'", recorded.display(), common::test_server_path().display());
+    let mut config = tackle_mcp::McpServerConfig::stdio("bash", ["-c".to_owned(), script])
+        .with_start_timeout(Duration::from_secs(20));
+    if let tackle_mcp::McpTransportConfig::Stdio { env, env_allow, .. } = &mut config.transport {
+        env.insert("SERVER_TOKEN".into(), "configured-for-this-server".into());
+        // Set by cargo for every test process: stands for a variable the user chose to pass.
+        env_allow.push("CARGO_PKG_NAME".into());
+    }
+    let manager = McpManager::connect(&BTreeMap::from([("rec".to_owned(), config)])).await;
+    assert!(
+        matches!(manager.statuses()[0].status, McpServerStatus::Connected { .. }),
+        "{:?}",
+        manager.statuses()
+    );
+    manager.shutdown().await;
+    let text = std::fs::read_to_string(&recorded).unwrap();
+    let allow = vec!["CARGO_PKG_NAME".to_owned()];
+    for line in text.lines() {
+        let Some((name, _)) = line.split_once('=') else { continue };
+        let bash_own = ["PWD", "SHLVL", "_"].contains(&name);
+        assert!(
+            bash_own || name == "SERVER_TOKEN" || tackle_sandbox::env_name_allowed(name, &allow),
+            "{name} reached the MCP server: {text}"
+        );
+    }
+    assert!(text.contains("SERVER_TOKEN=configured-for-this-server"), "{text}");
+    assert!(text.contains("CARGO_PKG_NAME=tackle-mcp"), "{text}");
+    assert!(!text.contains("CARGO_MANIFEST_DIR"), "only the names asked for: {text}");
+}

@@ -29,6 +29,9 @@ pub enum AgentEvent {
         model: String,
         /// True when the session existed before this turn.
         resumed: bool,
+        /// The sandbox commands run in, when the agent reports one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sandbox: Option<SandboxInfo>,
     },
     /// A model call is about to be made.
     StepStarted {
@@ -222,6 +225,28 @@ impl AgentEvent {
             Self::Custom { .. } => "custom",
         }
     }
+}
+
+/// The sandbox the agent's commands run in, as reported in [`AgentEvent::SessionStarted`].
+///
+/// ```
+/// use tackle_protocol::SandboxInfo;
+/// let info = SandboxInfo { mode: "workspace-write".into(), network: false, enforced_by: Some("Linux namespaces".into()) };
+/// assert_eq!(
+///     serde_json::to_string(&info).unwrap(),
+///     r#"{"mode":"workspace-write","network":false,"enforced_by":"Linux namespaces"}"#
+/// );
+/// ```
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxInfo {
+    /// `workspace-write`, `read-only` or `off`.
+    pub mode: String,
+    /// Whether commands may use the network.
+    pub network: bool,
+    /// What enforces it (`Linux namespaces`, `Landlock ABI 6 + seccomp`); `None` when off, or
+    /// when the configured sandbox is unavailable and commands are refused.
+    pub enforced_by: Option<String>,
 }
 
 /// How a tool call ended, as reported in [`AgentEvent::ToolResult`].

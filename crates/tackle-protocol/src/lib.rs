@@ -31,7 +31,7 @@ mod response;
 mod tool;
 
 pub use envelope::{ErrorCategory, ToolError};
-pub use event::{AgentEvent, ContextReport, StepMetrics, ToolOutcome, TurnEnd, WarningCode};
+pub use event::{AgentEvent, ContextReport, SandboxInfo, StepMetrics, ToolOutcome, TurnEnd, WarningCode};
 pub use ids::{ApprovalId, SessionId, ToolCallId};
 pub use message::{ContentBlock, Message, Reasoning, Role, ToolInput, ToolResult, ToolUse};
 pub use request::{CacheBreakpoint, CachePolicy, ModelRequest, SystemSection};

@@ -205,13 +205,28 @@ impl ProviderConfig {
         self
     }
 
-    /// The base URL without a trailing slash.
+    /// The base URL without a trailing slash (and without its query, if it has one).
     pub fn base(&self) -> &str {
-        self.base_url.trim_end_matches('/')
+        self.base_url.split_once('?').map_or(self.base_url.as_str(), |(b, _)| b).trim_end_matches('/')
+    }
+
+    /// The URL of an API path: the path after the base URL's path, its query (e.g. Azure's
+    /// `api-version`) kept at the end.
+    ///
+    /// ```
+    /// use tackle_provider::{ProviderConfig, ProviderKind};
+    /// let c = ProviderConfig::new(ProviderKind::Openai).with_base_url("https://x.example/v1/?api-version=2");
+    /// assert_eq!(c.endpoint("/chat/completions"), "https://x.example/v1/chat/completions?api-version=2");
+    /// ```
+    pub fn endpoint(&self, path: &str) -> String {
+        match self.base_url.split_once('?') {
+            Some((_, query)) => format!("{}{path}?{query}", self.base()),
+            None => format!("{}{path}", self.base()),
+        }
     }
 
     /// Checks the base URL before anything is sent: an absolute `http` or `https` URL with a
-    /// host, without a query or fragment.
+    /// host, without a fragment (a query is kept after each API path: [`Self::endpoint`]).
     ///
     /// ```
     /// use tackle_provider::{ProviderConfig, ProviderKind};
@@ -221,7 +236,7 @@ impl ProviderConfig {
     /// assert!(bad.check_base_url().unwrap_err().to_string().contains("not a url"));
     /// ```
     pub fn check_base_url(&self) -> Result<(), BaseUrlError> {
-        let error = |reason: &str| BaseUrlError { url: self.base_url.clone(), reason: reason.to_owned() };
+        let error = |reason: &str| BaseUrlError { url: shown(&self.base_url), reason: reason.to_owned() };
         let url = reqwest::Url::parse(&self.base_url).map_err(|e| error(&e.to_string()))?;
         if !matches!(url.scheme(), "http" | "https") {
             return Err(error("the scheme must be http or https"));
@@ -229,18 +244,43 @@ impl ProviderConfig {
         if url.host_str().is_none_or(str::is_empty) {
             return Err(error("it has no host"));
         }
-        if url.query().is_some() || url.fragment().is_some() {
-            return Err(error("it must not have a query or fragment"));
+        if url.fragment().is_some() {
+            return Err(error("it must not have a fragment (#...)"));
         }
         Ok(())
     }
 }
 
-/// A provider base URL that cannot be used.
+/// The URL as an error may show it: user, password, query and fragment, which may carry
+/// credentials, are replaced by `***`; text that does not parse is shown only when it has none
+/// of the characters that set them apart.
+fn shown(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut u) => {
+            if !u.username().is_empty() {
+                let _ = u.set_username("***");
+            }
+            if u.password().is_some() {
+                let _ = u.set_password(Some("***"));
+            }
+            if u.query().is_some() {
+                u.set_query(Some("***"));
+            }
+            if u.fragment().is_some() {
+                u.set_fragment(Some("***"));
+            }
+            u.to_string()
+        }
+        Err(_) if url.contains(['@', '?', '#', ':']) => "(not shown: it may hold credentials)".to_owned(),
+        Err(_) => url.to_owned(),
+    }
+}
+
+/// A provider base URL that cannot be used. Its text never carries the URL's credentials.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid base URL {url:?}: {reason}; use an absolute URL like http://localhost:11434/v1")]
 pub struct BaseUrlError {
-    /// The URL given.
+    /// The URL given, with user, password, query and fragment replaced by `***`.
     pub url: String,
     /// What is wrong with it.
     pub reason: String,
@@ -263,6 +303,22 @@ pub(crate) mod millis {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bad_base_url_is_reported_without_its_credentials() {
+        for url in [
+            "https://user:pw-canary@llm.example/v1?api_key=key-canary#frag",
+            "https://token-canary@llm.example/v1#frag-canary",
+            "ftp://user:pw-canary@llm.example/",
+            "http://[bad-canary@",
+        ] {
+            let config = ProviderConfig::new(ProviderKind::Openai).with_base_url(url);
+            let text = config.check_base_url().unwrap_err().to_string();
+            assert!(!text.contains("canary"), "{text}");
+        }
+        let config = ProviderConfig::new(ProviderKind::Openai).with_base_url("ftp://llm.example/v1");
+        assert!(config.check_base_url().unwrap_err().to_string().contains("ftp://llm.example/v1"));
+    }
 
     #[test]
     fn env_lookup_reads_the_sdk_variables() {

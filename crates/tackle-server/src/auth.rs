@@ -1,11 +1,11 @@
-//! Bearer-token authentication: each token maps to a user, compared in constant time.
+//! Bearer-token authentication: each token maps to a user; tokens are kept and compared as
+//! digests, in constant time.
 
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use subtle::ConstantTimeEq;
 
 use crate::{ApiError, AppState, UserToken};
 
@@ -16,21 +16,19 @@ pub struct User(pub String);
 /// The user without tokens configured (loopback only).
 pub const LOCAL_USER: &str = "local";
 
-/// Finds the user whose token is `presented`. Every configured token is compared, in constant
-/// time, so the time taken says nothing about which token or prefix matched.
+/// Finds the user whose token is `presented`. Every configured token is compared (as digests,
+/// in constant time), so the time taken says nothing about which token or prefix matched.
 ///
 /// ```
 /// use tackle_server::{UserToken, auth::user_for_token};
-/// let tokens = vec![UserToken { user: "alice".into(), token: "tok-alice-0123456789".into() }];
+/// let tokens = vec![UserToken::new("alice", "tok-alice-0123456789")];
 /// assert_eq!(user_for_token(&tokens, "tok-alice-0123456789").as_deref(), Some("alice"));
 /// assert_eq!(user_for_token(&tokens, "tok-alice"), None);
 /// ```
 pub fn user_for_token(tokens: &[UserToken], presented: &str) -> Option<String> {
     let mut found: Option<&str> = None;
     for t in tokens {
-        // `ct_eq` on slices of different lengths returns false without leaking the length of the
-        // common prefix.
-        if bool::from(t.token.as_bytes().ct_eq(presented.as_bytes())) {
+        if t.matches(presented) {
             found = Some(&t.user);
         }
     }
@@ -74,7 +72,7 @@ pub async fn require_metrics_reader(State(state): State<AppState>, request: Requ
     let allowed = presented.is_some_and(|t| {
         // Both checks always run, so the time taken says nothing about which kind matched.
         let user = user_for_token(&config.tokens, t).is_some();
-        let scraper = scrape.is_some_and(|s| bool::from(s.0.as_bytes().ct_eq(t.as_bytes())));
+        let scraper = scrape.is_some_and(|s| s.matches(t));
         user | scraper
     });
     if allowed { next.run(request).await } else { ApiError::unauthorized().into_response() }

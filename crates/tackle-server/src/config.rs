@@ -2,18 +2,56 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use subtle::ConstantTimeEq;
 
 use crate::ServerError;
 
-/// A bearer token and the user it authenticates.
+/// Shortest token accepted: tokens are bearer secrets and must not be guessable.
+pub const MIN_TOKEN_LEN: usize = 16;
+
+/// A bearer token and the user it authenticates. Only a BLAKE3 digest of the token is kept:
+/// the server's memory does not hold the secret, and tokens are compared as digests in
+/// constant time.
+///
+/// ```
+/// use tackle_server::UserToken;
+/// let token = UserToken::new("alice", "tok-alice-0123456789");
+/// assert!(token.matches("tok-alice-0123456789"));
+/// assert!(!token.matches("tok-alice"));
+/// assert!(!format!("{token:?}").contains("0123456789"));
+/// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct UserToken {
     /// User id; sessions, approvals and stored outputs belong to it.
     pub user: String,
-    /// The secret. Never logged: `Debug` prints it masked.
-    pub token: String,
+    digest: [u8; 32],
+    len: usize,
+}
+
+impl UserToken {
+    /// The token `token` of `user`; the token itself is not kept.
+    pub fn new(user: impl Into<String>, token: &str) -> Self {
+        Self { user: user.into(), digest: *blake3::hash(token.as_bytes()).as_bytes(), len: token.len() }
+    }
+
+    /// Whether `presented` is this token. The time taken depends only on the length of
+    /// `presented`, never on how much of it matches.
+    pub fn matches(&self, presented: &str) -> bool {
+        bool::from(blake3::hash(presented.as_bytes()).as_bytes().ct_eq(&self.digest))
+    }
+
+    /// Length of the token in bytes (checked against [`MIN_TOKEN_LEN`]).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the token is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
 }
 
 impl std::fmt::Debug for UserToken {
@@ -22,9 +60,29 @@ impl std::fmt::Debug for UserToken {
     }
 }
 
-/// A secret that only opens `GET /metrics` (for a Prometheus scraper). Never printed.
+/// A secret that only opens `GET /metrics` (for a Prometheus scraper). Kept and compared as a
+/// digest, like [`UserToken`]; never printed.
+///
+/// ```
+/// use tackle_server::ScrapeToken;
+/// let token = ScrapeToken::new("scrape-0123456789abcdef");
+/// assert!(token.matches("scrape-0123456789abcdef") && !token.matches("scrape"));
+/// assert!(!format!("{token:?}").contains("0123"));
+/// ```
 #[derive(Clone, PartialEq, Eq)]
-pub struct ScrapeToken(pub String);
+pub struct ScrapeToken(UserToken);
+
+impl ScrapeToken {
+    /// The scrape token `token`; the token itself is not kept.
+    pub fn new(token: &str) -> Self {
+        Self(UserToken::new("metrics scraper", token))
+    }
+
+    /// Whether `presented` is this token, in constant time (see [`UserToken::matches`]).
+    pub fn matches(&self, presented: &str) -> bool {
+        self.0.matches(presented)
+    }
+}
 
 impl std::fmt::Debug for ScrapeToken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -83,14 +141,15 @@ impl ServerConfig {
     /// let mut config = ServerConfig::new(".".into());
     /// config.bind = "0.0.0.0:8787".parse().unwrap();
     /// assert!(config.validate().is_err());
-    /// config.tokens.push(UserToken { user: "alice".into(), token: "a-long-random-secret".into() });
+    /// config.tokens.push(UserToken::new("alice", "a-long-random-secret"));
     /// assert!(config.validate().is_ok());
     /// ```
     pub fn validate(&self) -> Result<(), ServerError> {
         if self.tokens.is_empty() && !self.bind.ip().is_loopback() {
             return Err(ServerError::Config(format!(
                 "refusing to listen on {} without authentication: configure bearer tokens \
-                 ([[server.tokens]] in tackle.toml or TACKLE_SERVER_TOKENS=user:token,...) or bind to 127.0.0.1",
+                 ([server] tokens_file, TACKLE_SERVER_TOKENS_FILE, [[server.tokens]] in tackle.toml or \
+                 TACKLE_SERVER_TOKENS=user:token,...) or bind to 127.0.0.1",
                 self.bind
             )));
         }
@@ -98,14 +157,14 @@ impl ServerConfig {
             if t.user.trim().is_empty() {
                 return Err(ServerError::Config(format!("server token #{} has an empty user", i + 1)));
             }
-            if t.token.len() < 16 {
+            if t.len() < MIN_TOKEN_LEN {
                 return Err(ServerError::Config(format!(
-                    "the token of user {:?} is shorter than 16 characters; use a long random secret \
-                     (e.g. `openssl rand -hex 32`)",
+                    "the token of user {:?} is shorter than {MIN_TOKEN_LEN} characters; use a long random \
+                     secret (e.g. `openssl rand -hex 32`)",
                     t.user
                 )));
             }
-            if self.tokens[..i].iter().any(|o| o.token == t.token) {
+            if self.tokens[..i].iter().any(|o| o.digest == t.digest) {
                 return Err(ServerError::Config(format!(
                     "user {:?} shares a token with another user",
                     t.user
@@ -113,14 +172,13 @@ impl ServerConfig {
             }
         }
         if let Some(ScrapeToken(token)) = &self.metrics_token {
-            if token.len() < 16 {
-                return Err(ServerError::Config(
-                    "the metrics token is shorter than 16 characters; use a long random secret \
+            if token.len() < MIN_TOKEN_LEN {
+                return Err(ServerError::Config(format!(
+                    "the metrics token is shorter than {MIN_TOKEN_LEN} characters; use a long random secret \
                      (e.g. `openssl rand -hex 32`)"
-                        .into(),
-                ));
+                )));
             }
-            if self.tokens.iter().any(|t| t.token == *token) {
+            if self.tokens.iter().any(|t| t.digest == token.digest) {
                 return Err(ServerError::Config(
                     "the metrics token is also a user's token; give the scraper its own".into(),
                 ));
@@ -137,6 +195,7 @@ impl ServerConfig {
     /// ```
     /// let tokens = tackle_server::ServerConfig::parse_tokens("alice:s3cret-alice-000000,bob:s3cret-bob-0000000").unwrap();
     /// assert_eq!(tokens[1].user, "bob");
+    /// assert!(tokens[1].matches("s3cret-bob-0000000"));
     /// ```
     pub fn parse_tokens(text: &str) -> Result<Vec<UserToken>, ServerError> {
         text.split(',')
@@ -146,8 +205,109 @@ impl ServerConfig {
                 let (user, token) = pair.split_once(':').ok_or_else(|| {
                     ServerError::Config("TACKLE_SERVER_TOKENS must look like user:token,user:token".into())
                 })?;
-                Ok(UserToken { user: user.trim().to_owned(), token: token.trim().to_owned() })
+                Ok(UserToken::new(user.trim(), token.trim()))
             })
             .collect()
+    }
+
+    /// Reads a tokens file: one `user:token` per line; blank lines and lines starting with `#`
+    /// are ignored. The file must be readable by its owner only (`chmod 600`), like an SSH key:
+    /// a token file others can read is not a secret.
+    ///
+    /// ```
+    /// use std::os::unix::fs::PermissionsExt;
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("tokens");
+    /// std::fs::write(&path, "# users\nalice:s3cret-alice-000000\n\nbob:s3cret-bob-0000000\n").unwrap();
+    /// std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    /// let tokens = tackle_server::ServerConfig::read_tokens_file(&path).unwrap();
+    /// assert_eq!(tokens.len(), 2);
+    /// std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    /// assert!(tackle_server::ServerConfig::read_tokens_file(&path).unwrap_err().to_string().contains("chmod 600"));
+    /// ```
+    pub fn read_tokens_file(path: &Path) -> Result<Vec<UserToken>, ServerError> {
+        use std::os::unix::fs::PermissionsExt;
+        let shown = path.display();
+        let meta = std::fs::metadata(path)
+            .map_err(|e| ServerError::Config(format!("cannot read the tokens file {shown}: {e}")))?;
+        let mode = meta.permissions().mode();
+        if mode & 0o077 != 0 {
+            return Err(ServerError::Config(format!(
+                "the tokens file {shown} can be read by other users (mode {:o}); run `chmod 600 {shown}`",
+                mode & 0o777
+            )));
+        }
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ServerError::Config(format!("cannot read the tokens file {shown}: {e}")))?;
+        text.lines()
+            .enumerate()
+            .map(|(i, line)| (i + 1, line.trim()))
+            .filter(|(_, line)| !line.is_empty() && !line.starts_with('#'))
+            .map(|(n, line)| {
+                let (user, token) = line.split_once(':').ok_or_else(|| {
+                    ServerError::Config(format!("{shown}:{n}: a line must look like user:token"))
+                })?;
+                Ok(UserToken::new(user.trim(), token.trim()))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    fn tokens_file(text: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens");
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn only_digests_are_kept_and_compared() {
+        let token = UserToken::new("alice", "a-long-random-secret-0451");
+        assert!(token.matches("a-long-random-secret-0451"));
+        for wrong in
+            ["", "a-long-random-secret-045", "a-long-random-secret-04511", "A-long-random-secret-0451"]
+        {
+            assert!(!token.matches(wrong), "{wrong}");
+        }
+        assert!(!format!("{token:?}").contains("0451"));
+        assert_eq!(token.len(), 25);
+    }
+
+    #[test]
+    fn short_and_shared_tokens_are_refused_by_length_and_digest() {
+        let mut config = ServerConfig::new(".".into());
+        config.tokens = vec![UserToken::new("a", "fifteen-chars!!")];
+        assert!(config.validate().unwrap_err().to_string().contains("shorter than 16"));
+        config.tokens =
+            vec![UserToken::new("a", "same-secret-for-both"), UserToken::new("b", "same-secret-for-both")];
+        assert!(config.validate().unwrap_err().to_string().contains("shares a token"));
+    }
+
+    #[test]
+    fn a_tokens_file_must_be_well_formed_and_private() {
+        let (_dir, path) =
+            tokens_file("alice:s3cret-alice-000000\n  # comment\n\nbob : s3cret-bob-0000000  \n");
+        let tokens = ServerConfig::read_tokens_file(&path).unwrap();
+        assert_eq!(tokens.iter().map(|t| t.user.as_str()).collect::<Vec<_>>(), ["alice", "bob"]);
+        assert!(tokens[1].matches("s3cret-bob-0000000"));
+
+        let (_dir, path) = tokens_file("alice:ok-token-0000000000\njust-a-token-line\n");
+        let err = ServerConfig::read_tokens_file(&path).unwrap_err().to_string();
+        assert!(err.contains(":2: a line must look like user:token"), "{err}");
+        assert!(!err.contains("just-a-token-line"), "the secret is not echoed: {err}");
+
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let err = ServerConfig::read_tokens_file(&path).unwrap_err().to_string();
+        assert!(err.contains("chmod 600") && err.contains("640"), "{err}");
+
+        let err = ServerConfig::read_tokens_file(Path::new("/no/such/tokens")).unwrap_err().to_string();
+        assert!(err.contains("/no/such/tokens"), "{err}");
     }
 }

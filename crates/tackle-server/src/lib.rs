@@ -54,7 +54,7 @@ use tokio::net::TcpListener;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 
-pub use config::{ScrapeToken, ServerConfig, UserToken};
+pub use config::{MIN_TOKEN_LEN, ScrapeToken, ServerConfig, UserToken};
 pub use error::{ApiError, ErrorBody, ErrorDetail, ServerError};
 pub use openapi::{ApiDoc, document as openapi_document};
 pub use state::AppState;

@@ -448,7 +448,7 @@ fn without_tokens_only_loopback_binds() {
     config.bind = "0.0.0.0:8787".parse().unwrap();
     let e = config.validate().unwrap_err().to_string();
     assert!(e.contains("refusing") && e.contains("TACKLE_SERVER_TOKENS"), "{e}");
-    config.tokens = vec![tackle_server::UserToken { user: "a".into(), token: "short".into() }];
+    config.tokens = vec![tackle_server::UserToken::new("a", "short")];
     assert!(config.validate().unwrap_err().to_string().contains("shorter than 16"));
     config.tokens = tokens();
     assert!(config.validate().is_ok());

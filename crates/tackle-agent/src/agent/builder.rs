@@ -3,9 +3,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use tackle_builtins::{BuiltinConfig, builtin_tools};
+use tackle_builtins::{BuiltinConfig, builtin_tools_in};
 use tackle_mcp::{McpConfig, McpManager};
+use tackle_protocol::SandboxInfo;
 use tackle_provider::{IntoProvider, Provider};
+use tackle_sandbox::Sandbox;
 use tackle_store::Store;
 use tackle_tools::{
     ApprovalMode, Approver, DenyAll, ExecLimits, HookPolicy, HookRule, IntoTool, RegistryError, Tool,
@@ -89,6 +91,7 @@ pub struct AgentBuilder {
     workspace: Option<PathBuf>,
     workspaces: Vec<PathBuf>,
     builtins: Option<BuiltinConfig>,
+    sandbox: Sandbox,
     tools: Vec<Arc<dyn Tool>>,
     mcp: McpConfig,
     sources: Vec<Arc<dyn ToolSource>>,
@@ -123,6 +126,7 @@ impl AgentBuilder {
             workspace: None,
             workspaces: Vec::new(),
             builtins: Some(BuiltinConfig::default()),
+            sandbox: Sandbox::off(),
             tools: Vec::new(),
             mcp: McpConfig::default(),
             sources: Vec::new(),
@@ -176,6 +180,14 @@ impl AgentBuilder {
     /// The builtin tools with these limits (they are on by default).
     pub fn builtins(mut self, config: BuiltinConfig) -> Self {
         self.builtins = Some(config);
+        self
+    }
+
+    /// The sandbox the builtin shell's commands run in (none unless set: building one needs a
+    /// helper executable, see `tackle_sandbox::Sandbox::builder`). It is reported in every
+    /// `session_started` event.
+    pub fn sandbox(mut self, sandbox: Sandbox) -> Self {
+        self.sandbox = sandbox;
         self
     }
 
@@ -343,10 +355,16 @@ impl AgentBuilder {
         // The order tools are offered in: builtins, todo, the embedder's, skills, the context
         // tools, then tools from sources (MCP), then the deferral tools.
         let mut registry = ToolRegistry::new();
-        if let Some(config) = &self.builtins {
-            for tool in builtin_tools(config) {
+        let mut config = self.config;
+        if let Some(builtins) = &self.builtins {
+            for tool in builtin_tools_in(builtins, &self.sandbox) {
                 registry.register(tool)?;
             }
+            config.sandbox = Some(SandboxInfo {
+                mode: self.sandbox.mode().to_string(),
+                network: self.sandbox.network(),
+                enforced_by: self.sandbox.backend().map(|b| b.to_string()),
+            });
         }
         registry.register(typed(TodoTool::new(store.clone())))?;
         for tool in self.tools {
@@ -372,13 +390,8 @@ impl AgentBuilder {
                 }
             }
         }
-        let deferred = plan_deferral(
-            &registry.specs(),
-            &deferrable,
-            &self.config.model,
-            &self.config.context,
-            &self.config.deferral,
-        );
+        let deferred =
+            plan_deferral(&registry.specs(), &deferrable, &config.model, &config.context, &config.deferral);
         if let Some(d) = &deferred {
             registry.register(typed(ToolSearch::new(d.clone(), store.clone())))?;
             registry.register(typed(CallTool))?;
@@ -392,7 +405,7 @@ impl AgentBuilder {
         });
         let mut executor = ToolExecutor::new(Arc::new(registry), hooks, approver, self.limits);
         if self.offload {
-            let context = &self.config.context;
+            let context = &config.context;
             let ttl = std::time::Duration::from_secs(context.offload_ttl_days.saturating_mul(24 * 3600));
             executor = executor.with_offloader(Arc::new(StoreOffloader::new(
                 store.clone(),
@@ -401,7 +414,7 @@ impl AgentBuilder {
             )));
         }
         let mut agent =
-            Agent::from_parts(self.provider, Arc::new(executor), store, self.config, workspace, skills)
+            Agent::from_parts(self.provider, Arc::new(executor), store, config, workspace, skills)
                 .with_deferred(deferred);
         for source in sources {
             agent = agent.with_tool_source(source);

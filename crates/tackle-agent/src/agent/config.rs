@@ -25,6 +25,9 @@ pub struct AgentConfig {
     pub deferral: DeferralConfig,
     /// What the loop's GenAI trace spans may carry.
     pub telemetry: TelemetryConfig,
+    /// The sandbox the shell's commands run in, reported in `session_started` (set by
+    /// [`crate::AgentBuilder::sandbox`]).
+    pub sandbox: Option<tackle_protocol::SandboxInfo>,
 }
 
 /// What the loop's OpenTelemetry GenAI spans (`invoke_agent`, `chat {model}`,
@@ -58,6 +61,7 @@ impl AgentConfig {
             context: ContextConfig::default(),
             deferral: DeferralConfig::default(),
             telemetry: TelemetryConfig::default(),
+            sandbox: None,
         }
     }
 }

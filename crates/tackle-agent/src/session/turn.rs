@@ -70,6 +70,7 @@ impl Session {
             provider: self.agent.provider().name().to_owned(),
             model: self.agent.config().model.clone(),
             resumed,
+            sandbox: self.agent.config().sandbox.clone(),
         });
         for warning in std::mem::take(&mut self.pending_warnings) {
             sink.emit(warning);

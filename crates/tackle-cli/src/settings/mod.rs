@@ -81,6 +81,9 @@ pub struct Settings {
     /// What the GenAI trace spans may carry (`[telemetry]`: `record_content`). Where traces go
     /// is set by the standard `OTEL_*` variables (docs/operations.md).
     pub telemetry: TelemetryConfig,
+    /// The sandbox shell commands run in (`[sandbox]`; `TACKLE_SANDBOX_MODE`,
+    /// `TACKLE_SANDBOX_NETWORK`, `TACKLE_SANDBOX_BACKEND`).
+    pub sandbox: tackle_sandbox::SandboxConfig,
 }
 
 impl Default for Settings {
@@ -109,6 +112,7 @@ impl Default for Settings {
             codex: tackle_codex::CodexConfig::default(),
             responses: ResponsesConfig::default(),
             telemetry: TelemetryConfig::default(),
+            sandbox: tackle_sandbox::SandboxConfig::default(),
         }
     }
 }
@@ -391,6 +395,33 @@ mod tests {
     }
 
     #[test]
+    fn the_sandbox_reads_its_table_and_variables() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(CONFIG_FILE),
+            "[sandbox]\nmode = \"read-only\"\nhidden = [\"~/.ssh\"]\n",
+        )
+        .unwrap();
+        let s = Settings::load_from(None, dir.path(), &env(&[])).unwrap().settings;
+        assert_eq!(s.sandbox.mode, tackle_sandbox::SandboxMode::ReadOnly);
+        assert!(!s.sandbox.network, "network is off by default");
+        let vars = [
+            ("TACKLE_SANDBOX_MODE", "off"),
+            ("TACKLE_SANDBOX_NETWORK", "on"),
+            ("TACKLE_SANDBOX_BACKEND", "landlock"),
+        ];
+        let s = Settings::load_from(None, dir.path(), &env(&vars)).unwrap().settings;
+        assert_eq!(s.sandbox.mode, tackle_sandbox::SandboxMode::Off);
+        assert!(s.sandbox.network);
+        assert_eq!(s.sandbox.backend, tackle_sandbox::BackendChoice::Landlock);
+        let err =
+            Settings::load_from(None, dir.path(), &env(&[("TACKLE_SANDBOX_MODE", "danger")])).unwrap_err();
+        assert!(
+            err.to_string().contains("TACKLE_SANDBOX_MODE") && err.to_string().contains("workspace-write")
+        );
+    }
+
+    #[test]
     fn unknown_keys_name_the_file() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(CONFIG_FILE), "max_step = 3\n").unwrap();
@@ -430,6 +461,9 @@ mod tests {
             ("mcp.servers", r#"{"files": {"command": "mcp-files"}}"#),
             ("codex.thread_config", r#"{"model_reasoning_effort": "high"}"#),
             ("responses.reasoning_effort", "high"),
+            ("builtins.shell_env", r#"{"LOG_LEVEL": "warn"}"#),
+            ("sandbox.mode", "read-only"),
+            ("sandbox.backend", "landlock"),
             ("responses.reasoning_summary", "auto"),
         ];
         if let Some((_, text)) = fixed.iter().find(|(p, _)| *p == var.path) {

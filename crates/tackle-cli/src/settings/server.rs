@@ -16,6 +16,7 @@ use crate::UsageError;
 /// [server]
 /// bind = "0.0.0.0:8787"
 /// models = ["gpt-4.1-mini"]
+/// tokens_file = "/etc/tackle/tokens"  # user:token lines, chmod 600; hidden from commands
 /// [[server.tokens]]
 /// user = "alice"
 /// token_env = "TACKLE_TOKEN_ALICE"   # or token = "..." (kept out of `tackle config` output)
@@ -30,6 +31,9 @@ pub struct ServerSettings {
     /// Bearer tokens, each mapped to a user. Without any, only loopback addresses are allowed.
     /// `TACKLE_SERVER_TOKENS=user:token,...` adds more.
     pub tokens: Vec<TokenSetting>,
+    /// A file of `user:token` lines (mode 600), read at start and kept only as digests; the
+    /// way to keep tokens out of the environment (`TACKLE_SERVER_TOKENS_FILE`).
+    pub tokens_file: Option<PathBuf>,
     /// Named workspaces clients may choose; `default` is the serve command's workspace unless
     /// set here.
     pub workspaces: BTreeMap<String, PathBuf>,
@@ -55,6 +59,7 @@ impl Default for ServerSettings {
         Self {
             bind: d.bind.to_string(),
             tokens: Vec::new(),
+            tokens_file: None,
             workspaces: BTreeMap::new(),
             models: d.models,
             agent_model: d.agent_model,
@@ -96,7 +101,12 @@ impl ServerSettings {
                     )));
                 }
             };
-            config.tokens.push(UserToken { user: t.user.clone(), token });
+            config.tokens.push(UserToken::new(t.user.clone(), &token));
+        }
+        if let Some(path) = self.tokens_file(workspace) {
+            config
+                .tokens
+                .extend(ServerConfig::read_tokens_file(&path).map_err(|e| UsageError(e.to_string()))?);
         }
         if let Some(text) = env("TACKLE_SERVER_TOKENS") {
             config.tokens.extend(ServerConfig::parse_tokens(&text).map_err(|e| UsageError(e.to_string()))?);
@@ -116,9 +126,17 @@ impl ServerSettings {
                     "server.metrics_token_env names ${var}, which is not set; set it to the scrape token"
                 ))
             })?;
-            config.metrics_token = Some(ScrapeToken(token));
+            config.metrics_token = Some(ScrapeToken::new(&token));
         }
         Ok(config)
+    }
+}
+
+impl ServerSettings {
+    /// The tokens file (`tokens_file`, or `TACKLE_SERVER_TOKENS_FILE` like every setting), relative
+    /// to `workspace`.
+    pub fn tokens_file(&self, workspace: &Path) -> Option<PathBuf> {
+        self.tokens_file.clone().map(|p| if p.is_absolute() { p } else { workspace.join(p) })
     }
 }
 
@@ -128,8 +146,8 @@ impl ServerSettings {
 pub struct TokenSetting {
     /// The user the token authenticates.
     pub user: String,
-    /// The secret (never printed by `tackle config`).
-    #[serde(default, skip_serializing)]
+    /// The secret (masked by `tackle config` unless `--show-secrets`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
     /// Environment variable holding the secret.
     #[serde(default)]

@@ -32,10 +32,7 @@ pub struct Harness {
 }
 
 pub fn tokens() -> Vec<UserToken> {
-    vec![
-        UserToken { user: "alice".into(), token: ALICE.into() },
-        UserToken { user: "bob".into(), token: BOB.into() },
-    ]
+    vec![UserToken::new("alice", ALICE), UserToken::new("bob", BOB)]
 }
 
 impl Harness {

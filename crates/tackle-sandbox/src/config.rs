@@ -1,0 +1,147 @@
+//! `[sandbox]` in `tackle.toml`: what commands may touch, and how it is enforced.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// What a sandboxed command may write.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// Nothing: the whole filesystem is read-only, `/tmp` included.
+    ReadOnly,
+    /// The workspace, a private `/tmp` and the configured `writable` paths; the rest is
+    /// read-only.
+    #[default]
+    WorkspaceWrite,
+    /// No sandbox: commands run as Tackle's own user with the allowlisted environment only.
+    Off,
+}
+
+impl SandboxMode {
+    /// The name used in `tackle.toml`: `read-only`, `workspace-write` or `off`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ReadOnly => "read-only",
+            Self::WorkspaceWrite => "workspace-write",
+            Self::Off => "off",
+        }
+    }
+}
+
+impl fmt::Display for SandboxMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for SandboxMode {
+    type Err = String;
+
+    /// ```
+    /// use tackle_sandbox::SandboxMode;
+    /// assert_eq!("read-only".parse::<SandboxMode>(), Ok(SandboxMode::ReadOnly));
+    /// assert!("danger".parse::<SandboxMode>().unwrap_err().contains("workspace-write"));
+    /// ```
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "read-only" => Ok(Self::ReadOnly),
+            "workspace-write" => Ok(Self::WorkspaceWrite),
+            "off" => Ok(Self::Off),
+            other => Err(format!("{other:?} is not a sandbox mode; use read-only, workspace-write or off")),
+        }
+    }
+}
+
+/// How the sandbox is enforced.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BackendChoice {
+    /// Linux namespaces when this machine allows them, else Landlock, else a refusal.
+    #[default]
+    Auto,
+    /// Only Linux user, mount, PID (and network) namespaces.
+    Namespaces,
+    /// Only Landlock (+ seccomp for the network), for containers without user namespaces.
+    Landlock,
+}
+
+impl BackendChoice {
+    /// The name used in `tackle.toml`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Namespaces => "namespaces",
+            Self::Landlock => "landlock",
+        }
+    }
+}
+
+impl FromStr for BackendChoice {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(Self::Auto),
+            "namespaces" => Ok(Self::Namespaces),
+            "landlock" => Ok(Self::Landlock),
+            other => Err(format!("{other:?} is not a sandbox backend; use auto, namespaces or landlock")),
+        }
+    }
+}
+
+/// The `[sandbox]` table.
+///
+/// ```toml
+/// [sandbox]
+/// mode = "workspace-write"      # or "read-only", or "off"
+/// network = false               # commands reach no network (loopback included)
+/// backend = "auto"              # or "namespaces", "landlock"
+/// writable = ["~/.cargo"]       # more writable paths (workspace-write only)
+/// hidden = ["~/.ssh", "~/.aws"] # paths commands cannot read at all
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// What commands may write (`TACKLE_SANDBOX_MODE`).
+    pub mode: SandboxMode,
+    /// Whether commands may use the network (`TACKLE_SANDBOX_NETWORK`).
+    pub network: bool,
+    /// How the sandbox is enforced (`TACKLE_SANDBOX_BACKEND`).
+    pub backend: BackendChoice,
+    /// Paths writable besides the workspace and `/tmp` in `workspace-write` mode (`~/` is the
+    /// home directory).
+    pub writable: Vec<PathBuf>,
+    /// Paths commands cannot read, besides Tackle's own data directory, configuration file and
+    /// token file, which are always hidden.
+    pub hidden: Vec<PathBuf>,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        Self {
+            mode: SandboxMode::WorkspaceWrite,
+            network: false,
+            backend: BackendChoice::Auto,
+            writable: Vec::new(),
+            hidden: Vec::new(),
+        }
+    }
+}
+
+/// `path` with a leading `~/` replaced by `home` (paths without it are returned as they are).
+///
+/// ```
+/// use std::path::{Path, PathBuf};
+/// let home = Some(Path::new("/home/ada"));
+/// assert_eq!(tackle_sandbox::expand_home(Path::new("~/.ssh"), home), PathBuf::from("/home/ada/.ssh"));
+/// assert_eq!(tackle_sandbox::expand_home(Path::new("/srv"), home), PathBuf::from("/srv"));
+/// ```
+pub fn expand_home(path: &std::path::Path, home: Option<&std::path::Path>) -> PathBuf {
+    match (path.strip_prefix("~"), home) {
+        (Ok(rest), Some(home)) => home.join(rest),
+        _ => path.to_owned(),
+    }
+}

@@ -1,0 +1,211 @@
+//! The Landlock sandbox, for machines (containers) without user namespaces.
+//!
+//! Landlock is an allowlist enforced by the kernel on the process and what it executes:
+//!
+//! - read and execute: all of `/` except the hidden paths (a rule covers a whole hierarchy and
+//!   rules only add, so a hidden path's ancestors are covered by rules on their other
+//!   children); listing directories stays allowed everywhere (names, not contents);
+//! - write: the workspace, a private temporary directory and the `writable` paths
+//!   (`workspace-write` only), minus the hidden paths; the usual character devices;
+//! - TCP bind and connect: denied when the network is off (with seccomp refusing every IPv4,
+//!   IPv6, packet and vsock socket, UDP included);
+//! - abstract UNIX sockets and signals: scoped to the sandbox (kernel 6.12+).
+//!
+//! A process in a Landlock domain without `CAP_SYS_PTRACE` can neither ptrace nor read
+//! `/proc/<pid>/environ` or `/proc/<pid>/mem` of a process outside it (Tackle), so a command
+//! started as root loses every capability before it runs.
+//!
+//! What it cannot do that namespaces do: give `/tmp` a private mount (commands writing to
+//! `/tmp` itself fail; `TMPDIR` points to the private directory), or hide other processes from
+//! `ps` (their command lines stay readable, as for any process of the machine).
+
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr,
+    RulesetStatus, Scope, path_beneath_rules,
+};
+
+use super::{HelperError, seccomp};
+use crate::{SandboxMode, SandboxPolicy};
+
+/// The oldest ABI the sandbox accepts: 3 (Linux 6.2) is the first to govern truncation, without
+/// which a read-only file could still be emptied.
+pub(crate) const MIN_ABI: u8 = 3;
+
+/// The highest Landlock ABI this kernel supports (and this crate knows), or why there is none.
+pub(crate) fn landlock_abi() -> Result<u8, String> {
+    for (abi, number) in [(ABI::V6, 6), (ABI::V5, 5), (ABI::V4, 4), (ABI::V3, 3), (ABI::V2, 2), (ABI::V1, 1)]
+    {
+        let created = Ruleset::default()
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(AccessFs::from_all(abi))
+            .and_then(|r| r.create());
+        if created.is_ok() {
+            return Ok(number);
+        }
+    }
+    Err("Landlock is not enabled in this kernel (or a seccomp profile blocks it)".into())
+}
+
+fn abi_of(number: u8) -> ABI {
+    ABI::from(i32::from(number))
+}
+
+/// `roots` minus the `hidden` hierarchies: where a hidden path lies inside a root, the root is
+/// replaced by the other entries of each directory on the way down to it. Symbolic links are
+/// left out (their targets get rules where they really are).
+///
+/// A root inside a hidden path (the workspace inside a hidden directory) stays whole.
+pub(crate) fn grant_except(roots: &[PathBuf], hidden: &[PathBuf]) -> Vec<PathBuf> {
+    let mut grants: Vec<PathBuf> = roots.to_vec();
+    for h in hidden {
+        let mut next = Vec::with_capacity(grants.len());
+        for g in grants {
+            if h == &g {
+                continue;
+            }
+            if let Ok(below) = h.strip_prefix(&g) {
+                let mut dir = g.clone();
+                for component in below.components() {
+                    let on_path = dir.join(component);
+                    if let Ok(entries) = std::fs::read_dir(&dir) {
+                        for entry in entries.flatten() {
+                            let path = entry.path();
+                            let is_link = entry.file_type().map(|t| t.is_symlink()).unwrap_or(true);
+                            if path != on_path && !is_link {
+                                next.push(path);
+                            }
+                        }
+                    }
+                    dir = on_path;
+                }
+            } else {
+                next.push(g);
+            }
+        }
+        grants = next;
+    }
+    grants
+}
+
+/// Device files any command may write to.
+const DEVICES: [&str; 6] = ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts"];
+
+fn ll_err(what: &str, e: impl std::fmt::Display) -> HelperError {
+    HelperError::new(format!("Landlock: cannot {what}"), e)
+}
+
+/// Makes sure the command holds no capability, even as root: Landlock lets a process with
+/// `CAP_SYS_PTRACE` read `/proc/<pid>/environ` and `mem` of processes outside its domain, and
+/// other capabilities reach beyond the filesystem. Emptying the bounding set (which needs
+/// `CAP_SETPCAP`, so only a privileged process has anything to drop) means `execve` grants
+/// none; `no_new_privs` already keeps setuid and file capabilities from granting any.
+fn drop_capabilities() -> Result<(), HelperError> {
+    use caps::{CapSet, Capability};
+    let privileged = caps::has_cap(None, CapSet::Effective, Capability::CAP_SETPCAP)
+        .map_err(|e| HelperError::new("cannot read capabilities", e))?;
+    if !privileged {
+        return Ok(());
+    }
+    for set in [CapSet::Bounding, CapSet::Ambient, CapSet::Inheritable] {
+        caps::clear(None, set)
+            .map_err(|e| HelperError::new(format!("cannot clear the {set:?} capabilities"), e))?;
+    }
+    Ok(())
+}
+
+/// Restricts this process to `policy`, then executes the command (which inherits the
+/// restrictions). Returns only on failure.
+pub(super) fn exec_restricted(policy: &SandboxPolicy, command: &[OsString]) -> Result<i32, HelperError> {
+    let number = landlock_abi().map_err(|e| HelperError::new("Landlock is unavailable", e))?;
+    if number < MIN_ABI {
+        return Err(HelperError(format!(
+            "Landlock ABI {number} is too old: the sandbox needs ABI {MIN_ABI} (Linux 6.2) or newer"
+        )));
+    }
+    if let Some((writable, hidden)) = policy.hidden_inside_writable() {
+        return Err(HelperError(crate::sandbox::landlock_conflict(writable, hidden)));
+    }
+    let abi = abi_of(number);
+    let read = AccessFs::from_read(abi);
+    let all = AccessFs::from_all(abi);
+
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(all)
+        .map_err(|e| ll_err("handle file access", e))?
+        .set_compatibility(CompatLevel::BestEffort);
+    if !policy.network && number >= 4 {
+        ruleset = ruleset
+            .handle_access(AccessNet::from_all(abi))
+            .map_err(|e| ll_err("handle network access", e))?;
+    }
+    if number >= 6 {
+        ruleset = ruleset.scope(Scope::from_all(abi)).map_err(|e| ll_err("scope signals and sockets", e))?;
+    }
+    let mut writable = Vec::new();
+    if policy.mode == SandboxMode::WorkspaceWrite {
+        writable.push(policy.workspace.clone());
+        writable.extend(policy.writable.iter().cloned());
+        writable.extend(policy.tmp.iter().cloned());
+    }
+    let readable = grant_except(&[PathBuf::from("/")], &policy.hidden);
+    let writable = grant_except(&writable, &policy.hidden);
+    let created = ruleset
+        .create()
+        .map_err(|e| ll_err("create the ruleset", e))?
+        .add_rules(path_beneath_rules([Path::new("/")], AccessFs::ReadDir))
+        .map_err(|e| ll_err("allow listing", e))?
+        .add_rules(path_beneath_rules(&readable, read))
+        .map_err(|e| ll_err("allow reading", e))?
+        .add_rules(path_beneath_rules(&writable, all))
+        .map_err(|e| ll_err("allow writing", e))?
+        .add_rules(path_beneath_rules(DEVICES, read | AccessFs::WriteFile))
+        .map_err(|e| ll_err("allow devices", e))?;
+    let status = created.restrict_self().map_err(|e| ll_err("restrict the process", e))?;
+    if status.ruleset == RulesetStatus::NotEnforced {
+        return Err(HelperError("Landlock restrictions were not enforced".into()));
+    }
+    drop_capabilities()?;
+    seccomp::apply(policy, seccomp::Backend::Landlock)?;
+    std::env::set_current_dir(&policy.cwd)
+        .map_err(|e| HelperError::new(format!("cannot enter {}", policy.cwd.display()), e))?;
+    if policy.probe {
+        return Ok(0);
+    }
+    let (program, args) = command.split_first().ok_or_else(|| HelperError("no command given".into()))?;
+    let error = Command::new(program).args(args).exec();
+    Err(HelperError::new(format!("cannot run {}", program.to_string_lossy()), error))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hidden_path_splits_the_root_into_its_siblings() {
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        for d in ["a/x", "a/data/db", "b"] {
+            std::fs::create_dir_all(r.join(d)).unwrap();
+        }
+        std::fs::write(r.join("a/file"), "").unwrap();
+        std::os::unix::fs::symlink(r.join("a/data"), r.join("a/link")).unwrap();
+        let mut grants = grant_except(&[r.to_owned()], &[r.join("a/data")]);
+        grants.sort();
+        assert_eq!(grants, [r.join("a/file"), r.join("a/x"), r.join("b")]);
+    }
+
+    #[test]
+    fn a_root_inside_a_hidden_path_stays_and_a_hidden_root_goes() {
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        std::fs::create_dir_all(r.join("data/ws")).unwrap();
+        let grants = grant_except(&[r.join("data/ws"), r.join("data")], &[r.join("data")]);
+        assert_eq!(grants, [r.join("data/ws")]);
+    }
+}

@@ -1,0 +1,273 @@
+//! The sandbox for real, with the `tackle-sandbox-helper` binary, on both backends: what a
+//! command can write, read, reach and see, tried the way a hostile command would.
+//!
+//! These tests need a kernel with unprivileged user namespaces and Landlock (ABI 3+); the
+//! `tackle` CLI tests cover refusing when a machine has neither.
+
+use std::ffi::OsString;
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::Output;
+
+use tackle_sandbox::{
+    Backend, BackendChoice, CommandSpec, Sandbox, SandboxConfig, SandboxMode, SandboxStatus, Support,
+};
+
+const HELPER: &str = env!("CARGO_BIN_EXE_tackle-sandbox-helper");
+
+const BACKENDS: [BackendChoice; 2] = [BackendChoice::Namespaces, BackendChoice::Landlock];
+
+/// Directories outside `/tmp` (which the namespace sandbox replaces), so that what a test sees
+/// is the sandbox at work and not an empty tmpfs.
+fn test_dir() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+fn sandbox(backend: BackendChoice, mode: SandboxMode, network: bool, hidden: &[&Path]) -> Sandbox {
+    let config = SandboxConfig { mode, network, backend, ..SandboxConfig::default() };
+    let sandbox = Sandbox::builder(config).helper(HELPER).hide(hidden.iter().copied()).detect();
+    assert!(
+        matches!(sandbox.status(), SandboxStatus::Enforced { .. }),
+        "{backend:?} is not available on this machine: {}",
+        sandbox.describe()
+    );
+    sandbox
+}
+
+fn env() -> Vec<(OsString, OsString)> {
+    vec![("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()), ("HOME".into(), "/root".into())]
+}
+
+fn run(sandbox: &Sandbox, workspace: &Path, script: &str) -> Output {
+    let spec = CommandSpec {
+        program: "bash".into(),
+        args: vec!["-c".into(), script.into()],
+        workspace: workspace.to_owned(),
+        cwd: workspace.to_owned(),
+        env: env(),
+    };
+    let mut sandboxed = sandbox.command(&spec).unwrap();
+    let out = sandboxed.command.output().unwrap();
+    drop(sandboxed.guard);
+    out
+}
+
+fn text(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+#[test]
+fn this_machine_supports_both_backends() {
+    let support = Support::probe(Path::new(HELPER));
+    assert_eq!(support.namespaces, Ok(()), "{support:?}");
+    assert!(support.landlock.as_ref().is_ok_and(|abi| *abi >= 3), "{support:?}");
+}
+
+#[test]
+fn workspace_write_allows_the_workspace_and_nothing_else() {
+    for backend in BACKENDS {
+        let ws = test_dir();
+        let outside = test_dir();
+        let sb = sandbox(backend, SandboxMode::WorkspaceWrite, false, &[]);
+        let script = format!(
+            "touch /etc/tackle-x; echo etc=$?; touch ../x; echo parent=$?; touch {out}/x; echo outside=$?; \
+             touch \"$HOME/x\"; echo home=$?; mkdir -p sub && echo hi > sub/f; echo ws=$?; \
+             echo t > \"${{TMPDIR:-/tmp}}/t\"; echo tmp=$?",
+            out = outside.path().display()
+        );
+        let out = run(&sb, ws.path(), &script);
+        let t = text(&out);
+        for denied in ["etc=1", "parent=1", "outside=1", "home=1"] {
+            assert!(t.contains(denied), "{backend:?}: {denied} expected in {t}");
+        }
+        assert!(t.contains("ws=0") && t.contains("tmp=0"), "{backend:?}: {t}");
+        assert_eq!(std::fs::read_to_string(ws.path().join("sub/f")).unwrap(), "hi\n");
+        assert!(!Path::new("/etc/tackle-x").exists());
+        assert!(std::fs::read_dir(outside.path()).unwrap().next().is_none(), "{backend:?} wrote outside");
+        assert!(!ws.path().parent().unwrap().join("x").exists());
+    }
+}
+
+#[test]
+fn read_only_allows_no_write_at_all() {
+    for backend in BACKENDS {
+        let ws = test_dir();
+        let sb = sandbox(backend, SandboxMode::ReadOnly, false, &[]);
+        let out = run(
+            &sb,
+            ws.path(),
+            "touch x; echo ws=$?; touch /tmp/x; echo tmp=$?; touch \"$TMPDIR/x\"; echo tmpdir=$?; \
+             echo ok > /dev/null; echo devnull=$?; cat /etc/hostname >/dev/null; echo read=$?",
+        );
+        let t = text(&out);
+        for expected in ["ws=1", "tmp=1", "tmpdir=1", "devnull=0", "read=0"] {
+            assert!(t.contains(expected), "{backend:?}: {expected} expected in {t}");
+        }
+        assert!(std::fs::read_dir(ws.path()).unwrap().next().is_none());
+    }
+}
+
+#[test]
+fn hidden_paths_cannot_be_read() {
+    for backend in BACKENDS {
+        let ws = test_dir();
+        let data = test_dir();
+        std::fs::write(data.path().join("tackle.db"), "canary-store-0451").unwrap();
+        let token_file = data.path().join("..").join(format!("tokens-{backend:?}"));
+        std::fs::write(&token_file, "alice:canary-token-0451").unwrap();
+        let sb = sandbox(backend, SandboxMode::WorkspaceWrite, false, &[data.path(), &token_file]);
+        let script = format!(
+            "cat {db}; cat {tokens}; grep -r canary {dir} 2>&1; ln -s {db} link && cat link; echo done",
+            db = data.path().join("tackle.db").display(),
+            tokens = token_file.display(),
+            dir = data.path().display(),
+        );
+        let out = run(&sb, ws.path(), &script);
+        let t = text(&out);
+        assert!(t.contains("done"), "{backend:?}: {t}");
+        assert!(!t.contains("canary-store-0451") && !t.contains("canary-token-0451"), "{backend:?}: {t}");
+        std::fs::remove_file(&token_file).unwrap();
+    }
+}
+
+#[test]
+fn a_hidden_path_inside_the_workspace_stays_hidden_and_the_workspace_inside_one_stays_visible() {
+    let data = test_dir();
+    let ws = data.path().join("ws");
+    std::fs::create_dir_all(ws.join(".tackle")).unwrap();
+    std::fs::write(ws.join(".tackle/tackle.db"), "canary-inner-0451").unwrap();
+    std::fs::write(data.path().join("secret"), "canary-outer-0451").unwrap();
+    let hidden = [data.path(), &ws.join(".tackle")];
+    let sb = sandbox(BackendChoice::Namespaces, SandboxMode::WorkspaceWrite, false, &hidden);
+    let out = run(&sb, &ws, "cat .tackle/tackle.db; cat ../secret; echo visible > here; echo done");
+    let t = text(&out);
+    assert!(t.contains("done"), "{t}");
+    assert!(!t.contains("canary-inner") && !t.contains("canary-outer"), "{t}");
+    assert_eq!(std::fs::read_to_string(ws.join("here")).unwrap(), "visible\n");
+
+    // Landlock cannot carve a hidden path out of a writable one: it refuses, saying so.
+    let sb = sandbox(BackendChoice::Landlock, SandboxMode::WorkspaceWrite, false, &hidden);
+    let spec = CommandSpec {
+        program: "true".into(),
+        args: vec![],
+        workspace: ws.clone(),
+        cwd: ws.clone(),
+        env: env(),
+    };
+    let err = sb.command(&spec).unwrap_err().to_string();
+    assert!(err.contains("cannot hide part of a writable directory") && err.contains("TACKLE_HOME"), "{err}");
+    // Read-only has nothing writable to carve from.
+    let sb = sandbox(BackendChoice::Landlock, SandboxMode::ReadOnly, false, &hidden);
+    let out = run(&sb, &ws, "cat .tackle/tackle.db; cat ../secret; echo done");
+    let t = text(&out);
+    assert!(t.contains("done") && !t.contains("canary-"), "{t}");
+}
+
+#[test]
+fn without_network_a_listening_loopback_port_is_unreachable() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let script = format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected; echo rc=$?");
+    for backend in BACKENDS {
+        let ws = test_dir();
+        let off = run(&sandbox(backend, SandboxMode::WorkspaceWrite, false, &[]), ws.path(), &script);
+        assert!(!text(&off).contains("connected"), "{backend:?}: {}", text(&off));
+        let on = run(&sandbox(backend, SandboxMode::WorkspaceWrite, true, &[]), ws.path(), &script);
+        assert!(text(&on).contains("connected"), "{backend:?} with network on: {}", text(&on));
+    }
+}
+
+#[test]
+fn the_namespace_sandbox_has_its_own_processes_tmp_and_loopback() {
+    let ws = test_dir();
+    let marker = format!("/tmp/tackle-sandbox-test-{}", std::process::id());
+    let sb = sandbox(BackendChoice::Namespaces, SandboxMode::WorkspaceWrite, false, &[]);
+    let script = format!(
+        "echo pid=$$ ppid=$PPID; ls /proc | grep -c '^[0-9]'; echo x > {marker}; cat {marker}; \
+         (python3 -m http.server 0 --bind 127.0.0.1 >/dev/null 2>&1 &) ; \
+         python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen(); \
+         c=socket.create_connection(s.getsockname()); print(\"loopback ok\")'"
+    );
+    let out = run(&sb, ws.path(), &script);
+    let t = text(&out);
+    assert!(t.contains("pid=2 ppid=1"), "the command is the init's only child: {t}");
+    assert!(t.lines().any(|l| l.trim().parse::<u32>().is_ok_and(|n| n <= 6)), "only sandbox processes: {t}");
+    assert!(t.contains("loopback ok"), "{t}");
+    assert!(!Path::new(&marker).exists(), "/tmp is private");
+}
+
+#[test]
+fn exit_codes_and_the_environment_pass_through_unchanged() {
+    for backend in BACKENDS {
+        let ws = test_dir();
+        let sb = sandbox(backend, SandboxMode::WorkspaceWrite, false, &[]);
+        let out = run(&sb, ws.path(), "env | sort; exit 7");
+        assert_eq!(out.status.code(), Some(7), "{backend:?}");
+        let names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.split_once('=').map(|(k, _)| k.to_owned()))
+            .filter(|k| !["PWD", "SHLVL", "_", "OLDPWD"].contains(&k.as_str()))
+            .collect();
+        assert_eq!(names, ["HOME", "PATH", "TMPDIR"], "{backend:?}");
+    }
+}
+
+#[test]
+fn a_command_the_sandbox_cannot_start_reports_why() {
+    for backend in BACKENDS {
+        let ws = test_dir();
+        let sb = sandbox(backend, SandboxMode::WorkspaceWrite, false, &[]);
+        let spec = CommandSpec {
+            program: "no-such-program-0451".into(),
+            args: vec![],
+            workspace: ws.path().into(),
+            cwd: ws.path().into(),
+            env: env(),
+        };
+        let out = sb.command(&spec).unwrap().command.output().unwrap();
+        assert_eq!(out.status.code(), Some(tackle_sandbox::SETUP_FAILED), "{backend:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.starts_with(tackle_sandbox::ERROR_PREFIX) && stderr.contains("no-such-program-0451"));
+    }
+}
+
+#[test]
+fn landlock_drops_every_capability_of_a_root_command() {
+    let ws = test_dir();
+    let sb = sandbox(BackendChoice::Landlock, SandboxMode::WorkspaceWrite, false, &[]);
+    assert!(matches!(sb.backend(), Some(Backend::Landlock { .. })));
+    let out = run(&sb, ws.path(), "grep -E '^Cap(Prm|Eff|Bnd):' /proc/self/status");
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let value = line.split_whitespace().nth(1).unwrap();
+        let root = nix_is_root();
+        assert!(!root || value.chars().all(|c| c == '0'), "{line}");
+    }
+}
+
+fn nix_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .is_some_and(|ids| ids.split_whitespace().next() == Some("0"))
+}
+
+#[test]
+fn a_sandbox_that_is_off_runs_the_command_as_it_is() {
+    let ws = test_dir();
+    let sb = Sandbox::off();
+    assert_eq!(sb.describe(), "off: commands run unsandboxed");
+    let out = run(&sb, ws.path(), "touch x && echo $TMPDIR-unset");
+    assert!(text(&out).contains("-unset"));
+    assert!(ws.path().join("x").exists());
+}
+
+#[test]
+fn a_prefetched_probe_gives_the_same_backend() {
+    tackle_sandbox::prefetch(HELPER.into());
+    tackle_sandbox::prefetch("/no/such/helper".into()); // later calls change nothing
+    let sb = sandbox(BackendChoice::Auto, SandboxMode::WorkspaceWrite, false, &[]);
+    assert_eq!(sb.backend(), Some(Backend::Namespaces));
+    let ws = test_dir();
+    assert!(text(&run(&sb, ws.path(), "touch x; echo rc=$?")).contains("rc=0"));
+}
