@@ -66,7 +66,7 @@ pub(crate) async fn send_stream<D: WireDecoder>(
     options: &CallOptions,
     wire: D,
 ) -> Result<EventStream, ProviderError> {
-    let url = config.endpoint(&encoded.path);
+    let url = config.endpoint(encoded.path);
     let response = post_with_retry(client, config, &url, headers, encoded.body, options).await?;
     Ok(decode_sse(body_stream(response), wire))
 }
