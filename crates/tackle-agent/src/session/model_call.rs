@@ -118,7 +118,8 @@ async fn stream_answer(
     let retry_sink = sink.clone();
     let options = CallOptions {
         on_retry: Some(Arc::new(move |n: &RetryNotice| {
-            tracing::warn!(target: "gen_ai", { "error.type" = n.error.kind() }, "provider error; retrying");
+            // For traces and metrics; the provider logs the retry as a warning already.
+            tracing::info!(target: "gen_ai", { "error.type" = n.error.kind() }, "provider error; retrying");
             retry_sink.emit(AgentEvent::Retry {
                 attempt: n.attempt,
                 wait_ms: u64::try_from(n.wait.as_millis()).unwrap_or(u64::MAX),
@@ -170,7 +171,7 @@ async fn stream_answer(
         if failure.is_retryable() && stream_retries < STREAM_RETRIES {
             stream_retries += 1;
             tracing::warn!(error = %failure, "model stream failed mid-way; retrying the step");
-            tracing::warn!(target: "gen_ai", { "error.type" = failure.kind() }, "model stream failed mid-way; retrying");
+            tracing::info!(target: "gen_ai", { "error.type" = failure.kind() }, "model stream failed mid-way; retrying");
             sink.emit(AgentEvent::Retry {
                 attempt: stream_retries + 1,
                 wait_ms: 0,
