@@ -60,7 +60,7 @@ pub mod invariants;
 mod session;
 mod tools;
 
-pub use agent::{Agent, AgentBuilder, AgentConfig, BuildError, NewSessionOptions};
+pub use agent::{Agent, AgentBuilder, AgentConfig, BuildError, NewSessionOptions, TelemetryConfig};
 pub use context::{
     CompactReason, CompactionReport, ContextConfig, DEFAULT_OFFLOAD_BYTES, DEFAULT_OFFLOAD_TTL,
     ReadResultArgs, ReadUnit, StoreOffloader, read_page,

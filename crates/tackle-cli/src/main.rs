@@ -24,10 +24,16 @@ mod tool_view;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use clap::Parser;
+use tackle_telemetry::Metrics;
+use tackle_telemetry::otlp::TraceExporter;
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::Layer as _;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
 
 use crate::cli::{Cli, Command};
 
@@ -42,6 +48,9 @@ impl std::fmt::Display for UsageError {
 }
 
 impl std::error::Error for UsageError {}
+
+/// What `tackle serve` serves at `/metrics`, fed by the GenAI spans; set only for `serve`.
+pub(crate) static METRICS: OnceLock<Metrics> = OnceLock::new();
 
 /// How many `-v` were given: internal warnings show from 1.
 static VERBOSITY: AtomicU8 = AtomicU8::new(0);
@@ -74,10 +83,6 @@ fn main() -> ExitCode {
     {
         tackle_sandbox::prefetch(exe);
     }
-    init_logging(cli.verbose);
-    if let Err(e) = hardened {
-        tracing::warn!(error = %e, "cannot make the process non-dumpable; same-user processes can read it");
-    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -85,6 +90,19 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if matches!(cli.command, Command::Serve(_)) {
+        let _ = METRICS.set(Metrics::new());
+    }
+    let exporter = match init_logging(cli.verbose, runtime.handle()) {
+        Ok(exporter) => exporter,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(e) = hardened {
+        tracing::warn!(error = %e, "cannot make the process non-dumpable; same-user processes can read it");
+    }
     let result = runtime.block_on(async move {
         match cli.command {
             Command::Run(args) => run::run(args).await,
@@ -109,6 +127,10 @@ fn main() -> ExitCode {
             Command::Bench { command: cli::BenchCommand::Cache(args) } => bench::run(args).await,
         }
     });
+    // The last spans go out while the runtime that posts them still runs.
+    if let Some(exporter) = exporter {
+        exporter.shutdown();
+    }
     // Don't wait for lingering tasks (e.g. a Ctrl-C listener) on the way out.
     runtime.shutdown_background();
     match result {
@@ -128,18 +150,31 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_logging(verbose: u8) {
+/// Logs to stderr (`RUST_LOG`, `-v`), plus, each with its own filter: OTLP trace export when
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` is set, and the `/metrics` registry of `tackle serve`. Without
+/// either, the GenAI spans stay disabled and cost nothing. An unusable `OTEL_*` setting is an error.
+fn init_logging(
+    verbose: u8,
+    runtime: &tokio::runtime::Handle,
+) -> Result<Option<TraceExporter>, tackle_telemetry::otlp::TelemetryError> {
     let default = match verbose {
         0 => "warn",
         1 => "info,tackle=info",
         _ => "debug",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let env = |k: &str| std::env::var(k).ok();
+    let exporter = TraceExporter::from_env(&env, runtime.clone())?;
+    let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         // A log file or a pipe gets plain text: colour codes only on a terminal.
         .with_ansi(style::color_allowed(std::io::stderr().is_terminal()))
         .with_target(false)
+        .with_filter(filter);
+    let _ = tracing_subscriber::registry()
+        .with(fmt)
+        .with(exporter.as_ref().map(|e| e.layer()))
+        .with(METRICS.get().map(|m| m.layer()))
         .try_init();
+    Ok(exporter)
 }

@@ -196,6 +196,7 @@ pub async fn build_agent(
     config.dynamic_tools = settings.dynamic_tools;
     config.context = settings.context.clone();
     config.deferral = settings.deferral.clone();
+    config.telemetry = settings.telemetry.clone();
     let mut builder = Agent::builder(provider)
         .config(config)
         .store(store)

@@ -34,6 +34,9 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode> {
         state = state
             .with_codex_bridge(Arc::new(tackle_codex::CodexBridge::new(server, Some(workspace.clone()))));
     }
+    if let Some(metrics) = crate::METRICS.get() {
+        state = state.with_metrics(metrics.clone());
+    }
     let listener = tokio::net::TcpListener::bind(bind)
         .await
         .with_context(|| format!("cannot listen on {bind}; is another server using the port? pass --bind"))?;

@@ -46,12 +46,7 @@ where
     let user = if tokens.is_empty() {
         Some(LOCAL_USER.to_owned())
     } else {
-        request
-            .headers()
-            .get(AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-            .and_then(|t| user_for_token(tokens, t.trim()))
+        bearer(&request).and_then(|t| user_for_token(tokens, t))
     };
     match user {
         Some(user) => {
@@ -61,6 +56,36 @@ where
         }
         None => E::from(ApiError::unauthorized()).into_response(),
     }
+}
+
+/// Middleware of `/metrics`: any user's token or the scrape token ([`ServerConfig::metrics_token`])
+/// opens it; without any token configured it is open, like every route of such a server.
+///
+/// [`ServerConfig::metrics_token`]: crate::ServerConfig::metrics_token
+pub async fn require_metrics_reader(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let config = &state.inner.config;
+    let scrape = config.metrics_token.as_ref();
+    if config.tokens.is_empty() && scrape.is_none() {
+        return next.run(request).await;
+    }
+    let presented = bearer(&request);
+    let allowed = presented.is_some_and(|t| {
+        // Both checks always run, so the time taken says nothing about which kind matched.
+        let user = user_for_token(&config.tokens, t).is_some();
+        let scraper = scrape.is_some_and(|s| s.matches(t));
+        user | scraper
+    });
+    if allowed { next.run(request).await } else { ApiError::unauthorized().into_response() }
+}
+
+/// The bearer token of a request, if it carries one.
+fn bearer(request: &Request) -> Option<&str> {
+    request
+        .headers()
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .map(str::trim)
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for User {

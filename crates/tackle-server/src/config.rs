@@ -61,6 +61,36 @@ impl std::fmt::Debug for UserToken {
     }
 }
 
+/// A secret that only opens `GET /metrics` (for a Prometheus scraper). Kept and compared as a
+/// digest, like [`UserToken`]; never printed.
+///
+/// ```
+/// use tackle_server::ScrapeToken;
+/// let token = ScrapeToken::new("scrape-0123456789abcdef");
+/// assert!(token.matches("scrape-0123456789abcdef") && !token.matches("scrape"));
+/// assert!(!format!("{token:?}").contains("0123"));
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct ScrapeToken(UserToken);
+
+impl ScrapeToken {
+    /// The scrape token `token`; the token itself is not kept.
+    pub fn new(token: &str) -> Self {
+        Self(UserToken::new("metrics scraper", token))
+    }
+
+    /// Whether `presented` is this token, in constant time (see [`UserToken::matches`]).
+    pub fn matches(&self, presented: &str) -> bool {
+        self.0.matches(presented)
+    }
+}
+
+impl std::fmt::Debug for ScrapeToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ScrapeToken(***)")
+    }
+}
+
 /// Settings of `tackle serve`.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -92,6 +122,10 @@ pub struct ServerConfig {
     pub heartbeat: Duration,
     /// How long shutdown waits for running turns before cancelling them.
     pub shutdown_grace: Duration,
+    /// A token that opens `/metrics` and nothing else, so a scraper holds no user's powers.
+    /// User tokens open `/metrics` too; with no token of either kind it is open, like every
+    /// route of a server without tokens (which binds loopback only).
+    pub metrics_token: Option<ScrapeToken>,
 }
 
 impl ServerConfig {
@@ -110,6 +144,7 @@ impl ServerConfig {
             body_limit: 2 * 1024 * 1024,
             heartbeat: Duration::from_secs(15),
             shutdown_grace: Duration::from_secs(30),
+            metrics_token: None,
         }
     }
 
@@ -149,6 +184,19 @@ impl ServerConfig {
                     "user {:?} shares a token with another user",
                     t.user
                 )));
+            }
+        }
+        if let Some(ScrapeToken(token)) = &self.metrics_token {
+            if token.len() < MIN_TOKEN_LEN {
+                return Err(ServerError::Config(format!(
+                    "the metrics token is shorter than {MIN_TOKEN_LEN} characters; use a long random secret \
+                     (e.g. `openssl rand -hex 32`)"
+                )));
+            }
+            if self.tokens.iter().any(|t| t.digest == token.digest) {
+                return Err(ServerError::Config(
+                    "the metrics token is also a user's token; give the scraper its own".into(),
+                ));
             }
         }
         if !self.workspaces.contains_key("default") {

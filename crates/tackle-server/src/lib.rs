@@ -55,12 +55,12 @@ use tokio::net::TcpListener;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 
-pub use config::{MIN_TOKEN_LEN, ServerConfig, UserToken};
+pub use config::{MIN_TOKEN_LEN, ScrapeToken, ServerConfig, UserToken};
 pub use error::{ApiError, ErrorBody, ErrorDetail, ServerError};
 pub use openapi::{ApiDoc, document as openapi_document};
 pub use state::AppState;
 
-use routes::{approvals, compat, health, messages, openai, responses, results, sessions, web};
+use routes::{approvals, compat, health, messages, metrics, openai, responses, results, sessions, web};
 
 /// The application: every route with its middleware.
 pub fn router(state: AppState) -> Router {
@@ -85,6 +85,10 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             auth::require_user::<compat::OpenAiError>,
         ));
+    // Operators scrape it: a scrape token opens it without a user's powers (see auth.rs).
+    let operations = Router::new()
+        .route("/metrics", get(metrics::metrics))
+        .route_layer(middleware::from_fn_with_state(state.clone(), auth::require_metrics_reader));
     let limit = state.config().body_limit;
     Router::new()
         .route("/", get(web::index))
@@ -95,6 +99,7 @@ pub fn router(state: AppState) -> Router {
         .route("/openapi.json", get(openapi_json))
         .merge(api)
         .merge(openai_api)
+        .merge(operations)
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(limit))
         .layer(middleware::from_fn(extract::json_errors))
@@ -102,7 +107,10 @@ pub fn router(state: AppState) -> Router {
         .layer(TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
             let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");
             // Never the headers themselves: they carry bearer tokens.
-            tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id = %id, user = tracing::field::Empty)
+            let span = tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id = %id, user = tracing::field::Empty);
+            // A caller's `traceparent` makes this request, and the turn it runs, part of its trace.
+            tackle_telemetry::propagation::adopt_remote_parent(&span, request.headers());
+            span
         }))
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
         .with_state(state)

@@ -10,7 +10,7 @@ use utoipa::{Modify, OpenApi};
 
 use crate::AppState;
 use crate::extract::is_openai_path;
-use crate::routes::{approvals, health, messages, openai, responses, results, sessions};
+use crate::routes::{approvals, health, messages, metrics, openai, responses, results, sessions};
 
 /// The API description served at `/openapi.json`.
 #[derive(OpenApi)]
@@ -22,7 +22,7 @@ use crate::routes::{approvals, health, messages, openai, responses, results, ses
                        when the server has tokens; resources of other users answer 404."
     ),
     paths(
-        health::healthz,
+        health::healthz, metrics::metrics,
         sessions::create, sessions::list, sessions::show, sessions::update, sessions::delete, sessions::tools, sessions::context,
         messages::send, messages::cancel, messages::compact,
         approvals::list, approvals::decide,
@@ -38,6 +38,7 @@ use crate::routes::{approvals, health, messages, openai, responses, results, ses
         (name = "results", description = "Restoring tool outputs offloaded behind locators"),
         (name = "openai", description = "OpenAI-compatible endpoints"),
         (name = "health", description = "Probes"),
+        (name = "operations", description = "Prometheus metrics for operators"),
     )
 )]
 pub struct ApiDoc;

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use tackle_agent::Agent;
 use tackle_codex::CodexBridge;
 use tackle_store::SessionRecord;
+use tackle_telemetry::Metrics;
 use tackle_tools::ApprovalQueue;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -31,6 +32,8 @@ pub(crate) struct StateInner {
     pub(crate) tasks: TaskTracker,
     /// Codex behind `/v1/chat/completions` (models `codex/<model>`), when configured.
     pub(crate) codex: Option<Arc<CodexBridge>>,
+    /// What `/metrics` serves, when the process feeds a registry.
+    pub(crate) metrics: Option<Metrics>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -53,6 +56,7 @@ impl AppState {
                 shutdown: CancellationToken::new(),
                 tasks: TaskTracker::new(),
                 codex: None,
+                metrics: None,
             }),
         }
     }
@@ -65,6 +69,23 @@ impl AppState {
             None => tracing::warn!("the Codex bridge was added after the state was shared; it is not served"),
         }
         self
+    }
+
+    /// Serves `metrics` at `/metrics`. The process must feed them: install
+    /// [`Metrics::layer`] in its `tracing` subscriber (`tackle serve` does). Without this,
+    /// `/metrics` answers 404 rather than zeros that would look like an idle server. Call it
+    /// before serving, like [`AppState::with_codex_bridge`].
+    pub fn with_metrics(mut self, metrics: Metrics) -> Self {
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => inner.metrics = Some(metrics),
+            None => tracing::warn!("metrics were added after the state was shared; /metrics is not served"),
+        }
+        self
+    }
+
+    /// The registry served at `/metrics`, if any.
+    pub fn metrics(&self) -> Option<&Metrics> {
+        self.inner.metrics.as_ref()
     }
 
     /// The default agent.

@@ -68,6 +68,7 @@ async fn openapi_document_covers_every_route() {
         ("post", "/v1/chat/completions"),
         ("post", "/v1/responses"),
         ("get", "/v1/models"),
+        ("get", "/metrics"),
     ];
     let paths = doc["paths"].as_object().unwrap();
     let documented: usize = paths.values().map(|p| p.as_object().unwrap().len()).sum();

@@ -23,9 +23,29 @@ pub struct AgentConfig {
     pub context: ContextConfig,
     /// Deferral of tools over budget.
     pub deferral: DeferralConfig,
+    /// What the loop's GenAI trace spans may carry.
+    pub telemetry: TelemetryConfig,
     /// The sandbox the shell's commands run in, reported in `session_started` (set by
     /// [`crate::AgentBuilder::sandbox`]).
     pub sandbox: Option<tackle_protocol::SandboxInfo>,
+}
+
+/// What the loop's OpenTelemetry GenAI spans (`invoke_agent`, `chat {model}`,
+/// `execute_tool {name}`) may carry (`[telemetry]` in `tackle.toml`). Names, ids, token counts,
+/// durations and outcomes are always recorded when spans are collected; message content only
+/// when `record_content` is on.
+///
+/// ```
+/// let t = tackle_agent::TelemetryConfig::default();
+/// assert!(!t.record_content);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TelemetryConfig {
+    /// Record message content on the spans: the model's answer (`gen_ai.output.messages`), tool
+    /// call arguments and results (`gen_ai.tool.call.arguments`, `gen_ai.tool.call.result`).
+    /// Off by default: content may hold anything the user, the model or a tool saw.
+    pub record_content: bool,
 }
 
 impl AgentConfig {
@@ -40,6 +60,7 @@ impl AgentConfig {
             dynamic_tools: true,
             context: ContextConfig::default(),
             deferral: DeferralConfig::default(),
+            telemetry: TelemetryConfig::default(),
             sandbox: None,
         }
     }

@@ -16,7 +16,7 @@ mod builder;
 mod config;
 
 pub use builder::{AgentBuilder, BuildError};
-pub use config::AgentConfig;
+pub use config::{AgentConfig, TelemetryConfig};
 
 // Cloned (every field is shared or cheap) to derive an agent with one part changed.
 #[derive(Clone)]

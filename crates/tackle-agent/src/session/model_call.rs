@@ -1,12 +1,21 @@
 //! One model call of a step: stream, forward deltas, honour cancellation, retry a broken stream.
+//!
+//! Each call is a `chat {model}` span (target `gen_ai`, OpenTelemetry GenAI conventions): the
+//! provider and model, token usage with cache reads and writes, the finish reason, the time to
+//! the first chunk and `error.type` on failure; each retried provider error is a `gen_ai` event
+//! with its `error.type`. With no subscriber collecting `gen_ai` the span is disabled and its
+//! fields are never computed.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use futures::StreamExt;
 use tackle_protocol::{AgentEvent, ModelResponse, ResponseAccumulator, StreamEvent};
 use tackle_provider::{CallOptions, EncodedRequest, Provider, ProviderError, RetryNotice};
 use tackle_tools::EventSink;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
+use tracing::field::Empty;
 
 /// Retries of a stream that broke after it started (the provider already retried failures
 /// before the first byte). Nothing has run yet, so a retry is always safe.
@@ -21,17 +30,96 @@ pub(crate) enum ModelCallError {
     Provider(ProviderError),
 }
 
+/// What the `chat {model}` span of a call says besides what the provider reports.
+pub(crate) struct ChatLabels<'a> {
+    /// The model the request names.
+    pub(crate) model: &'a str,
+    /// The request's output token limit.
+    pub(crate) max_output_tokens: Option<u32>,
+    /// The session id.
+    pub(crate) conversation: &'a str,
+    /// Record the answer's text and tool calls on the span (opt-in content).
+    pub(crate) record_content: bool,
+}
+
 /// Sends `request` (already encoded) and streams the answer, forwarding text and reasoning
-/// deltas to `sink`.
+/// deltas to `sink`, inside a `chat {model}` span.
 pub(crate) async fn call_model(
     provider: &Arc<dyn Provider>,
     request: EncodedRequest,
     sink: &EventSink,
     cancel: &CancellationToken,
+    labels: &ChatLabels<'_>,
+) -> Result<ModelResponse, ModelCallError> {
+    let span = tracing::info_span!(target: "gen_ai", "chat",
+        "otel.name" = %format_args!("chat {}", labels.model),
+        "otel.kind" = "client",
+        "otel.status_code" = Empty,
+        "gen_ai.operation.name" = "chat",
+        "gen_ai.provider.name" = provider.name(),
+        "gen_ai.request.model" = labels.model,
+        "gen_ai.request.max_tokens" = labels.max_output_tokens,
+        "gen_ai.request.stream" = true,
+        "gen_ai.conversation.id" = labels.conversation,
+        "gen_ai.response.finish_reasons" = Empty,
+        "gen_ai.response.time_to_first_chunk" = Empty,
+        "gen_ai.usage.input_tokens" = Empty,
+        "gen_ai.usage.output_tokens" = Empty,
+        "gen_ai.usage.cache_read.input_tokens" = Empty,
+        "gen_ai.usage.cache_creation.input_tokens" = Empty,
+        "gen_ai.usage.reasoning.output_tokens" = Empty,
+        "gen_ai.output.messages" = Empty,
+        "error.type" = Empty,
+    );
+    let result = stream_answer(provider, request, sink, cancel, &span).instrument(span.clone()).await;
+    if !span.is_disabled() {
+        record_outcome(&span, &result, labels.record_content);
+    }
+    result
+}
+
+/// What the provider reported, on the call's span.
+fn record_outcome(span: &tracing::Span, result: &Result<ModelResponse, ModelCallError>, content: bool) {
+    match result {
+        Ok(response) => {
+            let u = &response.usage;
+            span.record("gen_ai.response.finish_reasons", response.stop_reason.as_str());
+            span.record("gen_ai.usage.input_tokens", u.input_tokens);
+            span.record("gen_ai.usage.output_tokens", u.output_tokens);
+            span.record("gen_ai.usage.cache_read.input_tokens", u.cache_read_tokens);
+            span.record("gen_ai.usage.cache_creation.input_tokens", u.cache_write_tokens);
+            span.record("gen_ai.usage.reasoning.output_tokens", u.reasoning_tokens);
+            if content {
+                let message = serde_json::json!([{
+                    "role": "assistant",
+                    "content": response.content,
+                    "finish_reason": response.stop_reason.as_str(),
+                }]);
+                span.record("gen_ai.output.messages", message.to_string().as_str());
+            }
+        }
+        Err(ModelCallError::Cancelled { .. }) => {
+            span.record("error.type", "cancelled");
+        }
+        Err(ModelCallError::Provider(e)) => {
+            span.record("error.type", e.kind());
+            span.record("otel.status_code", "error");
+        }
+    }
+}
+
+async fn stream_answer(
+    provider: &Arc<dyn Provider>,
+    request: EncodedRequest,
+    sink: &EventSink,
+    cancel: &CancellationToken,
+    span: &tracing::Span,
 ) -> Result<ModelResponse, ModelCallError> {
     let retry_sink = sink.clone();
     let options = CallOptions {
         on_retry: Some(Arc::new(move |n: &RetryNotice| {
+            // For traces and metrics; the provider logs the retry as a warning already.
+            tracing::info!(target: "gen_ai", { "error.type" = n.error.kind() }, "provider error; retrying");
             retry_sink.emit(AgentEvent::Retry {
                 attempt: n.attempt,
                 wait_ms: u64::try_from(n.wait.as_millis()).unwrap_or(u64::MAX),
@@ -41,6 +129,9 @@ pub(crate) async fn call_model(
     };
     let mut stream_retries = 0;
     loop {
+        // Only read when the span is collected: the time to the first chunk.
+        let sent = (!span.is_disabled()).then(Instant::now);
+        let mut first_chunk = sent;
         let started = tokio::select! {
             r = provider.send(request.clone(), &options) => r,
             _ = cancel.cancelled() => return Err(ModelCallError::Cancelled { partial: ModelResponse::default() }),
@@ -54,6 +145,9 @@ pub(crate) async fn call_model(
             };
             match next {
                 Some(Ok(event)) => {
+                    if let Some(sent) = first_chunk.take() {
+                        span.record("gen_ai.response.time_to_first_chunk", sent.elapsed().as_secs_f64());
+                    }
                     match &event {
                         StreamEvent::TextDelta { text } => {
                             sink.emit(AgentEvent::TextDelta { text: text.clone() })
@@ -77,6 +171,7 @@ pub(crate) async fn call_model(
         if failure.is_retryable() && stream_retries < STREAM_RETRIES {
             stream_retries += 1;
             tracing::warn!(error = %failure, "model stream failed mid-way; retrying the step");
+            tracing::info!(target: "gen_ai", { "error.type" = failure.kind() }, "model stream failed mid-way; retrying");
             sink.emit(AgentEvent::Retry {
                 attempt: stream_retries + 1,
                 wait_ms: 0,

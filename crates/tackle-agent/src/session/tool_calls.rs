@@ -1,4 +1,8 @@
 //! Running the tool calls of one step: name repair, at-most-once audit, concurrency, events.
+//!
+//! Each call is an `execute_tool {name}` span (target `gen_ai`, OpenTelemetry GenAI
+//! conventions) with the tool's name, the call id and its outcome (`ok` or the error category
+//! the model saw, also as `error.type`); arguments and result only when content is opted in.
 
 use std::time::Duration;
 
@@ -8,6 +12,8 @@ use tackle_protocol::{AgentEvent, ContentBlock, ToolError, ToolOutcome, ToolResu
 use tackle_store::{BeginOutcome, ToolCallFinish, ToolCallStatus};
 use tackle_tools::{CallOptions, EventSink, ToolContext, TurnState};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
+use tracing::field::Empty;
 
 use crate::invariants::interrupted_result;
 use crate::tools::repair_tool_name;
@@ -143,6 +149,51 @@ pub(crate) async fn run_calls(
 }
 
 async fn run_planned(batch: &CallBatch<'_>, planned: &Planned) -> Result<ExecutedCall, AgentError> {
+    let call = match planned {
+        Planned::Run { call, .. } | Planned::Refuse { call, .. } => call,
+    };
+    let span = tracing::info_span!(target: "gen_ai", "execute_tool",
+        "otel.name" = %format_args!("execute_tool {}", call.name),
+        "otel.status_code" = Empty,
+        "gen_ai.operation.name" = "execute_tool",
+        "gen_ai.tool.name" = call.name.as_str(),
+        "gen_ai.tool.call.id" = call.id.as_str(),
+        "gen_ai.tool.type" = "function",
+        "gen_ai.tool.call.arguments" = Empty,
+        "gen_ai.tool.call.result" = Empty,
+        "tackle.tool.outcome" = Empty,
+        "error.type" = Empty,
+    );
+    let done = run_planned_in_span(batch, planned).instrument(span.clone()).await;
+    if !span.is_disabled() {
+        let content = batch.session.agent.config().telemetry.record_content;
+        match &done {
+            Ok(done) => {
+                let outcome = match &done.outcome {
+                    Ok(()) => "ok",
+                    Err(e) => {
+                        span.record("error.type", e.category.as_str());
+                        span.record("otel.status_code", "error");
+                        e.category.as_str()
+                    }
+                };
+                span.record("tackle.tool.outcome", outcome);
+                if content {
+                    span.record("gen_ai.tool.call.arguments", call.input.to_wire_string().as_str());
+                    span.record("gen_ai.tool.call.result", done.result.content.as_str());
+                }
+            }
+            Err(_) => {
+                span.record("tackle.tool.outcome", "_OTHER");
+                span.record("error.type", "_OTHER");
+                span.record("otel.status_code", "error");
+            }
+        }
+    }
+    done
+}
+
+async fn run_planned_in_span(batch: &CallBatch<'_>, planned: &Planned) -> Result<ExecutedCall, AgentError> {
     match planned {
         Planned::Run { call, unwrapped } => {
             run_one(batch, call, if *unwrapped { None } else { batch.view.tools.allowed() }).await

@@ -16,9 +16,11 @@ use tackle_provider::ProviderError;
 use tackle_store::{SessionStatus, SessionUpdate, StepRecord};
 use tackle_tools::{EventSink, TurnState};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
+use tracing::field::Empty;
 
 use super::loop_guard::{LoopGuard, Verdict};
-use super::model_call::{ModelCallError, call_model};
+use super::model_call::{ChatLabels, ModelCallError, call_model};
 use super::tail_note::TailState;
 use super::tool_calls::{CallBatch, run_calls, unique_call_ids};
 use crate::context::CALIBRATION_KEY;
@@ -74,7 +76,25 @@ impl Session {
             sink.emit(warning);
         }
 
-        let outcome = self.run_steps(turn, input, sink, cancel).await;
+        // The turn's span (OpenTelemetry GenAI `invoke_agent`); disabled, and free, unless a
+        // subscriber collects the `gen_ai` target.
+        let span = tracing::info_span!(target: "gen_ai", "invoke_agent",
+            "otel.status_code" = Empty,
+            "gen_ai.operation.name" = "invoke_agent",
+            "gen_ai.agent.name" = "tackle",
+            "gen_ai.provider.name" = self.agent.provider().name(),
+            "gen_ai.request.model" = self.agent.config().model.as_str(),
+            "gen_ai.conversation.id" = self.record.id.as_str(),
+            "gen_ai.usage.input_tokens" = Empty,
+            "gen_ai.usage.output_tokens" = Empty,
+            "tackle.turn.steps" = Empty,
+            "tackle.turn.end" = Empty,
+            "error.type" = Empty,
+        );
+        let outcome = self.run_steps(turn, input, sink, cancel).instrument(span.clone()).await;
+        if !span.is_disabled() {
+            record_turn(&span, &outcome);
+        }
         let status = match &outcome {
             Ok(o) if o.end == TurnEnd::Failed => SessionStatus::Failed,
             Ok(_) => SessionStatus::Idle,
@@ -228,7 +248,13 @@ impl Session {
                         message: format!("the request prefix changed at {path}; the provider cache is invalidated from there"),
                     });
                 }
-                match call_model(self.agent.provider(), encoded, sink, cancel).await {
+                let labels = ChatLabels {
+                    model: &config.model,
+                    max_output_tokens: config.max_output_tokens,
+                    conversation: self.record.id.as_str(),
+                    record_content: config.telemetry.record_content,
+                };
+                match call_model(self.agent.provider(), encoded, sink, cancel, &labels).await {
                     Err(ModelCallError::Provider(ProviderError::ContextExceeded { message }))
                         if !context_retried =>
                     {
@@ -413,6 +439,33 @@ impl Session {
             metrics: Some(report.metrics),
         });
         Ok(())
+    }
+}
+
+/// How the turn ended, on its `invoke_agent` span.
+fn record_turn(span: &tracing::Span, outcome: &Result<TurnOutcome, AgentError>) {
+    match outcome {
+        Ok(o) => {
+            let end = match o.end {
+                TurnEnd::Completed => "completed",
+                TurnEnd::MaxSteps => "max_steps",
+                TurnEnd::Cancelled => "cancelled",
+                TurnEnd::Failed => "failed",
+            };
+            span.record("tackle.turn.end", end);
+            span.record("tackle.turn.steps", u64::from(o.steps));
+            span.record("gen_ai.usage.input_tokens", o.usage.input_tokens);
+            span.record("gen_ai.usage.output_tokens", o.usage.output_tokens);
+            if end == "failed" {
+                span.record("error.type", "turn_failed");
+                span.record("otel.status_code", "error");
+            }
+        }
+        Err(_) => {
+            span.record("tackle.turn.end", "failed");
+            span.record("error.type", "_OTHER");
+            span.record("otel.status_code", "error");
+        }
     }
 }
 

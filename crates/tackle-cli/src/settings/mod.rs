@@ -8,7 +8,7 @@ use tackle_provider::{OpenAiDialect, ProviderConfig, ProviderKind, ResponsesConf
 use tackle_tools::HookRule;
 use thiserror::Error;
 
-use tackle_agent::{ContextConfig, DeferralConfig, LoopGuardConfig};
+use tackle_agent::{ContextConfig, DeferralConfig, LoopGuardConfig, TelemetryConfig};
 
 pub use server::ServerSettings;
 
@@ -78,6 +78,9 @@ pub struct Settings {
     /// The OpenAI Responses provider (`[responses]`: `store`, `reasoning_effort`,
     /// `reasoning_summary`).
     pub responses: ResponsesConfig,
+    /// What the GenAI trace spans may carry (`[telemetry]`: `record_content`). Where traces go
+    /// is set by the standard `OTEL_*` variables (docs/operations.md).
+    pub telemetry: TelemetryConfig,
     /// The sandbox shell commands run in (`[sandbox]`; `TACKLE_SANDBOX_MODE`,
     /// `TACKLE_SANDBOX_NETWORK`, `TACKLE_SANDBOX_BACKEND`).
     pub sandbox: tackle_sandbox::SandboxConfig,
@@ -108,6 +111,7 @@ impl Default for Settings {
             deferral: DeferralConfig::default(),
             codex: tackle_codex::CodexConfig::default(),
             responses: ResponsesConfig::default(),
+            telemetry: TelemetryConfig::default(),
             sandbox: tackle_sandbox::SandboxConfig::default(),
         }
     }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use tackle_server::{ServerConfig, UserToken};
+use tackle_server::{ScrapeToken, ServerConfig, UserToken};
 use tackle_tools::ApprovalPolicy;
 
 use crate::UsageError;
@@ -58,6 +58,9 @@ pub struct ServerSettings {
     pub heartbeat_secs: u64,
     /// Seconds running turns get to finish at shutdown before they are cancelled.
     pub shutdown_grace_secs: u64,
+    /// The environment variable holding a token that opens `GET /metrics` and nothing else
+    /// (for a Prometheus scraper). User tokens open `/metrics` too.
+    pub metrics_token_env: Option<String>,
 }
 
 impl Default for ServerSettings {
@@ -77,6 +80,7 @@ impl Default for ServerSettings {
             body_limit_bytes: d.body_limit,
             heartbeat_secs: d.heartbeat.as_secs(),
             shutdown_grace_secs: d.shutdown_grace.as_secs(),
+            metrics_token_env: None,
         }
     }
 }
@@ -133,6 +137,14 @@ impl ServerSettings {
         config.body_limit = self.body_limit_bytes;
         config.heartbeat = Duration::from_secs(self.heartbeat_secs.max(1));
         config.shutdown_grace = Duration::from_secs(self.shutdown_grace_secs);
+        if let Some(var) = &self.metrics_token_env {
+            let token = env(var).filter(|v| !v.is_empty()).ok_or_else(|| {
+                UsageError(format!(
+                    "server.metrics_token_env names ${var}, which is not set; set it to the scrape token"
+                ))
+            })?;
+            config.metrics_token = Some(ScrapeToken::new(&token));
+        }
         Ok(config)
     }
 }

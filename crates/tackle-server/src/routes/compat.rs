@@ -17,6 +17,7 @@ use tackle_protocol::{
 use tackle_tools::EventSink;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
+use tracing::Instrument as _;
 
 use crate::{ApiError, AppState};
 
@@ -318,12 +319,16 @@ impl AgentTurn {
         let sink = EventSink::new(move |e| {
             let _ = tx.send(e);
         });
-        let task = state.inner.tasks.spawn(async move {
-            let cancel = guard.cancel.clone();
-            let outcome = session.run_turn(input, &sink, &cancel).await;
-            drop(guard);
-            outcome
-        });
+        let task = state.inner.tasks.spawn(
+            async move {
+                let cancel = guard.cancel.clone();
+                let outcome = session.run_turn(input, &sink, &cancel).await;
+                drop(guard);
+                outcome
+            }
+            // The turn's spans are children of this request's (and of the caller's `traceparent`).
+            .in_current_span(),
+        );
         Ok(Self { task, events })
     }
 

@@ -14,6 +14,7 @@ use tackle_protocol::AgentEvent;
 use tackle_tools::EventSink;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
+use tracing::Instrument as _;
 use utoipa::ToSchema;
 
 use crate::auth::User;
@@ -155,16 +156,20 @@ pub async fn send(
         // A closed receiver means the client left; the turn goes on and is stored.
         let _ = tx.send(event);
     });
-    let task = state.inner.tasks.spawn(async move {
-        let cancel = guard.cancel.clone();
-        let outcome = session.run_turn(input, &sink, &cancel).await;
-        if let Err(e) = &outcome {
-            tracing::error!(session = %session.id(), error = %e, "turn failed");
-            sink.emit(AgentEvent::Error { code: "internal".into(), message: e.to_string() });
+    let task = state.inner.tasks.spawn(
+        async move {
+            let cancel = guard.cancel.clone();
+            let outcome = session.run_turn(input, &sink, &cancel).await;
+            if let Err(e) = &outcome {
+                tracing::error!(session = %session.id(), error = %e, "turn failed");
+                sink.emit(AgentEvent::Error { code: "internal".into(), message: e.to_string() });
+            }
+            drop(guard);
+            outcome
         }
-        drop(guard);
-        outcome
-    });
+        // The turn's spans are children of this request's (and of the caller's `traceparent`).
+        .in_current_span(),
+    );
 
     if body.stream.unwrap_or(true) {
         let events = UnboundedReceiverStream::new(rx).enumerate().map(|(n, event)| {

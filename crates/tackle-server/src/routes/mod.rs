@@ -6,6 +6,7 @@ pub mod codex_bridge;
 pub mod compat;
 pub mod health;
 pub mod messages;
+pub mod metrics;
 pub mod openai;
 pub mod responses;
 pub mod results;
