@@ -3,7 +3,8 @@
 //! One [`Store`] holds sessions and everything that belongs to them: messages in order, the
 //! tool-call audit (which also makes each call id run at most once), offloaded outputs
 //! (zstd-compressed, blake3-checked, per session, with a time to live), todo items, session
-//! state and compaction snapshots. Deleting a session deletes all of it.
+//! state and compaction snapshots. Deleting a session deletes all of it. Chat channels keep
+//! which session each chat talks to and a durable inbox of received updates.
 //!
 //! ```
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -20,6 +21,7 @@
 #![deny(missing_docs)]
 
 mod blobs;
+mod channels;
 mod checkpoint;
 mod db;
 mod error;
@@ -38,6 +40,7 @@ use std::path::Path;
 use sqlx::sqlite::SqlitePool;
 
 pub use blobs::{Blob, BlobMeta, NewBlob};
+pub use channels::{ChannelSummary, InboxItem, InboxState, NewInboxItem};
 pub use db::now_ms;
 pub use error::StoreError;
 pub use messages::{MessageFilter, StoredMessage};
