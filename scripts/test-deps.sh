@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the real peers the integration tests drive: Debian's Chromium (web chat page) and
-# tmux (the REPL on a real terminal),
-# playwright-core (to drive it), the official `openai` Python SDK (OpenAI-compatible endpoint)
-# and the MCP reference servers from npm. Idempotent, and quick when everything is there.
+# tmux (the REPL on a real terminal), playwright-core (to drive the browser), the official
+# `openai` Python SDK (OpenAI-compatible endpoint), the MCP reference servers and the Telegram
+# Bot API emulator (telegram-test-api) from npm. Idempotent, and quick when everything is there.
 # Everything but Chromium lives under target/test-deps, so `cargo clean` resets it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +25,7 @@ fi
 
 # npm packages, pinned by the lock file in scripts/test-deps/.
 if [ ! -f "$deps/node/.installed" ] || ! cmp -s scripts/test-deps/package-lock.json "$deps/node/.installed"; then
-  echo "installing npm test peers (playwright-core, MCP reference servers)"
+  echo "installing npm test peers (playwright-core, MCP reference servers, telegram-test-api)"
   mkdir -p "$deps/node"
   cp scripts/test-deps/package.json scripts/test-deps/package-lock.json "$deps/node/"
   (cd "$deps/node" && npm ci --no-audit --no-fund --loglevel=error)

@@ -515,15 +515,13 @@ impl Hub {
         let chat = inbound.chat.clone();
         let interval = self.channel.edit_interval();
         let mut shown = Shown::new(self.channel.max_message_len());
-        let mut last_edit = Instant::now() - interval;
         let mut dirty = false;
         let mut typing = tokio::time::interval(TYPING_EVERY);
         loop {
             tokio::select! {
                 biased;
-                () = tokio::time::sleep_until(last_edit + interval), if dirty => {
+                () = tokio::time::sleep_until(shown.next_edit(interval)), if dirty => {
                     self.flush(&chat, &mut shown).await;
-                    last_edit = Instant::now();
                     dirty = false;
                 }
                 event = rx.recv() => match event {
@@ -622,6 +620,7 @@ impl Hub {
         if doc.is_blank() || shown.last.as_ref() == Some(&doc) {
             return;
         }
+        shown.last_edit = Some(Instant::now());
         match &shown.live {
             Some(message) => self.edit(message, &doc).await,
             None => match self.channel.send(chat, &doc).await {
@@ -668,6 +667,8 @@ impl Hub {
         };
         let limit = self.channel.max_message_len();
         let mut parts = answer.split(limit);
+        // The bounded edit rate holds for the last edit too.
+        tokio::time::sleep_until(shown.next_edit(self.channel.edit_interval())).await;
         if shown.view.has_tools() {
             let status = shown.view.status();
             if let Some(live) = &shown.live {
@@ -703,14 +704,27 @@ impl Hub {
 /// What a turn showed: its view, the live message, what it last displayed, open confirmations.
 struct Shown {
     view: LiveView,
+    /// When the live message was last sent or edited (the next edit waits for the interval).
+    last_edit: Option<Instant>,
     live: Option<MessageRef>,
     last: Option<Document>,
     confirmations: HashMap<String, (MessageRef, String)>,
 }
 
 impl Shown {
+    /// When the live message may be edited next.
+    fn next_edit(&self, interval: Duration) -> Instant {
+        self.last_edit.map_or_else(Instant::now, |t| t + interval)
+    }
+
     fn new(limit: usize) -> Self {
-        Self { view: LiveView::new(limit), live: None, last: None, confirmations: HashMap::new() }
+        Self {
+            view: LiveView::new(limit),
+            last_edit: None,
+            live: None,
+            last: None,
+            confirmations: HashMap::new(),
+        }
     }
 }
 
