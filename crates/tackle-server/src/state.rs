@@ -28,6 +28,8 @@ pub(crate) struct StateInner {
     pub(crate) shutdown: CancellationToken,
     /// Running turns, waited for at shutdown.
     pub(crate) tasks: TaskTracker,
+    /// Parts served beside the API (chat channels), stopped at shutdown.
+    pub(crate) addons: Mutex<Vec<Arc<dyn crate::ServerAddon>>>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -49,8 +51,20 @@ impl AppState {
                 agents: Mutex::new(HashMap::new()),
                 shutdown: CancellationToken::new(),
                 tasks: TaskTracker::new(),
+                addons: Mutex::new(Vec::new()),
             }),
         }
+    }
+
+    /// Serves `addon` beside the API: its routes are merged (outside bearer authentication: it
+    /// authenticates its own callers) and it is shut down with the server, before the store
+    /// closes. Add addons before building the router or serving.
+    pub fn add_addon(&self, addon: Arc<dyn crate::ServerAddon>) {
+        self.inner.addons.lock().unwrap_or_else(|p| p.into_inner()).push(addon);
+    }
+
+    pub(crate) fn addons(&self) -> Vec<Arc<dyn crate::ServerAddon>> {
+        self.inner.addons.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// The default agent.
