@@ -95,8 +95,8 @@ impl ChannelsConfig {
 
 /// Parses a number from variable `var`, saying which variable is wrong.
 pub(crate) fn parse_number<T: std::str::FromStr>(var: &str, value: &str) -> Result<T, ChannelError> {
-    value
-        .trim()
-        .parse()
-        .map_err(|_| ChannelError::Config(format!("invalid value of {var}: {value:?} is not a number")))
+    value.trim().parse().map_err(|_| ChannelError::InvalidEnv {
+        var: var.to_owned(),
+        message: format!("{value:?} is not a number"),
+    })
 }

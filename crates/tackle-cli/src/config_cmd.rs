@@ -25,8 +25,18 @@ pub async fn run(args: ConfigArgs) -> Result<ExitCode> {
         }),
         Err(e) => json!({ "error": e.to_string() }),
     };
+    // Channel tokens are read from files or the environment, never kept in the settings: shown
+    // masked, so a wrong file is visible without printing the secret.
+    let channels = settings.channels.telegram.as_ref().map(|t| {
+        let token = match t.token(&workspace, &env_lookup) {
+            Ok(token) => token.masked(),
+            Err(e) => format!("unavailable: {e}"),
+        };
+        json!({ "telegram": { "token": token } })
+    });
     let value = json!({
         "sources": loaded.sources,
+        "channel_tokens": channels,
         "data_dir": settings.data_dir().ok(),
         "database": settings.database_path().ok(),
         "provider": provider,

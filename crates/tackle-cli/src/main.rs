@@ -2,6 +2,7 @@
 
 mod approver;
 mod bench;
+mod channels_cmd;
 mod chat;
 mod cli;
 mod config_cmd;
@@ -80,6 +81,9 @@ fn main() -> ExitCode {
                 let mut command = <Cli as clap::CommandFactory>::command();
                 clap_complete::generate(shell, &mut command, "tackle", &mut std::io::stdout());
                 Ok(ExitCode::SUCCESS)
+            }
+            Command::Channels { command: cli::ChannelsCommand::Status(args) } => {
+                channels_cmd::status(args).await
             }
             Command::Bench { command: cli::BenchCommand::Cache(args) } => bench::run(args).await,
         }

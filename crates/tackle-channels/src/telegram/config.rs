@@ -114,9 +114,10 @@ impl TelegramConfig {
                 .collect::<Result<_, _>>()?;
         }
         if let Some(v) = get("TACKLE_TELEGRAM_MODE") {
-            self.mode = v
-                .parse()
-                .map_err(|e| ChannelError::Config(format!("invalid value of TACKLE_TELEGRAM_MODE: {e}")))?;
+            self.mode = v.parse().map_err(|message| ChannelError::InvalidEnv {
+                var: "TACKLE_TELEGRAM_MODE".into(),
+                message,
+            })?;
         }
         if let Some(v) = get("TACKLE_TELEGRAM_API_URL") {
             self.api_url = v;

@@ -71,6 +71,8 @@ pub struct Settings {
     pub mcp: tackle_mcp::McpConfig,
     /// Deferring tools whose definitions would take too much of the window (`[deferral]`).
     pub deferral: DeferralConfig,
+    /// Chat channels `tackle serve` starts (`[channels]`, `[channels.telegram]`).
+    pub channels: tackle_channels::ChannelsConfig,
 }
 
 impl Default for Settings {
@@ -96,6 +98,7 @@ impl Default for Settings {
             server: ServerSettings::default(),
             mcp: tackle_mcp::McpConfig::default(),
             deferral: DeferralConfig::default(),
+            channels: tackle_channels::ChannelsConfig::default(),
         }
     }
 }
@@ -330,6 +333,34 @@ mod tests {
         let err = Settings::load_from(None, dir.path(), &env(&[])).unwrap_err();
         let text = err.to_string();
         assert!(text.contains("tackle.toml") && text.contains("max_step"), "{text}");
+    }
+
+    #[test]
+    fn channels_come_from_the_file_and_the_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(CONFIG_FILE),
+            "[channels]\napproval_timeout_secs = 60\n[channels.telegram]\ntoken_file = \"tg.token\"\nallowed_users = [1, 2]\n",
+        )
+        .unwrap();
+        let vars =
+            [("TACKLE_TELEGRAM_MODE", "webhook"), ("TACKLE_TELEGRAM_WEBHOOK_URL", "https://bot.example/x")];
+        let s = Settings::load_from(None, dir.path(), &env(&vars)).unwrap().settings;
+        let t = s.channels.telegram.as_ref().unwrap();
+        assert_eq!(t.allowed_users, vec![1, 2]);
+        assert_eq!(t.mode, tackle_channels::telegram::TelegramMode::Webhook);
+        assert_eq!(s.channels.approval_timeout_secs, 60);
+        let err = Settings::load_from(None, dir.path(), &env(&[("TACKLE_TELEGRAM_ALLOWED_USERS", "1,bob")]))
+            .unwrap_err();
+        assert!(err.to_string().contains("TACKLE_TELEGRAM_ALLOWED_USERS"), "{err}");
+        // No [channels.telegram] and no variable: no bot.
+        let empty = tempfile::tempdir().unwrap();
+        assert!(
+            Settings::load_from(None, empty.path(), &env(&[])).unwrap().settings.channels.telegram.is_none()
+        );
+        std::fs::write(empty.path().join(CONFIG_FILE), "[channels.telegram]\ntoken = \"x\"\n").unwrap();
+        let err = Settings::load_from(None, empty.path(), &env(&[])).unwrap_err();
+        assert!(err.to_string().contains("unknown field `token`"), "a token in the file is refused: {err}");
     }
 
     #[test]
