@@ -549,6 +549,7 @@ impl Hub {
         let changed = shown.view.apply(&event);
         match event {
             AgentEvent::ApprovalRequested { approval_id, tool, args, .. } => {
+                shown.asked.push(approval_id.clone());
                 lock(&self.pending).insert(
                     approval_id.clone(),
                     PendingApproval { user: inbound.user.clone(), user_name: inbound.user_name.clone() },
@@ -646,6 +647,12 @@ impl Hub {
         mut shown: Shown,
         outcome: Result<tackle_agent::TurnOutcome, tackle_agent::AgentError>,
     ) {
+        {
+            let mut pending = lock(&self.pending);
+            for id in &shown.asked {
+                pending.remove(id);
+            }
+        }
         for (message, label) in std::mem::take(&mut shown.confirmations).into_values() {
             self.edit(&message, &Document::plain(&format!("⏹ No longer needed: {label} (the turn ended)")))
                 .await;
@@ -709,6 +716,8 @@ struct Shown {
     live: Option<MessageRef>,
     last: Option<Document>,
     confirmations: HashMap<String, (MessageRef, String)>,
+    /// Every approval asked in this turn (forgotten when the turn ends, answered or not).
+    asked: Vec<String>,
 }
 
 impl Shown {
@@ -724,6 +733,7 @@ impl Shown {
             live: None,
             last: None,
             confirmations: HashMap::new(),
+            asked: Vec::new(),
         }
     }
 }
