@@ -186,3 +186,66 @@ impl BotApi {
         Ok(written)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECRET: &str = "987654:very-secret-part";
+
+    /// An HTTP server that answers every request with `response`, once per connection.
+    async fn answering(response: &'static str) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut socket, _)) = listener.accept().await else { return };
+                let mut buf = [0u8; 4096];
+                let _ = tokio::io::AsyncReadExt::read(&mut socket, &mut buf).await;
+                let _ = socket.write_all(response.as_bytes()).await;
+            }
+        });
+        format!("http://{addr}")
+    }
+
+    #[tokio::test]
+    async fn errors_never_show_the_token() {
+        // Nothing listens there: a network error, retried, then reported.
+        let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap().local_addr().unwrap();
+        let api = BotApi::new(&format!("http://{closed}"), BotToken::new(SECRET).unwrap(), 1).unwrap();
+        let err = api.call::<Value>("getMe", &serde_json::json!({}), None).await.unwrap_err().to_string();
+        assert!(err.contains("network error") && err.contains("gave up after 2 attempts"), "{err}");
+        assert!(!err.contains("very-secret"), "{err}");
+        assert!(!format!("{api:?}").contains("very-secret"));
+
+        // Not a Bot API: said so, without the URL.
+        let html = answering(
+            "HTTP/1.1 404 Not Found\r\ncontent-type: text/html\r\ncontent-length: 9\r\n\r\n<h1>x</h1",
+        )
+        .await;
+        let api = BotApi::new(&html, BotToken::new(SECRET).unwrap(), 0).unwrap();
+        let err = api.call::<Value>("getMe", &serde_json::json!({}), None).await.unwrap_err().to_string();
+        assert!(err.contains("is api_url a Bot API server?") && !err.contains("very-secret"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn api_errors_are_not_retried_and_keep_their_code() {
+        let body = r#"{"ok":false,"error_code":400,"description":"Bad Request: chat not found"}"#;
+        let response: &'static str = Box::leak(
+            format!("HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}", body.len())
+                .into_boxed_str(),
+        );
+        let url = answering(response).await;
+        let api = BotApi::new(&url, BotToken::new(SECRET).unwrap(), 5).unwrap();
+        let started = std::time::Instant::now();
+        let err = api.call::<Value>("sendMessage", &serde_json::json!({}), None).await.unwrap_err();
+        assert!(started.elapsed() < Duration::from_millis(400), "no retry of a 400");
+        match err {
+            ChannelError::Api { code, message, method, .. } => {
+                assert_eq!((code, method.as_str()), (Some(400), "sendMessage"));
+                assert_eq!(message, "Bad Request: chat not found");
+            }
+            other => panic!("{other}"),
+        }
+    }
+}
