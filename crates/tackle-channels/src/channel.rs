@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
+use tackle_protocol::ApprovalId;
 use tokio_util::sync::CancellationToken;
 
 use crate::rich::Document;
@@ -97,7 +98,7 @@ pub enum InboundKind {
     /// A button of a confirmation was pressed.
     Decision {
         /// The approval it answers.
-        approval_id: String,
+        approval_id: ApprovalId,
         /// Approve or deny.
         approve: bool,
         /// The channel's id of the button press, to acknowledge it.
@@ -124,7 +125,7 @@ pub struct Received {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Confirmation {
     /// The approval it answers.
-    pub approval_id: String,
+    pub approval_id: ApprovalId,
     /// What is asked.
     pub text: Document,
 }

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tackle_agent::{Agent, NewSessionOptions, Session, TurnInput};
-use tackle_protocol::{AgentEvent, TurnEnd};
+use tackle_protocol::{AgentEvent, ApprovalId, TurnEnd};
 use tackle_store::{InboxItem, InboxState};
 use tackle_tools::{ApprovalQueue, EventSink};
 use tokio::sync::mpsc;
@@ -65,7 +65,7 @@ pub(crate) struct Hub {
     options: HubOptions,
     chats: Mutex<HashMap<ChatId, mpsc::Sender<Work>>>,
     running: Mutex<HashMap<ChatId, RunningTurn>>,
-    pending: Mutex<HashMap<String, PendingApproval>>,
+    pending: Mutex<HashMap<ApprovalId, PendingApproval>>,
     /// Workers, turns and button presses, waited for at stop.
     pub(crate) tasks: TaskTracker,
     /// Cancelled when stopping begins: no new turn starts; queued items stay in the store.
@@ -289,7 +289,7 @@ impl Hub {
     }
 
     /// Answers a pending approval from a button press; returns the notice for the presser.
-    fn decide(&self, user: &UserId, approval_id: &str, approve: bool) -> String {
+    fn decide(&self, user: &UserId, approval_id: &ApprovalId, approve: bool) -> String {
         let Some(pending) = lock(&self.pending).get(approval_id).cloned() else {
             return "This confirmation is no longer pending.".into();
         };
@@ -434,7 +434,7 @@ impl Hub {
             .store()
             .set_channel_session(&self.name, &inbound.chat.0, &inbound.user.0, session.id())
             .await?;
-        tracing::info!(channel = %self.name, chat = %inbound.chat, user = %inbound.user, session = session.id(), "new channel session");
+        tracing::info!(channel = %self.name, chat = %inbound.chat, user = %inbound.user, session = %session.id(), "new channel session");
         Ok(session)
     }
 
@@ -594,7 +594,7 @@ impl Hub {
     }
 
     /// Denies `approval_id` if it is still pending after the timeout; the model sees why.
-    fn spawn_timeout(self: &Arc<Self>, approval_id: String) {
+    fn spawn_timeout(self: &Arc<Self>, approval_id: ApprovalId) {
         let hub = self.clone();
         let timeout = self.options.approval_timeout;
         // Not tracked: a stop must not wait for it; it ends with the hub.
@@ -715,9 +715,9 @@ struct Shown {
     last_edit: Option<Instant>,
     live: Option<MessageRef>,
     last: Option<Document>,
-    confirmations: HashMap<String, (MessageRef, String)>,
+    confirmations: HashMap<ApprovalId, (MessageRef, String)>,
     /// Every approval asked in this turn (forgotten when the turn ends, answered or not).
-    asked: Vec<String>,
+    asked: Vec<ApprovalId>,
 }
 
 impl Shown {

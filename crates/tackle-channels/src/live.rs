@@ -3,7 +3,7 @@
 //! [`AgentEvent`]s and renders a [`Document`] that fits one message.
 
 use serde_json::Value;
-use tackle_protocol::{AgentEvent, ToolOutcome};
+use tackle_protocol::{AgentEvent, ToolCallId, ToolOutcome};
 
 use crate::rich::{Block, Document, Span, units};
 
@@ -22,7 +22,7 @@ enum LineState {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct ToolLine {
-    call_id: String,
+    call_id: ToolCallId,
     label: String,
     state: LineState,
 }
@@ -90,8 +90,8 @@ impl LiveView {
         }
     }
 
-    fn set(&mut self, call_id: &str, state: LineState) -> bool {
-        match self.lines.iter_mut().find(|l| l.call_id == call_id) {
+    fn set(&mut self, call_id: &ToolCallId, state: LineState) -> bool {
+        match self.lines.iter_mut().find(|l| &l.call_id == call_id) {
             Some(line) if line.state != state => {
                 line.state = state;
                 true
@@ -307,7 +307,7 @@ mod tests {
         let mut v = LiveView::new(500);
         for i in 0..200 {
             v.apply(&AgentEvent::ToolCall {
-                id: format!("c{i}"),
+                id: format!("c{i}").into(),
                 name: "shell".into(),
                 args: json!({"command": "x".repeat(300)}),
             });

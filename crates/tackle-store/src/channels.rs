@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
+use tackle_protocol::SessionId;
 
 use crate::db::now_ms;
 use crate::{Store, StoreError};
@@ -223,7 +224,7 @@ impl Store {
         channel: &str,
         chat: &str,
         user: &str,
-    ) -> Result<Option<String>, StoreError> {
+    ) -> Result<Option<SessionId>, StoreError> {
         let row = sqlx::query(
             "SELECT session_id FROM channel_sessions WHERE channel = ? AND chat = ? AND user = ?",
         )
@@ -232,7 +233,7 @@ impl Store {
         .bind(user)
         .fetch_optional(&self.pool)
         .await?;
-        Ok(row.map(|r| r.try_get("session_id")).transpose()?)
+        Ok(row.map(|r| r.try_get::<String, _>("session_id")).transpose()?.map(SessionId::from))
     }
 
     /// Points `user` in `chat` of `channel` at `session_id` (which must exist), replacing any

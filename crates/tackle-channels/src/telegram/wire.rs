@@ -6,6 +6,8 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use tackle_protocol::ApprovalId;
+
 use crate::{Attachment, ChatId, Inbound, InboundKind, Received, UserId};
 
 /// Callback data of a confirmation button: `ap:<approval id>:y` or `:n`.
@@ -196,7 +198,7 @@ fn to_inbound(update: Update, bot_username: Option<&str>) -> Option<Inbound> {
             .as_deref()
             .and_then(|d| d.strip_prefix(DECISION_PREFIX))
             .and_then(|d| d.rsplit_once(':'))
-            .map(|(id, yn)| (id.to_owned(), yn == "y"))
+            .map(|(id, yn)| (ApprovalId::from(id), yn == "y"))
             .unwrap_or_default();
         return Some(Inbound {
             chat: ChatId(chat.to_string()),

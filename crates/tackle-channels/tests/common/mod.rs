@@ -9,13 +9,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tackle_agent::{Agent, AgentConfig, ReadResult, StoreOffloader};
-use tackle_builtins::{BuiltinConfig, builtin_tools};
+use tackle_agent::Agent;
 use tackle_channels::telegram::{BotToken, TelegramChannel, TelegramConfig, TelegramMode};
 use tackle_channels::{ChannelRegistry, ChannelsConfig};
 use tackle_provider::{OpenAiChat, OpenAiDialect, ProviderConfig, ProviderKind, RetryPolicy};
 use tackle_store::Store;
-use tackle_tools::{ApprovalMode, ApprovalQueue, ExecLimits, HookPolicy, ToolExecutor, ToolRegistry, typed};
+use tackle_tools::{ApprovalMode, ApprovalQueue};
 use tokio::io::AsyncBufReadExt;
 
 pub const TOKEN: &str = "123456:tackle-test-token";
@@ -235,30 +234,22 @@ impl Bot {
         setup: BotSetup,
     ) -> Self {
         let store = Store::open(db).await.unwrap();
-        let mut registry = ToolRegistry::new();
-        for tool in builtin_tools(&BuiltinConfig::default()) {
-            registry.register(tool).unwrap();
-        }
-        registry.register(typed(ReadResult::new(store.clone()))).unwrap();
         let approvals = ApprovalQueue::default();
-        let executor = ToolExecutor::new(
-            Arc::new(registry),
-            HookPolicy::defaults(ApprovalMode::Server),
-            Arc::new(approvals.clone()),
-            ExecLimits::default(),
-        )
-        .with_offloader(Arc::new(StoreOffloader::new(
-            store.clone(),
-            tackle_agent::DEFAULT_OFFLOAD_BYTES,
-            tackle_agent::DEFAULT_OFFLOAD_TTL,
-        )));
         let retry = RetryPolicy { max_retries: 0, ..RetryPolicy::default() };
         let config = ProviderConfig::new(ProviderKind::Openai)
             .with_base_url(format!("{model_url}/v1"))
             .with_api_key("sk-test")
             .with_retry(retry);
-        let provider = Arc::new(OpenAiChat::with_dialect(config, OpenAiDialect::OpenAi).unwrap());
-        let agent = Agent::new(provider, Arc::new(executor), store.clone(), AgentConfig::new("model-x"));
+        let provider = OpenAiChat::with_dialect(config, OpenAiDialect::OpenAi).unwrap();
+        let agent = Agent::builder(provider)
+            .model("model-x")
+            .store(store.clone())
+            .workspace(workspace)
+            .hooks(Vec::new(), ApprovalMode::Server)
+            .approver(approvals.clone())
+            .build()
+            .await
+            .unwrap();
         let telegram = TelegramConfig {
             allowed_users: setup.allowed,
             mode: setup.mode,
