@@ -621,7 +621,6 @@ impl Hub {
         if doc.is_blank() || shown.last.as_ref() == Some(&doc) {
             return;
         }
-        shown.last_edit = Some(Instant::now());
         match &shown.live {
             Some(message) => self.edit(message, &doc).await,
             None => match self.channel.send(chat, &doc).await {
@@ -630,6 +629,8 @@ impl Hub {
                 Err(e) => tracing::warn!(channel = %self.name, error = %e, "cannot send the live message"),
             },
         }
+        // Counted from when the service answered, so it also sees the edits an interval apart.
+        shown.last_edit = Some(Instant::now());
         shown.last = Some(doc);
     }
 
@@ -711,7 +712,7 @@ impl Hub {
 /// What a turn showed: its view, the live message, what it last displayed, open confirmations.
 struct Shown {
     view: LiveView,
-    /// When the live message was last sent or edited (the next edit waits for the interval).
+    /// When the last send or edit of the live message was answered (the next waits an interval).
     last_edit: Option<Instant>,
     live: Option<MessageRef>,
     last: Option<Document>,

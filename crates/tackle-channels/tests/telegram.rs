@@ -117,11 +117,12 @@ async fn a_multi_step_tool_task_is_answered_with_status_edits_and_a_final_messag
         .to_owned();
     assert_eq!(answer, "There are <b>2 files</b>; <code>notes.md</code> says &lt;hello&gt; &amp; goodbye.");
     assert!(!s.emulator.calls_of("sendChatAction").await.is_empty(), "typing was shown");
-    // Edits at a bounded rate: never two edits of one message within the interval (100 ms).
+    // Edits at a bounded rate: the emulator never sees two edits within the interval (100 ms),
+    // however the machine is loaded (the interval counts from the previous call's answer).
     let edits: Vec<i64> =
         s.emulator.calls_of("editMessageText").await.iter().map(|c| c["at"].as_i64().unwrap()).collect();
     for pair in edits.windows(2) {
-        assert!(pair[1] - pair[0] >= 90, "edits {} ms apart", pair[1] - pair[0]);
+        assert!(pair[1] - pair[0] >= 100, "edits {} ms apart", pair[1] - pair[0]);
     }
     assert!(s.fake.requests()[0].body.to_string().contains("what is in this repo?"));
     s.assert_all_accepted().await;
