@@ -12,20 +12,45 @@
 //! [`tackle_tools::EventSink`] and a cancellation token, and an [`tackle_tools::ApprovalQueue`]
 //! shared with the agent's executor.
 //!
-//! ```no_run
-//! # async fn run(agent: tackle_agent::Agent, approvals: tackle_tools::ApprovalQueue) -> Result<(), tackle_channels::ChannelError> {
+//! ```
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
 //! use std::sync::Arc;
-//! use tackle_channels::{ChannelRegistry, ChannelsConfig, telegram::{TelegramChannel, TelegramConfig}};
-//! let config = TelegramConfig { allowed_users: vec![123456789], ..TelegramConfig::default() };
-//! let bot = TelegramChannel::new(config, tackle_channels::telegram::BotToken::new("123:abc")?)?;
-//! let registry = ChannelRegistry::builder(agent, approvals, "/srv/work".into()).channel(Arc::new(bot)).build()?;
-//! registry.start().await?;
-//! // ... serve registry.routes() for webhooks ...
-//! registry.stop(std::time::Duration::from_secs(30)).await;
-//! # Ok(()) }
+//! use tackle_channels::telegram::{BotToken, TelegramChannel, TelegramConfig, TelegramMode};
+//! use tackle_channels::{ChannelRegistry, ChannelsConfig};
+//! use tackle_provider::{OpenAiChat, ProviderConfig, ProviderKind};
+//! use tackle_tools::{ApprovalMode, ApprovalQueue};
+//!
+//! // The executor asks `approvals`; the registry answers from the chat's buttons.
+//! let approvals = ApprovalQueue::default();
+//! let provider = OpenAiChat::new(ProviderConfig::new(ProviderKind::Openai)).unwrap();
+//! let agent = tackle_agent::Agent::builder(provider)
+//!     .model("gpt-4.1")
+//!     .in_memory()
+//!     .hooks(Vec::new(), ApprovalMode::Server)
+//!     .approver(approvals.clone())
+//!     .build()
+//!     .await
+//!     .unwrap();
+//! let config = TelegramConfig {
+//!     allowed_users: vec![123456789],
+//!     mode: TelegramMode::Webhook,
+//!     webhook_url: Some("https://bot.example.com/channels/telegram/webhook".into()),
+//!     ..TelegramConfig::default()
+//! };
+//! let bot = TelegramChannel::new(config, BotToken::new("123456:AAE-example")?)?;
+//! let registry = ChannelRegistry::builder(agent, approvals, std::env::temp_dir())
+//!     .config(ChannelsConfig::default())
+//!     .channel(Arc::new(bot))
+//!     .build()?;
+//! // `registry.start()` connects to Telegram; serve `registry.routes()` for the webhook, and
+//! // `registry.stop(grace)` before the store closes.
+//! assert_eq!(registry.status()[0].mode, "webhook");
+//! # Ok::<(), tackle_channels::ChannelError>(())
+//! # }).unwrap();
 //! ```
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+#![deny(missing_docs)]
 
 mod channel;
 mod config;
