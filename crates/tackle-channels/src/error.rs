@@ -8,14 +8,6 @@ pub enum ChannelError {
     /// The configuration cannot work (no token, a bad URL, webhook mode without a URL).
     #[error("{0}")]
     Config(String),
-    /// An environment variable has a value Tackle cannot use.
-    #[error("invalid value of {var}: {message}")]
-    InvalidEnv {
-        /// The variable.
-        var: String,
-        /// What is wrong.
-        message: String,
-    },
     /// The chat service refused or failed a call (after the retries it allows).
     #[error("{channel} {method} failed: {message}")]
     Api {

@@ -1,27 +1,14 @@
-//! [`TelegramConfig`]: the `[channels.telegram]` table and its `TACKLE_TELEGRAM_*` variables.
+//! [`TelegramConfig`]: the `[channels.telegram]` table, and the bot token.
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::ChannelError;
-use crate::config::{EnvLookup, parse_number};
+use crate::config::EnvLookup;
 
 /// The official Bot API server.
 pub const DEFAULT_API_URL: &str = "https://api.telegram.org";
-
-/// Every variable [`TelegramConfig::apply_env`] reads (any of them configures the channel).
-pub const ENV_VARS: &[&str] = &[
-    "TACKLE_TELEGRAM_TOKEN",
-    "TACKLE_TELEGRAM_TOKEN_FILE",
-    "TACKLE_TELEGRAM_ALLOWED_USERS",
-    "TACKLE_TELEGRAM_MODE",
-    "TACKLE_TELEGRAM_API_URL",
-    "TACKLE_TELEGRAM_WEBHOOK_URL",
-    "TACKLE_TELEGRAM_POLL_TIMEOUT_SECS",
-    "TACKLE_TELEGRAM_EDIT_INTERVAL_MS",
-    "TACKLE_TELEGRAM_MAX_RETRIES",
-];
 
 /// How the bot receives updates.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,28 +45,28 @@ impl std::str::FromStr for TelegramMode {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TelegramConfig {
-    /// File holding the bot token (`TACKLE_TELEGRAM_TOKEN_FILE`); relative to the workspace, `~/`
-    /// for the home directory. `TACKLE_TELEGRAM_TOKEN` gives the token itself instead; the token
-    /// is never part of the configuration `tackle config` shows.
+    /// File holding the bot token; relative to the workspace, `~/` for the home directory.
+    /// `TACKLE_TELEGRAM_TOKEN` gives the token itself instead; the token is never part of the
+    /// configuration `tackle config` shows.
     pub token_file: Option<PathBuf>,
-    /// Telegram user ids allowed to talk to the bot (`TACKLE_TELEGRAM_ALLOWED_USERS=1,2`).
-    /// Anyone else gets one polite refusal that tells them their id, then silence.
+    /// Telegram user ids allowed to talk to the bot (numbers, or numbers in strings, so
+    /// `TACKLE_CHANNELS_TELEGRAM_ALLOWED_USERS=1,2` works). Anyone else gets one polite refusal
+    /// that tells them their id, then silence.
+    #[serde(deserialize_with = "user_ids")]
     pub allowed_users: Vec<i64>,
-    /// `polling` or `webhook` (`TACKLE_TELEGRAM_MODE`).
+    /// `polling` or `webhook`.
     pub mode: TelegramMode,
-    /// Base URL of the Bot API (`TACKLE_TELEGRAM_API_URL`): a self-hosted Bot API server, or an
-    /// emulator in tests.
+    /// Base URL of the Bot API: a self-hosted Bot API server, or an emulator in tests.
     pub api_url: String,
     /// Public URL Telegram posts updates to in webhook mode, ending in
-    /// `/channels/telegram/webhook` (`TACKLE_TELEGRAM_WEBHOOK_URL`).
+    /// `/channels/telegram/webhook`.
     pub webhook_url: Option<String>,
-    /// Seconds one long poll waits for updates (`TACKLE_TELEGRAM_POLL_TIMEOUT_SECS`).
+    /// Seconds one long poll waits for updates.
     pub poll_timeout_secs: u64,
-    /// Least milliseconds between two edits of the message showing a turn
-    /// (`TACKLE_TELEGRAM_EDIT_INTERVAL_MS`); Telegram allows about one message a second per chat.
+    /// Least milliseconds between two edits of the message showing a turn; Telegram allows about
+    /// one message a second per chat.
     pub edit_interval_ms: u64,
-    /// Retries of a failed Bot API call (network errors, 5xx, 429 after its `retry_after`)
-    /// (`TACKLE_TELEGRAM_MAX_RETRIES`).
+    /// Retries of a failed Bot API call (network errors, 5xx, 429 after its `retry_after`).
     pub max_retries: u32,
 }
 
@@ -99,44 +86,6 @@ impl Default for TelegramConfig {
 }
 
 impl TelegramConfig {
-    /// Applies the `TACKLE_TELEGRAM_*` variables (except the token, read by [`Self::token`]).
-    pub fn apply_env(&mut self, env: EnvLookup<'_>) -> Result<(), ChannelError> {
-        let get = |k: &str| env(k).filter(|v| !v.trim().is_empty());
-        if let Some(v) = get("TACKLE_TELEGRAM_TOKEN_FILE") {
-            self.token_file = Some(PathBuf::from(v));
-        }
-        if let Some(v) = get("TACKLE_TELEGRAM_ALLOWED_USERS") {
-            self.allowed_users = v
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(|s| parse_number("TACKLE_TELEGRAM_ALLOWED_USERS", s))
-                .collect::<Result<_, _>>()?;
-        }
-        if let Some(v) = get("TACKLE_TELEGRAM_MODE") {
-            self.mode = v.parse().map_err(|message| ChannelError::InvalidEnv {
-                var: "TACKLE_TELEGRAM_MODE".into(),
-                message,
-            })?;
-        }
-        if let Some(v) = get("TACKLE_TELEGRAM_API_URL") {
-            self.api_url = v;
-        }
-        if let Some(v) = get("TACKLE_TELEGRAM_WEBHOOK_URL") {
-            self.webhook_url = Some(v);
-        }
-        if let Some(v) = get("TACKLE_TELEGRAM_POLL_TIMEOUT_SECS") {
-            self.poll_timeout_secs = parse_number("TACKLE_TELEGRAM_POLL_TIMEOUT_SECS", &v)?;
-        }
-        if let Some(v) = get("TACKLE_TELEGRAM_EDIT_INTERVAL_MS") {
-            self.edit_interval_ms = parse_number("TACKLE_TELEGRAM_EDIT_INTERVAL_MS", &v)?;
-        }
-        if let Some(v) = get("TACKLE_TELEGRAM_MAX_RETRIES") {
-            self.max_retries = parse_number("TACKLE_TELEGRAM_MAX_RETRIES", &v)?;
-        }
-        Ok(())
-    }
-
     /// Checks what can be checked without the network: URLs, webhook settings.
     pub fn validate(&self) -> Result<(), ChannelError> {
         let api = self.api_url.trim_end_matches('/');
@@ -193,6 +142,25 @@ impl TelegramConfig {
     pub fn token_path(&self, workspace: &Path, env: EnvLookup<'_>) -> Option<PathBuf> {
         self.token_file.as_ref().map(|f| expand(f, workspace, env))
     }
+}
+
+/// User ids as numbers or numeric strings (environment variables give strings).
+fn user_ids<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<i64>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Id {
+        Number(i64),
+        Text(String),
+    }
+    Vec::<Id>::deserialize(deserializer)?
+        .into_iter()
+        .map(|id| match id {
+            Id::Number(n) => Ok(n),
+            Id::Text(t) => t.trim().parse().map_err(|_| {
+                serde::de::Error::custom(format!("{t:?} is not a Telegram user id (a number)"))
+            }),
+        })
+        .collect()
 }
 
 fn expand(file: &Path, workspace: &Path, env: EnvLookup<'_>) -> PathBuf {
