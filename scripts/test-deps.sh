@@ -2,7 +2,8 @@
 # Installs the real peers the integration tests drive: an unprivileged user for the sandbox
 # tests, a Chromium-family browser (web chat page), tmux (the REPL on a real terminal),
 # playwright-core (to drive it), the MCP reference servers, @copilotkit/aimock (an independent
-# Responses API double) and the codex app-server from npm, and a Python virtualenv with the
+# Responses API double), the codex app-server and the Telegram Bot API emulator
+# (telegram-test-api) from npm, and a Python virtualenv with the
 # official `openai` SDK, the OpenAI Agents SDK and schemathesis (API conformance). What the
 # machine lacks to install them (node and npm, python3 with venv, the browser, tmux) comes from
 # apt. Idempotent, and quick when everything is there. Everything but system packages lives under
@@ -96,7 +97,7 @@ done
 
 # npm packages, pinned by the lock file in scripts/test-deps/.
 if [ ! -f "$deps/node/.installed" ] || ! cmp -s scripts/test-deps/package-lock.json "$deps/node/.installed"; then
-  echo "test-deps: installing npm test peers (playwright-core, MCP reference servers, aimock, codex)"
+  echo "test-deps: installing npm test peers (playwright-core, MCP reference servers, aimock, codex, telegram-test-api)"
   mkdir -p "$deps/node"
   cp scripts/test-deps/package.json scripts/test-deps/package-lock.json "$deps/node/"
   (cd "$deps/node" && npm ci --no-audit --no-fund --loglevel=error)

@@ -60,6 +60,12 @@ pub enum Command {
         #[command(subcommand)]
         command: SandboxCommand,
     },
+    /// Chat channels (the Telegram bot) that `tackle serve` runs.
+    Channels {
+        /// What to do.
+        #[command(subcommand)]
+        command: ChannelsCommand,
+    },
     /// Built-in benchmarks.
     Bench {
         /// Which benchmark.
@@ -315,6 +321,28 @@ pub struct ConfigInitArgs {
     /// Print the template instead of writing it.
     #[arg(long)]
     pub stdout: bool,
+}
+
+/// `tackle channels ...`.
+#[derive(Debug, Subcommand)]
+pub enum ChannelsCommand {
+    /// Each configured channel: its settings, its token (masked) checked live, and what the store
+    /// knows (offset, queued and handled updates, chats, when `tackle serve` last heard from it).
+    Status(ChannelsStatusArgs),
+}
+
+/// `tackle channels status`.
+#[derive(Debug, Args)]
+pub struct ChannelsStatusArgs {
+    /// Workspace whose tackle.toml is read (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Do not check the token with the service.
+    #[arg(long)]
+    pub offline: bool,
 }
 
 /// `tackle config`.

@@ -189,6 +189,13 @@ fn comment(text: &str) -> String {
 pub async fn run(args: ConfigArgs) -> Result<ExitCode> {
     let workspace = workspace_dir(args.workspace.as_ref())?;
     let loaded = Settings::load(&workspace).map_err(|e| UsageError(e.to_string()))?;
+    // Channel tokens are read from files or the environment, never kept in the settings: shown
+    // masked, so a wrong file is visible without printing the secret.
+    let channel_token =
+        loaded.settings.channels.telegram.as_ref().map(|t| match t.token(&workspace, &env_lookup) {
+            Ok(token) => token.masked(),
+            Err(e) => format!("unavailable: {e}"),
+        });
     let settings = loaded.settings.clone();
     let sandbox = tokio::task::spawn_blocking(move || sandbox_for(&settings, &workspace)).await?;
     let settings = &loaded.settings;
@@ -214,6 +221,7 @@ pub async fn run(args: ConfigArgs) -> Result<ExitCode> {
             "data_dir": settings.data_dir().ok(),
             "database": settings.database_path().ok(),
             "provider": provider,
+            "channel_tokens": channel_token.as_ref().map(|t| json!({"telegram": {"token": t}})),
             "sandbox": {
                 "mode": sandbox.mode(),
                 "network": sandbox.network(),
@@ -249,6 +257,9 @@ pub async fn run(args: ConfigArgs) -> Result<ExitCode> {
     };
     out += &comment(&provider_line);
     out += &comment(&format!("sandbox in force: {}", sandbox.describe()));
+    if let Some(token) = &channel_token {
+        out += &comment(&format!("telegram bot token: {token}"));
+    }
     out.push('\n');
     let table = match &settings_value {
         Value::Object(map) => to_table(map),

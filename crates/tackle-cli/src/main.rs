@@ -2,6 +2,7 @@
 
 mod approver;
 mod bench;
+mod channels_cmd;
 mod chat;
 mod cli;
 mod config_cmd;
@@ -124,6 +125,9 @@ fn main() -> ExitCode {
                 Ok(ExitCode::SUCCESS)
             }
             Command::Sandbox { command: cli::SandboxCommand::Check(args) } => sandbox_cmd::check(args).await,
+            Command::Channels { command: cli::ChannelsCommand::Status(args) } => {
+                channels_cmd::status(args).await
+            }
             Command::Bench { command: cli::BenchCommand::Cache(args) } => bench::run(args).await,
         }
     });

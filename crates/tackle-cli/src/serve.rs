@@ -24,6 +24,14 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode> {
         provider_for(&settings, &workspace, &ask, ApprovalMode::Server)?;
     let store = open_store(&settings).await?;
     let agent = build_agent(&settings, &workspace, provider, kind, store, ask, ApprovalMode::Server).await?;
+    let channels = tackle_channels::registry_from_config(
+        &settings.channels,
+        agent.clone(),
+        approvals.clone(),
+        &workspace,
+        &env_lookup,
+    )
+    .map_err(|e| UsageError(e.to_string()))?;
     let bind = config.bind;
     let mut state = AppState::new(agent, approvals, config);
     // Codex on /v1/chat/completions (models codex/<model>), on the agent's app-server if it
@@ -41,10 +49,35 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode> {
         .await
         .with_context(|| format!("cannot listen on {bind}; is another server using the port? pass --bind"))?;
     let local = listener.local_addr()?;
+    if !channels.is_empty() {
+        channels.start().await.map_err(|e| match e {
+            tackle_channels::ChannelError::Config(m) => anyhow::Error::new(UsageError(m)),
+            other => anyhow::Error::new(other).context("cannot start the chat channels"),
+        })?;
+        state.add_addon(Arc::new(ChannelsAddon(channels.clone())));
+    }
     // The first line on stdout is the address, so scripts (and tests) can use port 0.
     println!("tackle serving on http://{local}");
+    for status in channels.status() {
+        let bot = status.bot.as_deref().map(|b| format!(" @{b}")).unwrap_or_default();
+        println!("{} bot{bot} receiving by {}", status.channel, status.mode);
+    }
     tackle_server::serve_on(listener, state, shutdown_signal()).await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The chat channels as a server addon: webhook routes, stopped with the server.
+struct ChannelsAddon(tackle_channels::ChannelRegistry);
+
+#[async_trait::async_trait]
+impl tackle_server::ServerAddon for ChannelsAddon {
+    fn routes(&self) -> axum::Router {
+        self.0.routes()
+    }
+
+    async fn shutdown(&self, grace: std::time::Duration) {
+        self.0.stop(grace).await;
+    }
 }
 
 /// Ctrl-C or SIGTERM.

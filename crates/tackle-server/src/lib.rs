@@ -4,7 +4,7 @@
 //! restoring offloaded outputs and compaction; an OpenAI-compatible `/v1/chat/completions`;
 //! an OpenAPI 3.1 document at `/openapi.json` with a docs page at `/docs`; and a web chat page
 //! at `/`. Build an [`AppState`] from an agent whose executor asks an [`ApprovalQueue`] for
-//! confirmations, then [`serve`] it.
+//! confirmations, add any [`ServerAddon`]s (the chat channels), then [`serve`] it.
 //!
 //! [`ApprovalQueue`]: tackle_tools::ApprovalQueue
 //!
@@ -44,6 +44,8 @@ pub mod routes;
 mod state;
 
 use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -61,6 +63,18 @@ pub use openapi::{ApiDoc, document as openapi_document};
 pub use state::AppState;
 
 use routes::{approvals, compat, health, messages, metrics, openai, responses, results, sessions, web};
+
+/// A part of the application served beside the HTTP API, such as the chat channels: its routes
+/// are merged outside bearer authentication (it authenticates its own callers, e.g. a webhook's
+/// secret token), and it is shut down when the server shuts down, with the same grace period for
+/// its running work, before the store is closed. Add one with [`AppState::add_addon`].
+#[async_trait::async_trait]
+pub trait ServerAddon: Send + Sync {
+    /// Routes to serve (paths must not collide with the API's).
+    fn routes(&self) -> Router;
+    /// Stops: no new work at once; running work gets `grace`, then is cancelled.
+    async fn shutdown(&self, grace: Duration);
+}
 
 /// The application: every route with its middleware.
 pub fn router(state: AppState) -> Router {
@@ -90,6 +104,7 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(metrics::metrics))
         .route_layer(middleware::from_fn_with_state(state.clone(), auth::require_metrics_reader));
     let limit = state.config().body_limit;
+    let addons = state.addons().iter().fold(Router::new(), |routes, addon| routes.merge(addon.routes()));
     Router::new()
         .route("/", get(web::index))
         .route("/s/{id}", get(web::index))
@@ -101,6 +116,8 @@ pub fn router(state: AppState) -> Router {
         .merge(openai_api)
         .merge(operations)
         .fallback(not_found)
+        .with_state(state)
+        .merge(addons)
         .layer(DefaultBodyLimit::max(limit))
         .layer(middleware::from_fn(extract::json_errors))
         .layer(PropagateRequestIdLayer::x_request_id())
@@ -113,7 +130,6 @@ pub fn router(state: AppState) -> Router {
             span
         }))
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
-        .with_state(state)
 }
 
 async fn openapi_json(
@@ -151,6 +167,10 @@ pub async fn serve_on(
     tracing::info!(%addr, auth = !state.config().tokens.is_empty(), "tackle server listening");
     let stopping = state.clone();
     let grace = state.config().shutdown_grace;
+    // Addons begin stopping with the server and are waited for before the store closes.
+    let addons_stopping: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>> = Arc::default();
+    let addons_slot = addons_stopping.clone();
+    let addons = state.addons();
     // SSE writes many small frames; with Nagle's algorithm each one after the first waits for
     // the client's delayed ACK (up to 40 ms), so every accepted stream gets TCP_NODELAY.
     let listener = listener.tap_io(|tcp| {
@@ -163,6 +183,13 @@ pub async fn serve_on(
             shutdown.await;
             tracing::info!(running = stopping.running_turns(), "shutting down");
             stopping.begin_shutdown();
+            let addons = addons.clone();
+            let handle = tokio::spawn(async move {
+                for addon in addons {
+                    addon.shutdown(grace).await;
+                }
+            });
+            *addons_slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(handle);
             tokio::spawn(async move {
                 tokio::time::sleep(grace).await;
                 if stopping.running_turns() > 0 {
@@ -178,6 +205,17 @@ pub async fn serve_on(
         .map_err(|source| ServerError::Io { addr: addr.clone(), source })?;
     state.cancel_all_turns();
     state.wait_for_turns().await;
+    let handle = addons_stopping.lock().unwrap_or_else(|p| p.into_inner()).take();
+    match handle {
+        Some(h) => {
+            let _ = h.await;
+        }
+        None => {
+            for addon in state.addons() {
+                addon.shutdown(grace).await;
+            }
+        }
+    }
     state.agent().store().close().await;
     tracing::info!("server stopped");
     Ok(())

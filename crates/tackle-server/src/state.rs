@@ -34,6 +34,8 @@ pub(crate) struct StateInner {
     pub(crate) codex: Option<Arc<CodexBridge>>,
     /// What `/metrics` serves, when the process feeds a registry.
     pub(crate) metrics: Option<Metrics>,
+    /// Parts served beside the API (chat channels), stopped at shutdown.
+    pub(crate) addons: Mutex<Vec<Arc<dyn crate::ServerAddon>>>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -57,6 +59,7 @@ impl AppState {
                 tasks: TaskTracker::new(),
                 codex: None,
                 metrics: None,
+                addons: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -86,6 +89,17 @@ impl AppState {
     /// The registry served at `/metrics`, if any.
     pub fn metrics(&self) -> Option<&Metrics> {
         self.inner.metrics.as_ref()
+    }
+
+    /// Serves `addon` beside the API: its routes are merged (outside bearer authentication: it
+    /// authenticates its own callers) and it is shut down with the server, before the store
+    /// closes. Add addons before building the router or serving.
+    pub fn add_addon(&self, addon: Arc<dyn crate::ServerAddon>) {
+        self.inner.addons.lock().unwrap_or_else(|p| p.into_inner()).push(addon);
+    }
+
+    pub(crate) fn addons(&self) -> Vec<Arc<dyn crate::ServerAddon>> {
+        self.inner.addons.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// The default agent.

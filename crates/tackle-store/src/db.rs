@@ -17,6 +17,7 @@ use crate::StoreError;
 const MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "init", include_str!("../migrations/0001_init.sql")),
     (2, "steps", include_str!("../migrations/0002_steps.sql")),
+    (3, "channels", include_str!("../migrations/0003_channels.sql")),
     (4, "session runner", include_str!("../migrations/0004_session_runner.sql")),
     (5, "responses", include_str!("../migrations/0005_responses.sql")),
 ];

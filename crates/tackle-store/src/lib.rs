@@ -4,7 +4,8 @@
 //! tool-call audit (which also makes each call id run at most once), offloaded outputs
 //! (zstd-compressed, blake3-checked, per session, with a time to live), todo items, session
 //! state and compaction snapshots. Deleting a session deletes all of it. Responses made through
-//! the server's Responses endpoint are kept for `previous_response_id`, per user, for 30 days.
+//! the server's Responses endpoint are kept for `previous_response_id`, per user, for 30 days. Chat channels keep
+//! which session each chat talks to and a durable inbox of received updates.
 //!
 //! ```
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -21,6 +22,7 @@
 #![deny(missing_docs)]
 
 mod blobs;
+mod channels;
 mod checkpoint;
 mod db;
 mod error;
@@ -40,6 +42,7 @@ use std::path::Path;
 use sqlx::sqlite::SqlitePool;
 
 pub use blobs::{Blob, BlobMeta, NewBlob};
+pub use channels::{ChannelSummary, InboxItem, InboxState, NewInboxItem};
 pub use db::now_ms;
 pub use error::StoreError;
 pub use messages::{MessageFilter, StoredMessage};

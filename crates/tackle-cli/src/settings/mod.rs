@@ -84,6 +84,8 @@ pub struct Settings {
     /// The sandbox shell commands run in (`[sandbox]`; `TACKLE_SANDBOX_MODE`,
     /// `TACKLE_SANDBOX_NETWORK`, `TACKLE_SANDBOX_BACKEND`).
     pub sandbox: tackle_sandbox::SandboxConfig,
+    /// Chat channels `tackle serve` starts (`[channels]`, `[channels.telegram]`).
+    pub channels: tackle_channels::ChannelsConfig,
 }
 
 impl Default for Settings {
@@ -113,6 +115,7 @@ impl Default for Settings {
             responses: ResponsesConfig::default(),
             telemetry: TelemetryConfig::default(),
             sandbox: tackle_sandbox::SandboxConfig::default(),
+            channels: tackle_channels::ChannelsConfig::default(),
         }
     }
 }
@@ -239,7 +242,7 @@ impl Settings {
             path: sources.last().cloned().unwrap_or_default(),
             message: e.to_string(),
         })?;
-        let shape = serde_json::to_value(Settings::default()).unwrap_or_default();
+        let shape = Settings::env_shape();
         let accepts = |table: &toml::Table| {
             Settings::deserialize(toml::Value::Table(table.clone())).map(drop).map_err(|e| e.to_string())
         };
@@ -263,6 +266,15 @@ impl Settings {
             return Err(SettingsError::DataDirNotADirectory { path: dir });
         }
         Ok(dir)
+    }
+
+    /// The shape the `TACKLE_*` variables are found from: the defaults, with the tables that are
+    /// off unless configured (`[channels.telegram]`) filled in, so each of their keys has a
+    /// variable too (setting one configures the table).
+    fn env_shape() -> serde_json::Value {
+        let mut shape = Settings::default();
+        shape.channels.telegram.get_or_insert_with(tackle_channels::telegram::TelegramConfig::default);
+        serde_json::to_value(shape).unwrap_or_default()
     }
 
     /// The SQLite database file inside the data directory.
@@ -439,6 +451,43 @@ mod tests {
     }
 
     #[test]
+    fn channels_come_from_the_file_and_the_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(CONFIG_FILE),
+            "[channels]\napproval_timeout_secs = 60\n[channels.telegram]\ntoken_file = \"tg.token\"\nallowed_users = [1, 2]\n",
+        )
+        .unwrap();
+        let vars = [
+            ("TACKLE_CHANNELS_TELEGRAM_MODE", "webhook"),
+            ("TACKLE_CHANNELS_TELEGRAM_WEBHOOK_URL", "https://bot.example/x"),
+        ];
+        let s = Settings::load_from(None, dir.path(), &env(&vars)).unwrap().settings;
+        let t = s.channels.telegram.as_ref().unwrap();
+        assert_eq!(t.allowed_users, vec![1, 2]);
+        assert_eq!(t.mode, tackle_channels::telegram::TelegramMode::Webhook);
+        assert_eq!(s.channels.approval_timeout_secs, 60);
+        let err = Settings::load_from(
+            None,
+            dir.path(),
+            &env(&[("TACKLE_CHANNELS_TELEGRAM_ALLOWED_USERS", "1,bob")]),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("TACKLE_CHANNELS_TELEGRAM_ALLOWED_USERS"), "{err}");
+        // No [channels.telegram] and no variable: no bot. A variable alone configures one.
+        let empty = tempfile::tempdir().unwrap();
+        assert!(
+            Settings::load_from(None, empty.path(), &env(&[])).unwrap().settings.channels.telegram.is_none()
+        );
+        let vars = [("TACKLE_CHANNELS_TELEGRAM_ALLOWED_USERS", "7,8")];
+        let s = Settings::load_from(None, empty.path(), &env(&vars)).unwrap().settings;
+        assert_eq!(s.channels.telegram.unwrap().allowed_users, vec![7, 8]);
+        std::fs::write(empty.path().join(CONFIG_FILE), "[channels.telegram]\ntoken = \"x\"\n").unwrap();
+        let err = Settings::load_from(None, empty.path(), &env(&[])).unwrap_err();
+        assert!(err.to_string().contains("unknown field `token`"), "a token in the file is refused: {err}");
+    }
+
+    #[test]
     fn provider_is_chosen_by_key() {
         let s = Settings::default();
         assert!(matches!(s.provider_config(&env(&[])), Err(SettingsError::NoProvider)));
@@ -472,6 +521,8 @@ mod tests {
             ("builtins.shell_env", r#"{"LOG_LEVEL": "warn"}"#),
             ("sandbox.mode", "read-only"),
             ("server.approval", "wait:30"),
+            ("channels.telegram.mode", "webhook"),
+            ("channels.telegram.allowed_users", "1, 2"),
             ("server.openai_approval", "auto"),
             ("sandbox.backend", "landlock"),
             ("responses.reasoning_summary", "auto"),
@@ -497,7 +548,7 @@ mod tests {
     #[test]
     fn every_setting_is_reachable_from_the_environment_and_documented() {
         let dir = tempfile::tempdir().unwrap();
-        let defaults = serde_json::to_value(Settings::default()).unwrap();
+        let defaults = Settings::env_shape();
         let docs =
             std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/configuration.md"))
                 .unwrap_or_default();

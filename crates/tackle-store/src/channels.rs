@@ -1,0 +1,349 @@
+//! Chat channels (Telegram, ...): the session each person's chat talks to, a durable inbox of
+//! received updates, and small per-channel values.
+//!
+//! The inbox is how an update is handled exactly once across restarts: a channel stores what it
+//! received (and, when it polls, the next offset) in one transaction before it acknowledges it
+//! upstream; a worker marks an update `running` before acting on it and `done` after. After a
+//! crash, `queued` updates are handled as if just received, and `running` ones are never started
+//! again (the person is told instead).
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sqlx::Row;
+use sqlx::sqlite::SqliteRow;
+use tackle_protocol::SessionId;
+
+use crate::db::now_ms;
+use crate::{Store, StoreError};
+
+/// Key of the polling offset in a channel's values.
+const OFFSET_KEY: &str = "offset";
+
+/// Where an inbox entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InboxState {
+    /// Received, not started.
+    Queued,
+    /// Started; if the process died meanwhile, it is never started again.
+    Running,
+    /// Handled.
+    Done,
+}
+
+impl InboxState {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Running => "running",
+            Self::Done => "done",
+        }
+    }
+
+    fn parse(s: &str) -> Result<Self, StoreError> {
+        Ok(match s {
+            "queued" => Self::Queued,
+            "running" => Self::Running,
+            "done" => Self::Done,
+            other => {
+                return Err(StoreError::Corrupt { what: "channel inbox state", detail: other.to_owned() });
+            }
+        })
+    }
+}
+
+/// An update to store in a channel's inbox.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewInboxItem {
+    /// The channel's id of the update (Telegram's `update_id`); unique per channel.
+    pub update_id: i64,
+    /// The chat it belongs to (updates of one chat are handled in `update_id` order).
+    pub chat: String,
+    /// The update, as the channel parsed it.
+    pub payload: Value,
+}
+
+/// A stored inbox entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InboxItem {
+    /// Channel name.
+    pub channel: String,
+    /// The channel's id of the update.
+    pub update_id: i64,
+    /// The chat it belongs to.
+    pub chat: String,
+    /// The update.
+    pub payload: Value,
+    /// Where it is.
+    pub state: InboxState,
+    /// When it was received, unix ms.
+    pub received_at: i64,
+}
+
+impl InboxItem {
+    fn from_row(row: &SqliteRow) -> Result<Self, StoreError> {
+        Ok(Self {
+            channel: row.try_get("channel")?,
+            update_id: row.try_get("update_id")?,
+            chat: row.try_get("chat")?,
+            payload: serde_json::from_str(row.try_get::<&str, _>("payload")?)?,
+            state: InboxState::parse(row.try_get::<&str, _>("state")?)?,
+            received_at: row.try_get("received_at")?,
+        })
+    }
+}
+
+/// What the store knows about a channel (for `tackle channels status`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChannelSummary {
+    /// The next update id to ask for, when the channel polls.
+    pub offset: Option<i64>,
+    /// Updates received and not started.
+    pub queued: u64,
+    /// Updates started and not finished.
+    pub running: u64,
+    /// Updates handled (kept a day, so a redelivered webhook update is recognised).
+    pub done: u64,
+    /// Chats with a session.
+    pub sessions: u64,
+    /// When the last update was received, unix ms.
+    pub last_received_at: Option<i64>,
+}
+
+impl Store {
+    /// Stores received updates and, when given, the next polling offset, in one transaction.
+    /// Updates already stored (a redelivery) are left as they are. Returns the ids that were new.
+    pub async fn accept_channel_updates(
+        &self,
+        channel: &str,
+        updates: &[NewInboxItem],
+        next_offset: Option<i64>,
+    ) -> Result<Vec<i64>, StoreError> {
+        let now = now_ms();
+        let mut tx = self.pool.begin().await?;
+        let mut new = Vec::with_capacity(updates.len());
+        for u in updates {
+            let inserted = sqlx::query(
+                "INSERT INTO channel_inbox (channel, update_id, chat, payload, state, received_at)
+                 VALUES (?, ?, ?, ?, 'queued', ?) ON CONFLICT (channel, update_id) DO NOTHING",
+            )
+            .bind(channel)
+            .bind(u.update_id)
+            .bind(&u.chat)
+            .bind(serde_json::to_string(&u.payload)?)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if inserted > 0 {
+                new.push(u.update_id);
+            }
+        }
+        if let Some(offset) = next_offset {
+            // Offsets only move forward, whatever order concurrent writers commit in.
+            sqlx::query(
+                "INSERT INTO channel_state (channel, key, value, updated_at) VALUES (?, ?, ?, ?)
+                 ON CONFLICT (channel, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
+                 WHERE CAST(excluded.value AS INTEGER) > CAST(channel_state.value AS INTEGER)",
+            )
+            .bind(channel)
+            .bind(OFFSET_KEY)
+            .bind(offset.to_string())
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(new)
+    }
+
+    /// The next update id a polling channel asks for.
+    pub async fn channel_offset(&self, channel: &str) -> Result<Option<i64>, StoreError> {
+        self.channel_value(channel, OFFSET_KEY).await
+    }
+
+    /// Updates not handled yet (queued and running), in `update_id` order.
+    pub async fn open_channel_updates(&self, channel: &str) -> Result<Vec<InboxItem>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT channel, update_id, chat, payload, state, received_at FROM channel_inbox
+             WHERE channel = ? AND state IN ('queued', 'running') ORDER BY update_id",
+        )
+        .bind(channel)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(InboxItem::from_row).collect()
+    }
+
+    /// Marks a queued update running. False when it is not queued (started before, or unknown):
+    /// the caller must not act on it.
+    pub async fn start_channel_update(&self, channel: &str, update_id: i64) -> Result<bool, StoreError> {
+        let n = sqlx::query(
+            "UPDATE channel_inbox SET state = 'running', started_at = ?
+             WHERE channel = ? AND update_id = ? AND state = 'queued'",
+        )
+        .bind(now_ms())
+        .bind(channel)
+        .bind(update_id)
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        Ok(n == 1)
+    }
+
+    /// Marks an update handled.
+    pub async fn finish_channel_update(&self, channel: &str, update_id: i64) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE channel_inbox SET state = 'done', finished_at = ? WHERE channel = ? AND update_id = ?",
+        )
+        .bind(now_ms())
+        .bind(channel)
+        .bind(update_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Deletes handled updates received before `before_ms`; returns how many.
+    pub async fn prune_channel_updates(&self, channel: &str, before_ms: i64) -> Result<u64, StoreError> {
+        let n =
+            sqlx::query("DELETE FROM channel_inbox WHERE channel = ? AND state = 'done' AND received_at < ?")
+                .bind(channel)
+                .bind(before_ms)
+                .execute(&self.pool)
+                .await?
+                .rows_affected();
+        Ok(n)
+    }
+
+    /// The session `user` talks to in `chat` of `channel`, if any (gone when the session was
+    /// deleted).
+    pub async fn channel_session(
+        &self,
+        channel: &str,
+        chat: &str,
+        user: &str,
+    ) -> Result<Option<SessionId>, StoreError> {
+        let row = sqlx::query(
+            "SELECT session_id FROM channel_sessions WHERE channel = ? AND chat = ? AND user = ?",
+        )
+        .bind(channel)
+        .bind(chat)
+        .bind(user)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map(|r| r.try_get::<String, _>("session_id")).transpose()?.map(SessionId::from))
+    }
+
+    /// Points `user` in `chat` of `channel` at `session_id` (which must exist), replacing any
+    /// earlier session (that one stays stored).
+    pub async fn set_channel_session(
+        &self,
+        channel: &str,
+        chat: &str,
+        user: &str,
+        session_id: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO channel_sessions (channel, chat, user, session_id, updated_at) VALUES (?, ?, ?, ?, ?)
+             ON CONFLICT (channel, chat, user) DO UPDATE SET session_id = excluded.session_id, updated_at = excluded.updated_at",
+        )
+        .bind(channel)
+        .bind(chat)
+        .bind(user)
+        .bind(session_id)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await
+        .map_err(|e| match &e {
+            sqlx::Error::Database(d) if d.is_foreign_key_violation() => StoreError::not_found("session", session_id),
+            _ => StoreError::Database(e),
+        })?;
+        Ok(())
+    }
+
+    /// A value stored for `channel` under `key`.
+    pub async fn channel_value<T: DeserializeOwned>(
+        &self,
+        channel: &str,
+        key: &str,
+    ) -> Result<Option<T>, StoreError> {
+        let row = sqlx::query("SELECT value FROM channel_state WHERE channel = ? AND key = ?")
+            .bind(channel)
+            .bind(key)
+            .fetch_optional(&self.pool)
+            .await?;
+        match row {
+            Some(r) => Ok(Some(serde_json::from_str(r.try_get::<&str, _>("value")?)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Stores `value` for `channel` under `key`, replacing any previous value.
+    pub async fn set_channel_value<T: Serialize + ?Sized>(
+        &self,
+        channel: &str,
+        key: &str,
+        value: &T,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO channel_state (channel, key, value, updated_at) VALUES (?, ?, ?, ?)
+             ON CONFLICT (channel, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+        )
+        .bind(channel)
+        .bind(key)
+        .bind(serde_json::to_string(value)?)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Stores `value` under `key` unless a value is there already; true when it was stored.
+    pub async fn insert_channel_value<T: Serialize + ?Sized>(
+        &self,
+        channel: &str,
+        key: &str,
+        value: &T,
+    ) -> Result<bool, StoreError> {
+        let n = sqlx::query(
+            "INSERT INTO channel_state (channel, key, value, updated_at) VALUES (?, ?, ?, ?)
+             ON CONFLICT (channel, key) DO NOTHING",
+        )
+        .bind(channel)
+        .bind(key)
+        .bind(serde_json::to_string(value)?)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        Ok(n == 1)
+    }
+
+    /// Counts of a channel's inbox and sessions, and its offset.
+    pub async fn channel_summary(&self, channel: &str) -> Result<ChannelSummary, StoreError> {
+        let row = sqlx::query(
+            "SELECT
+                (SELECT COUNT(*) FROM channel_inbox WHERE channel = ?1 AND state = 'queued') AS queued,
+                (SELECT COUNT(*) FROM channel_inbox WHERE channel = ?1 AND state = 'running') AS running,
+                (SELECT COUNT(*) FROM channel_inbox WHERE channel = ?1 AND state = 'done') AS done,
+                (SELECT COUNT(*) FROM channel_sessions WHERE channel = ?1) AS sessions,
+                (SELECT MAX(received_at) FROM channel_inbox WHERE channel = ?1) AS last_received_at",
+        )
+        .bind(channel)
+        .fetch_one(&self.pool)
+        .await?;
+        let count = |name: &str| -> Result<u64, StoreError> {
+            Ok(u64::try_from(row.try_get::<i64, _>(name)?).unwrap_or(0))
+        };
+        Ok(ChannelSummary {
+            offset: self.channel_offset(channel).await?,
+            queued: count("queued")?,
+            running: count("running")?,
+            done: count("done")?,
+            sessions: count("sessions")?,
+            last_received_at: row.try_get("last_received_at")?,
+        })
+    }
+}
