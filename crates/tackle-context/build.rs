@@ -51,15 +51,15 @@ fn build(packed: &[u8]) -> Result<(Vec<u8>, Vec<u8>), String> {
     }
     let size = vocab_table::slots_for(tokens.len());
     let mask = size - 1;
-    let mut slots = vec![(0u64, EMPTY); size];
+    let mut slots = vec![EMPTY; size];
     let mut offset = 0;
     for (rank, token) in tokens.iter().enumerate() {
         let h = vocab_table::hash(token);
         let mut i = h as usize & mask;
-        while slots[i].1 != EMPTY {
+        while slots[i] != EMPTY {
             i = (i + 1) & mask;
         }
-        slots[i] = (vocab_table::head(token), vocab_table::meta(rank, token.len(), offset, h));
+        slots[i] = vocab_table::meta(rank, token.len(), offset, h);
         offset += token.len();
     }
     // Every token must be found as itself (no duplicates), and every byte must be a token, or the
@@ -67,10 +67,10 @@ fn build(packed: &[u8]) -> Result<(Vec<u8>, Vec<u8>), String> {
     let find = |piece: &[u8]| {
         let h = vocab_table::hash(piece);
         let mut i = h as usize & mask;
-        while slots[i].1 != EMPTY {
-            let (off, len) = vocab_table::bytes_of(slots[i].1);
+        while slots[i] != EMPTY {
+            let (off, len) = vocab_table::bytes_of(slots[i]);
             if &bytes[off..off + len] == piece {
-                return Some(vocab_table::rank_of(slots[i].1) as usize);
+                return Some(vocab_table::rank_of(slots[i]) as usize);
             }
             i = (i + 1) & mask;
         }
@@ -85,9 +85,8 @@ fn build(packed: &[u8]) -> Result<(Vec<u8>, Vec<u8>), String> {
         return Err(format!("byte {byte} is not a token"));
     }
     let mut table = Vec::with_capacity(size * SLOT_BYTES);
-    for (head, meta) in slots {
-        table.extend_from_slice(&head.to_le_bytes());
-        table.extend_from_slice(&meta.to_le_bytes());
+    for slot in slots {
+        table.extend_from_slice(&slot.to_le_bytes());
     }
     Ok((table, bytes))
 }

@@ -1,28 +1,30 @@
 //! The layout of a vocabulary's token table, shared by the build script (which builds the tables
 //! into the binary) and the library (which reads them): hashing, slot encoding, probing.
 //!
-//! The table is an open-addressing hash table (linear probing) of 16-byte little-endian slots:
-//! the token's first 8 bytes (zero-padded) and `meta` = rank | length | offset | hash tag. Most
-//! lookups are answered from one slot; tokens longer than 8 bytes are confirmed against their
-//! bytes, found at `offset` in the vocabulary's concatenated token bytes.
+//! The table is an open-addressing hash table (linear probing) of 8-byte little-endian slots,
+//! each rank | offset | length | hash tag of one token. A lookup compares length and tag, then
+//! confirms a candidate against its bytes, found at `offset` in the vocabulary's concatenated
+//! token bytes. (16-byte slots holding each token's first 8 bytes answered most lookups from the
+//! table alone, but cost twice the memory: 4 MB for o200k, resident in any run that counts a few
+//! thousand words.)
 //!
 //! This file has no dependencies and no `crate::` paths: `build.rs` includes it with `#[path]`.
 
 /// Bytes per slot.
-pub const SLOT_BYTES: usize = 16;
-/// `meta` of an empty slot.
+pub const SLOT_BYTES: usize = 8;
+/// An empty slot.
 pub const EMPTY: u64 = u64::MAX;
-/// Bits of `meta` holding the rank (ranks up to ~1M).
-const RANK_BITS: u32 = 20;
+/// Bits of a slot holding the rank (up to 262,143; o200k has 199,998 tokens).
+const RANK_BITS: u32 = 18;
 /// Bits holding the token's length.
 const LEN_BITS: u32 = 8;
-/// Bits holding the offset of its bytes (token bytes up to 4 MiB).
-const OFFSET_BITS: u32 = 22;
+/// Bits holding the offset of its bytes (token bytes up to 2 MiB; o200k has 1.4 MB).
+const OFFSET_BITS: u32 = 21;
 /// The rest is a tag from the hash's top bits, compared before anything else.
 const TAG_SHIFT: u32 = RANK_BITS + LEN_BITS + OFFSET_BITS;
 
-/// The largest rank a table can hold, plus one.
-pub const MAX_TOKENS: usize = 1 << RANK_BITS;
+/// The most tokens a table can hold (the all-ones rank stays unused, so no slot is [`EMPTY`]).
+pub const MAX_TOKENS: usize = (1 << RANK_BITS) - 1;
 /// The most token bytes a table can point into.
 pub const MAX_TOKEN_BYTES: usize = 1 << OFFSET_BITS;
 /// The longest token a table can hold.
@@ -49,21 +51,6 @@ pub fn read_u32(b: &[u8]) -> u32 {
     let mut word = [0u8; 4];
     word.copy_from_slice(&b[..4]);
     u32::from_le_bytes(word)
-}
-
-/// The first (up to) 8 bytes of `b`, zero-padded, little-endian; built from overlapping reads,
-/// which agree on the bytes they share, instead of a variable-length copy.
-#[inline]
-pub fn head(b: &[u8]) -> u64 {
-    let n = b.len();
-    match n {
-        0 => 0,
-        1..=3 => {
-            u64::from(b[0]) | u64::from(b[n / 2]) << (8 * (n / 2)) | u64::from(b[n - 1]) << (8 * (n - 1))
-        }
-        4..=7 => u64::from(read_u32(b)) | u64::from(read_u32(&b[n - 4..])) << (8 * (n - 4)),
-        _ => read_u64(b),
-    }
 }
 
 /// A fast multiplicative hash of a short byte string (FxHash-style over 8-byte words, the tail
@@ -102,22 +89,22 @@ pub fn key(len: usize, h: u64) -> u64 {
     ((len.min(MAX_TOKEN_LEN) as u64) << RANK_BITS) | (h >> TAG_SHIFT) << TAG_SHIFT
 }
 
-/// The part of `meta` that [`key`] gives.
+/// The part of a slot that [`key`] gives.
 pub const KEY_MASK: u64 = !(((1 << OFFSET_BITS) - 1) << (RANK_BITS + LEN_BITS) | ((1 << RANK_BITS) - 1));
 
-/// `meta` of a token of `len` bytes at `offset` with hash `h`.
+/// The slot of a token of `len` bytes at `offset` with hash `h`.
 #[inline]
 pub fn meta(rank: usize, len: usize, offset: usize, h: u64) -> u64 {
     key(len, h) | (offset as u64) << (RANK_BITS + LEN_BITS) | rank as u64
 }
 
-/// The rank in `meta`.
+/// The rank in a slot.
 #[inline]
 pub fn rank_of(meta: u64) -> u32 {
     (meta & ((1 << RANK_BITS) - 1)) as u32
 }
 
-/// The (offset, length) of the token bytes in `meta`.
+/// The (offset, length) of the token bytes in a slot.
 #[inline]
 pub fn bytes_of(meta: u64) -> (usize, usize) {
     let len = (meta >> RANK_BITS) & ((1 << LEN_BITS) - 1);
