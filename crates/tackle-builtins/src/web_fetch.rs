@@ -31,7 +31,10 @@ pub struct WebFetchArgs {
 pub struct WebFetch {
     config: BuiltinConfig,
     allow: Arc<AllowList>,
-    client: Option<reqwest::Client>,
+    lookup: Lookup,
+    /// Built on the first fetch: building it loads the system's root certificates (a few ms),
+    /// which most runs never need.
+    client: std::sync::OnceLock<Option<reqwest::Client>>,
 }
 
 impl std::fmt::Debug for WebFetch {
@@ -116,16 +119,25 @@ impl WebFetch {
     /// A fetcher resolving names with `lookup` (every answer still goes through the guard).
     pub fn with_lookup(config: BuiltinConfig, lookup: Lookup) -> Self {
         let allow = Arc::new(AllowList::parse(&config.web_allow_private));
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(Duration::from_secs(config.web_timeout_secs))
-            .connect_timeout(Duration::from_secs(config.web_timeout_secs.min(10)))
-            .user_agent(config.user_agent.clone())
-            .dns_resolver(Arc::new(GuardedResolver { allow: allow.clone(), lookup }))
-            .no_proxy()
-            .build()
-            .ok();
-        Self { config, allow, client }
+        Self { config, allow, lookup, client: std::sync::OnceLock::new() }
+    }
+
+    /// The HTTP client (made on first use), or `None` if it cannot be built.
+    fn client(&self) -> Option<&reqwest::Client> {
+        self.client
+            .get_or_init(|| {
+                let resolver = GuardedResolver { allow: self.allow.clone(), lookup: self.lookup.clone() };
+                reqwest::Client::builder()
+                    .redirect(reqwest::redirect::Policy::none())
+                    .timeout(Duration::from_secs(self.config.web_timeout_secs))
+                    .connect_timeout(Duration::from_secs(self.config.web_timeout_secs.min(10)))
+                    .user_agent(self.config.user_agent.clone())
+                    .dns_resolver(Arc::new(resolver))
+                    .no_proxy()
+                    .build()
+                    .ok()
+            })
+            .as_ref()
     }
 
     /// Checks a URL before any request: scheme, local names, literal addresses.
@@ -192,7 +204,7 @@ impl TypedTool for WebFetch {
     }
 
     async fn run(&self, args: WebFetchArgs, _ctx: ToolContext) -> Result<ToolOutput, ToolFailure> {
-        let Some(client) = &self.client else {
+        let Some(client) = self.client() else {
             return Err(ToolFailure::internal("the HTTP client could not be built"));
         };
         let mut url = Url::parse(args.url.trim())

@@ -3,7 +3,8 @@
 //! About 50 steps over turns whose tool mask changes every time, with two skill activations and
 //! two tool errors, run in each wire format (Chat Completions, Responses, Messages). The fake model simulates a provider prompt cache
 //! (cache reads follow from the bytes actually sent). Reported: per-step prefix ratios, cache
-//! breaks, cache reads, tool success rate and average steps per turn.
+//! breaks, cache reads, tool success rate and average steps per turn. `--export` writes the
+//! OpenAI run as a [`Replay`] for other frameworks (bench/cache runs it through the AI SDK).
 
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
@@ -13,13 +14,14 @@ use serde::Serialize;
 use tackle_agent::{NewSessionOptions, ToolMask, TurnInput};
 
 use crate::settings::Settings;
+use serde_json::Value;
 use tackle_protocol::{AgentEvent, ToolOutcome};
 use tackle_provider::{
     Anthropic, OpenAiChat, OpenAiDialect, OpenAiResponses, Provider, ProviderConfig, ProviderKind,
     RetryPolicy,
 };
 use tackle_store::Store;
-use tackle_testkit::{FakeModel, Script, Turn};
+use tackle_testkit::{FakeModel, RecordedRequest, Script, Turn};
 use tackle_tools::{ApprovalMode, EventSink};
 use tokio_util::sync::CancellationToken;
 
@@ -106,7 +108,7 @@ fn scenario(steps: usize) -> Vec<ScenarioTurn> {
 }
 
 /// Figures of one run.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct CacheReport {
     /// Wire format.
     pub format: String,
@@ -142,11 +144,81 @@ fn format_name(kind: ProviderKind) -> &'static str {
     }
 }
 
-async fn run_format(kind: ProviderKind, steps: usize) -> Result<CacheReport> {
+/// One scenario turn of a [`Replay`].
+#[derive(Debug, Serialize)]
+pub struct ReplayTurn {
+    /// The user's message.
+    pub message: String,
+    /// The tools Tackle allowed at each step of the turn (all of them when no mask applied).
+    pub allowed_tools: Vec<Vec<String>>,
+}
+
+/// The OpenAI run of the scenario as data, for running it through another framework against
+/// the same fake model: the same script, the same system prompt, tool definitions and tool
+/// results, with each step's tool availability.
+#[derive(Debug, Serialize)]
+pub struct Replay {
+    /// The fake model's script (simulated prompt cache on).
+    pub script: Script,
+    /// The system messages of Tackle's requests.
+    pub system: Vec<Value>,
+    /// The tool definitions Tackle sent (the same every step).
+    pub tools: Value,
+    /// The turns.
+    pub turns: Vec<ReplayTurn>,
+    /// Tool results by call id, as Tackle sent them.
+    pub tool_results: serde_json::Map<String, Value>,
+    /// Tackle's figures of the run.
+    pub tackle: CacheReport,
+}
+
+/// The replay of a run from the requests the fake model recorded.
+fn replay(
+    script: Script,
+    scenario: &[ScenarioTurn],
+    requests: &[RecordedRequest],
+    report: CacheReport,
+) -> Result<Replay> {
+    let first = requests.first().context("the run sent no request")?;
+    let tools = first.body.get("tools").cloned().unwrap_or(Value::Null);
+    let all: Vec<String> = tools
+        .as_array()
+        .map(|tools| tools.iter().filter_map(|t| t["function"]["name"].as_str().map(str::to_owned)).collect())
+        .unwrap_or_default();
+    let allowed = |request: &RecordedRequest| -> Vec<String> {
+        match request.body["tool_choice"]["allowed_tools"]["tools"].as_array() {
+            Some(refs) => {
+                refs.iter().filter_map(|t| t["function"]["name"].as_str().map(str::to_owned)).collect()
+            }
+            None => all.clone(),
+        }
+    };
+    let messages =
+        |request: &RecordedRequest| request.body["messages"].as_array().cloned().unwrap_or_default();
+    let system =
+        messages(first).into_iter().filter(|m| m["role"] == "system" || m["role"] == "developer").collect();
+    let mut tool_results = serde_json::Map::new();
+    for m in requests.last().map(messages).unwrap_or_default() {
+        if let (Some(id), Some(content)) = (m["tool_call_id"].as_str(), m.get("content")) {
+            tool_results.insert(id.to_owned(), content.clone());
+        }
+    }
+    let mut steps = requests.iter();
+    let turns = scenario
+        .iter()
+        .map(|t| ReplayTurn {
+            message: t.message.clone(),
+            allowed_tools: steps.by_ref().take(t.turns.len()).map(allowed).collect(),
+        })
+        .collect();
+    Ok(Replay { script, system, tools, turns, tool_results, tackle: report })
+}
+
+async fn run_format(kind: ProviderKind, steps: usize, export: bool) -> Result<(CacheReport, Option<Replay>)> {
     let scenario = scenario(steps);
     let mut script = Script::new(scenario.iter().flat_map(|t| t.turns.clone()).collect());
     script.simulate_cache = true;
-    let fake = FakeModel::start(script).await.context("cannot start the fake model")?;
+    let fake = FakeModel::start(script.clone()).await.context("cannot start the fake model")?;
     let retry = RetryPolicy::none();
     let provider: Arc<dyn Provider> = match kind {
         ProviderKind::Openai => {
@@ -211,6 +283,7 @@ async fn run_format(kind: ProviderKind, steps: usize) -> Result<CacheReport> {
             .run_turn(TurnInput::new(turn.message.clone()).with_mask(turn.mask.clone()), &sink, &cancel)
             .await?;
     }
+    let requests = if export { fake.requests() } else { Vec::new() };
     fake.shutdown().await;
 
     let mut report =
@@ -235,14 +308,24 @@ async fn run_format(kind: ProviderKind, steps: usize) -> Result<CacheReport> {
             _ => {}
         }
     }
-    Ok(report)
+    if !export {
+        return Ok((report, None));
+    }
+    let replay = replay(script, &scenario, &requests, report.clone())?;
+    Ok((report, Some(replay)))
 }
 
 pub async fn run(args: BenchCacheArgs) -> Result<ExitCode> {
     let steps = args.steps.max(12);
     let mut reports = Vec::new();
     for kind in [ProviderKind::Openai, ProviderKind::OpenaiResponses, ProviderKind::Anthropic] {
-        reports.push(run_format(kind, steps).await?);
+        let export = args.export.as_ref().filter(|_| kind == ProviderKind::Openai);
+        let (report, replay) = run_format(kind, steps, export.is_some()).await?;
+        if let (Some(path), Some(replay)) = (export, replay) {
+            std::fs::write(path, serde_json::to_vec_pretty(&replay)?)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        reports.push(report);
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&reports)?);

@@ -120,6 +120,9 @@ pub async fn run(args: ChatArgs) -> Result<ExitCode> {
         }
         run_turn(&mut state, line, &events, &mut interrupts).await;
     }
+    // Closing lets SQLite checkpoint and remove the WAL, which the next start would otherwise
+    // have to read back whole.
+    state.agent.store().close().await;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -108,6 +108,11 @@ pub struct BenchCacheArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    /// Also write the OpenAI run as a replay file (the fake model's script, the system
+    /// messages, tool definitions, per-step allowed tools and tool results Tackle sent), so
+    /// another framework can run the same scenario (bench/cache).
+    #[arg(long, value_name = "FILE")]
+    pub export: Option<std::path::PathBuf>,
 }
 
 /// Options shared by commands that talk to a model.

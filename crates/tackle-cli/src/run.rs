@@ -75,6 +75,9 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     input.max_steps = args.model.max_steps;
     let outcome = session.run_turn(input, &sink, &cancel).await;
     screen.stop();
+    // Closing lets SQLite checkpoint and remove the WAL, which the next start would otherwise
+    // have to read back whole before its first request (up to 16 MB).
+    agent.store().close().await;
     let outcome = outcome?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&outcome)?);

@@ -121,6 +121,11 @@ async fn run_in_both_wire_formats_with_json_and_events() {
         assert_eq!(types.first(), Some(&"session_started"));
         assert!(types.contains(&"tool_call") && types.contains(&"tool_result"));
         assert_eq!(types.last(), Some(&"turn_finished"));
+        // The store was closed on the way out: SQLite removed its WAL, so the next start has none
+        // to read back before its first request.
+        let data = home.path().join("data");
+        assert!(data.join("tackle.db").exists(), "{kind}: the store is in {}", data.display());
+        assert!(!data.join("tackle.db-wal").exists(), "{kind}: tackle run left a WAL behind");
 
         // Plain text mode streams the answer to stdout and status lines to stderr.
         fake.set_script(Script::new(vec![Turn::text("Plain answer.")]));
@@ -373,8 +378,9 @@ async fn ctrl_c_cancels_the_turn_not_the_repl() {
 #[tokio::test]
 async fn bench_cache_reports_no_breaks_in_either_format() {
     let home = tempfile::tempdir().unwrap();
+    let replay_path = home.path().join("replay.json");
     let mut cmd = tackle(home.path());
-    cmd.args(["bench", "cache", "--steps", "20", "--json"]);
+    cmd.args(["bench", "cache", "--steps", "20", "--json", "--export"]).arg(&replay_path);
     let out = output(cmd).await;
     assert!(out.status.success(), "{}", text(&out.stderr));
     let reports: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -385,6 +391,42 @@ async fn bench_cache_reports_no_breaks_in_either_format() {
         assert_eq!(r["tool_errors"], 2);
         assert!(r["cache_read_tokens"].as_u64().unwrap() > 0);
     }
+
+    // The replay of the OpenAI run holds what another framework needs to run the same scenario:
+    // one allowed-tools list per step, the masks visible in them, every tool result.
+    let replay: Value = serde_json::from_slice(&std::fs::read(&replay_path).unwrap()).unwrap();
+    let tools: Vec<&str> =
+        replay["tools"].as_array().unwrap().iter().map(|t| t["function"]["name"].as_str().unwrap()).collect();
+    assert!(tools.contains(&"shell") && tools.contains(&"activate_skill"), "{tools:?}");
+    let steps: Vec<Vec<&str>> = replay["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t["allowed_tools"].as_array().unwrap())
+        .map(|step| step.as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect())
+        .collect();
+    assert_eq!(steps.len(), 20);
+    assert_eq!(replay["script"]["turns"].as_array().unwrap().len(), 20);
+    assert_eq!(replay["script"]["simulate_cache"], true);
+    assert!(steps.iter().all(|s| s.iter().all(|n| tools.contains(n))), "allowed tools are catalog tools");
+    assert!(steps.iter().any(|s| !s.contains(&"shell")), "the shell mask shows in some step");
+    assert!(steps.iter().any(|s| s.len() < tools.len()) && steps.iter().any(|s| s.contains(&"shell")));
+    let calls = replay["script"]["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["tool_calls"].as_array().unwrap().len())
+        .sum::<usize>();
+    assert_eq!(replay["tool_results"].as_object().unwrap().len(), calls, "a result for every call");
+    assert_eq!(replay["tackle"]["steps"], 20);
+    assert!(
+        replay["system"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["role"] == "system" || m["role"] == "developer")
+    );
+    assert!(!replay["system"].as_array().unwrap().is_empty());
 }
 
 #[tokio::test]

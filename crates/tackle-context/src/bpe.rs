@@ -1,12 +1,12 @@
-//! Counting BPE tokens without tiktoken's regex: the hand-written pretokenizer, tiktoken's
-//! merge ranks in a compact open-addressing table, a count-only port of tiktoken's merge loop,
-//! and a bounded cache of piece counts shared by all threads.
+//! Counting BPE tokens without tiktoken's regex: the hand-written pretokenizer, the compiled-in
+//! vocabularies (`vocab.rs`), a count-only port of tiktoken's merge loop, and a bounded cache of
+//! piece counts shared by all threads.
 
 use std::sync::Mutex;
 
-use tiktoken_rs::CoreBPE;
-
 use crate::pretokenize::{Classes, Pattern};
+use crate::vocab::{Vocab, same_bytes};
+use crate::vocab_table::hash;
 
 /// tiktoken switches from its quadratic merge loop to a heap at this piece length.
 const LARGE_PIECE: usize = 100;
@@ -16,199 +16,10 @@ const CACHE_SHARDS: usize = 16;
 const CACHE_SLOTS: usize = 2048;
 /// Longer pieces are not cached (they rarely repeat); a slot with its bytes fills 64 bytes.
 const CACHE_MAX_PIECE: usize = 48;
-/// Sentinel of an empty table slot and of "no merge" (tiktoken's `Rank::MAX`).
+/// "No merge" (tiktoken's `Rank::MAX`).
 const NONE: u32 = u32::MAX;
 
-/// Text the fast counter must count exactly as tiktoken before it is trusted (a guard against
-/// a future `tiktoken-rs` or `regex-syntax` whose behaviour the scanner does not reproduce).
-const PROBE: &str = "Hello, World! It's we'RE they'll I'M ſ'ſ 'Ll x'D don't.\n\n\
-    fn main() {\r\n    let x = vec![1, 22, 333, 4444];  // done\n}\t\n  \n\
-    {\"key\": [\"value\", 3.14159, null], \"url\": \"https://example.com/a/b?c=d\"}\n\
-    Привет, мир! 你好世界 🚀🚀 café naïve ǅemal ʰa A\u{301}B \u{301}. x\u{a0}y\u{3000}z\u{2028}\n\
-    ABCdefGHI aBC 123456789 ١٢٣٤ Ⅻ½     \n\n\n   end   ";
-
-/// A vocabulary's merge ranks: byte strings by rank, and a hash index over them.
-pub(crate) struct Vocab {
-    /// Token bytes, concatenated in rank order.
-    bytes: Vec<u8>,
-    /// Start of each rank's bytes in `bytes`, plus the end.
-    offsets: Vec<u32>,
-    /// Open-addressing slots (linear probing).
-    slots: Vec<Slot>,
-    /// `slots.len() - 1`.
-    mask: usize,
-}
-
-impl std::fmt::Debug for Vocab {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Vocab").field("tokens", &(self.offsets.len() - 1)).finish()
-    }
-}
-
-/// One slot of the token table: the token's first 8 bytes (zero-padded), so most lookups
-/// are answered from this one cache line, and `meta` = rank | length << 32 | hash tag << 40.
-#[derive(Debug, Clone, Copy)]
-struct Slot {
-    head: u64,
-    meta: u64,
-}
-
-/// `Slot::meta` of an empty slot.
-const EMPTY: u64 = u64::MAX;
-
-/// The first (up to) 8 bytes of `b`, zero-padded, little-endian; built from overlapping
-/// reads, which agree on the bytes they share, instead of a variable-length copy.
-#[inline]
-fn head(b: &[u8]) -> u64 {
-    let n = b.len();
-    match n {
-        0 => 0,
-        1..=3 => {
-            u64::from(b[0]) | u64::from(b[n / 2]) << (8 * (n / 2)) | u64::from(b[n - 1]) << (8 * (n - 1))
-        }
-        4..=7 => u64::from(read_u32(b)) | u64::from(read_u32(&b[n - 4..])) << (8 * (n - 4)),
-        _ => read_u64(b),
-    }
-}
-
-/// `Slot::meta` without the rank: what a lookup of `piece` (hash `h`) compares.
-#[inline]
-fn meta_key(piece: &[u8], h: u64) -> u64 {
-    (piece.len().min(255) as u64) << 32 | (h >> 40) << 40
-}
-
-/// A fast multiplicative hash of a short byte string (FxHash-style over 8-byte words, the
-/// tail read as overlapping words rather than copied, then mixed so that the low bits index
-/// the table and the high bits tag it).
-#[inline]
-fn hash(bytes: &[u8]) -> u64 {
-    const K: u64 = 0xf135_7aea_2e62_a9c5;
-    let step = |h: u64, word: u64| (h ^ word).wrapping_mul(K).rotate_left(26);
-    let n = bytes.len();
-    let mut h = n as u64;
-    let mut rest = bytes;
-    while rest.len() > 8 {
-        let (word, tail) = rest.split_at(8);
-        h = step(h, read_u64(word));
-        rest = tail;
-    }
-    // The last 1..=8 bytes (the length is already in `h`, so overlapping reads are fine).
-    let word = match rest.len() {
-        8 => read_u64(rest),
-        4..=7 => u64::from(read_u32(rest)) << 32 | u64::from(read_u32(&rest[rest.len() - 4..])),
-        1..=3 => {
-            u64::from(rest[0]) << 16 | u64::from(rest[rest.len() / 2]) << 8 | u64::from(rest[rest.len() - 1])
-        }
-        _ => 0,
-    };
-    h = step(h, word);
-    h ^= h >> 31;
-    h = h.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    h ^ (h >> 29)
-}
-
-/// The first 8 bytes of `b` (at least 8 long), little-endian.
-#[inline]
-fn read_u64(b: &[u8]) -> u64 {
-    let mut word = [0u8; 8];
-    word.copy_from_slice(&b[..8]);
-    u64::from_le_bytes(word)
-}
-
-/// The first 4 bytes of `b` (at least 4 long), little-endian.
-#[inline]
-fn read_u32(b: &[u8]) -> u32 {
-    let mut word = [0u8; 4];
-    word.copy_from_slice(&b[..4]);
-    u32::from_le_bytes(word)
-}
-
-/// Byte-string equality without a `memcmp` call: most tokens and pieces are a few bytes long.
-#[inline]
-fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    let n = a.len();
-    if n != b.len() {
-        return false;
-    }
-    match n {
-        0 => true,
-        1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
-        4..=8 => read_u32(a) == read_u32(b) && read_u32(&a[n - 4..]) == read_u32(&b[n - 4..]),
-        9..=16 => read_u64(a) == read_u64(b) && read_u64(&a[n - 8..]) == read_u64(&b[n - 8..]),
-        _ => a == b,
-    }
-}
-
 impl Vocab {
-    /// Reads the ordinary tokens of `bpe` (ranks 0.. up to the first gap or special token).
-    fn from_core(bpe: &CoreBPE) -> Option<Self> {
-        let specials: Vec<&[u8]> = bpe.special_tokens().into_iter().map(str::as_bytes).collect();
-        let mut bytes = Vec::new();
-        let mut offsets = vec![0u32];
-        for rank in 0u32.. {
-            let Ok(token) = bpe.decode_bytes(&[rank]) else { break };
-            if specials.contains(&token.as_slice()) {
-                break;
-            }
-            bytes.extend_from_slice(&token);
-            offsets.push(u32::try_from(bytes.len()).ok()?);
-        }
-        let tokens = offsets.len() - 1;
-        // A load of 0.4 to 0.8 (0.76 for both vocabularies): 4 MB for o200k. A sparser table
-        // measured no faster, its extra size costing the cache what shorter probes save.
-        let size = (tokens + tokens / 4 + 1).max(1024).next_power_of_two();
-        let empty = Slot { head: 0, meta: EMPTY };
-        let mut vocab = Self { bytes, offsets, slots: vec![empty; size], mask: size - 1 };
-        for rank in 0..tokens {
-            let rank = u32::try_from(rank).ok()?;
-            let token = vocab.token(rank);
-            if vocab.rank(token).is_some() {
-                return None; // duplicate bytes: not a vocabulary this port understands
-            }
-            let h = hash(token);
-            let mut i = h as usize & vocab.mask;
-            while vocab.slots[i].meta != EMPTY {
-                i = (i + 1) & vocab.mask;
-            }
-            vocab.slots[i] = Slot { head: head(token), meta: meta_key(token, h) | u64::from(rank) };
-        }
-        // Every byte must be a token, or the merge loop could end on an unknown part.
-        (0..=255u8).all(|byte| vocab.rank(&[byte]).is_some()).then_some(vocab)
-    }
-
-    fn token(&self, rank: u32) -> &[u8] {
-        let start = self.offsets.get(rank as usize).copied().unwrap_or(0) as usize;
-        let end = self.offsets.get(rank as usize + 1).copied().unwrap_or(0) as usize;
-        self.bytes.get(start..end).unwrap_or_default()
-    }
-
-    /// The rank of `piece`, if it is a token.
-    #[inline]
-    fn rank(&self, piece: &[u8]) -> Option<u32> {
-        self.rank_hashed(piece, hash(piece))
-    }
-
-    /// The rank of `piece`, whose hash is `h`, if it is a token.
-    #[inline]
-    fn rank_hashed(&self, piece: &[u8], h: u64) -> Option<u32> {
-        let key = meta_key(piece, h);
-        let first = head(piece);
-        let mut i = h as usize & self.mask;
-        loop {
-            let slot = self.slots[i];
-            if slot.meta == EMPTY {
-                return None;
-            }
-            if slot.meta & !u64::from(u32::MAX) == key && slot.head == first {
-                let rank = slot.meta as u32;
-                if piece.len() <= 8 || same_bytes(self.token(rank), piece) {
-                    return Some(rank);
-                }
-            }
-            i = (i + 1) & self.mask;
-        }
-    }
-
     #[inline]
     fn rank_or_none(&self, piece: &[u8]) -> u32 {
         self.rank(piece).unwrap_or(NONE)
@@ -393,11 +204,13 @@ impl PieceCache {
     }
 }
 
-/// Counts tokens like `CoreBPE::encode_ordinary(text).len()`, several times faster.
+/// Counts tokens like tiktoken's `CoreBPE::encode_ordinary(text).len()`, several times faster.
+/// Its agreement with tiktoken is checked by the tests (every vocabulary entry, corpora,
+/// property tests), not at run time.
 pub(crate) struct FastCounter {
     classes: &'static Classes,
     pattern: Pattern,
-    vocab: Vocab,
+    vocab: &'static Vocab,
     cache: PieceCache,
 }
 
@@ -408,18 +221,9 @@ impl std::fmt::Debug for FastCounter {
 }
 
 impl FastCounter {
-    /// Builds the counter from tiktoken's vocabulary; `None` (use tiktoken itself) if the
-    /// vocabulary cannot be read or the counter disagrees with tiktoken on the probe text.
-    pub(crate) fn new(bpe: &CoreBPE, classes: &'static Classes, pattern: Pattern) -> Option<Self> {
-        let vocab = Vocab::from_core(bpe)?;
-        let counter = Self { classes, pattern, vocab, cache: PieceCache::new() };
-        let expected = bpe.encode_ordinary(PROBE).len();
-        let got = counter.count(PROBE);
-        if got != expected {
-            tracing::warn!(?pattern, got, expected, "fast token counter disagrees with tiktoken; not used");
-            return None;
-        }
-        Some(counter)
+    /// A counter over `vocab`, splitting text with `pattern`.
+    pub(crate) fn new(vocab: &'static Vocab, classes: &'static Classes, pattern: Pattern) -> Self {
+        Self { classes, pattern, vocab, cache: PieceCache::new() }
     }
 
     /// Tokens of `text`.
@@ -460,6 +264,14 @@ pub(crate) mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    /// Text that exercises the scanner's corner cases: contractions in any case (and `ſ`),
+    /// CRLF and trailing spaces, digit runs, marks, non-ASCII spaces and line separators.
+    const TRICKY: &str = "Hello, World! It's we'RE they'll I'M ſ'ſ 'Ll x'D don't.\n\n\
+    fn main() {\r\n    let x = vec![1, 22, 333, 4444];  // done\n}\t\n  \n\
+    {\"key\": [\"value\", 3.14159, null], \"url\": \"https://example.com/a/b?c=d\"}\n\
+    Привет, мир! 你好世界 🚀🚀 café naïve ǅemal ʰa A\u{301}B \u{301}. x\u{a0}y\u{3000}z\u{2028}\n\
+    ABCdefGHI aBC 123456789 ١٢٣٤ Ⅻ½     \n\n\n   end   ";
 
     /// Real-ish texts: Rust (this crate's sources), Python, JSON, prose, logs, and long runs
     /// (pieces of 100 bytes or more go through the heap merge).
@@ -511,7 +323,7 @@ if __name__ == "__main__":
             serde_json::to_string_pretty(&json).unwrap_or_default(),
             prose.into(),
             logs.into(),
-            PROBE.into(),
+            TRICKY.into(),
         ];
         let runs = [
             " ".repeat(300),
@@ -538,12 +350,19 @@ if __name__ == "__main__":
         out
     }
 
-    fn reference_bpe(pattern: Pattern) -> &'static CoreBPE {
-        static O200K: OnceLock<CoreBPE> = OnceLock::new();
-        static CL100K: OnceLock<CoreBPE> = OnceLock::new();
+    pub(crate) fn reference_bpe(pattern: Pattern) -> &'static tiktoken_rs::CoreBPE {
+        static O200K: OnceLock<tiktoken_rs::CoreBPE> = OnceLock::new();
+        static CL100K: OnceLock<tiktoken_rs::CoreBPE> = OnceLock::new();
         match pattern {
             Pattern::O200k => O200K.get_or_init(|| tiktoken_rs::o200k_base().expect("o200k")),
             Pattern::Cl100k => CL100K.get_or_init(|| tiktoken_rs::cl100k_base().expect("cl100k")),
+        }
+    }
+
+    pub(crate) fn vocab(pattern: Pattern) -> &'static Vocab {
+        match pattern {
+            Pattern::O200k => &crate::vocab::O200K_BASE,
+            Pattern::Cl100k => &crate::vocab::CL100K_BASE,
         }
     }
 
@@ -551,7 +370,7 @@ if __name__ == "__main__":
         static O200K: OnceLock<FastCounter> = OnceLock::new();
         static CL100K: OnceLock<FastCounter> = OnceLock::new();
         let classes = crate::pretokenize::tests::classes();
-        let build = || FastCounter::new(reference_bpe(pattern), classes, pattern).expect("fast counter");
+        let build = || FastCounter::new(vocab(pattern), classes, pattern);
         match pattern {
             Pattern::O200k => O200K.get_or_init(build),
             Pattern::Cl100k => CL100K.get_or_init(build),
@@ -565,20 +384,6 @@ if __name__ == "__main__":
             let expected = reference_bpe(pattern).encode_ordinary(text).len();
             assert_eq!(fast(pattern).count(text), expected, "{pattern:?} count of {text:?}");
             assert_eq!(fast(pattern).count(text), expected, "{pattern:?} cached count of {text:?}");
-        }
-    }
-
-    #[test]
-    fn vocabularies_are_read_whole() {
-        // o200k_base has 199,998 ordinary tokens, cl100k_base 100,256.
-        assert_eq!(fast(Pattern::O200k).vocab.offsets.len() - 1, 199_998);
-        assert_eq!(fast(Pattern::Cl100k).vocab.offsets.len() - 1, 100_256);
-        for pattern in [Pattern::O200k, Pattern::Cl100k] {
-            let vocab = &fast(pattern).vocab;
-            for rank in (0..vocab.offsets.len() as u32 - 1).step_by(97) {
-                assert_eq!(vocab.rank(vocab.token(rank)), Some(rank));
-                assert_eq!(reference_bpe(pattern).decode_bytes(&[rank]).expect("decode"), vocab.token(rank));
-            }
         }
     }
 

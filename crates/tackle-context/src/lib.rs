@@ -24,6 +24,9 @@ mod budget;
 mod compaction;
 mod pretokenize;
 mod tokens;
+mod vocab;
+#[allow(dead_code, reason = "shared with build.rs, which builds the tables with the rest")]
+mod vocab_table;
 
 pub use budget::{
     Components, ContextBudget, CountSource, DEFAULT_WINDOW, Pressure, Thresholds, context_window,

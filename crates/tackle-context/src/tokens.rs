@@ -1,17 +1,19 @@
-//! Token counting with the real BPE vocabularies (tiktoken), loaded once, lazily.
+//! Token counting with the real BPE vocabularies (tiktoken's o200k and cl100k).
 //!
 //! Counts come from a fast counter (`bpe.rs`: a hand-written pretokenizer and tiktoken's own
-//! merge ranks) that gives exactly tiktoken's `encode_ordinary(text).len()`; tiktoken itself
-//! is the fallback if that counter cannot be built or fails its self-check.
+//! merge ranks, compiled in as ready-made tables by `vocab.rs`) that gives exactly tiktoken's
+//! `encode_ordinary(text).len()`; the tests check that against tiktoken itself. Nothing is
+//! loaded at run time: the first count of a process costs what any other does, so counting never
+//! delays a request.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
 use tackle_protocol::{ContentBlock, Message, SystemSection, ToolSpec};
-use tiktoken_rs::CoreBPE;
 
 use crate::bpe::FastCounter;
 use crate::pretokenize::{Classes, Pattern};
+use crate::vocab::{CL100K_BASE, O200K_BASE};
 
 /// Tokens added per message by chat formats (role, separators), as in OpenAI's counting guide.
 pub const TOKENS_PER_MESSAGE: u64 = 4;
@@ -59,28 +61,23 @@ impl Encoding {
         if legacy { Self::Cl100kBase } else { Self::O200kBase }
     }
 
-    fn bpe(self) -> Option<&'static CoreBPE> {
-        static O200K: OnceLock<Option<CoreBPE>> = OnceLock::new();
-        static CL100K: OnceLock<Option<CoreBPE>> = OnceLock::new();
-        match self {
-            Self::O200kBase => O200K.get_or_init(|| tiktoken_rs::o200k_base().ok()).as_ref(),
-            Self::Cl100kBase => CL100K.get_or_init(|| tiktoken_rs::cl100k_base().ok()).as_ref(),
-        }
-    }
-
-    /// The fast counter of this vocabulary, built on first use from tiktoken's own ranks;
-    /// `None` if it could not be built or failed its self-check (tiktoken is used instead).
+    /// The counter of this vocabulary (made on first use, which only builds the pretokenizer's
+    /// character classes); `None` if those could not be built (never expected: counts are then
+    /// estimated at 4 bytes per token).
     fn fast(self) -> Option<&'static FastCounter> {
         static CLASSES: OnceLock<Option<Classes>> = OnceLock::new();
         static O200K: OnceLock<Option<FastCounter>> = OnceLock::new();
         static CL100K: OnceLock<Option<FastCounter>> = OnceLock::new();
-        let (cell, pattern) = match self {
-            Self::O200kBase => (&O200K, Pattern::O200k),
-            Self::Cl100kBase => (&CL100K, Pattern::Cl100k),
+        let (cell, vocab, pattern) = match self {
+            Self::O200kBase => (&O200K, &O200K_BASE, Pattern::O200k),
+            Self::Cl100kBase => (&CL100K, &CL100K_BASE, Pattern::Cl100k),
         };
         cell.get_or_init(|| {
-            let classes = CLASSES.get_or_init(Classes::build).as_ref()?;
-            FastCounter::new(self.bpe()?, classes, pattern)
+            let classes = CLASSES.get_or_init(Classes::build).as_ref();
+            if classes.is_none() {
+                tracing::warn!("token counter unavailable (character classes); estimating 4 bytes per token");
+            }
+            Some(FastCounter::new(vocab, classes?, pattern))
         })
         .as_ref()
     }
@@ -121,8 +118,7 @@ impl TokenCounter {
         self.encoding
     }
 
-    /// Tokens of `text`. Never panics: if the tokenizer fails (it unwraps internally on
-    /// pathological input), falls back to one token per 4 bytes.
+    /// Tokens of `text`, exactly as tiktoken counts them. Never panics.
     pub fn count_text(&self, text: &str) -> u64 {
         if text.is_empty() {
             return 0;
@@ -147,22 +143,10 @@ impl TokenCounter {
     }
 
     fn encode_len(&self, text: &str) -> u64 {
-        let fallback = (text.len() as u64).div_ceil(4);
-        // The fast counter gives tiktoken's exact counts 5-10x faster (tiktoken spends most of
-        // its time in its regex); tiktoken itself remains the fallback.
-        if let Some(fast) = self.encoding.fast()
-            && let Ok(n) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fast.count(text)))
-        {
-            return n as u64;
-        }
-        self.tiktoken_len(text).unwrap_or(fallback)
-    }
-
-    /// Tokens of `text` by tiktoken itself, or `None` if the vocabulary failed to load or the
-    /// tokenizer panicked (it unwraps internally on pathological input).
-    fn tiktoken_len(&self, text: &str) -> Option<u64> {
-        let bpe = self.encoding.bpe()?;
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| bpe.encode_ordinary(text).len() as u64)).ok()
+        let estimate = (text.len() as u64).div_ceil(4);
+        let Some(fast) = self.encoding.fast() else { return estimate };
+        // A panic here would be a bug in the counter; it must not take a turn down with it.
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fast.count(text) as u64)).unwrap_or(estimate)
     }
 
     /// Tokens of one message, including the per-message overhead.
@@ -204,6 +188,17 @@ impl TokenCounter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl TokenCounter {
+        /// Tokens of `text` by tiktoken itself.
+        fn tiktoken_len(&self, text: &str) -> Option<u64> {
+            let pattern = match self.encoding {
+                Encoding::O200kBase => Pattern::O200k,
+                Encoding::Cl100kBase => Pattern::Cl100k,
+            };
+            Some(crate::bpe::tests::reference_bpe(pattern).encode_ordinary(text).len() as u64)
+        }
+    }
 
     /// Reference counts produced by OpenAI's tiktoken (the `tiktoken` 1.0.22 npm bindings of the
     /// same Rust core, with their bundled vocabularies) for the same strings.
@@ -251,8 +246,8 @@ mod tests {
         assert_eq!(cl, TokenCounter::new(Encoding::Cl100kBase).encode_len(&long));
     }
 
-    /// The fast counter is what `count_text` uses (it built and passed its self-check), and it
-    /// counts as tiktoken does, through the public path (memo included).
+    /// The fast counter is what `count_text` uses, and it counts as tiktoken does, through the
+    /// public path (memo included).
     #[test]
     fn fast_counter_is_live_and_counts_like_tiktoken() {
         let texts = [

@@ -32,5 +32,5 @@ mod wire;
 pub use cache_sim::SimulatedCache;
 pub use examples::{ExampleError, example_binary};
 pub use fault::Fault;
-pub use script::{Script, ScriptMode, ScriptedCall, Turn};
-pub use server::{FakeModel, RecordedRequest, WireFormat};
+pub use script::{LOOP_PLACEHOLDER, LOOP_STEPS_SUFFIX, Script, ScriptMode, ScriptedCall, Turn};
+pub use server::{FakeModel, FakeStats, RecordedRequest, WireFormat};

@@ -9,6 +9,8 @@ use clap::Parser;
 use tackle_testkit::{FakeModel, Script, ScriptMode};
 
 /// Serve a scripted fake model (OpenAI Chat Completions, Anthropic Messages, OpenAI Responses).
+///
+/// `GET /_fake/stats` counts the model requests received (`POST /_fake/reset` zeroes it).
 #[derive(Debug, Parser)]
 #[command(name = "tackle-fake-model", version)]
 struct Args {
@@ -42,6 +44,9 @@ async fn main() -> Result<()> {
     let fake = FakeModel::start_on(args.addr, script)
         .await
         .with_context(|| format!("cannot listen on {}", args.addr))?;
+    // Nothing reads recorded requests out of this process (counters are at /_fake/stats), and a
+    // long benchmark would keep every body.
+    fake.set_recording(false);
     println!("{}", fake.base_url());
     tokio::signal::ctrl_c().await.context("cannot wait for Ctrl-C")?;
     fake.shutdown().await;

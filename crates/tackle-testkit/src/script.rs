@@ -111,7 +111,18 @@ pub enum ScriptMode {
     /// request carries as many tool results as turns 0..k made calls. Repeated runs (and
     /// retries) see the same traffic.
     Stateless,
+    /// A tool loop of any length, for benchmarks: the request's model name ends in `-steps-N`;
+    /// a request carrying k < N tool results gets the first turn, later ones the second, with
+    /// `{k}` in their text, call ids and arguments replaced by k. Stateless like
+    /// [`ScriptMode::Stateless`], so clients running at once see the same traffic.
+    Loop,
 }
+
+/// Suffix of a model name that sets the length of a [`ScriptMode::Loop`].
+pub const LOOP_STEPS_SUFFIX: &str = "-steps-";
+
+/// The placeholder a [`ScriptMode::Loop`] replaces by the number of tool results so far.
+pub const LOOP_PLACEHOLDER: &str = "{k}";
 
 /// A script of turns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -157,6 +168,34 @@ impl Script {
     /// A stateless script of `turns`.
     pub fn stateless(turns: Vec<Turn>) -> Self {
         Self { turns, mode: ScriptMode::Stateless, ..Self::default() }
+    }
+
+    /// The answer of a [`ScriptMode::Loop`] script to a request for `model` carrying
+    /// `tool_results` results, and the index that makes its ids unique; an error message that
+    /// says what to fix when the script or the model name does not fit the mode.
+    pub(crate) fn loop_turn(&self, model: &str, tool_results: usize) -> Result<(Turn, usize), String> {
+        let [step, last] = self.turns.as_slice() else {
+            return Err(format!(
+                "a loop script has exactly two turns (the step, then the final answer); this one has {}",
+                self.turns.len()
+            ));
+        };
+        let steps = model
+            .rsplit_once(LOOP_STEPS_SUFFIX)
+            .and_then(|(_, n)| n.parse::<usize>().ok())
+            .ok_or_else(|| {
+                format!("the loop script needs a model named like `fake{LOOP_STEPS_SUFFIX}5`, got {model:?}")
+            })?;
+        let k = tool_results.to_string();
+        let fill = |text: &str| text.replace(LOOP_PLACEHOLDER, &k);
+        let template = if tool_results < steps { step } else { last };
+        let mut turn = template.clone();
+        turn.text = turn.text.as_deref().map(fill);
+        for call in &mut turn.tool_calls {
+            call.arguments = fill(&call.arguments);
+            call.id = call.id.as_deref().map(fill);
+        }
+        Ok((turn, tool_results))
     }
 
     /// The turn answering a request that carries `tool_results` results (stateless mode).

@@ -52,12 +52,31 @@ impl RecordedRequest {
     }
 }
 
+/// Counters of the model requests a fake server received, served at `GET /_fake/stats` (and
+/// zeroed by `POST /_fake/reset`) so a benchmark driver in another process can check the traffic
+/// each client made.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FakeStats {
+    /// Model requests received.
+    pub requests: u64,
+    /// Their body bytes.
+    pub bytes_in: u64,
+    /// When the first one arrived, in microseconds since the Unix epoch.
+    pub first_request_unix_us: Option<u64>,
+    /// When the last one arrived, in microseconds since the Unix epoch.
+    pub last_request_unix_us: Option<u64>,
+    /// TCP connections accepted (clients that reuse connections open one).
+    pub connections: u64,
+}
+
 struct Inner {
     script: Script,
     cache: crate::SimulatedCache,
     cursor: usize,
     faults: VecDeque<Fault>,
     requests: Vec<RecordedRequest>,
+    record: bool,
+    stats: FakeStats,
 }
 
 type Shared = Arc<Mutex<Inner>>;
@@ -99,13 +118,17 @@ impl FakeModel {
             cursor: 0,
             faults: VecDeque::new(),
             requests: Vec::new(),
+            record: true,
+            stats: FakeStats::default(),
         }));
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let router = router(inner.clone());
         // Real providers answer with TCP_NODELAY; without it small SSE frames wait for delayed ACKs.
-        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let counted = inner.clone();
+        let listener = axum::serve::ListenerExt::tap_io(listener, move |tcp| {
             let _ = tcp.set_nodelay(true);
+            lock(&counted).stats.connections += 1;
         });
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
@@ -131,6 +154,17 @@ impl FakeModel {
     /// Every model request received, in order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         lock(&self.inner).requests.clone()
+    }
+
+    /// Whether requests are recorded for [`FakeModel::requests`] (the default). A long benchmark
+    /// turns it off: every recorded request keeps its body.
+    pub fn set_recording(&self, record: bool) {
+        lock(&self.inner).record = record;
+    }
+
+    /// Counters of the model requests received (also at `GET /_fake/stats`).
+    pub fn stats(&self) -> FakeStats {
+        lock(&self.inner).stats
     }
 
     /// Queues a fault; each request consumes the oldest one.
@@ -183,6 +217,17 @@ fn router(inner: Shared) -> Router {
             post(|s: State<Shared>, h: HeaderMap, b: Bytes| handle(s, h, b, WireFormat::OpenAiResponses)),
         )
         .route("/v1/models", get(models))
+        .route(
+            "/_fake/stats",
+            get(|State(inner): State<Shared>| async move { axum::Json(lock(&inner).stats) }),
+        )
+        .route(
+            "/_fake/reset",
+            post(|State(inner): State<Shared>| async move {
+                lock(&inner).stats = FakeStats::default();
+                StatusCode::NO_CONTENT
+            }),
+        )
         // The real APIs accept requests of up to 32 MB; axum's default is 2 MB.
         .layer(axum::extract::DefaultBodyLimit::max(32 * 1024 * 1024))
         .with_state(inner)
@@ -212,18 +257,29 @@ fn path_of(wire: WireFormat) -> &'static str {
 
 async fn handle(State(inner): State<Shared>, headers: HeaderMap, raw: Bytes, wire: WireFormat) -> Response {
     let body: Value = serde_json::from_slice(&raw).unwrap_or(Value::Null);
+    let now_us = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+        .unwrap_or(0);
     let fault = {
         let mut state = lock(&inner);
-        state.requests.push(RecordedRequest {
-            wire,
-            path: path_of(wire).to_owned(),
-            headers: headers
-                .iter()
-                .map(|(k, v)| (k.as_str().to_owned(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
-                .collect(),
-            body: body.clone(),
-            raw_body: raw.clone(),
-        });
+        let stats = &mut state.stats;
+        stats.requests += 1;
+        stats.bytes_in += raw.len() as u64;
+        stats.first_request_unix_us.get_or_insert(now_us);
+        stats.last_request_unix_us = Some(now_us);
+        if state.record {
+            state.requests.push(RecordedRequest {
+                wire,
+                path: path_of(wire).to_owned(),
+                headers: headers
+                    .iter()
+                    .map(|(k, v)| (k.as_str().to_owned(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+                    .collect(),
+                body: body.clone(),
+                raw_body: raw.clone(),
+            });
+        }
         state.faults.pop_front()
     };
 
@@ -332,34 +388,42 @@ async fn handle(State(inner): State<Shared>, headers: HeaderMap, raw: Bytes, wir
     }
     let (turn, index, chunk, model) = {
         let mut state = lock(&inner);
-        let index = match state.script.mode {
+        let requested = body.get("model").and_then(Value::as_str).unwrap_or_default();
+        let exhausted = |n: usize| {
+            let message =
+                format!("fake model script exhausted after {n} turns (no turn matches this request)");
+            error_response(wire, StatusCode::INTERNAL_SERVER_ERROR, "api_error", &message)
+        };
+        let script = &state.script;
+        let played = match script.mode {
             ScriptMode::Sequential => {
                 let i = state.cursor;
                 state.cursor += 1;
-                Some(i).filter(|i| *i < state.script.turns.len())
+                state
+                    .script
+                    .turns
+                    .get(i)
+                    .map(|t| (t.clone(), i))
+                    .ok_or_else(|| exhausted(state.script.turns.len()))
             }
-            ScriptMode::Stateless => state.script.stateless_index(validate::count_tool_results(wire, &body)),
+            ScriptMode::Stateless => script
+                .stateless_index(validate::count_tool_results(wire, &body))
+                .map(|i| (script.turns[i].clone(), i))
+                .ok_or_else(|| exhausted(script.turns.len())),
+            ScriptMode::Loop => script
+                .loop_turn(requested, validate::count_tool_results(wire, &body))
+                .map_err(|m| error_response(wire, StatusCode::BAD_REQUEST, "invalid_request_error", &m)),
         };
-        let Some(index) = index else {
-            let n = state.script.turns.len();
-            drop(state);
-            return error_response(
-                wire,
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "api_error",
-                &format!("fake model script exhausted after {n} turns (no turn matches this request)"),
-            );
+        let played = match played {
+            Ok(played) => played,
+            Err(response) => return response,
         };
-        let model = state
-            .script
-            .model
-            .clone()
-            .or_else(|| body.get("model").and_then(Value::as_str).map(str::to_owned));
-        let mut turn = state.script.turns[index].clone();
+        let (mut turn, index) = played;
+        let model = state.script.model.clone().unwrap_or_else(|| requested.to_owned());
         if state.script.simulate_cache {
             turn.usage = state.cache.usage(wire, &body, turn.usage.output_tokens);
         }
-        (turn, index, state.script.chunk_chars, model.unwrap_or_default())
+        (turn, index, state.script.chunk_chars, model)
     };
     let include_usage =
         body.get("stream_options").and_then(|o| o.get("include_usage")).and_then(Value::as_bool)

@@ -580,3 +580,72 @@ async fn requests_are_recorded_and_exhaustion_is_an_error() {
     assert_eq!(reqs[1].header("anthropic-version"), Some("2023-06-01"));
     assert_eq!(reqs[0].body["model"], "gpt-x");
 }
+
+/// The benchmark loop: N from the model name, `{k}` filled in, streamed answers on one kept-alive
+/// connection, and the counters a driver in another process reads over HTTP.
+#[tokio::test]
+async fn loop_mode_plays_n_steps_and_counts_traffic() {
+    let mut script = Script::new(vec![
+        Turn::call("add", r#"{"a": {k}, "b": 1}"#),
+        Turn::text("done after {k} tool calls"),
+    ]);
+    script.mode = tackle_testkit::ScriptMode::Loop;
+    let fake = FakeModel::start(script).await.unwrap();
+    fake.set_recording(false);
+    let client = reqwest::Client::new();
+    let mut messages = vec![json!({"role": "user", "content": "go"})];
+    let mut sent_bytes = 0;
+    for k in 0..=3 {
+        let body = json!({"model": "fake-steps-3", "stream": true, "messages": messages});
+        sent_bytes += body.to_string().len() as u64;
+        let text = client
+            .post(format!("{}/v1/chat/completions", fake.base_url()))
+            .body(body.to_string())
+            .header("content-type", "application/json")
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let chunks: Vec<Value> = sse(&text)
+            .iter()
+            .filter(|(_, d)| d != "[DONE]")
+            .map(|(_, d)| serde_json::from_str(d).unwrap())
+            .collect();
+        let delta = |f: &dyn Fn(&Value) -> Option<String>| -> String {
+            chunks.iter().filter_map(|c| f(&c["choices"][0]["delta"])).collect()
+        };
+        if k < 3 {
+            let args = delta(&|d| d["tool_calls"][0]["function"]["arguments"].as_str().map(str::to_owned));
+            assert_eq!(serde_json::from_str::<Value>(&args).unwrap(), json!({"a": k, "b": 1}));
+            let id = delta(&|d| d["tool_calls"][0]["id"].as_str().map(str::to_owned));
+            assert_eq!(id, format!("call_{k}_0"), "ids are unique per step");
+            messages.push(json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": id, "type": "function", "function": {"name": "add", "arguments": args}}]}));
+            messages.push(json!({"role": "tool", "tool_call_id": id, "content": (k + 1).to_string()}));
+        } else {
+            assert_eq!(delta(&|d| d["content"].as_str().map(str::to_owned)), "done after 3 tool calls");
+        }
+    }
+    let stats = fake.stats();
+    assert_eq!((stats.requests, stats.bytes_in, stats.connections), (4, sent_bytes, 1), "{stats:?}");
+    assert!(fake.requests().is_empty(), "recording was off");
+
+    // The same counters over HTTP, and a reset.
+    let url = |path: &str| format!("{}/_fake/{path}", fake.base_url());
+    let over_http: tackle_testkit::FakeStats =
+        client.get(url("stats")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(
+        (over_http.requests, over_http.bytes_in, over_http.first_request_unix_us),
+        (stats.requests, stats.bytes_in, stats.first_request_unix_us)
+    );
+    assert!(stats.first_request_unix_us.unwrap() <= stats.last_request_unix_us.unwrap());
+    assert_eq!(client.post(url("reset")).send().await.unwrap().status(), 204);
+    assert_eq!(fake.stats().requests, 0);
+
+    // A model name without a length is refused with a message that says what to send.
+    let r = post(&fake, "/v1/chat/completions", openai_body(false)).await;
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("-steps-"));
+}
