@@ -253,7 +253,9 @@ pub(super) fn init(
     let writes = policy.mode == SandboxMode::WorkspaceWrite;
     setup_dev(&under("/newroot", Path::new("/dev")), writes)?;
     let tmp_flags = if writes { MsFlags::empty() } else { MsFlags::MS_RDONLY };
-    mounts::tmpfs(&under("/newroot", Path::new("/tmp")), 0o1777, tmp_flags)?;
+    // Writable until the workspace (which may live under /tmp) has its mount point in it.
+    let tmp = under("/newroot", Path::new("/tmp"));
+    mounts::tmpfs(&tmp, 0o1777, MsFlags::empty())?;
     if !policy.network {
         // Sockets of host services (docker, dbus, databases) live in /run: a socket on a
         // read-only mount can still be connected to.
@@ -264,6 +266,9 @@ pub(super) fn init(
         }
     }
     apply_user_ops(policy)?;
+    if !writes {
+        mounts::make_readonly(&tmp)?;
+    }
 
     // Leave the old root behind: detach it, then make /newroot the root.
     mount(None::<&str>, "/oldroot", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>)
