@@ -42,7 +42,7 @@ const TURN_BUCKETS: &[f64] = &[0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.
 /// ```
 /// let metrics = tackle_telemetry::Metrics::new();
 /// let text = metrics.render();
-/// assert!(text.contains("# TYPE tackle_turns_total counter"));
+/// assert!(text.contains("# TYPE tackle_steps_total counter"));
 /// assert!(text.contains("tackle_prompt_cache_hit_ratio 0"));
 /// ```
 #[derive(Clone)]
