@@ -5,7 +5,7 @@
 # Responses API double), the codex app-server and the Telegram Bot API emulator
 # (telegram-test-api) from npm, and a Python virtualenv with the
 # official `openai` SDK, the OpenAI Agents SDK and schemathesis (API conformance). What the
-# machine lacks to install them (node and npm, python3 with venv, the browser, tmux) comes from
+# machine lacks to install them (node and npm, python3 with venv, the browser, tmux, PostgreSQL) comes from
 # apt. Idempotent, and quick when everything is there. Everything but system packages lives under
 # target/test-deps (so `cargo clean` resets it); tests find it through `tackle_testkit::peers`.
 set -euo pipefail
@@ -83,6 +83,12 @@ ln -sfn "$browser" "$deps/chromium"
 
 if ! command -v tmux >/dev/null; then
   apt_install tmux
+fi
+
+# PostgreSQL server binaries (Debian's postgresql package): scripts/postgres.sh runs a throwaway
+# cluster from them for the store tests on PostgreSQL and the two-instance server tests.
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null; then
+  apt_install postgresql
 fi
 
 # An unprivileged user: the sandbox tests (crates/tackle-cli/tests/security.rs) run Tackle as it

@@ -25,8 +25,20 @@ cargo fmt --all -- --check
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "PostgreSQL test server"
+# A throwaway cluster on a free port for the store suite on PostgreSQL and the two-instance server
+# tests (each test creates its own database); stopped and removed when this script exits.
+if [ -z "${TACKLE_TEST_DATABASE_URL:-}" ]; then
+  pgdir="$(mktemp -d)"
+  chmod 755 "$pgdir"
+  trap 'scripts/postgres.sh stop "$pgdir/pg"; rmdir "$pgdir" 2>/dev/null || true' EXIT
+  TACKLE_TEST_DATABASE_URL="$(scripts/postgres.sh start "$pgdir/pg")"
+  export TACKLE_TEST_DATABASE_URL
+fi
+echo "$TACKLE_TEST_DATABASE_URL"
+
 step "tests"
-# Real peers (browser, Python SDK, MCP servers) are required here, never silently skipped.
+# Real peers (browser, Python SDK, MCP servers, PostgreSQL) are required here, never silently skipped.
 export TACKLE_REQUIRE_PEERS=1
 cargo nextest run --workspace --locked --no-fail-fast
 

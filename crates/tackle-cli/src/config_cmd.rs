@@ -219,7 +219,7 @@ pub async fn run(args: ConfigArgs) -> Result<ExitCode> {
         let value = json!({
             "sources": loaded.sources,
             "data_dir": settings.data_dir().ok(),
-            "database": settings.database_path().ok(),
+            "database": settings.store_display(),
             "provider": provider,
             "channel_tokens": channel_token.as_ref().map(|t| json!({"telegram": {"token": t}})),
             "sandbox": {
@@ -243,9 +243,7 @@ pub async fn run(args: ConfigArgs) -> Result<ExitCode> {
         "read from: {}",
         if sources.is_empty() { "no file (defaults and environment)".to_owned() } else { sources.join(", ") }
     ));
-    if let Ok(db) = settings.database_path() {
-        out += &comment(&format!("sessions are stored in {}", db.display()));
-    }
+    out += &comment(&format!("sessions are stored in {}", settings.store_display()));
     let provider_line = match (&provider["kind"], &provider["error"]) {
         (Value::String(kind), _) => format!(
             "provider: {kind}, model {}, {}, api key {}",

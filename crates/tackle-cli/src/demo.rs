@@ -236,10 +236,7 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
                  from 1024 tokens in 128-token steps; output tokens are the script's words counted with o200k)"
             )
         );
-        eprintln!(
-            "stored in {}",
-            settings.database_path().map(|p| p.display().to_string()).unwrap_or_default()
-        );
+        eprintln!("stored in {}", settings.store_display());
         eprintln!("see it again: {} sessions show {}", self_command(), outcome.session_id);
         if !as_scripted {
             eprintln!(

@@ -61,6 +61,14 @@ pub fn workspace_dir(arg: Option<&PathBuf>) -> Result<PathBuf> {
 /// Opens the store in the configured data directory (created readable by this user only: it
 /// holds every conversation and tool output).
 pub async fn open_store(settings: &Settings) -> Result<Store> {
+    if let Some(url) = &settings.store.url {
+        // Checked before connecting; neither message repeats the password.
+        tackle_store::StoreUrl::parse(url)
+            .map_err(|e| UsageError(format!("[store] url / TACKLE_DATABASE_URL: {e}")))?;
+        return Store::connect(url)
+            .await
+            .with_context(|| format!("cannot open the session store {}", settings.store_display()));
+    }
     let path = settings.database_path().map_err(|e| UsageError(e.to_string()))?;
     if let Some(dir) = path.parent().filter(|d| !d.exists()) {
         use std::os::unix::fs::DirBuilderExt;

@@ -23,7 +23,12 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode> {
     let ModelProvider { provider, kind, codex } =
         provider_for(&settings, &workspace, &ask, ApprovalMode::Server)?;
     let store = open_store(&settings).await?;
-    let agent = build_agent(&settings, &workspace, provider, kind, store, ask, ApprovalMode::Server).await?;
+    // The agent's approvals are shared through the store, so any instance on the same database
+    // lists and decides them.
+    let shared =
+        Approvals::Ask(Arc::new(tackle_server::SharedApprovals::new(approvals.clone(), store.clone())));
+    let agent =
+        build_agent(&settings, &workspace, provider, kind, store, shared, ApprovalMode::Server).await?;
     let channels = tackle_channels::registry_from_config(
         &settings.channels,
         agent.clone(),

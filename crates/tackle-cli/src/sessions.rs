@@ -207,7 +207,7 @@ pub async fn show_result(locator: &str) -> Result<ExitCode> {
         match e {
         tackle_store::StoreError::NotFound { .. } => UsageError(format!(
             "no stored output {locator} in {}; locators look like out_… and are shown by tool results",
-            settings.database_path().map(|p| p.display().to_string()).unwrap_or_default()
+            settings.store_display()
         ))
         .into(),
         tackle_store::StoreError::Expired { .. } => UsageError(format!(

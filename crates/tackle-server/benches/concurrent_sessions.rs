@@ -1,6 +1,7 @@
 //! 1,000 concurrent streaming sessions against the zero-latency fake model.
 //!
 //! `cargo bench -p tackle-server --bench concurrent_sessions [-- SESSIONS]`
+//! (`TACKLE_BENCH_DATABASE_URL=postgres://...` for a PostgreSQL store; SQLite on disk otherwise)
 //!
 //! Starts the real server on a socket (real store on disk, real tools registered), then:
 //!
@@ -51,7 +52,12 @@ async fn main() {
     .unwrap();
     let db = tempfile::tempdir().unwrap();
     let workspace = tempfile::tempdir().unwrap();
-    let store = Store::open(&db.path().join("tackle.db")).await.unwrap();
+    // `TACKLE_BENCH_DATABASE_URL=postgres://...` runs the same phases on PostgreSQL.
+    let store = match std::env::var("TACKLE_BENCH_DATABASE_URL") {
+        Ok(url) if !url.is_empty() => Store::connect(&url).await.unwrap(),
+        _ => Store::open(&db.path().join("tackle.db")).await.unwrap(),
+    };
+    println!("store: {}", store.backend().as_str());
     let approvals = ApprovalQueue::default();
     let config = ProviderConfig::new(ProviderKind::Openai)
         .with_base_url(format!("{}/v1", fake.base_url()))

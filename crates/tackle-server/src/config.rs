@@ -126,11 +126,15 @@ pub struct ServerConfig {
     /// User tokens open `/metrics` too; with no token of either kind it is open, like every
     /// route of a server without tokens (which binds loopback only).
     pub metrics_token: Option<ScrapeToken>,
+    /// How long a turn's lease on its session lasts without renewal. The instance running the
+    /// turn renews it every third of this; if the instance dies, another one may take the
+    /// session over once it has expired.
+    pub lease: Duration,
 }
 
 impl ServerConfig {
     /// Defaults: `127.0.0.1:8787`, no tokens, `workspace` as `default`, 2 MiB bodies, heartbeats
-    /// every 15 s, 30 s of grace at shutdown.
+    /// every 15 s, 30 s of grace at shutdown, 30 s turn leases.
     pub fn new(workspace: PathBuf) -> Self {
         Self {
             bind: SocketAddr::from(([127, 0, 0, 1], 8787)),
@@ -145,6 +149,7 @@ impl ServerConfig {
             heartbeat: Duration::from_secs(15),
             shutdown_grace: Duration::from_secs(30),
             metrics_token: None,
+            lease: Duration::from_secs(30),
         }
     }
 

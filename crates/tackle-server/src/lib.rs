@@ -42,6 +42,7 @@ mod json;
 mod openapi;
 pub mod routes;
 mod state;
+mod turns;
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -61,6 +62,7 @@ pub use config::{MIN_TOKEN_LEN, ScrapeToken, ServerConfig, UserToken};
 pub use error::{ApiError, ErrorBody, ErrorDetail, ServerError};
 pub use openapi::{ApiDoc, document as openapi_document};
 pub use state::AppState;
+pub use turns::SharedApprovals;
 
 use routes::{approvals, compat, health, messages, metrics, openai, responses, results, sessions, web};
 
@@ -82,6 +84,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/sessions", post(sessions::create).get(sessions::list))
         .route("/v1/sessions/{id}", get(sessions::show).patch(sessions::update).delete(sessions::delete))
         .route("/v1/sessions/{id}/messages", post(messages::send))
+        .route("/v1/sessions/{id}/events", get(messages::events))
         .route("/v1/sessions/{id}/cancel", post(messages::cancel))
         .route("/v1/sessions/{id}/compact", post(messages::compact))
         .route("/v1/sessions/{id}/context", get(sessions::context))

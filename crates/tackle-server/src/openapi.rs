@@ -24,7 +24,7 @@ use crate::routes::{approvals, health, messages, metrics, openai, responses, res
     paths(
         health::healthz, metrics::metrics,
         sessions::create, sessions::list, sessions::show, sessions::update, sessions::delete, sessions::tools, sessions::context,
-        messages::send, messages::cancel, messages::compact,
+        messages::send, messages::events, messages::cancel, messages::compact,
         approvals::list, approvals::decide,
         results::read,
         openai::chat_completions, openai::models, responses::create,
@@ -92,6 +92,7 @@ pub fn document() -> Value {
             "/paths/~1v1~1sessions~1{id}~1messages/post/responses/200/content/text~1event-stream",
             "AgentSseEvent",
         ),
+        ("/paths/~1v1~1sessions~1{id}~1events/get/responses/200/content/text~1event-stream", "AgentSseEvent"),
         (
             "/paths/~1v1~1chat~1completions/post/responses/200/content/text~1event-stream",
             "ChatCompletionSseEvent",

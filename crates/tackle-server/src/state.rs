@@ -9,6 +9,8 @@ use tackle_store::SessionRecord;
 use tackle_telemetry::Metrics;
 use tackle_tools::ApprovalQueue;
 use tokio_util::sync::CancellationToken;
+
+use crate::turns::RunningTurns;
 use tokio_util::task::TaskTracker;
 
 use crate::{ApiError, ServerConfig};
@@ -149,53 +151,5 @@ impl AppState {
     pub async fn wait_for_turns(&self) {
         self.inner.tasks.close();
         self.inner.tasks.wait().await;
-    }
-}
-
-/// Sessions running a turn, with the token that cancels each.
-#[derive(Default)]
-pub(crate) struct RunningTurns {
-    running: Arc<Mutex<HashMap<String, CancellationToken>>>,
-}
-
-impl RunningTurns {
-    /// Marks `session` busy, or answers 409 if it already is.
-    pub(crate) fn start(&self, session: &str) -> Result<TurnGuard, ApiError> {
-        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
-        if running.contains_key(session) {
-            return Err(ApiError::busy(session));
-        }
-        let cancel = CancellationToken::new();
-        running.insert(session.to_owned(), cancel.clone());
-        Ok(TurnGuard { running: self.running.clone(), session: session.to_owned(), cancel })
-    }
-
-    /// Cancels the turn of `session`; false when none runs.
-    pub(crate) fn cancel(&self, session: &str) -> bool {
-        let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
-        running.get(session).map(CancellationToken::cancel).is_some()
-    }
-
-    fn cancel_all(&self) {
-        for token in self.running.lock().unwrap_or_else(|p| p.into_inner()).values() {
-            token.cancel();
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.running.lock().unwrap_or_else(|p| p.into_inner()).len()
-    }
-}
-
-/// A session marked busy; dropping it marks the session free again.
-pub(crate) struct TurnGuard {
-    running: Arc<Mutex<HashMap<String, CancellationToken>>>,
-    session: String,
-    pub(crate) cancel: CancellationToken,
-}
-
-impl Drop for TurnGuard {
-    fn drop(&mut self) {
-        self.running.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.session);
     }
 }

@@ -58,6 +58,7 @@ async fn openapi_document_covers_every_route() {
         ("patch", "/v1/sessions/{id}"),
         ("delete", "/v1/sessions/{id}"),
         ("post", "/v1/sessions/{id}/messages"),
+        ("get", "/v1/sessions/{id}/events"),
         ("post", "/v1/sessions/{id}/cancel"),
         ("post", "/v1/sessions/{id}/compact"),
         ("get", "/v1/sessions/{id}/context"),

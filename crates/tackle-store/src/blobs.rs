@@ -3,9 +3,8 @@
 
 use std::time::Duration;
 
+use crate::db::{DbRow, on_db};
 use serde::{Deserialize, Serialize};
-use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
 
 use crate::db::now_ms;
 use crate::frames;
@@ -60,15 +59,15 @@ pub struct NewBlob<'a> {
     pub ttl: Duration,
 }
 
-fn meta(row: &SqliteRow) -> Result<BlobMeta, StoreError> {
+fn meta(row: &impl DbRow) -> Result<BlobMeta, StoreError> {
     Ok(BlobMeta {
         locator: row.try_get("locator")?,
         session_id: row.try_get("session_id")?,
         tool: row.try_get("tool")?,
         call_id: row.try_get("call_id")?,
         digest: row.try_get("digest")?,
-        raw_bytes: row.try_get::<i64, _>("raw_bytes")?.max(0) as u64,
-        lines: row.try_get::<i64, _>("lines")?.max(0) as u64,
+        raw_bytes: row.try_get::<i64>("raw_bytes")?.max(0) as u64,
+        lines: row.try_get::<i64>("lines")?.max(0) as u64,
         created_at: row.try_get("created_at")?,
         expires_at: row.try_get("expires_at")?,
     })
@@ -99,110 +98,120 @@ fn count_lines(bytes: &[u8]) -> u64 {
 impl Store {
     /// Stores an output and returns its metadata (with a new locator).
     pub async fn put_blob(&self, session_id: &str, new: NewBlob<'_>) -> Result<BlobMeta, StoreError> {
-        let (digest, compressed) = digest_and_compress(new.bytes);
-        let meta = BlobMeta {
-            locator: format!("out_{}", uuid::Uuid::new_v4().simple()),
-            session_id: session_id.to_owned(),
-            tool: new.tool.to_owned(),
-            call_id: new.call_id.to_owned(),
-            digest: digest.to_hex().to_string(),
-            raw_bytes: new.bytes.len() as u64,
-            lines: count_lines(new.bytes),
-            created_at: now_ms(),
-            expires_at: 0,
-        };
-        let ttl_ms = i64::try_from(new.ttl.as_millis()).unwrap_or(i64::MAX);
-        let meta = BlobMeta { expires_at: meta.created_at.saturating_add(ttl_ms), ..meta };
-        let compressed = compressed?;
-        sqlx::query(
-            "INSERT INTO blobs (locator, session_id, tool, call_id, digest, raw_bytes, lines, data, created_at, expires_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&meta.locator)
-        .bind(session_id)
-        .bind(new.tool)
-        .bind(new.call_id)
-        .bind(&meta.digest)
-        .bind(i64::try_from(meta.raw_bytes).unwrap_or(i64::MAX))
-        .bind(i64::try_from(meta.lines).unwrap_or(i64::MAX))
-        .bind(compressed)
-        .bind(meta.created_at)
-        .bind(meta.expires_at)
-        .execute(&self.pool)
-        .await
-        .map_err(|e| match &e {
-            sqlx::Error::Database(d) if d.is_foreign_key_violation() => StoreError::not_found("session", session_id),
-            _ => StoreError::Database(e),
-        })?;
-        // The row holds exactly these values; reading them back would cost a query.
-        Ok(meta)
+        on_db!(self, pool => {
+            let (digest, compressed) = digest_and_compress(new.bytes);
+            let meta = BlobMeta {
+                locator: format!("out_{}", uuid::Uuid::new_v4().simple()),
+                session_id: session_id.to_owned(),
+                tool: new.tool.to_owned(),
+                call_id: new.call_id.to_owned(),
+                digest: digest.to_hex().to_string(),
+                raw_bytes: new.bytes.len() as u64,
+                lines: count_lines(new.bytes),
+                created_at: now_ms(),
+                expires_at: 0,
+            };
+            let ttl_ms = i64::try_from(new.ttl.as_millis()).unwrap_or(i64::MAX);
+            let meta = BlobMeta { expires_at: meta.created_at.saturating_add(ttl_ms), ..meta };
+            let compressed = compressed?;
+            sqlx::query(
+                "INSERT INTO blobs (locator, session_id, tool, call_id, digest, raw_bytes, lines, data, created_at, expires_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+            )
+            .bind(&meta.locator)
+            .bind(session_id)
+            .bind(new.tool)
+            .bind(new.call_id)
+            .bind(&meta.digest)
+            .bind(i64::try_from(meta.raw_bytes).unwrap_or(i64::MAX))
+            .bind(i64::try_from(meta.lines).unwrap_or(i64::MAX))
+            .bind(compressed)
+            .bind(meta.created_at)
+            .bind(meta.expires_at)
+            .execute(pool)
+            .await
+            .map_err(|e| match &e {
+                sqlx::Error::Database(d) if d.is_foreign_key_violation() => StoreError::not_found("session", session_id),
+                _ => StoreError::Database(e),
+            })?;
+            // The row holds exactly these values; reading them back would cost a query.
+            Ok(meta)
+        })
     }
 
     /// The session a locator belongs to, for a local client that owns every session
     /// (`tackle results show`). Servers must use [`Store::get_blob`] with the caller's session.
     pub async fn blob_session(&self, locator: &str) -> Result<String, StoreError> {
-        let row = sqlx::query("SELECT session_id FROM blobs WHERE locator = ?")
-            .bind(locator)
-            .fetch_optional(&self.pool)
-            .await?
-            .ok_or_else(|| StoreError::not_found("locator", locator))?;
-        Ok(row.try_get("session_id")?)
+        on_db!(self, pool => {
+            let row = sqlx::query("SELECT session_id FROM blobs WHERE locator = $1")
+                .bind(locator)
+                .fetch_optional(pool)
+                .await?
+                .ok_or_else(|| StoreError::not_found("locator", locator))?;
+            Ok(row.try_get("session_id")?)
+        })
     }
 
     /// Metadata of a stored output, even after it expired.
     pub async fn blob_meta(&self, session_id: &str, locator: &str) -> Result<BlobMeta, StoreError> {
-        let row = sqlx::query(
-            "SELECT locator, session_id, tool, call_id, digest, raw_bytes, lines, created_at, expires_at
-             FROM blobs WHERE locator = ? AND session_id = ?",
-        )
-        .bind(locator)
-        .bind(session_id)
-        .fetch_optional(&self.pool)
-        .await?
-        // Another session's locator is reported exactly like a missing one.
-        .ok_or_else(|| StoreError::not_found("locator", locator))?;
-        meta(&row)
+        on_db!(self, pool => {
+            let row = sqlx::query(
+                "SELECT locator, session_id, tool, call_id, digest, raw_bytes, lines, created_at, expires_at
+                 FROM blobs WHERE locator = $1 AND session_id = $2",
+            )
+            .bind(locator)
+            .bind(session_id)
+            .fetch_optional(pool)
+            .await?
+            // Another session's locator is reported exactly like a missing one.
+            .ok_or_else(|| StoreError::not_found("locator", locator))?;
+            meta(&row)
+        })
     }
 
     /// The stored output, byte-exact. A locator of another session is not found; an expired
     /// one is [`StoreError::Expired`]; data that does not match its digest is corrupt.
     pub async fn get_blob(&self, session_id: &str, locator: &str) -> Result<Blob, StoreError> {
-        let row = sqlx::query(
-            "SELECT locator, session_id, tool, call_id, digest, raw_bytes, lines, created_at, expires_at, data
-             FROM blobs WHERE locator = ? AND session_id = ?",
-        )
-        .bind(locator)
-        .bind(session_id)
-        .fetch_optional(&self.pool)
-        .await?
-        .ok_or_else(|| StoreError::not_found("locator", locator))?;
-        let meta = meta(&row)?;
-        let data: Option<Vec<u8>> = row.try_get("data")?;
-        let data = match data {
-            Some(d) if meta.expires_at > now_ms() => d,
-            _ => return Err(StoreError::Expired { locator: meta.locator, expired_at: meta.expires_at }),
-        };
-        let capacity = usize::try_from(meta.raw_bytes).unwrap_or(0);
-        let raw = frames::decompress(&data, capacity)
-            .map_err(|e| StoreError::Corrupt { what: "output", detail: format!("{locator}: {e}") })?;
-        // Frames written with checksums were verified while decoding (cheaper than hashing the
-        // whole output again); older blobs are checked against their digest.
-        if !frames::has_checksums(&data) && blake3::hash(&raw).to_hex().as_str() != meta.digest {
-            return Err(StoreError::Corrupt {
-                what: "output",
-                detail: format!("{locator}: digest mismatch"),
-            });
-        }
-        Ok(Blob { meta, data: raw })
+        on_db!(self, pool => {
+            let row = sqlx::query(
+                "SELECT locator, session_id, tool, call_id, digest, raw_bytes, lines, created_at, expires_at, data
+                 FROM blobs WHERE locator = $1 AND session_id = $2",
+            )
+            .bind(locator)
+            .bind(session_id)
+            .fetch_optional(pool)
+            .await?
+            .ok_or_else(|| StoreError::not_found("locator", locator))?;
+            let meta = meta(&row)?;
+            let data: Option<Vec<u8>> = row.try_get("data")?;
+            let data = match data {
+                Some(d) if meta.expires_at > now_ms() => d,
+                _ => return Err(StoreError::Expired { locator: meta.locator, expired_at: meta.expires_at }),
+            };
+            let capacity = usize::try_from(meta.raw_bytes).unwrap_or(0);
+            let raw = frames::decompress(&data, capacity)
+                .map_err(|e| StoreError::Corrupt { what: "output", detail: format!("{locator}: {e}") })?;
+            // Frames written with checksums were verified while decoding (cheaper than hashing the
+            // whole output again); older blobs are checked against their digest.
+            if !frames::has_checksums(&data) && blake3::hash(&raw).to_hex().as_str() != meta.digest {
+                return Err(StoreError::Corrupt {
+                    what: "output",
+                    detail: format!("{locator}: digest mismatch"),
+                });
+            }
+            Ok(Blob { meta, data: raw })
+        })
     }
 
     /// Removes the data of outputs expired at `now_ms`, keeping their metadata so a later read
     /// says "expired" rather than "not found". Returns how many were purged.
     pub async fn purge_expired(&self, now_ms: i64) -> Result<u64, StoreError> {
-        let done = sqlx::query("UPDATE blobs SET data = NULL WHERE expires_at <= ? AND data IS NOT NULL")
-            .bind(now_ms)
-            .execute(&self.pool)
-            .await?;
-        Ok(done.rows_affected())
+        on_db!(self, pool => {
+            let done = sqlx::query("UPDATE blobs SET data = NULL WHERE expires_at <= $1 AND data IS NOT NULL")
+                .bind(now_ms)
+                .execute(pool)
+                .await?;
+            Ok(done.rows_affected())
+        })
     }
 }

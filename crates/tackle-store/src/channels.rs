@@ -7,11 +7,10 @@
 //! crash, `queued` updates are handled as if just received, and `running` ones are never started
 //! again (the person is told instead).
 
+use crate::db::{DbRow, on_db};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
 use tackle_protocol::SessionId;
 
 use crate::db::now_ms;
@@ -83,13 +82,13 @@ pub struct InboxItem {
 }
 
 impl InboxItem {
-    fn from_row(row: &SqliteRow) -> Result<Self, StoreError> {
+    fn from_row(row: &impl DbRow) -> Result<Self, StoreError> {
         Ok(Self {
             channel: row.try_get("channel")?,
             update_id: row.try_get("update_id")?,
             chat: row.try_get("chat")?,
-            payload: serde_json::from_str(row.try_get::<&str, _>("payload")?)?,
-            state: InboxState::parse(row.try_get::<&str, _>("state")?)?,
+            payload: serde_json::from_str(row.try_get::<&str>("payload")?)?,
+            state: InboxState::parse(row.try_get::<&str>("state")?)?,
             received_at: row.try_get("received_at")?,
         })
     }
@@ -121,42 +120,44 @@ impl Store {
         updates: &[NewInboxItem],
         next_offset: Option<i64>,
     ) -> Result<Vec<i64>, StoreError> {
-        let now = now_ms();
-        let mut tx = self.pool.begin().await?;
-        let mut new = Vec::with_capacity(updates.len());
-        for u in updates {
-            let inserted = sqlx::query(
-                "INSERT INTO channel_inbox (channel, update_id, chat, payload, state, received_at)
-                 VALUES (?, ?, ?, ?, 'queued', ?) ON CONFLICT (channel, update_id) DO NOTHING",
-            )
-            .bind(channel)
-            .bind(u.update_id)
-            .bind(&u.chat)
-            .bind(serde_json::to_string(&u.payload)?)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-            if inserted > 0 {
-                new.push(u.update_id);
+        on_db!(self, pool => {
+            let now = now_ms();
+            let mut tx = pool.begin().await?;
+            let mut new = Vec::with_capacity(updates.len());
+            for u in updates {
+                let inserted = sqlx::query(
+                    "INSERT INTO channel_inbox (channel, update_id, chat, payload, state, received_at)
+                     VALUES ($1, $2, $3, $4, 'queued', $5) ON CONFLICT (channel, update_id) DO NOTHING",
+                )
+                .bind(channel)
+                .bind(u.update_id)
+                .bind(&u.chat)
+                .bind(serde_json::to_string(&u.payload)?)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+                if inserted > 0 {
+                    new.push(u.update_id);
+                }
             }
-        }
-        if let Some(offset) = next_offset {
-            // Offsets only move forward, whatever order concurrent writers commit in.
-            sqlx::query(
-                "INSERT INTO channel_state (channel, key, value, updated_at) VALUES (?, ?, ?, ?)
+            if let Some(offset) = next_offset {
+                // Offsets only move forward, whatever order concurrent writers commit in.
+                sqlx::query(
+                    "INSERT INTO channel_state (channel, key, value, updated_at) VALUES ($1, $2, $3, $4)
                  ON CONFLICT (channel, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
                  WHERE CAST(excluded.value AS INTEGER) > CAST(channel_state.value AS INTEGER)",
-            )
-            .bind(channel)
-            .bind(OFFSET_KEY)
-            .bind(offset.to_string())
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-        }
-        tx.commit().await?;
-        Ok(new)
+                )
+                .bind(channel)
+                .bind(OFFSET_KEY)
+                .bind(offset.to_string())
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+            }
+            tx.commit().await?;
+            Ok(new)
+        })
     }
 
     /// The next update id a polling channel asks for.
@@ -166,55 +167,63 @@ impl Store {
 
     /// Updates not handled yet (queued and running), in `update_id` order.
     pub async fn open_channel_updates(&self, channel: &str) -> Result<Vec<InboxItem>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT channel, update_id, chat, payload, state, received_at FROM channel_inbox
-             WHERE channel = ? AND state IN ('queued', 'running') ORDER BY update_id",
-        )
-        .bind(channel)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(InboxItem::from_row).collect()
+        on_db!(self, pool => {
+            let rows = sqlx::query(
+                "SELECT channel, update_id, chat, payload, state, received_at FROM channel_inbox
+                 WHERE channel = $1 AND state IN ('queued', 'running') ORDER BY update_id",
+            )
+            .bind(channel)
+            .fetch_all(pool)
+            .await?;
+            rows.iter().map(InboxItem::from_row).collect()
+        })
     }
 
     /// Marks a queued update running. False when it is not queued (started before, or unknown):
     /// the caller must not act on it.
     pub async fn start_channel_update(&self, channel: &str, update_id: i64) -> Result<bool, StoreError> {
-        let n = sqlx::query(
-            "UPDATE channel_inbox SET state = 'running', started_at = ?
-             WHERE channel = ? AND update_id = ? AND state = 'queued'",
-        )
-        .bind(now_ms())
-        .bind(channel)
-        .bind(update_id)
-        .execute(&self.pool)
-        .await?
-        .rows_affected();
-        Ok(n == 1)
+        on_db!(self, pool => {
+            let n = sqlx::query(
+                "UPDATE channel_inbox SET state = 'running', started_at = $1
+                 WHERE channel = $2 AND update_id = $3 AND state = 'queued'",
+            )
+            .bind(now_ms())
+            .bind(channel)
+            .bind(update_id)
+            .execute(pool)
+            .await?
+            .rows_affected();
+            Ok(n == 1)
+        })
     }
 
     /// Marks an update handled.
     pub async fn finish_channel_update(&self, channel: &str, update_id: i64) -> Result<(), StoreError> {
-        sqlx::query(
-            "UPDATE channel_inbox SET state = 'done', finished_at = ? WHERE channel = ? AND update_id = ?",
-        )
-        .bind(now_ms())
-        .bind(channel)
-        .bind(update_id)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        on_db!(self, pool => {
+            sqlx::query(
+                "UPDATE channel_inbox SET state = 'done', finished_at = $1 WHERE channel = $2 AND update_id = $3",
+            )
+            .bind(now_ms())
+            .bind(channel)
+            .bind(update_id)
+            .execute(pool)
+            .await?;
+            Ok(())
+        })
     }
 
     /// Deletes handled updates received before `before_ms`; returns how many.
     pub async fn prune_channel_updates(&self, channel: &str, before_ms: i64) -> Result<u64, StoreError> {
-        let n =
-            sqlx::query("DELETE FROM channel_inbox WHERE channel = ? AND state = 'done' AND received_at < ?")
-                .bind(channel)
-                .bind(before_ms)
-                .execute(&self.pool)
-                .await?
-                .rows_affected();
-        Ok(n)
+        on_db!(self, pool => {
+            let n =
+                sqlx::query("DELETE FROM channel_inbox WHERE channel = $1 AND state = 'done' AND received_at < $2")
+                    .bind(channel)
+                    .bind(before_ms)
+                    .execute(pool)
+                    .await?
+                    .rows_affected();
+            Ok(n)
+        })
     }
 
     /// The session `user` talks to in `chat` of `channel`, if any (gone when the session was
@@ -225,15 +234,17 @@ impl Store {
         chat: &str,
         user: &str,
     ) -> Result<Option<SessionId>, StoreError> {
-        let row = sqlx::query(
-            "SELECT session_id FROM channel_sessions WHERE channel = ? AND chat = ? AND user = ?",
-        )
-        .bind(channel)
-        .bind(chat)
-        .bind(user)
-        .fetch_optional(&self.pool)
-        .await?;
-        Ok(row.map(|r| r.try_get::<String, _>("session_id")).transpose()?.map(SessionId::from))
+        on_db!(self, pool => {
+            let row = sqlx::query(
+                "SELECT session_id FROM channel_sessions WHERE channel = $1 AND chat = $2 AND \"user\" = $3",
+            )
+            .bind(channel)
+            .bind(chat)
+            .bind(user)
+            .fetch_optional(pool)
+            .await?;
+            Ok(row.map(|r| r.try_get::<String>("session_id")).transpose()?.map(SessionId::from))
+        })
     }
 
     /// Points `user` in `chat` of `channel` at `session_id` (which must exist), replacing any
@@ -245,22 +256,24 @@ impl Store {
         user: &str,
         session_id: &str,
     ) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO channel_sessions (channel, chat, user, session_id, updated_at) VALUES (?, ?, ?, ?, ?)
-             ON CONFLICT (channel, chat, user) DO UPDATE SET session_id = excluded.session_id, updated_at = excluded.updated_at",
-        )
-        .bind(channel)
-        .bind(chat)
-        .bind(user)
-        .bind(session_id)
-        .bind(now_ms())
-        .execute(&self.pool)
-        .await
-        .map_err(|e| match &e {
-            sqlx::Error::Database(d) if d.is_foreign_key_violation() => StoreError::not_found("session", session_id),
-            _ => StoreError::Database(e),
-        })?;
-        Ok(())
+        on_db!(self, pool => {
+            sqlx::query(
+                "INSERT INTO channel_sessions (channel, chat, \"user\", session_id, updated_at) VALUES ($1, $2, $3, $4, $5)
+                 ON CONFLICT (channel, chat, \"user\") DO UPDATE SET session_id = excluded.session_id, updated_at = excluded.updated_at",
+            )
+            .bind(channel)
+            .bind(chat)
+            .bind(user)
+            .bind(session_id)
+            .bind(now_ms())
+            .execute(pool)
+            .await
+            .map_err(|e| match &e {
+                sqlx::Error::Database(d) if d.is_foreign_key_violation() => StoreError::not_found("session", session_id),
+                _ => StoreError::Database(e),
+            })?;
+            Ok(())
+        })
     }
 
     /// A value stored for `channel` under `key`.
@@ -269,15 +282,17 @@ impl Store {
         channel: &str,
         key: &str,
     ) -> Result<Option<T>, StoreError> {
-        let row = sqlx::query("SELECT value FROM channel_state WHERE channel = ? AND key = ?")
-            .bind(channel)
-            .bind(key)
-            .fetch_optional(&self.pool)
-            .await?;
-        match row {
-            Some(r) => Ok(Some(serde_json::from_str(r.try_get::<&str, _>("value")?)?)),
-            None => Ok(None),
-        }
+        on_db!(self, pool => {
+            let row = sqlx::query("SELECT value FROM channel_state WHERE channel = $1 AND key = $2")
+                .bind(channel)
+                .bind(key)
+                .fetch_optional(pool)
+                .await?;
+            match row {
+                Some(r) => Ok(Some(serde_json::from_str(r.try_get::<&str>("value")?)?)),
+                None => Ok(None),
+            }
+        })
     }
 
     /// Stores `value` for `channel` under `key`, replacing any previous value.
@@ -287,17 +302,19 @@ impl Store {
         key: &str,
         value: &T,
     ) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO channel_state (channel, key, value, updated_at) VALUES (?, ?, ?, ?)
-             ON CONFLICT (channel, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-        )
-        .bind(channel)
-        .bind(key)
-        .bind(serde_json::to_string(value)?)
-        .bind(now_ms())
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        on_db!(self, pool => {
+            sqlx::query(
+                "INSERT INTO channel_state (channel, key, value, updated_at) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (channel, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+            )
+            .bind(channel)
+            .bind(key)
+            .bind(serde_json::to_string(value)?)
+            .bind(now_ms())
+            .execute(pool)
+            .await?;
+            Ok(())
+        })
     }
 
     /// Stores `value` under `key` unless a value is there already; true when it was stored.
@@ -307,43 +324,47 @@ impl Store {
         key: &str,
         value: &T,
     ) -> Result<bool, StoreError> {
-        let n = sqlx::query(
-            "INSERT INTO channel_state (channel, key, value, updated_at) VALUES (?, ?, ?, ?)
-             ON CONFLICT (channel, key) DO NOTHING",
-        )
-        .bind(channel)
-        .bind(key)
-        .bind(serde_json::to_string(value)?)
-        .bind(now_ms())
-        .execute(&self.pool)
-        .await?
-        .rows_affected();
-        Ok(n == 1)
+        on_db!(self, pool => {
+            let n = sqlx::query(
+                "INSERT INTO channel_state (channel, key, value, updated_at) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (channel, key) DO NOTHING",
+            )
+            .bind(channel)
+            .bind(key)
+            .bind(serde_json::to_string(value)?)
+            .bind(now_ms())
+            .execute(pool)
+            .await?
+            .rows_affected();
+            Ok(n == 1)
+        })
     }
 
     /// Counts of a channel's inbox and sessions, and its offset.
     pub async fn channel_summary(&self, channel: &str) -> Result<ChannelSummary, StoreError> {
-        let row = sqlx::query(
-            "SELECT
-                (SELECT COUNT(*) FROM channel_inbox WHERE channel = ?1 AND state = 'queued') AS queued,
-                (SELECT COUNT(*) FROM channel_inbox WHERE channel = ?1 AND state = 'running') AS running,
-                (SELECT COUNT(*) FROM channel_inbox WHERE channel = ?1 AND state = 'done') AS done,
-                (SELECT COUNT(*) FROM channel_sessions WHERE channel = ?1) AS sessions,
-                (SELECT MAX(received_at) FROM channel_inbox WHERE channel = ?1) AS last_received_at",
-        )
-        .bind(channel)
-        .fetch_one(&self.pool)
-        .await?;
-        let count = |name: &str| -> Result<u64, StoreError> {
-            Ok(u64::try_from(row.try_get::<i64, _>(name)?).unwrap_or(0))
-        };
-        Ok(ChannelSummary {
-            offset: self.channel_offset(channel).await?,
-            queued: count("queued")?,
-            running: count("running")?,
-            done: count("done")?,
-            sessions: count("sessions")?,
-            last_received_at: row.try_get("last_received_at")?,
+        on_db!(self, pool => {
+            let row = sqlx::query(
+                "SELECT
+                (SELECT COUNT(*) FROM channel_inbox WHERE channel = $1 AND state = 'queued') AS queued,
+                (SELECT COUNT(*) FROM channel_inbox WHERE channel = $1 AND state = 'running') AS running,
+                (SELECT COUNT(*) FROM channel_inbox WHERE channel = $1 AND state = 'done') AS done,
+                (SELECT COUNT(*) FROM channel_sessions WHERE channel = $1) AS sessions,
+                (SELECT MAX(received_at) FROM channel_inbox WHERE channel = $1) AS last_received_at",
+            )
+            .bind(channel)
+            .fetch_one(pool)
+            .await?;
+            let count = |name: &str| -> Result<u64, StoreError> {
+                Ok(u64::try_from(row.try_get::<i64>(name)?).unwrap_or(0))
+            };
+            Ok(ChannelSummary {
+                offset: self.channel_offset(channel).await?,
+                queued: count("queued")?,
+                running: count("running")?,
+                done: count("done")?,
+                sessions: count("sessions")?,
+                last_received_at: row.try_get("last_received_at")?,
+            })
         })
     }
 }

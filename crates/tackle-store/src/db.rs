@@ -1,29 +1,47 @@
-//! Opening the database: pragmas, pool, embedded migrations.
+//! Opening the database: the two backends, pragmas, pools, embedded migrations.
+//!
+//! Every query is written once, in SQL both backends accept (`$1` parameters, `ON CONFLICT`,
+//! `RETURNING`, `"user"` quoted), and [`on_db!`] runs it on whichever pool the store holds. The
+//! schema is the same on both, created by migrations with the same versions; only the dialect of
+//! the DDL differs (`migrations/` for SQLite, `migrations/postgres/` for PostgreSQL).
 
 use std::borrow::Cow;
 use std::path::Path;
 use std::str::FromStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use sqlx::SqlSafeStr;
 use sqlx::migrate::{Migration, MigrationType, Migrator};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow, Postgres};
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+    Sqlite, SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
+    SqliteSynchronous,
 };
+use sqlx::{Decode, SqlSafeStr, Type};
 
 use crate::StoreError;
 
-/// The schema, embedded in the binary: version, description, SQL.
-const MIGRATIONS: &[(i64, &str, &str)] = &[
+/// The SQLite schema, embedded in the binary: version, description, SQL.
+const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "init", include_str!("../migrations/0001_init.sql")),
     (2, "steps", include_str!("../migrations/0002_steps.sql")),
     (3, "channels", include_str!("../migrations/0003_channels.sql")),
     (4, "session runner", include_str!("../migrations/0004_session_runner.sql")),
     (5, "responses", include_str!("../migrations/0005_responses.sql")),
+    (6, "instances", include_str!("../migrations/0006_instances.sql")),
 ];
 
-fn migrator() -> Migrator {
-    let migrations = MIGRATIONS
+/// The same schema for PostgreSQL: same versions and descriptions, PostgreSQL's dialect.
+const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, "init", include_str!("../migrations/postgres/0001_init.sql")),
+    (2, "steps", include_str!("../migrations/postgres/0002_steps.sql")),
+    (3, "channels", include_str!("../migrations/postgres/0003_channels.sql")),
+    (4, "session runner", include_str!("../migrations/postgres/0004_session_runner.sql")),
+    (5, "responses", include_str!("../migrations/postgres/0005_responses.sql")),
+    (6, "instances", include_str!("../migrations/postgres/0006_instances.sql")),
+];
+
+fn migrator(migrations: &'static [(i64, &'static str, &'static str)]) -> Migrator {
+    let migrations = migrations
         .iter()
         .map(|(version, description, sql)| {
             Migration::new(
@@ -36,6 +54,53 @@ fn migrator() -> Migrator {
         })
         .collect();
     Migrator::with_migrations(migrations)
+}
+
+/// The pool a store holds.
+#[derive(Clone)]
+pub(crate) enum Db {
+    /// The embedded default.
+    Sqlite(SqlitePool),
+    /// A shared server.
+    Postgres(PgPool),
+}
+
+/// Runs `$body` with `$pool` bound to the store's pool, whichever backend it is. The body is
+/// compiled once per backend, so a query that one of them cannot bind or decode fails to build.
+macro_rules! on_db {
+    ($store:expr, $pool:ident => $body:expr) => {
+        match &$store.db {
+            $crate::db::Db::Sqlite($pool) => $body,
+            $crate::db::Db::Postgres($pool) => $body,
+        }
+    };
+}
+pub(crate) use on_db;
+
+/// Reading a column from a row of either backend; decoders take `&impl DbRow`.
+pub(crate) trait DbRow {
+    /// The value of `column`, decoded as `T`.
+    fn try_get<'r, T>(&'r self, column: &str) -> Result<T, sqlx::Error>
+    where
+        T: Decode<'r, Sqlite> + Type<Sqlite> + Decode<'r, Postgres> + Type<Postgres>;
+}
+
+impl DbRow for SqliteRow {
+    fn try_get<'r, T>(&'r self, column: &str) -> Result<T, sqlx::Error>
+    where
+        T: Decode<'r, Sqlite> + Type<Sqlite> + Decode<'r, Postgres> + Type<Postgres>,
+    {
+        sqlx::Row::try_get(self, column)
+    }
+}
+
+impl DbRow for PgRow {
+    fn try_get<'r, T>(&'r self, column: &str) -> Result<T, sqlx::Error>
+    where
+        T: Decode<'r, Sqlite> + Type<Sqlite> + Decode<'r, Postgres> + Type<Postgres>,
+    {
+        sqlx::Row::try_get(self, column)
+    }
 }
 
 pub(crate) async fn open_file(path: &Path) -> Result<SqlitePool, StoreError> {
@@ -52,8 +117,14 @@ pub(crate) async fn open_file(path: &Path) -> Result<SqlitePool, StoreError> {
         .foreign_keys(true)
         .busy_timeout(Duration::from_secs(10))
         .pragma("wal_autocheckpoint", crate::checkpoint::AUTOCHECKPOINT_PAGES.to_string());
+    // SQLite has no migration lock of its own: two processes opening a fresh file at once would
+    // both create the tables (one then fails), and switching a new file to WAL needs an exclusive
+    // lock that SQLite refuses at once rather than waiting for. An exclusive lock on a file beside
+    // the database makes openers take turns; the second finds the schema current.
+    let lock = MigrationLock::acquire(path).await?;
     let pool = SqlitePoolOptions::new().max_connections(8).connect_with(options).await?;
-    migrator().run(&pool).await?;
+    migrator(SQLITE_MIGRATIONS).run(&pool).await?;
+    drop(lock);
     Ok(pool)
 }
 
@@ -66,8 +137,70 @@ pub(crate) async fn open_memory() -> Result<SqlitePool, StoreError> {
         .max_lifetime(None)
         .connect_with(options)
         .await?;
-    migrator().run(&pool).await?;
+    migrator(SQLITE_MIGRATIONS).run(&pool).await?;
     Ok(pool)
+}
+
+/// Connections a PostgreSQL store opens at most.
+pub(crate) const POSTGRES_MAX_CONNECTIONS: u32 = 16;
+
+pub(crate) async fn open_postgres(url: &str) -> Result<PgPool, StoreError> {
+    let options = PgConnectOptions::from_str(url)?;
+    let pool = PgPoolOptions::new()
+        .max_connections(POSTGRES_MAX_CONNECTIONS)
+        .acquire_timeout(Duration::from_secs(30))
+        .connect_with(options)
+        .await?;
+    // sqlx's PostgreSQL migrator holds an advisory lock while it migrates, so several
+    // processes opening a fresh database at once take turns.
+    migrator(POSTGRES_MIGRATIONS).run(&pool).await?;
+    Ok(pool)
+}
+
+/// An exclusive lock on `<database>.migrate-lock`, released when dropped.
+struct MigrationLock {
+    _file: std::fs::File,
+}
+
+impl MigrationLock {
+    async fn acquire(database: &Path) -> Result<Self, StoreError> {
+        let mut name = database.as_os_str().to_owned();
+        name.push(".migrate-lock");
+        let path = std::path::PathBuf::from(name);
+        let file = tokio::task::spawn_blocking(move || -> std::io::Result<std::fs::File> {
+            let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path)?;
+            file.lock()?;
+            Ok(file)
+        })
+        .await
+        .map_err(|e| StoreError::Io(std::io::Error::other(e)))??;
+        Ok(Self { _file: file })
+    }
+}
+
+/// Runs `attempt` again while it fails on a unique key. Appends number their rows
+/// `MAX(...) + 1` in the statement itself; SQLite serializes writers, so two appends never see
+/// the same maximum there, but under PostgreSQL's read-committed isolation two concurrent
+/// appends to one session can, and the second then fails on the primary key: it is simply
+/// repeated (it inserted nothing), so numbers stay dense and unique without a lock round trip.
+pub(crate) async fn retry_on_conflict<T, F, Fut>(mut attempt: F) -> Result<T, StoreError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, StoreError>>,
+{
+    const ATTEMPTS: usize = 100;
+    let mut tries = 0;
+    loop {
+        match attempt().await {
+            Err(StoreError::Database(sqlx::Error::Database(d)))
+                if d.is_unique_violation() && tries < ATTEMPTS =>
+            {
+                tries += 1;
+                tokio::task::yield_now().await;
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Milliseconds since the Unix epoch (the store's clock).

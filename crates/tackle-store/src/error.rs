@@ -39,6 +39,16 @@ pub enum StoreError {
         /// How.
         detail: String,
     },
+    /// `[store] url` / `TACKLE_DATABASE_URL` is not a store address.
+    #[error(
+        "store url {url} is invalid: {reason}; use postgres://USER:PASSWORD@HOST:PORT/DATABASE for PostgreSQL or sqlite:PATH for a SQLite file"
+    )]
+    InvalidUrl {
+        /// The address, its password masked.
+        url: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// The database failed.
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),

@@ -1,4 +1,5 @@
-//! Durable storage for Tackle on SQLite (sqlx, WAL, embedded migrations).
+//! Durable storage for Tackle: SQLite (the embedded default: one file, WAL) or PostgreSQL (several
+//! processes on one database), through sqlx with embedded migrations.
 //!
 //! One [`Store`] holds sessions and everything that belongs to them: messages in order, the
 //! tool-call audit (which also makes each call id run at most once), offloaded outputs
@@ -21,12 +22,15 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 #![deny(missing_docs)]
 
+mod approvals;
 mod blobs;
 mod channels;
 mod checkpoint;
 mod db;
 mod error;
+mod events;
 mod frames;
+mod leases;
 mod messages;
 mod responses;
 mod runner;
@@ -36,15 +40,18 @@ mod state;
 mod steps;
 mod todos;
 mod tool_calls;
+mod url;
 
 use std::path::Path;
 
-use sqlx::sqlite::SqlitePool;
-
+pub use approvals::{ApprovalDecisionRecord, StoredApproval};
 pub use blobs::{Blob, BlobMeta, NewBlob};
 pub use channels::{ChannelSummary, InboxItem, InboxState, NewInboxItem};
 pub use db::now_ms;
+use db::on_db;
 pub use error::StoreError;
+pub use events::StoredEvent;
+pub use leases::{Lease, LeaseRefusal};
 pub use messages::{MessageFilter, StoredMessage};
 pub use responses::{NewResponse, RESPONSE_TTL, ResponseChain};
 pub use sessions::{NewSession, SessionFilter, SessionRecord, SessionStatus, SessionSummary, SessionUpdate};
@@ -53,6 +60,7 @@ pub use state::SessionState;
 pub use steps::StepRecord;
 pub use todos::{TodoItem, TodoPage, TodoStatus, TodoUpdate};
 pub use tool_calls::{BeginOutcome, ToolCallFinish, ToolCallRecord, ToolCallStatus};
+pub use url::{Backend, StoreUrl, masked as masked_url};
 
 /// The store. Cheap to clone: clones share one connection pool.
 ///
@@ -67,7 +75,7 @@ pub use tool_calls::{BeginOutcome, ToolCallFinish, ToolCallRecord, ToolCallStatu
 /// ```
 #[derive(Clone)]
 pub struct Store {
-    pool: SqlitePool,
+    db: db::Db,
     /// Background WAL checkpoints of a file database.
     _checkpointer: Option<checkpoint::Checkpointer>,
 }
@@ -83,23 +91,55 @@ impl Store {
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
         let pool = db::open_file(path).await?;
         let checkpointer = checkpoint::spawn(pool.clone(), checkpoint::CHECKPOINT_EVERY);
-        Ok(Self { pool, _checkpointer: Some(checkpointer) })
+        Ok(Self { db: db::Db::Sqlite(pool), _checkpointer: Some(checkpointer) })
+    }
+
+    /// Opens the store at `url`: `postgres://user:password@host:port/database` (or
+    /// `postgresql://`) for a PostgreSQL server, whose database must exist; `sqlite:` followed
+    /// by a path for a SQLite file. Creates or migrates the schema; several processes may open
+    /// the same fresh database at once.
+    ///
+    /// ```no_run
+    /// # async fn f() -> Result<(), tackle_store::StoreError> {
+    /// let store = tackle_store::Store::connect("postgres://tackle@db.internal/tackle").await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        match StoreUrl::parse(url)? {
+            StoreUrl::Postgres(url) => {
+                Ok(Self { db: db::Db::Postgres(db::open_postgres(&url).await?), _checkpointer: None })
+            }
+            StoreUrl::Sqlite(path) => Self::open(&path).await,
+        }
     }
 
     /// A private in-memory database, for tests and throwaway runs.
     pub async fn open_in_memory() -> Result<Self, StoreError> {
-        Ok(Self { pool: db::open_memory().await?, _checkpointer: None })
+        Ok(Self { db: db::Db::Sqlite(db::open_memory().await?), _checkpointer: None })
     }
 
     /// Closes the pool, waiting for running queries; later calls fail.
     pub async fn close(&self) {
-        self.pool.close().await;
+        on_db!(self, pool => pool.close().await)
     }
 
-    /// The SQLite journal mode in use (`wal` for files).
-    pub async fn journal_mode(&self) -> Result<String, StoreError> {
+    /// Which database holds the store.
+    pub fn backend(&self) -> Backend {
+        match self.db {
+            db::Db::Sqlite(_) => Backend::Sqlite,
+            db::Db::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    /// The SQLite journal mode in use (`wal` for files); `None` on PostgreSQL.
+    pub async fn journal_mode(&self) -> Result<Option<String>, StoreError> {
         use sqlx::Row;
-        let row = sqlx::query("PRAGMA journal_mode").fetch_one(&self.pool).await?;
-        Ok(row.try_get::<String, _>(0)?)
+        match &self.db {
+            db::Db::Sqlite(pool) => {
+                let row = sqlx::query("PRAGMA journal_mode").fetch_one(pool).await?;
+                Ok(Some(row.try_get::<String, _>(0)?))
+            }
+            db::Db::Postgres(_) => Ok(None),
+        }
     }
 }

@@ -1,8 +1,7 @@
 //! Messages: the conversation of a session, in order, each committed as it happens.
 
+use crate::db::{DbRow, on_db, retry_on_conflict};
 use serde::{Deserialize, Serialize};
-use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
 use tackle_protocol::{ContentBlock, Message, Role};
 
 use crate::db::now_ms;
@@ -40,19 +39,19 @@ fn role_str(role: Role) -> &'static str {
     }
 }
 
-pub(crate) fn stored(row: &SqliteRow) -> Result<StoredMessage, StoreError> {
-    let role = match row.try_get::<&str, _>("role")? {
+pub(crate) fn stored(row: &impl DbRow) -> Result<StoredMessage, StoreError> {
+    let role = match row.try_get::<&str>("role")? {
         "user" => Role::User,
         "assistant" => Role::Assistant,
         "tool" => Role::Tool,
         other => return Err(StoreError::Corrupt { what: "message role", detail: other.to_owned() }),
     };
-    let content: Vec<ContentBlock> = serde_json::from_str(row.try_get::<&str, _>("content")?)?;
+    let content: Vec<ContentBlock> = serde_json::from_str(row.try_get::<&str>("content")?)?;
     Ok(StoredMessage {
         seq: row.try_get("seq")?,
         turn: row.try_get("turn")?,
         message: Message { role, content },
-        hidden: row.try_get::<i64, _>("hidden")? != 0,
+        hidden: row.try_get::<i64>("hidden")? != 0,
         token_count: row.try_get("token_count")?,
         created_at: row.try_get("created_at")?,
     })
@@ -78,25 +77,37 @@ impl Store {
         message: &Message,
         token_count: Option<i64>,
     ) -> Result<i64, StoreError> {
-        let content = serde_json::to_string(&message.content)?;
-        let row = sqlx::query(
-            "INSERT INTO messages (session_id, seq, turn, role, content, token_count, created_at)
-             VALUES (?1, (SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE session_id = ?1), ?2, ?3, ?4, ?5, ?6)
+        retry_on_conflict(|| self.try_append_counted_message(session_id, turn, message, token_count)).await
+    }
+
+    async fn try_append_counted_message(
+        &self,
+        session_id: &str,
+        turn: i64,
+        message: &Message,
+        token_count: Option<i64>,
+    ) -> Result<i64, StoreError> {
+        on_db!(self, pool => {
+            let content = serde_json::to_string(&message.content)?;
+            let row = sqlx::query(
+                "INSERT INTO messages (session_id, seq, turn, role, content, token_count, created_at)
+             VALUES ($1, (SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE session_id = $1), $2, $3, $4, $5, $6)
              RETURNING seq",
-        )
-        .bind(session_id)
-        .bind(turn)
-        .bind(role_str(message.role))
-        .bind(content)
-        .bind(token_count)
-        .bind(now_ms())
-        .fetch_one(&self.pool)
-        .await
-        .map_err(|e| match &e {
-            sqlx::Error::Database(d) if d.is_foreign_key_violation() => StoreError::not_found("session", session_id),
-            _ => StoreError::Database(e),
-        })?;
-        Ok(row.try_get("seq")?)
+            )
+            .bind(session_id)
+            .bind(turn)
+            .bind(role_str(message.role))
+            .bind(content)
+            .bind(token_count)
+            .bind(now_ms())
+            .fetch_one(pool)
+            .await
+            .map_err(|e| match &e {
+                sqlx::Error::Database(d) if d.is_foreign_key_violation() => StoreError::not_found("session", session_id),
+                _ => StoreError::Database(e),
+            })?;
+            Ok(row.try_get("seq")?)
+        })
     }
 
     /// Appends several messages in one transaction; returns their `seq`s.
@@ -106,25 +117,36 @@ impl Store {
         turn: i64,
         messages: &[Message],
     ) -> Result<Vec<i64>, StoreError> {
-        let mut tx = self.pool.begin().await?;
-        let mut seqs = Vec::with_capacity(messages.len());
-        for message in messages {
-            let row = sqlx::query(
-                "INSERT INTO messages (session_id, seq, turn, role, content, created_at)
-                 VALUES (?1, (SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE session_id = ?1), ?2, ?3, ?4, ?5)
+        retry_on_conflict(|| self.try_append_messages(session_id, turn, messages)).await
+    }
+
+    async fn try_append_messages(
+        &self,
+        session_id: &str,
+        turn: i64,
+        messages: &[Message],
+    ) -> Result<Vec<i64>, StoreError> {
+        on_db!(self, pool => {
+            let mut tx = pool.begin().await?;
+            let mut seqs = Vec::with_capacity(messages.len());
+            for message in messages {
+                let row = sqlx::query(
+                    "INSERT INTO messages (session_id, seq, turn, role, content, created_at)
+                 VALUES ($1, (SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE session_id = $1), $2, $3, $4, $5)
                  RETURNING seq",
-            )
-            .bind(session_id)
-            .bind(turn)
-            .bind(role_str(message.role))
-            .bind(serde_json::to_string(&message.content)?)
-            .bind(now_ms())
-            .fetch_one(&mut *tx)
-            .await?;
-            seqs.push(row.try_get("seq")?);
-        }
-        tx.commit().await?;
-        Ok(seqs)
+                )
+                .bind(session_id)
+                .bind(turn)
+                .bind(role_str(message.role))
+                .bind(serde_json::to_string(&message.content)?)
+                .bind(now_ms())
+                .fetch_one(&mut *tx)
+                .await?;
+                seqs.push(row.try_get("seq")?);
+            }
+            tx.commit().await?;
+            Ok(seqs)
+        })
     }
 
     /// Messages of a session in order.
@@ -133,15 +155,17 @@ impl Store {
         session_id: &str,
         filter: MessageFilter,
     ) -> Result<Vec<StoredMessage>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT seq, turn, role, content, hidden, token_count, created_at FROM messages
-             WHERE session_id = ? AND (? OR hidden = 0) ORDER BY seq",
-        )
-        .bind(session_id)
-        .bind(filter.include_hidden)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(stored).collect()
+        on_db!(self, pool => {
+            let rows = sqlx::query(
+                "SELECT seq, turn, role, content, hidden, token_count, created_at FROM messages
+                 WHERE session_id = $1 AND ($2 OR hidden = 0) ORDER BY seq",
+            )
+            .bind(session_id)
+            .bind(filter.include_hidden)
+            .fetch_all(pool)
+            .await?;
+            rows.iter().map(stored).collect()
+        })
     }
 
     /// Messages with `seq` greater than `after`, visible ones only, in order.
@@ -150,75 +174,87 @@ impl Store {
         session_id: &str,
         after: i64,
     ) -> Result<Vec<StoredMessage>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT seq, turn, role, content, hidden, token_count, created_at FROM messages
-             WHERE session_id = ? AND seq > ? AND hidden = 0 ORDER BY seq",
-        )
-        .bind(session_id)
-        .bind(after)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(stored).collect()
+        on_db!(self, pool => {
+            let rows = sqlx::query(
+                "SELECT seq, turn, role, content, hidden, token_count, created_at FROM messages
+                 WHERE session_id = $1 AND seq > $2 AND hidden = 0 ORDER BY seq",
+            )
+            .bind(session_id)
+            .bind(after)
+            .fetch_all(pool)
+            .await?;
+            rows.iter().map(stored).collect()
+        })
     }
 
     /// Hides messages from the model (compaction); they stay stored.
     pub async fn hide_messages(&self, session_id: &str, seqs: &[i64]) -> Result<u64, StoreError> {
-        let mut tx = self.pool.begin().await?;
-        let mut n = 0;
-        for seq in seqs {
-            n += sqlx::query("UPDATE messages SET hidden = 1 WHERE session_id = ? AND seq = ?")
-                .bind(session_id)
-                .bind(seq)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-        }
-        tx.commit().await?;
-        Ok(n)
+        on_db!(self, pool => {
+            let mut tx = pool.begin().await?;
+            let mut n = 0;
+            for seq in seqs {
+                n += sqlx::query("UPDATE messages SET hidden = 1 WHERE session_id = $1 AND seq = $2")
+                    .bind(session_id)
+                    .bind(seq)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+            }
+            tx.commit().await?;
+            Ok(n)
+        })
     }
 
     /// Forgets the token counts of a session's messages (they were counted with another
     /// vocabulary).
     pub async fn clear_token_counts(&self, session_id: &str) -> Result<(), StoreError> {
-        sqlx::query(
-            "UPDATE messages SET token_count = NULL WHERE session_id = ? AND token_count IS NOT NULL",
-        )
-        .bind(session_id)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        on_db!(self, pool => {
+            sqlx::query(
+                "UPDATE messages SET token_count = NULL WHERE session_id = $1 AND token_count IS NOT NULL",
+            )
+            .bind(session_id)
+            .execute(pool)
+            .await?;
+            Ok(())
+        })
     }
 
     /// Records measured token counts of messages.
     pub async fn set_token_counts(&self, session_id: &str, counts: &[(i64, i64)]) -> Result<(), StoreError> {
-        let mut tx = self.pool.begin().await?;
-        for (seq, count) in counts {
-            sqlx::query("UPDATE messages SET token_count = ? WHERE session_id = ? AND seq = ?")
-                .bind(count)
-                .bind(session_id)
-                .bind(seq)
-                .execute(&mut *tx)
-                .await?;
-        }
-        tx.commit().await?;
-        Ok(())
+        on_db!(self, pool => {
+            let mut tx = pool.begin().await?;
+            for (seq, count) in counts {
+                sqlx::query("UPDATE messages SET token_count = $1 WHERE session_id = $2 AND seq = $3")
+                    .bind(count)
+                    .bind(session_id)
+                    .bind(seq)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tx.commit().await?;
+            Ok(())
+        })
     }
 
     /// Number of stored messages (hidden included).
     pub async fn message_count(&self, session_id: &str) -> Result<i64, StoreError> {
-        let row = sqlx::query("SELECT COUNT(*) AS n FROM messages WHERE session_id = ?")
-            .bind(session_id)
-            .fetch_one(&self.pool)
-            .await?;
-        Ok(row.try_get("n")?)
+        on_db!(self, pool => {
+            let row = sqlx::query("SELECT COUNT(*) AS n FROM messages WHERE session_id = $1")
+                .bind(session_id)
+                .fetch_one(pool)
+                .await?;
+            Ok(row.try_get("n")?)
+        })
     }
 
     /// The highest turn number stored, if any.
     pub async fn last_turn(&self, session_id: &str) -> Result<Option<i64>, StoreError> {
-        let row = sqlx::query("SELECT MAX(turn) AS t FROM messages WHERE session_id = ?")
-            .bind(session_id)
-            .fetch_one(&self.pool)
-            .await?;
-        Ok(row.try_get("t")?)
+        on_db!(self, pool => {
+            let row = sqlx::query("SELECT MAX(turn) AS t FROM messages WHERE session_id = $1")
+                .bind(session_id)
+                .fetch_one(pool)
+                .await?;
+            Ok(row.try_get("t")?)
+        })
     }
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use sqlx::Row;
+use crate::db::{DbRow, on_db};
 use tackle_protocol::Message;
 
 use crate::db::now_ms;
@@ -56,78 +56,82 @@ impl Store {
     /// # });
     /// ```
     pub async fn put_response(&self, response: NewResponse<'_>) -> Result<(), StoreError> {
-        let now = now_ms();
-        let ttl = i64::try_from(RESPONSE_TTL.as_millis()).unwrap_or(i64::MAX);
-        let messages = serde_json::to_string(response.messages)?;
-        let mut tx = self.pool.begin().await?;
-        sqlx::query("DELETE FROM responses WHERE expires_at <= ?").bind(now).execute(&mut *tx).await?;
-        if let Some(previous) = response.previous_id {
-            let owner: Option<String> = sqlx::query("SELECT owner FROM responses WHERE id = ?")
-                .bind(previous)
-                .fetch_optional(&mut *tx)
-                .await?
-                .map(|r| r.try_get("owner"))
-                .transpose()?;
-            if owner.as_deref() != Some(response.owner) {
-                return Err(StoreError::not_found("response", previous));
+        on_db!(self, pool => {
+            let now = now_ms();
+            let ttl = i64::try_from(RESPONSE_TTL.as_millis()).unwrap_or(i64::MAX);
+            let messages = serde_json::to_string(response.messages)?;
+            let mut tx = pool.begin().await?;
+            sqlx::query("DELETE FROM responses WHERE expires_at <= $1").bind(now).execute(&mut *tx).await?;
+            if let Some(previous) = response.previous_id {
+                let owner: Option<String> = sqlx::query("SELECT owner FROM responses WHERE id = $1")
+                    .bind(previous)
+                    .fetch_optional(&mut *tx)
+                    .await?
+                    .map(|r| r.try_get("owner"))
+                    .transpose()?;
+                if owner.as_deref() != Some(response.owner) {
+                    return Err(StoreError::not_found("response", previous));
+                }
             }
-        }
-        sqlx::query(
-            "INSERT INTO responses (id, owner, previous_id, session_id, messages, created_at, expires_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(response.id)
-        .bind(response.owner)
-        .bind(response.previous_id)
-        .bind(response.session_id)
-        .bind(messages)
-        .bind(now)
-        .bind(now.saturating_add(ttl))
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        Ok(())
+            sqlx::query(
+                "INSERT INTO responses (id, owner, previous_id, session_id, messages, created_at, expires_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            )
+            .bind(response.id)
+            .bind(response.owner)
+            .bind(response.previous_id)
+            .bind(response.session_id)
+            .bind(messages)
+            .bind(now)
+            .bind(now.saturating_add(ttl))
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            Ok(())
+        })
     }
 
     /// The conversation up to and including response `id`, if `owner` made it and it has not
     /// expired; `NotFound` otherwise (other users' ids are not revealed).
     pub async fn response_chain(&self, id: &str, owner: &str) -> Result<ResponseChain, StoreError> {
-        let now = now_ms();
-        let rows = sqlx::query(
-            "WITH RECURSIVE chain (id, previous_id, session_id, messages, depth) AS (
-                 SELECT id, previous_id, session_id, messages, 0 FROM responses
-                 WHERE id = ?1 AND owner = ?2 AND expires_at > ?3
+        on_db!(self, pool => {
+            let now = now_ms();
+            let rows = sqlx::query(
+                "WITH RECURSIVE chain (id, previous_id, session_id, messages, depth) AS (
+                 SELECT id, previous_id, session_id, messages, CAST(0 AS BIGINT) FROM responses
+                 WHERE id = $1 AND owner = $2 AND expires_at > $3
                  UNION ALL
                  SELECT r.id, r.previous_id, r.session_id, r.messages, chain.depth + 1
                  FROM responses r JOIN chain ON r.id = chain.previous_id
-                 WHERE r.owner = ?2 AND r.expires_at > ?3 AND chain.depth < ?4
+                 WHERE r.owner = $2 AND r.expires_at > $3 AND chain.depth < $4
              )
              SELECT previous_id, session_id, messages, depth FROM chain ORDER BY depth DESC",
-        )
-        .bind(id)
-        .bind(owner)
-        .bind(now)
-        .bind(MAX_CHAIN)
-        .fetch_all(&self.pool)
-        .await?;
-        let Some(head) = rows.last() else { return Err(StoreError::not_found("response", id)) };
-        // The oldest row must start the conversation: a link that expired breaks the chain.
-        if rows
-            .first()
-            .map(|r| r.try_get::<Option<String>, _>("previous_id"))
-            .transpose()?
-            .flatten()
-            .is_some()
-        {
-            return Err(StoreError::not_found("response", id));
-        }
-        let session_id: Option<String> = head.try_get("session_id")?;
-        let mut messages = Vec::new();
-        for row in &rows {
-            let part: Vec<Message> = serde_json::from_str(&row.try_get::<String, _>("messages")?)?;
-            messages.extend(part);
-        }
-        Ok(ResponseChain { messages, session_id })
+            )
+            .bind(id)
+            .bind(owner)
+            .bind(now)
+            .bind(MAX_CHAIN)
+            .fetch_all(pool)
+            .await?;
+            let Some(head) = rows.last() else { return Err(StoreError::not_found("response", id)) };
+            // The oldest row must start the conversation: a link that expired breaks the chain.
+            if rows
+                .first()
+                .map(|r| r.try_get::<Option<String>>("previous_id"))
+                .transpose()?
+                .flatten()
+                .is_some()
+            {
+                return Err(StoreError::not_found("response", id));
+            }
+            let session_id: Option<String> = head.try_get("session_id")?;
+            let mut messages = Vec::new();
+            for row in &rows {
+                let part: Vec<Message> = serde_json::from_str(&row.try_get::<String>("messages")?)?;
+                messages.extend(part);
+            }
+            Ok(ResponseChain { messages, session_id })
+        })
     }
 }
 
@@ -193,14 +197,15 @@ mod tests {
         let a = [Message::user("old")];
         store.put_response(put("r1", "ann", None, &a)).await.unwrap();
         store.put_response(put("r2", "ann", Some("r1"), &a)).await.unwrap();
-        sqlx::query("UPDATE responses SET expires_at = 0 WHERE id = 'r1'")
-            .execute(&store.pool)
-            .await
-            .unwrap();
+        crate::db::on_db!(store, pool => {
+            sqlx::query("UPDATE responses SET expires_at = 0 WHERE id = 'r1'").execute(pool).await.map(|_| ())
+        })
+        .unwrap();
         assert!(store.response_chain("r2", "ann").await.is_err(), "the beginning expired");
         store.put_response(put("r3", "ann", None, &a)).await.unwrap();
-        let left: i64 =
-            sqlx::query("SELECT COUNT(*) AS n FROM responses").fetch_one(&store.pool).await.unwrap().get("n");
+        let left: i64 = crate::db::on_db!(store, pool => {
+            sqlx::query("SELECT COUNT(*) AS n FROM responses").fetch_one(pool).await.unwrap().try_get("n").unwrap()
+        });
         assert_eq!(left, 1, "the expired row went, and its continuation with it");
     }
 }

@@ -1,9 +1,10 @@
 //! [`Runner`]: which process runs a session's turn, so a turn whose process died (a crash, a
 //! `kill -9`) is reported as `interrupted` rather than `running` forever.
 //!
-//! A runner is `host:pid:start`, the process's start time since boot (from `/proc`), so a pid
-//! reused by another process does not count as alive. Another host's runner cannot be checked
-//! from here and is taken as alive.
+//! A runner is `host/pid-namespace:pid:start`, the process's start time since boot (from
+//! `/proc`), so a pid reused by another process does not count as alive. Another host's (or
+//! another container's) runner cannot be checked from here and is taken as alive: there, only
+//! the lease's expiry frees its session.
 
 /// The identity of a process running turns.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,8 +45,19 @@ impl Runner {
     }
 }
 
+/// The host name and this process's PID namespace (`name/4026531836`): two containers may share
+/// a host name, but a pid is only worth checking in the namespace it was taken in.
 fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_owned()).unwrap_or_default()
+    let name =
+        std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_owned()).unwrap_or_default();
+    let namespace = std::fs::read_link("/proc/self/ns/pid")
+        .ok()
+        .and_then(|link| {
+            let text = link.to_string_lossy().into_owned();
+            text.strip_prefix("pid:[").and_then(|t| t.strip_suffix(']')).map(str::to_owned)
+        })
+        .unwrap_or_default();
+    format!("{name}/{namespace}")
 }
 
 /// Field 22 of `/proc/<pid>/stat`: the process start time in clock ticks since boot.

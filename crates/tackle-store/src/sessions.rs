@@ -2,10 +2,9 @@
 
 use std::fmt;
 
+use crate::db::{DbRow, on_db};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
 
 use crate::db::now_ms;
 use crate::runner::Runner;
@@ -150,30 +149,41 @@ pub struct SessionSummary {
 
 macro_rules! session_columns {
     () => {
-        "id, owner, title, provider, model, workspace, status, runner, metadata, created_at, updated_at"
+        "id, owner, title, provider, model, workspace, status, runner, lease_until, metadata, created_at, updated_at"
     };
 }
 
-/// The stored status, with a running turn whose process is gone reported as interrupted.
-fn status_of(row: &SqliteRow) -> Result<SessionStatus, StoreError> {
-    let status = SessionStatus::parse(row.try_get::<&str, _>("status")?)?;
+/// The stored status, with a running turn whose process is gone, or whose lease expired (its
+/// instance stopped renewing it), reported as interrupted.
+fn status_of(row: &impl DbRow) -> Result<SessionStatus, StoreError> {
+    let status = SessionStatus::parse(row.try_get::<&str>("status")?)?;
     let runner: Option<&str> = row.try_get("runner")?;
-    Ok(match (status, runner.and_then(Runner::decode)) {
-        (SessionStatus::Running, Some(runner)) if runner.is_gone() => SessionStatus::Interrupted,
-        _ => status,
+    let lease_until: Option<i64> = row.try_get("lease_until")?;
+    Ok(if status == SessionStatus::Running && !turn_alive(runner, lease_until, now_ms()) {
+        SessionStatus::Interrupted
+    } else {
+        status
     })
 }
 
-fn record(row: &SqliteRow) -> Result<SessionRecord, StoreError> {
+/// Whether a session marked running still has a live turn: its runner process exists (as far
+/// as this host can tell) and its lease, if it holds one, has not expired.
+pub(crate) fn turn_alive(runner: Option<&str>, lease_until: Option<i64>, now: i64) -> bool {
+    let process_gone = runner.and_then(Runner::decode).is_some_and(|r| r.is_gone());
+    let lease_expired = lease_until.is_some_and(|until| until <= now);
+    runner.is_some() && !process_gone && !lease_expired
+}
+
+fn record(row: &impl DbRow) -> Result<SessionRecord, StoreError> {
     Ok(SessionRecord {
-        id: row.try_get::<String, _>("id")?.into(),
+        id: row.try_get::<String>("id")?.into(),
         owner: row.try_get("owner")?,
         title: row.try_get("title")?,
         provider: row.try_get("provider")?,
         model: row.try_get("model")?,
         workspace: row.try_get("workspace")?,
         status: status_of(row)?,
-        metadata: serde_json::from_str(row.try_get::<&str, _>("metadata")?)?,
+        metadata: serde_json::from_str(row.try_get::<&str>("metadata")?)?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
     })
@@ -182,34 +192,38 @@ fn record(row: &SqliteRow) -> Result<SessionRecord, StoreError> {
 impl Store {
     /// Creates a session with a new UUIDv7 id, status `idle`.
     pub async fn create_session(&self, new: NewSession) -> Result<SessionRecord, StoreError> {
-        let id = uuid::Uuid::now_v7().to_string();
-        let now = now_ms();
-        sqlx::query(
-            "INSERT INTO sessions (id, owner, title, provider, model, workspace, status, metadata, created_at, updated_at)
-             VALUES (?, ?, ?, ?, ?, ?, 'idle', ?, ?, ?)",
-        )
-        .bind(&id)
-        .bind(&new.owner)
-        .bind(&new.title)
-        .bind(&new.provider)
-        .bind(&new.model)
-        .bind(&new.workspace)
-        .bind(serde_json::to_string(&new.metadata)?)
-        .bind(now)
-        .bind(now)
-        .execute(&self.pool)
-        .await?;
-        self.get_session(&id).await
+        on_db!(self, pool => {
+            let id = uuid::Uuid::now_v7().to_string();
+            let now = now_ms();
+            sqlx::query(
+                "INSERT INTO sessions (id, owner, title, provider, model, workspace, status, metadata, created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, 'idle', $7, $8, $9)",
+            )
+            .bind(&id)
+            .bind(&new.owner)
+            .bind(&new.title)
+            .bind(&new.provider)
+            .bind(&new.model)
+            .bind(&new.workspace)
+            .bind(serde_json::to_string(&new.metadata)?)
+            .bind(now)
+            .bind(now)
+            .execute(pool)
+            .await?;
+            self.get_session(&id).await
+        })
     }
 
     /// The session `id`.
     pub async fn get_session(&self, id: &str) -> Result<SessionRecord, StoreError> {
-        let row = sqlx::query(concat!("SELECT ", session_columns!(), " FROM sessions WHERE id = ?"))
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?
-            .ok_or_else(|| StoreError::not_found("session", id))?;
-        record(&row)
+        on_db!(self, pool => {
+            let row = sqlx::query(concat!("SELECT ", session_columns!(), " FROM sessions WHERE id = $1"))
+                .bind(id)
+                .fetch_optional(pool)
+                .await?
+                .ok_or_else(|| StoreError::not_found("session", id))?;
+            record(&row)
+        })
     }
 
     /// The session `id` if `owner` owns it; another owner's session is reported as not found.
@@ -223,93 +237,101 @@ impl Store {
 
     /// The session whose id starts with `prefix` (like git's short hashes).
     pub async fn find_session_by_prefix(&self, prefix: &str) -> Result<SessionRecord, StoreError> {
-        let prefix = prefix.trim();
-        if prefix.is_empty() {
-            return Err(StoreError::not_found("session", "(empty id)"));
-        }
-        let escaped = prefix.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
-        let rows = sqlx::query("SELECT id FROM sessions WHERE id LIKE ? ESCAPE '\\' ORDER BY id LIMIT 6")
-            .bind(format!("{escaped}%"))
-            .fetch_all(&self.pool)
-            .await?;
-        let ids: Vec<String> = rows.iter().map(|r| r.try_get("id")).collect::<Result<_, _>>()?;
-        match ids.as_slice() {
-            [] => Err(StoreError::not_found("session", prefix)),
-            [one] => self.get_session(one).await,
-            _ if ids.iter().any(|i| i == prefix) => self.get_session(prefix).await,
-            _ => Err(StoreError::Ambiguous { prefix: prefix.to_owned(), candidates: ids }),
-        }
+        on_db!(self, pool => {
+            let prefix = prefix.trim();
+            if prefix.is_empty() {
+                return Err(StoreError::not_found("session", "(empty id)"));
+            }
+            let escaped = prefix.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
+            let rows = sqlx::query("SELECT id FROM sessions WHERE id LIKE $1 ESCAPE '\\' ORDER BY id LIMIT 6")
+                .bind(format!("{escaped}%"))
+                .fetch_all(pool)
+                .await?;
+            let ids: Vec<String> = rows.iter().map(|r| r.try_get("id")).collect::<Result<_, _>>()?;
+            match ids.as_slice() {
+                [] => Err(StoreError::not_found("session", prefix)),
+                [one] => self.get_session(one).await,
+                _ if ids.iter().any(|i| i == prefix) => self.get_session(prefix).await,
+                _ => Err(StoreError::Ambiguous { prefix: prefix.to_owned(), candidates: ids }),
+            }
+        })
     }
 
     /// Sessions, most recently active first.
     pub async fn list_sessions(&self, filter: SessionFilter) -> Result<Vec<SessionSummary>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT s.id, s.owner, s.title, s.provider, s.model, s.workspace, s.status, s.runner, s.created_at, s.updated_at,
+        on_db!(self, pool => {
+            let rows = sqlx::query(
+                "SELECT s.id, s.owner, s.title, s.provider, s.model, s.workspace, s.status, s.runner, s.lease_until, s.created_at, s.updated_at,
                     (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS message_count
              FROM sessions s
-             WHERE (?1 IS NULL OR s.owner = ?1)
+             WHERE ($1 IS NULL OR s.owner = $1)
              ORDER BY s.updated_at DESC, s.id DESC
-             LIMIT ?2 OFFSET ?3",
-        )
-        .bind(filter.owner.as_deref())
-        .bind(i64::from(filter.limit.unwrap_or(100)))
-        .bind(i64::from(filter.offset))
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
-            .map(|row| {
-                Ok(SessionSummary {
-                    id: row.try_get("id")?,
-                    owner: row.try_get("owner")?,
-                    title: row.try_get("title")?,
-                    provider: row.try_get("provider")?,
-                    model: row.try_get("model")?,
-                    workspace: row.try_get("workspace")?,
-                    status: status_of(row)?,
-                    created_at: row.try_get("created_at")?,
-                    updated_at: row.try_get("updated_at")?,
-                    message_count: row.try_get("message_count")?,
+             LIMIT $2 OFFSET $3",
+            )
+            .bind(filter.owner.as_deref())
+            .bind(i64::from(filter.limit.unwrap_or(100)))
+            .bind(i64::from(filter.offset))
+            .fetch_all(pool)
+            .await?;
+            rows.iter()
+                .map(|row| {
+                    Ok(SessionSummary {
+                        id: row.try_get("id")?,
+                        owner: row.try_get("owner")?,
+                        title: row.try_get("title")?,
+                        provider: row.try_get("provider")?,
+                        model: row.try_get("model")?,
+                        workspace: row.try_get("workspace")?,
+                        status: status_of(row)?,
+                        created_at: row.try_get("created_at")?,
+                        updated_at: row.try_get("updated_at")?,
+                        message_count: row.try_get("message_count")?,
+                    })
                 })
-            })
-            .collect()
+                .collect()
+        })
     }
 
     /// Applies `update` and returns the new record.
     pub async fn update_session(&self, id: &str, update: SessionUpdate) -> Result<SessionRecord, StoreError> {
-        let metadata = update.metadata.as_ref().map(serde_json::to_string).transpose()?;
-        let done = sqlx::query(
-            "UPDATE sessions SET
-                title = COALESCE(?, title),
-                runner = CASE WHEN ? IS NULL THEN runner WHEN ? = 'running' THEN ? ELSE NULL END,
-                status = COALESCE(?, status),
-                model = COALESCE(?, model),
-                metadata = COALESCE(?, metadata),
-                updated_at = ?
-             WHERE id = ?",
-        )
-        .bind(update.title)
-        .bind(update.status.map(SessionStatus::as_str))
-        .bind(update.status.map(SessionStatus::as_str))
-        .bind(Runner::current().encode())
-        .bind(update.status.map(SessionStatus::as_str))
-        .bind(update.model)
-        .bind(metadata)
-        .bind(now_ms())
-        .bind(id)
-        .execute(&self.pool)
-        .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::not_found("session", id));
-        }
-        self.get_session(id).await
+        on_db!(self, pool => {
+            let metadata = update.metadata.as_ref().map(serde_json::to_string).transpose()?;
+            let done = sqlx::query(
+                "UPDATE sessions SET
+                title = COALESCE($1, title),
+                runner = CASE WHEN $2 IS NULL THEN runner WHEN $3 = 'running' THEN $4 ELSE NULL END,
+                status = COALESCE($5, status),
+                model = COALESCE($6, model),
+                metadata = COALESCE($7, metadata),
+                updated_at = $8
+             WHERE id = $9",
+            )
+            .bind(update.title)
+            .bind(update.status.map(SessionStatus::as_str))
+            .bind(update.status.map(SessionStatus::as_str))
+            .bind(Runner::current().encode())
+            .bind(update.status.map(SessionStatus::as_str))
+            .bind(update.model)
+            .bind(metadata)
+            .bind(now_ms())
+            .bind(id)
+            .execute(pool)
+            .await?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::not_found("session", id));
+            }
+            self.get_session(id).await
+        })
     }
 
     /// Deletes a session and everything stored with it.
     pub async fn delete_session(&self, id: &str) -> Result<(), StoreError> {
-        let done = sqlx::query("DELETE FROM sessions WHERE id = ?").bind(id).execute(&self.pool).await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::not_found("session", id));
-        }
-        Ok(())
+        on_db!(self, pool => {
+            let done = sqlx::query("DELETE FROM sessions WHERE id = $1").bind(id).execute(pool).await?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::not_found("session", id));
+            }
+            Ok(())
+        })
     }
 }

@@ -1,10 +1,9 @@
 //! Snapshots: the conversation as the model should see it after a compaction. Resume starts
 //! from the latest snapshot plus the messages stored after it.
 
+use crate::db::{DbRow, on_db};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
 use tackle_protocol::Message;
 
 use crate::db::now_ms;
@@ -45,14 +44,14 @@ impl LoadedContext {
     }
 }
 
-fn snapshot(row: &SqliteRow) -> Result<Snapshot, StoreError> {
+fn snapshot(row: &impl DbRow) -> Result<Snapshot, StoreError> {
     Ok(Snapshot {
         id: row.try_get("id")?,
         session_id: row.try_get("session_id")?,
         created_at: row.try_get("created_at")?,
         upto_seq: row.try_get("upto_seq")?,
-        messages: serde_json::from_str(row.try_get::<&str, _>("messages")?)?,
-        stats: serde_json::from_str(row.try_get::<&str, _>("stats")?)?,
+        messages: serde_json::from_str(row.try_get::<&str>("messages")?)?,
+        stats: serde_json::from_str(row.try_get::<&str>("stats")?)?,
     })
 }
 
@@ -65,36 +64,40 @@ impl Store {
         messages: &[Message],
         stats: &Value,
     ) -> Result<Snapshot, StoreError> {
-        let row = sqlx::query(
-            "INSERT INTO snapshots (session_id, created_at, upto_seq, messages, stats) VALUES (?, ?, ?, ?, ?)
-             RETURNING id, session_id, created_at, upto_seq, messages, stats",
-        )
-        .bind(session_id)
-        .bind(now_ms())
-        .bind(upto_seq)
-        .bind(serde_json::to_string(messages)?)
-        .bind(serde_json::to_string(stats)?)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(|e| match &e {
-            sqlx::Error::Database(d) if d.is_foreign_key_violation() => {
-                StoreError::not_found("session", session_id)
-            }
-            _ => StoreError::Database(e),
-        })?;
-        snapshot(&row)
+        on_db!(self, pool => {
+            let row = sqlx::query(
+                "INSERT INTO snapshots (session_id, created_at, upto_seq, messages, stats) VALUES ($1, $2, $3, $4, $5)
+                 RETURNING id, session_id, created_at, upto_seq, messages, stats",
+            )
+            .bind(session_id)
+            .bind(now_ms())
+            .bind(upto_seq)
+            .bind(serde_json::to_string(messages)?)
+            .bind(serde_json::to_string(stats)?)
+            .fetch_one(pool)
+            .await
+            .map_err(|e| match &e {
+                sqlx::Error::Database(d) if d.is_foreign_key_violation() => {
+                    StoreError::not_found("session", session_id)
+                }
+                _ => StoreError::Database(e),
+            })?;
+            snapshot(&row)
+        })
     }
 
     /// The most recent snapshot.
     pub async fn latest_snapshot(&self, session_id: &str) -> Result<Option<Snapshot>, StoreError> {
-        let row = sqlx::query(
-            "SELECT id, session_id, created_at, upto_seq, messages, stats FROM snapshots
-             WHERE session_id = ? ORDER BY id DESC LIMIT 1",
-        )
-        .bind(session_id)
-        .fetch_optional(&self.pool)
-        .await?;
-        row.as_ref().map(snapshot).transpose()
+        on_db!(self, pool => {
+            let row = sqlx::query(
+                "SELECT id, session_id, created_at, upto_seq, messages, stats FROM snapshots
+                 WHERE session_id = $1 ORDER BY id DESC LIMIT 1",
+            )
+            .bind(session_id)
+            .fetch_optional(pool)
+            .await?;
+            row.as_ref().map(snapshot).transpose()
+        })
     }
 
     /// The latest snapshot plus the visible messages stored after it.

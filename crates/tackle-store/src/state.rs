@@ -2,9 +2,9 @@
 
 use std::collections::HashMap;
 
+use crate::db::{DbRow, on_db};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use sqlx::Row;
 
 use crate::db::now_ms;
 use crate::{Store, StoreError};
@@ -26,15 +26,17 @@ impl Store {
     /// Every state value of `session_id`: opening a session needs several, and one query costs
     /// what one key does.
     pub async fn session_state(&self, session_id: &str) -> Result<SessionState, StoreError> {
-        let rows = sqlx::query("SELECT key, value FROM session_state WHERE session_id = ?")
-            .bind(session_id)
-            .fetch_all(&self.pool)
-            .await?;
-        let mut values = HashMap::with_capacity(rows.len());
-        for row in rows {
-            values.insert(row.try_get::<String, _>("key")?, row.try_get::<String, _>("value")?);
-        }
-        Ok(SessionState { values })
+        on_db!(self, pool => {
+            let rows = sqlx::query("SELECT key, value FROM session_state WHERE session_id = $1")
+                .bind(session_id)
+                .fetch_all(pool)
+                .await?;
+            let mut values = HashMap::with_capacity(rows.len());
+            for row in rows {
+                values.insert(row.try_get::<String>("key")?, row.try_get::<String>("value")?);
+            }
+            Ok(SessionState { values })
+        })
     }
 
     /// Stores several values in one statement (see [`Store::set_state`]).
@@ -43,27 +45,32 @@ impl Store {
         session_id: &str,
         values: &[(&str, serde_json::Value)],
     ) -> Result<(), StoreError> {
-        if values.is_empty() {
-            return Ok(());
-        }
-        let rows = vec!["(?, ?, ?, ?)"; values.len()].join(", ");
-        let sql = format!(
-            "INSERT INTO session_state (session_id, key, value, updated_at) VALUES {rows}
-             ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at"
-        );
-        let now = now_ms();
-        // Built from fixed fragments only; every value is bound.
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-        for (key, value) in values {
-            query = query.bind(session_id).bind(*key).bind(serde_json::to_string(value)?).bind(now);
-        }
-        query.execute(&self.pool).await.map_err(|e| match &e {
-            sqlx::Error::Database(d) if d.is_foreign_key_violation() => {
-                StoreError::not_found("session", session_id)
+        on_db!(self, pool => {
+            if values.is_empty() {
+                return Ok(());
             }
-            _ => StoreError::Database(e),
-        })?;
-        Ok(())
+            let rows = (0..values.len())
+                .map(|i| format!("(${}, ${}, ${}, ${})", 4 * i + 1, 4 * i + 2, 4 * i + 3, 4 * i + 4))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = format!(
+                "INSERT INTO session_state (session_id, key, value, updated_at) VALUES {rows}
+                 ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at"
+            );
+            let now = now_ms();
+            // Built from fixed fragments only; every value is bound.
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for (key, value) in values {
+                query = query.bind(session_id).bind(*key).bind(serde_json::to_string(value)?).bind(now);
+            }
+            query.execute(pool).await.map_err(|e| match &e {
+                sqlx::Error::Database(d) if d.is_foreign_key_violation() => {
+                    StoreError::not_found("session", session_id)
+                }
+                _ => StoreError::Database(e),
+            })?;
+            Ok(())
+        })
     }
 
     /// The value stored under `key`, if any.
@@ -72,15 +79,17 @@ impl Store {
         session_id: &str,
         key: &str,
     ) -> Result<Option<T>, StoreError> {
-        let row = sqlx::query("SELECT value FROM session_state WHERE session_id = ? AND key = ?")
-            .bind(session_id)
-            .bind(key)
-            .fetch_optional(&self.pool)
-            .await?;
-        match row {
-            Some(r) => Ok(Some(serde_json::from_str(r.try_get::<&str, _>("value")?)?)),
-            None => Ok(None),
-        }
+        on_db!(self, pool => {
+            let row = sqlx::query("SELECT value FROM session_state WHERE session_id = $1 AND key = $2")
+                .bind(session_id)
+                .bind(key)
+                .fetch_optional(pool)
+                .await?;
+            match row {
+                Some(r) => Ok(Some(serde_json::from_str(r.try_get::<&str>("value")?)?)),
+                None => Ok(None),
+            }
+        })
     }
 
     /// Stores `value` under `key`, replacing any previous value.
@@ -90,30 +99,34 @@ impl Store {
         key: &str,
         value: &T,
     ) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO session_state (session_id, key, value, updated_at) VALUES (?, ?, ?, ?)
-             ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-        )
-        .bind(session_id)
-        .bind(key)
-        .bind(serde_json::to_string(value)?)
-        .bind(now_ms())
-        .execute(&self.pool)
-        .await
-        .map_err(|e| match &e {
-            sqlx::Error::Database(d) if d.is_foreign_key_violation() => StoreError::not_found("session", session_id),
-            _ => StoreError::Database(e),
-        })?;
-        Ok(())
+        on_db!(self, pool => {
+            sqlx::query(
+                "INSERT INTO session_state (session_id, key, value, updated_at) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+            )
+            .bind(session_id)
+            .bind(key)
+            .bind(serde_json::to_string(value)?)
+            .bind(now_ms())
+            .execute(pool)
+            .await
+            .map_err(|e| match &e {
+                sqlx::Error::Database(d) if d.is_foreign_key_violation() => StoreError::not_found("session", session_id),
+                _ => StoreError::Database(e),
+            })?;
+            Ok(())
+        })
     }
 
     /// Removes the value under `key`.
     pub async fn delete_state(&self, session_id: &str, key: &str) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM session_state WHERE session_id = ? AND key = ?")
-            .bind(session_id)
-            .bind(key)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
+        on_db!(self, pool => {
+            sqlx::query("DELETE FROM session_state WHERE session_id = $1 AND key = $2")
+                .bind(session_id)
+                .bind(key)
+                .execute(pool)
+                .await?;
+            Ok(())
+        })
     }
 }

@@ -1,8 +1,8 @@
 //! Steps: one row per model call, with usage and prompt-cache stability, for `sessions show`
 //! and cost accounting.
 
+use crate::db::{DbRow, on_db};
 use serde::{Deserialize, Serialize};
-use sqlx::Row;
 
 use crate::db::now_ms;
 use crate::{Store, StoreError};
@@ -45,64 +45,74 @@ fn to_i64(v: u64) -> i64 {
 impl Store {
     /// Records a step (replacing a row of the same turn and step).
     pub async fn record_step(&self, session_id: &str, step: &StepRecord) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT OR REPLACE INTO steps (session_id, turn, step, stop_reason, input_tokens, output_tokens, cache_read,
+        on_db!(self, pool => {
+            sqlx::query(
+                "INSERT INTO steps (session_id, turn, step, stop_reason, input_tokens, output_tokens, cache_read,
                  cache_write, request_bytes, prefix_bytes, prefix_ratio, cache_break, strategy, duration_ms, created_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(session_id)
-        .bind(step.turn)
-        .bind(step.step)
-        .bind(&step.stop_reason)
-        .bind(to_i64(step.input_tokens))
-        .bind(to_i64(step.output_tokens))
-        .bind(to_i64(step.cache_read_tokens))
-        .bind(to_i64(step.cache_write_tokens))
-        .bind(step.request_bytes.map(to_i64))
-        .bind(step.prefix_bytes.map(to_i64))
-        .bind(step.prefix_ratio)
-        .bind(&step.cache_break)
-        .bind(&step.strategy)
-        .bind(to_i64(step.duration_ms))
-        .bind(now_ms())
-        .execute(&self.pool)
-        .await
-        .map_err(|e| match &e {
-            sqlx::Error::Database(d) if d.is_foreign_key_violation() => StoreError::not_found("session", session_id),
-            _ => StoreError::Database(e),
-        })?;
-        Ok(())
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+             ON CONFLICT (session_id, turn, step) DO UPDATE SET stop_reason = excluded.stop_reason,
+                 input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens,
+                 cache_read = excluded.cache_read, cache_write = excluded.cache_write,
+                 request_bytes = excluded.request_bytes, prefix_bytes = excluded.prefix_bytes,
+                 prefix_ratio = excluded.prefix_ratio, cache_break = excluded.cache_break,
+                 strategy = excluded.strategy, duration_ms = excluded.duration_ms, created_at = excluded.created_at",
+            )
+            .bind(session_id)
+            .bind(step.turn)
+            .bind(step.step)
+            .bind(&step.stop_reason)
+            .bind(to_i64(step.input_tokens))
+            .bind(to_i64(step.output_tokens))
+            .bind(to_i64(step.cache_read_tokens))
+            .bind(to_i64(step.cache_write_tokens))
+            .bind(step.request_bytes.map(to_i64))
+            .bind(step.prefix_bytes.map(to_i64))
+            .bind(step.prefix_ratio)
+            .bind(&step.cache_break)
+            .bind(&step.strategy)
+            .bind(to_i64(step.duration_ms))
+            .bind(now_ms())
+            .execute(pool)
+            .await
+            .map_err(|e| match &e {
+                sqlx::Error::Database(d) if d.is_foreign_key_violation() => StoreError::not_found("session", session_id),
+                _ => StoreError::Database(e),
+            })?;
+            Ok(())
+        })
     }
 
     /// Steps of a session in order.
     pub async fn list_steps(&self, session_id: &str) -> Result<Vec<StepRecord>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT turn, step, stop_reason, input_tokens, output_tokens, cache_read, cache_write, request_bytes,
+        on_db!(self, pool => {
+            let rows = sqlx::query(
+                "SELECT turn, step, stop_reason, input_tokens, output_tokens, cache_read, cache_write, request_bytes,
                     prefix_bytes, prefix_ratio, cache_break, strategy, duration_ms
-             FROM steps WHERE session_id = ? ORDER BY turn, step",
-        )
-        .bind(session_id)
-        .fetch_all(&self.pool)
-        .await?;
-        let u = |v: i64| v.max(0) as u64;
-        rows.iter()
-            .map(|r| {
-                Ok(StepRecord {
-                    turn: r.try_get("turn")?,
-                    step: r.try_get("step")?,
-                    stop_reason: r.try_get("stop_reason")?,
-                    input_tokens: u(r.try_get("input_tokens")?),
-                    output_tokens: u(r.try_get("output_tokens")?),
-                    cache_read_tokens: u(r.try_get("cache_read")?),
-                    cache_write_tokens: u(r.try_get("cache_write")?),
-                    request_bytes: r.try_get::<Option<i64>, _>("request_bytes")?.map(u),
-                    prefix_bytes: r.try_get::<Option<i64>, _>("prefix_bytes")?.map(u),
-                    prefix_ratio: r.try_get("prefix_ratio")?,
-                    cache_break: r.try_get("cache_break")?,
-                    strategy: r.try_get("strategy")?,
-                    duration_ms: u(r.try_get("duration_ms")?),
+             FROM steps WHERE session_id = $1 ORDER BY turn, step",
+            )
+            .bind(session_id)
+            .fetch_all(pool)
+            .await?;
+            let u = |v: i64| v.max(0) as u64;
+            rows.iter()
+                .map(|r| {
+                    Ok(StepRecord {
+                        turn: r.try_get("turn")?,
+                        step: r.try_get("step")?,
+                        stop_reason: r.try_get("stop_reason")?,
+                        input_tokens: u(r.try_get("input_tokens")?),
+                        output_tokens: u(r.try_get("output_tokens")?),
+                        cache_read_tokens: u(r.try_get("cache_read")?),
+                        cache_write_tokens: u(r.try_get("cache_write")?),
+                        request_bytes: r.try_get::<Option<i64>>("request_bytes")?.map(u),
+                        prefix_bytes: r.try_get::<Option<i64>>("prefix_bytes")?.map(u),
+                        prefix_ratio: r.try_get("prefix_ratio")?,
+                        cache_break: r.try_get("cache_break")?,
+                        strategy: r.try_get("strategy")?,
+                        duration_ms: u(r.try_get("duration_ms")?),
+                    })
                 })
-            })
-            .collect()
+                .collect()
+        })
     }
 }

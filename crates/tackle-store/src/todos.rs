@@ -1,8 +1,7 @@
 //! Todo items of a session (the `todo` tool's list).
 
+use crate::db::{DbRow, on_db, retry_on_conflict};
 use serde::{Deserialize, Serialize};
-use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
 
 use crate::db::now_ms;
 use crate::{Store, StoreError};
@@ -71,11 +70,11 @@ pub struct TodoPage {
     pub total_count: u64,
 }
 
-fn item(row: &SqliteRow) -> Result<TodoItem, StoreError> {
+fn item(row: &impl DbRow) -> Result<TodoItem, StoreError> {
     Ok(TodoItem {
         id: row.try_get("id")?,
         text: row.try_get("text")?,
-        status: TodoStatus::parse(row.try_get::<&str, _>("status")?)?,
+        status: TodoStatus::parse(row.try_get::<&str>("status")?)?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
     })
@@ -84,26 +83,32 @@ fn item(row: &SqliteRow) -> Result<TodoItem, StoreError> {
 impl Store {
     /// Adds an item at the end.
     pub async fn add_todo(&self, session_id: &str, text: &str) -> Result<TodoItem, StoreError> {
-        let now = now_ms();
-        let row = sqlx::query(
-            "INSERT INTO todos (session_id, id, text, status, position, created_at, updated_at)
-             VALUES (?1,
-                     (SELECT COALESCE(MAX(id), 0) + 1 FROM todos WHERE session_id = ?1), ?2, 'open',
-                     (SELECT COALESCE(MAX(position), 0) + 1 FROM todos WHERE session_id = ?1), ?3, ?3)
+        retry_on_conflict(|| self.try_add_todo(session_id, text)).await
+    }
+
+    async fn try_add_todo(&self, session_id: &str, text: &str) -> Result<TodoItem, StoreError> {
+        on_db!(self, pool => {
+            let now = now_ms();
+            let row = sqlx::query(
+                "INSERT INTO todos (session_id, id, text, status, position, created_at, updated_at)
+             VALUES ($1,
+                     (SELECT COALESCE(MAX(id), 0) + 1 FROM todos WHERE session_id = $1), $2, 'open',
+                     (SELECT COALESCE(MAX(position), 0) + 1 FROM todos WHERE session_id = $1), $3, $3)
              RETURNING id, text, status, created_at, updated_at",
-        )
-        .bind(session_id)
-        .bind(text)
-        .bind(now)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(|e| match &e {
-            sqlx::Error::Database(d) if d.is_foreign_key_violation() => {
-                StoreError::not_found("session", session_id)
-            }
-            _ => StoreError::Database(e),
-        })?;
-        item(&row)
+            )
+            .bind(session_id)
+            .bind(text)
+            .bind(now)
+            .fetch_one(pool)
+            .await
+            .map_err(|e| match &e {
+                sqlx::Error::Database(d) if d.is_foreign_key_violation() => {
+                    StoreError::not_found("session", session_id)
+                }
+                _ => StoreError::Database(e),
+            })?;
+            item(&row)
+        })
     }
 
     /// Changes an item.
@@ -113,32 +118,36 @@ impl Store {
         id: i64,
         update: TodoUpdate,
     ) -> Result<TodoItem, StoreError> {
-        let row = sqlx::query(
-            "UPDATE todos SET text = COALESCE(?, text), status = COALESCE(?, status), updated_at = ?
-             WHERE session_id = ? AND id = ? RETURNING id, text, status, created_at, updated_at",
-        )
-        .bind(update.text)
-        .bind(update.status.map(TodoStatus::as_str))
-        .bind(now_ms())
-        .bind(session_id)
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .await?
-        .ok_or_else(|| StoreError::not_found("todo item", id.to_string()))?;
-        item(&row)
+        on_db!(self, pool => {
+            let row = sqlx::query(
+                "UPDATE todos SET text = COALESCE($1, text), status = COALESCE($2, status), updated_at = $3
+                 WHERE session_id = $4 AND id = $5 RETURNING id, text, status, created_at, updated_at",
+            )
+            .bind(update.text)
+            .bind(update.status.map(TodoStatus::as_str))
+            .bind(now_ms())
+            .bind(session_id)
+            .bind(id)
+            .fetch_optional(pool)
+            .await?
+            .ok_or_else(|| StoreError::not_found("todo item", id.to_string()))?;
+            item(&row)
+        })
     }
 
     /// Removes an item and returns it.
     pub async fn remove_todo(&self, session_id: &str, id: i64) -> Result<TodoItem, StoreError> {
-        let row = sqlx::query(
-            "DELETE FROM todos WHERE session_id = ? AND id = ? RETURNING id, text, status, created_at, updated_at",
-        )
-        .bind(session_id)
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .await?
-        .ok_or_else(|| StoreError::not_found("todo item", id.to_string()))?;
-        item(&row)
+        on_db!(self, pool => {
+            let row = sqlx::query(
+                "DELETE FROM todos WHERE session_id = $1 AND id = $2 RETURNING id, text, status, created_at, updated_at",
+            )
+            .bind(session_id)
+            .bind(id)
+            .fetch_optional(pool)
+            .await?
+            .ok_or_else(|| StoreError::not_found("todo item", id.to_string()))?;
+            item(&row)
+        })
     }
 
     /// A page of items in list order.
@@ -148,35 +157,39 @@ impl Store {
         offset: u32,
         limit: u32,
     ) -> Result<TodoPage, StoreError> {
-        let rows = sqlx::query(
-            "SELECT id, text, status, created_at, updated_at FROM todos WHERE session_id = ?
-             ORDER BY position LIMIT ? OFFSET ?",
-        )
-        .bind(session_id)
-        .bind(i64::from(limit))
-        .bind(i64::from(offset))
-        .fetch_all(&self.pool)
-        .await?;
-        let total: i64 = sqlx::query("SELECT COUNT(*) AS n FROM todos WHERE session_id = ?")
+        on_db!(self, pool => {
+            let rows = sqlx::query(
+                "SELECT id, text, status, created_at, updated_at FROM todos WHERE session_id = $1
+                 ORDER BY position LIMIT $2 OFFSET $3",
+            )
             .bind(session_id)
-            .fetch_one(&self.pool)
-            .await?
-            .try_get("n")?;
-        Ok(TodoPage {
-            items: rows.iter().map(item).collect::<Result<_, _>>()?,
-            total_count: total.max(0) as u64,
+            .bind(i64::from(limit))
+            .bind(i64::from(offset))
+            .fetch_all(pool)
+            .await?;
+            let total: i64 = sqlx::query("SELECT COUNT(*) AS n FROM todos WHERE session_id = $1")
+                .bind(session_id)
+                .fetch_one(pool)
+                .await?
+                .try_get("n")?;
+            Ok(TodoPage {
+                items: rows.iter().map(item).collect::<Result<_, _>>()?,
+                total_count: total.max(0) as u64,
+            })
         })
     }
 
     /// Items not done, in list order.
     pub async fn open_todos(&self, session_id: &str) -> Result<Vec<TodoItem>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT id, text, status, created_at, updated_at FROM todos WHERE session_id = ? AND status != 'done'
-             ORDER BY position",
-        )
-        .bind(session_id)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(item).collect()
+        on_db!(self, pool => {
+            let rows = sqlx::query(
+                "SELECT id, text, status, created_at, updated_at FROM todos WHERE session_id = $1 AND status != 'done'
+                 ORDER BY position",
+            )
+            .bind(session_id)
+            .fetch_all(pool)
+            .await?;
+            rows.iter().map(item).collect()
+        })
     }
 }

@@ -3,10 +3,9 @@
 
 use std::fmt;
 
+use crate::db::{DbRow, on_db};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
 use tackle_protocol::{ToolError, ToolResult};
 
 use crate::db::now_ms;
@@ -113,22 +112,22 @@ pub struct ToolCallFinish {
     pub duration_ms: u64,
 }
 
-fn record(row: &SqliteRow) -> Result<ToolCallRecord, StoreError> {
+fn record(row: &impl DbRow) -> Result<ToolCallRecord, StoreError> {
     let json_opt =
-        |col: &str| -> Result<Option<String>, StoreError> { Ok(row.try_get::<Option<String>, _>(col)?) };
+        |col: &str| -> Result<Option<String>, StoreError> { Ok(row.try_get::<Option<String>>(col)?) };
     Ok(ToolCallRecord {
         call_id: row.try_get("call_id")?,
         name: row.try_get("name")?,
-        args: serde_json::from_str(row.try_get::<&str, _>("args")?)?,
-        status: ToolCallStatus::parse(row.try_get::<&str, _>("status")?)?,
+        args: serde_json::from_str(row.try_get::<&str>("args")?)?,
+        status: ToolCallStatus::parse(row.try_get::<&str>("status")?)?,
         result: json_opt("result")?.map(|s| serde_json::from_str(&s)).transpose()?,
         envelope: json_opt("envelope")?.map(|s| serde_json::from_str(&s)).transpose()?,
-        bytes: row.try_get::<i64, _>("bytes")?.max(0) as u64,
-        truncated: row.try_get::<i64, _>("truncated")? != 0,
+        bytes: row.try_get::<i64>("bytes")?.max(0) as u64,
+        truncated: row.try_get::<i64>("truncated")? != 0,
         locator: row.try_get("locator")?,
         started_at: row.try_get("started_at")?,
         finished_at: row.try_get("finished_at")?,
-        duration_ms: row.try_get::<Option<i64>, _>("duration_ms")?.map(|d| d.max(0) as u64),
+        duration_ms: row.try_get::<Option<i64>>("duration_ms")?.map(|d| d.max(0) as u64),
     })
 }
 
@@ -147,18 +146,20 @@ impl Store {
         session_id: &str,
         call_ids: &[&str],
     ) -> Result<std::collections::HashSet<String>, StoreError> {
-        if call_ids.is_empty() {
-            return Ok(Default::default());
-        }
-        let mut query = sqlx::QueryBuilder::new("SELECT call_id FROM tool_calls WHERE session_id = ");
-        query.push_bind(session_id).push(" AND call_id IN (");
-        let mut ids = query.separated(", ");
-        for id in call_ids {
-            ids.push_bind(*id);
-        }
-        query.push(")");
-        let rows = query.build().fetch_all(&self.pool).await?;
-        rows.iter().map(|r| Ok(r.try_get::<String, _>("call_id")?)).collect()
+        on_db!(self, pool => {
+            if call_ids.is_empty() {
+                return Ok(Default::default());
+            }
+            let mut query = sqlx::QueryBuilder::new("SELECT call_id FROM tool_calls WHERE session_id = ");
+            query.push_bind(session_id).push(" AND call_id IN (");
+            let mut ids = query.separated(", ");
+            for id in call_ids {
+                ids.push_bind(*id);
+            }
+            query.push(")");
+            let rows = query.build().fetch_all(pool).await?;
+            rows.iter().map(|r| Ok(r.try_get::<String>("call_id")?)).collect()
+        })
     }
 
     /// Records a call as running unless its id is already recorded.
@@ -169,28 +170,30 @@ impl Store {
         name: &str,
         args: &Value,
     ) -> Result<BeginOutcome, StoreError> {
-        let inserted = sqlx::query(
-            "INSERT INTO tool_calls (session_id, call_id, name, args, status, started_at)
-             VALUES (?, ?, ?, ?, 'running', ?) ON CONFLICT (session_id, call_id) DO NOTHING",
-        )
-        .bind(session_id)
-        .bind(call_id)
-        .bind(name)
-        .bind(serde_json::to_string(args)?)
-        .bind(now_ms())
-        .execute(&self.pool)
-        .await?
-        .rows_affected();
-        if inserted == 1 {
-            return Ok(BeginOutcome::Started);
-        }
-        let existing = self
-            .get_tool_call(session_id, call_id)
+        on_db!(self, pool => {
+            let inserted = sqlx::query(
+                "INSERT INTO tool_calls (session_id, call_id, name, args, status, started_at)
+                 VALUES ($1, $2, $3, $4, 'running', $5) ON CONFLICT (session_id, call_id) DO NOTHING",
+            )
+            .bind(session_id)
+            .bind(call_id)
+            .bind(name)
+            .bind(serde_json::to_string(args)?)
+            .bind(now_ms())
+            .execute(pool)
             .await?
-            .ok_or_else(|| StoreError::not_found("tool call", call_id))?;
-        Ok(match existing.status {
-            ToolCallStatus::Running => BeginOutcome::AlreadyRunning(existing),
-            _ => BeginOutcome::AlreadyFinished(existing),
+            .rows_affected();
+            if inserted == 1 {
+                return Ok(BeginOutcome::Started);
+            }
+            let existing = self
+                .get_tool_call(session_id, call_id)
+                .await?
+                .ok_or_else(|| StoreError::not_found("tool call", call_id))?;
+            Ok(match existing.status {
+                ToolCallStatus::Running => BeginOutcome::AlreadyRunning(existing),
+                _ => BeginOutcome::AlreadyFinished(existing),
+            })
         })
     }
 
@@ -201,27 +204,29 @@ impl Store {
         call_id: &str,
         finish: ToolCallFinish,
     ) -> Result<(), StoreError> {
-        let done = sqlx::query(
-            "UPDATE tool_calls SET status = ?, result = ?, envelope = ?, bytes = ?, truncated = ?, locator = ?,
-                    finished_at = ?, duration_ms = ?
-             WHERE session_id = ? AND call_id = ?",
-        )
-        .bind(finish.status.as_str())
-        .bind(serde_json::to_string(&finish.result)?)
-        .bind(finish.envelope.as_ref().map(serde_json::to_string).transpose()?)
-        .bind(i64::try_from(finish.bytes).unwrap_or(i64::MAX))
-        .bind(finish.truncated)
-        .bind(finish.locator)
-        .bind(now_ms())
-        .bind(i64::try_from(finish.duration_ms).unwrap_or(i64::MAX))
-        .bind(session_id)
-        .bind(call_id)
-        .execute(&self.pool)
-        .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::not_found("tool call", call_id));
-        }
-        Ok(())
+        on_db!(self, pool => {
+            let done = sqlx::query(
+                "UPDATE tool_calls SET status = $1, result = $2, envelope = $3, bytes = $4, truncated = $5, locator = $6,
+                    finished_at = $7, duration_ms = $8
+             WHERE session_id = $9 AND call_id = $10",
+            )
+            .bind(finish.status.as_str())
+            .bind(serde_json::to_string(&finish.result)?)
+            .bind(finish.envelope.as_ref().map(serde_json::to_string).transpose()?)
+            .bind(i64::try_from(finish.bytes).unwrap_or(i64::MAX))
+            .bind(i64::from(finish.truncated))
+            .bind(finish.locator)
+            .bind(now_ms())
+            .bind(i64::try_from(finish.duration_ms).unwrap_or(i64::MAX))
+            .bind(session_id)
+            .bind(call_id)
+            .execute(pool)
+            .await?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::not_found("tool call", call_id));
+            }
+            Ok(())
+        })
     }
 
     /// The record of a call.
@@ -230,34 +235,40 @@ impl Store {
         session_id: &str,
         call_id: &str,
     ) -> Result<Option<ToolCallRecord>, StoreError> {
-        let row = sqlx::query(concat!(select_calls!(), " WHERE session_id = ? AND call_id = ?"))
-            .bind(session_id)
-            .bind(call_id)
-            .fetch_optional(&self.pool)
-            .await?;
-        row.as_ref().map(record).transpose()
+        on_db!(self, pool => {
+            let row = sqlx::query(concat!(select_calls!(), " WHERE session_id = $1 AND call_id = $2"))
+                .bind(session_id)
+                .bind(call_id)
+                .fetch_optional(pool)
+                .await?;
+            row.as_ref().map(record).transpose()
+        })
     }
 
     /// Every call of a session, oldest first.
     pub async fn list_tool_calls(&self, session_id: &str) -> Result<Vec<ToolCallRecord>, StoreError> {
-        let rows =
-            sqlx::query(concat!(select_calls!(), " WHERE session_id = ? ORDER BY started_at, call_id"))
-                .bind(session_id)
-                .fetch_all(&self.pool)
-                .await?;
-        rows.iter().map(record).collect()
+        on_db!(self, pool => {
+            let rows =
+                sqlx::query(concat!(select_calls!(), " WHERE session_id = $1 ORDER BY started_at, call_id"))
+                    .bind(session_id)
+                    .fetch_all(pool)
+                    .await?;
+            rows.iter().map(record).collect()
+        })
     }
 
     /// Marks calls left running (by a crash) as interrupted; returns their ids.
     pub async fn mark_running_as_interrupted(&self, session_id: &str) -> Result<Vec<String>, StoreError> {
-        let rows = sqlx::query(
-            "UPDATE tool_calls SET status = 'interrupted', finished_at = ?
-             WHERE session_id = ? AND status = 'running' RETURNING call_id",
-        )
-        .bind(now_ms())
-        .bind(session_id)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(|r| Ok(r.try_get("call_id")?)).collect()
+        on_db!(self, pool => {
+            let rows = sqlx::query(
+                "UPDATE tool_calls SET status = 'interrupted', finished_at = $1
+                 WHERE session_id = $2 AND status = 'running' RETURNING call_id",
+            )
+            .bind(now_ms())
+            .bind(session_id)
+            .fetch_all(pool)
+            .await?;
+            rows.iter().map(|r| Ok(r.try_get("call_id")?)).collect()
+        })
     }
 }

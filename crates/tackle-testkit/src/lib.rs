@@ -24,6 +24,7 @@ pub mod codex;
 mod examples;
 mod fault;
 pub mod peers;
+pub mod postgres;
 mod script;
 mod server;
 mod validate;

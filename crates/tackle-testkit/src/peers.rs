@@ -21,7 +21,7 @@ pub struct MissingPeer {
 }
 
 impl MissingPeer {
-    fn new(what: impl Into<String>, why: impl Into<String>) -> Self {
+    pub(crate) fn new(what: impl Into<String>, why: impl Into<String>) -> Self {
         Self { what: what.into(), why: why.into() }
     }
 }

@@ -16,7 +16,8 @@ use super::{EnvLookup, SettingsError};
 const OWN_FORMAT: &[&str] = &["server.tokens"];
 
 /// Extra names kept for settings that had a variable before the naming rule.
-pub(crate) const ALIASES: &[(&str, &str)] = &[("TACKLE_HOME", "data_dir")];
+pub(crate) const ALIASES: &[(&str, &str)] =
+    &[("TACKLE_HOME", "data_dir"), ("TACKLE_DATABASE_URL", "store.url")];
 
 /// How a variable's text becomes a value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

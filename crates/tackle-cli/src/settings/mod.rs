@@ -86,6 +86,19 @@ pub struct Settings {
     pub sandbox: tackle_sandbox::SandboxConfig,
     /// Chat channels `tackle serve` starts (`[channels]`, `[channels.telegram]`).
     pub channels: tackle_channels::ChannelsConfig,
+    /// Where sessions are stored (`[store]`): the SQLite file in the data directory unless
+    /// `url` names a PostgreSQL database.
+    pub store: StoreSettings,
+}
+
+/// `[store]`: the database behind every session.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreSettings {
+    /// `postgres://USER:PASSWORD@HOST:PORT/DATABASE` to keep sessions in PostgreSQL (several
+    /// `tackle serve` instances may share it), or `sqlite:PATH`; unset: `tackle.db` in the data
+    /// directory. Also `TACKLE_DATABASE_URL`.
+    pub url: Option<String>,
 }
 
 impl Default for Settings {
@@ -116,6 +129,7 @@ impl Default for Settings {
             telemetry: TelemetryConfig::default(),
             sandbox: tackle_sandbox::SandboxConfig::default(),
             channels: tackle_channels::ChannelsConfig::default(),
+            store: StoreSettings::default(),
         }
     }
 }
@@ -280,6 +294,15 @@ impl Settings {
     /// The SQLite database file inside the data directory.
     pub fn database_path(&self) -> Result<PathBuf, SettingsError> {
         Ok(self.data_dir()?.join("tackle.db"))
+    }
+
+    /// Where sessions are stored, for people to read: `[store] url` with its password masked,
+    /// else the SQLite file in the data directory.
+    pub fn store_display(&self) -> String {
+        match &self.store.url {
+            Some(url) => tackle_store::masked_url(url),
+            None => self.database_path().map(|p| p.display().to_string()).unwrap_or_default(),
+        }
     }
 
     /// The provider to use: the configured one, else the one whose key is set (Anthropic first
@@ -526,6 +549,7 @@ mod tests {
             ("server.openai_approval", "auto"),
             ("sandbox.backend", "landlock"),
             ("responses.reasoning_summary", "auto"),
+            ("store.url", "postgres://tackle@db.internal:5432/tackle"),
         ];
         if let Some((_, text)) = fixed.iter().find(|(p, _)| *p == var.path) {
             return (*text).to_owned();

@@ -61,6 +61,9 @@ pub struct ServerSettings {
     /// The environment variable holding a token that opens `GET /metrics` and nothing else
     /// (for a Prometheus scraper). User tokens open `/metrics` too.
     pub metrics_token_env: Option<String>,
+    /// Seconds a turn's lease on its session lasts without renewal: when the instance running
+    /// it dies, another instance on the same database takes the session over after this.
+    pub lease_secs: u64,
 }
 
 impl Default for ServerSettings {
@@ -81,6 +84,7 @@ impl Default for ServerSettings {
             heartbeat_secs: d.heartbeat.as_secs(),
             shutdown_grace_secs: d.shutdown_grace.as_secs(),
             metrics_token_env: None,
+            lease_secs: d.lease.as_secs(),
         }
     }
 }
@@ -137,6 +141,7 @@ impl ServerSettings {
         config.body_limit = self.body_limit_bytes;
         config.heartbeat = Duration::from_secs(self.heartbeat_secs.max(1));
         config.shutdown_grace = Duration::from_secs(self.shutdown_grace_secs);
+        config.lease = Duration::from_secs(self.lease_secs.max(1));
         if let Some(var) = &self.metrics_token_env {
             let token = env(var).filter(|v| !v.is_empty()).ok_or_else(|| {
                 UsageError(format!(

@@ -65,7 +65,8 @@ pub async fn list(
     ValidPath(id): ValidPath<String>,
 ) -> Result<Json<ApprovalList>, ApiError> {
     state.owned_session(&id, &user).await?;
-    let approvals = state
+    // Those waiting here, then those waiting on other instances on the same database.
+    let mut approvals: Vec<ApprovalView> = state
         .inner
         .approvals
         .pending(Some(&id))
@@ -79,6 +80,18 @@ pub async fn list(
             rule: r.rule,
         })
         .collect();
+    for r in state.agent().store().pending_approvals(&id).await? {
+        if !approvals.iter().any(|a| a.id == r.id) {
+            approvals.push(ApprovalView {
+                id: r.id,
+                session_id: r.session_id,
+                call_id: r.call_id,
+                tool: r.tool,
+                args: r.args,
+                rule: r.rule,
+            });
+        }
+    }
     Ok(Json(ApprovalList { approvals }))
 }
 
@@ -93,18 +106,25 @@ pub async fn decide(
     ValidPath(id): ValidPath<String>,
     ValidJson(body): ValidJson<Decide>,
 ) -> Result<Json<Decided>, ApiError> {
-    let request =
-        state.inner.approvals.get(&id).ok_or_else(|| ApiError::not_found("pending approval", &id))?;
+    let store = state.agent().store();
+    let local = state.inner.approvals.get(&id).map(|r| r.session_id.to_string());
+    let session = match local {
+        Some(session) => session,
+        // Waiting on another instance on the same database, perhaps.
+        None => {
+            store.approval_session(&id).await?.ok_or_else(|| ApiError::not_found("pending approval", &id))?
+        }
+    };
     // Another user's approval is as invisible as a missing one.
-    state
-        .owned_session(&request.session_id, &user)
-        .await
-        .map_err(|_| ApiError::not_found("pending approval", &id))?;
+    state.owned_session(&session, &user).await.map_err(|_| ApiError::not_found("pending approval", &id))?;
     let reason = body.reason.or_else(|| (!body.approve).then(|| "denied by the user".to_owned()));
-    state
-        .inner
-        .approvals
-        .resolve(&id, body.approve, reason)
-        .map_err(|_| ApiError::not_found("pending approval", &id))?;
+    let decided = match state.inner.approvals.resolve(&id, body.approve, reason.clone()) {
+        Ok(()) => true,
+        // The instance whose turn waits picks the decision up from the store.
+        Err(_) => store.decide_approval(&id, body.approve, reason.as_deref()).await?,
+    };
+    if !decided {
+        return Err(ApiError::not_found("pending approval", &id));
+    }
     Ok(Json(Decided { id, approved: body.approve }))
 }

@@ -305,11 +305,15 @@ pub(crate) struct AgentTurn {
 
 impl AgentTurn {
     /// Runs `prompt` as the next turn of `session`, which must not be running one already.
-    pub(crate) fn start(state: &AppState, mut session: Session, prompt: String) -> Result<Self, ApiError> {
+    pub(crate) async fn start(
+        state: &AppState,
+        mut session: Session,
+        prompt: String,
+    ) -> Result<Self, ApiError> {
         if state.inner.shutdown.is_cancelled() {
             return Err(ApiError::shutting_down());
         }
-        let guard = state.inner.turns.start(session.id())?;
+        let guard = state.start_turn(session.id()).await?;
         let mut input = TurnInput::new(prompt);
         // OpenAI clients cannot see approvals: by default a call needing one is denied at once
         // and the model told; with `wait`, a client that knows Tackle finds it under the
@@ -323,7 +327,8 @@ impl AgentTurn {
             async move {
                 let cancel = guard.cancel.clone();
                 let outcome = session.run_turn(input, &sink, &cancel).await;
-                drop(guard);
+                let base = guard.event_base();
+                guard.finish(base).await;
                 outcome
             }
             // The turn's spans are children of this request's (and of the caller's `traceparent`).

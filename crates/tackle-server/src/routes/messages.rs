@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
+use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
@@ -20,6 +21,7 @@ use utoipa::ToSchema;
 use crate::auth::User;
 use crate::extract::ValidPath;
 use crate::json::ValidJson;
+use crate::turns::EventRecorder;
 use crate::{ApiError, AppState, ErrorBody};
 
 /// `POST /v1/sessions/{id}/messages` body.
@@ -144,17 +146,25 @@ pub async fn send(
         return Err(ApiError::shutting_down());
     }
     let record = state.owned_session(&id, &user).await?;
-    let guard = state.inner.turns.start(&id)?;
+    let guard = state.start_turn(&id).await?;
     let mut session = state.agent_for(&record.model).open_session(&id).await?;
     let mut input = TurnInput::new(body.message);
     input.max_steps = body.max_steps;
     input.tool_mask = body.tool_mask.map(tackle_agent::ToolMask::new);
     input.approval = Some(state.config().approval);
 
-    let (tx, rx) = mpsc::unbounded_channel::<AgentEvent>();
-    let sink = EventSink::new(move |event| {
-        // A closed receiver means the client left; the turn goes on and is stored.
-        let _ = tx.send(event);
+    // Every event is numbered after the session's last one and stored, so a client that loses
+    // the stream reconnects (`GET /v1/sessions/{id}/events`, `Last-Event-ID`) on any instance.
+    let recorder =
+        Arc::new(EventRecorder::start(state.agent().store().clone(), id.clone(), guard.event_base()));
+    let (tx, rx) = mpsc::unbounded_channel::<(i64, AgentEvent)>();
+    let sink = EventSink::new({
+        let recorder = recorder.clone();
+        move |event| {
+            let seq = recorder.record(&event);
+            // A closed receiver means the client left; the turn goes on and is stored.
+            let _ = tx.send((seq, event));
+        }
     });
     let task = state.inner.tasks.spawn(
         async move {
@@ -164,7 +174,9 @@ pub async fn send(
                 tracing::error!(session = %session.id(), error = %e, "turn failed");
                 sink.emit(AgentEvent::Error { code: "internal".into(), message: e.to_string() });
             }
-            drop(guard);
+            drop(sink);
+            let last_event = recorder.finish().await;
+            guard.finish(last_event).await;
             outcome
         }
         // The turn's spans are children of this request's (and of the caller's `traceparent`).
@@ -172,8 +184,8 @@ pub async fn send(
     );
 
     if body.stream.unwrap_or(true) {
-        let events = UnboundedReceiverStream::new(rx).enumerate().map(|(n, event)| {
-            let sse = Event::default().id((n + 1).to_string()).event(event.name());
+        let events = UnboundedReceiverStream::new(rx).map(|(seq, event)| {
+            let sse = Event::default().id(seq.to_string()).event(event.name());
             Ok::<_, Infallible>(
                 sse.json_data(&event).unwrap_or_else(|_| Event::default().comment("unencodable event")),
             )
@@ -181,7 +193,7 @@ pub async fn send(
         let keep_alive = KeepAlive::new().interval(state.config().heartbeat).text("heartbeat");
         return Ok(Sse::new(events).keep_alive(keep_alive).into_response());
     }
-    let events: Vec<AgentEvent> = UnboundedReceiverStream::new(rx).collect().await;
+    let events: Vec<AgentEvent> = UnboundedReceiverStream::new(rx).map(|(_, event)| event).collect().await;
     let outcome: TurnOutcome = task
         .await
         .map_err(|e| ApiError::internal(format!("the turn stopped unexpectedly: {e}")))?
@@ -208,7 +220,10 @@ pub async fn cancel(
     ValidPath(id): ValidPath<String>,
 ) -> Result<Json<CancelResult>, ApiError> {
     state.owned_session(&id, &user).await?;
-    Ok(Json(CancelResult { cancelled: state.inner.turns.cancel(&id) }))
+    // Running here, or on another instance on the same database (which sees the request
+    // within its coordinator's poll interval).
+    let cancelled = state.inner.turns.cancel(&id) || state.agent().store().request_cancel(&id).await?;
+    Ok(Json(CancelResult { cancelled }))
 }
 
 /// Compacts a session's context now (old tool outputs cleared behind locators, then a summary
@@ -222,8 +237,124 @@ pub async fn compact(
     ValidPath(id): ValidPath<String>,
 ) -> Result<Json<CompactResult>, ApiError> {
     let record = state.owned_session(&id, &user).await?;
-    let _guard = state.inner.turns.start(&id)?;
+    let guard = state.start_turn(&id).await?;
+    let base = guard.event_base();
     let mut session = state.agent_for(&record.model).open_session(&id).await?;
-    let report = session.compact_now(&EventSink::discard()).await?;
-    Ok(Json(report.into()))
+    let report = session.compact_now(&EventSink::discard()).await;
+    guard.finish(base).await;
+    Ok(Json(report?.into()))
+}
+
+/// The headers of `GET /v1/sessions/{id}/events`.
+#[derive(Debug, utoipa::IntoParams)]
+#[into_params(parameter_in = Header)]
+pub struct ReplayHeaders {
+    /// The id of the last event received; later events follow.
+    #[param(rename = "Last-Event-ID", minimum = 0, nullable = false)]
+    pub last_event_id: Option<i64>,
+}
+
+/// Event names after which a turn sends nothing more.
+const LAST_EVENTS: &[&str] = &["turn_finished", "error"];
+
+/// Stored events read per query while replaying.
+const REPLAY_PAGE: u32 = 500;
+
+/// Reconnects to a session's event stream: the events of its running or latest turn after
+/// `Last-Event-ID` (all of them without it), each once and in order, then, while the turn runs
+/// (on this instance or another one on the same database), its new events as they are stored,
+/// until it finishes. Ids are those of the original stream.
+#[utoipa::path(get, path = "/v1/sessions/{id}/events", tag = "turns",
+    params(("id" = String, Path, description = "Session id"),
+        ReplayHeaders),
+    responses(
+        (status = 200, description = "An SSE stream of the turn's events (`text/event-stream`, each event's data one `AgentEvent`)",
+            content((AgentEvent = "text/event-stream"))),
+        (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn events(
+    State(state): State<AppState>,
+    User(user): User,
+    ValidPath(id): ValidPath<String>,
+    headers: axum::http::HeaderMap,
+) -> Result<Response, ApiError> {
+    let after = match headers.get("last-event-id") {
+        None => 0,
+        Some(value) => {
+            value.to_str().ok().and_then(|v| v.trim().parse::<i64>().ok()).filter(|v| *v >= 0).ok_or_else(
+                || {
+                    ApiError::invalid_field(
+                        "Last-Event-ID",
+                        "Last-Event-ID must be the id of an event of this session's stream (a whole number)",
+                    )
+                },
+            )?
+        }
+    };
+    state.owned_session(&id, &user).await?;
+    let replay = Replay {
+        store: state.agent().store().clone(),
+        session: id,
+        after,
+        pending: std::collections::VecDeque::new(),
+        finished: false,
+        last_look: false,
+    };
+    let events = futures::stream::unfold(replay, |mut replay| async move {
+        let event = replay.next().await?;
+        let sse = Event::default().id(event.seq.to_string()).event(event.name.clone()).data(event.data);
+        Some((Ok::<_, Infallible>(sse), replay))
+    });
+    let keep_alive = KeepAlive::new().interval(state.config().heartbeat).text("heartbeat");
+    Ok(Sse::new(events).keep_alive(keep_alive).into_response())
+}
+
+/// Where a replay is: what was sent, what is read but not sent yet.
+struct Replay {
+    store: tackle_store::Store,
+    session: String,
+    after: i64,
+    pending: std::collections::VecDeque<tackle_store::StoredEvent>,
+    /// The turn's last event was sent.
+    finished: bool,
+    /// No turn runs any more: one more read, then the end.
+    last_look: bool,
+}
+
+impl Replay {
+    async fn next(&mut self) -> Option<tackle_store::StoredEvent> {
+        loop {
+            if let Some(event) = self.pending.pop_front() {
+                self.after = event.seq;
+                if LAST_EVENTS.contains(&event.name.as_str()) {
+                    self.finished = true;
+                    self.pending.clear();
+                }
+                return Some(event);
+            }
+            if self.finished {
+                return None;
+            }
+            match self.store.events_after(&self.session, self.after, REPLAY_PAGE).await {
+                Ok(events) if !events.is_empty() => {
+                    self.pending.extend(events);
+                    continue;
+                }
+                Ok(_) if self.last_look => return None,
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(session = %self.session, error = %e, "cannot read stored events");
+                    return None;
+                }
+            }
+            // Nothing new. A running turn stores its events before it ends, so once no turn
+            // runs, one more read finds everything.
+            match self.store.get_session(&self.session).await {
+                Ok(record) if record.status == tackle_store::SessionStatus::Running => {
+                    tokio::time::sleep(crate::turns::POLL).await;
+                }
+                _ => self.last_look = true,
+            }
+        }
+    }
 }

@@ -153,7 +153,7 @@ async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<R
     let history = compat::text_history(&messages[..messages.len() - 1]);
     let session = compat::new_agent_session(&state, &user, history).await?;
     let session_id = session.id().as_str().to_owned();
-    let turn = AgentTurn::start(&state, session, prompt)?;
+    let turn = AgentTurn::start(&state, session, prompt).await?;
     let id = completion_id();
     let created = now_secs();
     let model = chat.model.clone();

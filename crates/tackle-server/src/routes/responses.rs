@@ -650,7 +650,7 @@ async fn run_agent(
         }
     };
     let session_id = session.id().to_owned();
-    let turn = AgentTurn::start(&state, session, prompt.clone())?;
+    let turn = AgentTurn::start(&state, session, prompt.clone()).await?;
     if !request.stream {
         let outcome = turn.outcome().await?;
         let end =

@@ -293,8 +293,11 @@ pub async fn delete(
 ) -> Result<StatusCode, ApiError> {
     state.owned_session(&id, &user).await?;
     // Holding the busy mark while deleting keeps a turn from starting meanwhile.
-    let _guard = state.inner.turns.start(&id)?;
-    state.agent().store().delete_session(&id).await?;
+    let guard = state.start_turn(&id).await?;
+    let deleted = state.agent().store().delete_session(&id).await;
+    let base = guard.event_base();
+    guard.finish(base).await;
+    deleted?;
     Ok(StatusCode::NO_CONTENT)
 }
 

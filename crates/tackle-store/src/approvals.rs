@@ -1,0 +1,156 @@
+//! Approvals waiting for a person, shared by every instance on the database: the instance whose
+//! turn waits records each request; any instance lists them and records a decision; the waiting
+//! instance picks decisions up ([`Store::decided_approvals`]).
+
+use serde_json::Value;
+
+use crate::db::{DbRow, on_db};
+use crate::runner::Runner;
+use crate::{Store, StoreError, now_ms};
+
+/// A tool call waiting for a person's decision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredApproval {
+    /// Approval id.
+    pub id: String,
+    /// Session id.
+    pub session_id: String,
+    /// Tool call id.
+    pub call_id: String,
+    /// Tool name.
+    pub tool: String,
+    /// Arguments of the call.
+    pub args: Value,
+    /// The hook rule that asked.
+    pub rule: String,
+}
+
+/// A decision recorded for an approval this process waits on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalDecisionRecord {
+    /// Approval id.
+    pub id: String,
+    /// Run the call or not.
+    pub approved: bool,
+    /// Why, when given.
+    pub reason: Option<String>,
+}
+
+impl Store {
+    /// Records a request this process waits on.
+    pub async fn put_approval(&self, approval: &StoredApproval) -> Result<(), StoreError> {
+        on_db!(self, pool => {
+            sqlx::query(
+                "INSERT INTO approvals (id, session_id, call_id, tool, args, rule, runner, created_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
+            )
+            .bind(&approval.id)
+            .bind(&approval.session_id)
+            .bind(&approval.call_id)
+            .bind(&approval.tool)
+            .bind(serde_json::to_string(&approval.args)?)
+            .bind(&approval.rule)
+            .bind(Runner::current().encode())
+            .bind(now_ms())
+            .execute(pool)
+            .await?;
+            Ok(())
+        })
+    }
+
+    /// Undecided approvals of `session_id`'s live turn, oldest first.
+    pub async fn pending_approvals(&self, session_id: &str) -> Result<Vec<StoredApproval>, StoreError> {
+        on_db!(self, pool => {
+            let rows = sqlx::query(
+                "SELECT a.id, a.session_id, a.call_id, a.tool, a.args, a.rule, s.runner, s.lease_until
+                 FROM approvals a JOIN sessions s ON s.id = a.session_id
+                 WHERE a.session_id = $1 AND a.approved IS NULL AND s.status = 'running' AND s.runner = a.runner
+                 ORDER BY a.created_at, a.id",
+            )
+            .bind(session_id)
+            .fetch_all(pool)
+            .await?;
+            let now = now_ms();
+            let mut out = Vec::with_capacity(rows.len());
+            for row in &rows {
+                // Requests of a turn whose instance died wait for nobody.
+                if !crate::sessions::turn_alive(row.try_get("runner")?, row.try_get("lease_until")?, now) {
+                    continue;
+                }
+                out.push(StoredApproval {
+                    id: row.try_get("id")?,
+                    session_id: row.try_get("session_id")?,
+                    call_id: row.try_get("call_id")?,
+                    tool: row.try_get("tool")?,
+                    args: serde_json::from_str(row.try_get::<&str>("args")?)?,
+                    rule: row.try_get("rule")?,
+                });
+            }
+            Ok(out)
+        })
+    }
+
+    /// The session of an undecided approval, if there is one with this id.
+    pub async fn approval_session(&self, id: &str) -> Result<Option<String>, StoreError> {
+        on_db!(self, pool => {
+            let row = sqlx::query("SELECT session_id FROM approvals WHERE id = $1 AND approved IS NULL")
+                .bind(id)
+                .fetch_optional(pool)
+                .await?;
+            Ok(match row {
+                Some(row) => Some(row.try_get("session_id")?),
+                None => None,
+            })
+        })
+    }
+
+    /// Records a decision for whichever instance waits on it; false when the approval is not
+    /// pending (decided already, or gone).
+    pub async fn decide_approval(
+        &self,
+        id: &str,
+        approved: bool,
+        reason: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        on_db!(self, pool => {
+            let n = sqlx::query(
+                "UPDATE approvals SET approved = $1, reason = $2, decided_at = $3 WHERE id = $4 AND approved IS NULL",
+            )
+            .bind(i64::from(approved))
+            .bind(reason)
+            .bind(now_ms())
+            .bind(id)
+            .execute(pool)
+            .await?
+            .rows_affected();
+            Ok(n == 1)
+        })
+    }
+
+    /// Decisions recorded for approvals this process waits on.
+    pub async fn decided_approvals(&self) -> Result<Vec<ApprovalDecisionRecord>, StoreError> {
+        on_db!(self, pool => {
+            let rows = sqlx::query("SELECT id, approved, reason FROM approvals WHERE runner = $1 AND approved IS NOT NULL")
+                .bind(Runner::current().encode())
+                .fetch_all(pool)
+                .await?;
+            rows.iter()
+                .map(|r| {
+                    Ok(ApprovalDecisionRecord {
+                        id: r.try_get("id")?,
+                        approved: r.try_get::<i64>("approved")? != 0,
+                        reason: r.try_get("reason")?,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// Forgets an approval (decided, or its call ended).
+    pub async fn delete_approval(&self, id: &str) -> Result<(), StoreError> {
+        on_db!(self, pool => {
+            sqlx::query("DELETE FROM approvals WHERE id = $1").bind(id).execute(pool).await?;
+            Ok(())
+        })
+    }
+}

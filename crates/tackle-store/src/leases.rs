@@ -1,0 +1,163 @@
+//! Session leases: which instance runs a session's turn, when several `tackle serve` processes
+//! share one database.
+//!
+//! A turn begins by taking the lease ([`Store::acquire_lease`]): the session is marked running
+//! by this process, with a token of its own and an expiry the instance keeps pushing forward
+//! ([`Store::renew_leases`]) while the turn runs. Another instance finds the session busy until
+//! the turn ends ([`Store::release_lease`]) or the lease expires: a killed instance stops
+//! renewing, its session then reads as `interrupted`, and the next turn (on any instance)
+//! answers its open calls `interrupted`, exactly as after a crash. A cancel posted to another
+//! instance is recorded on the session ([`Store::request_cancel`]) and seen by the running
+//! instance ([`Store::cancel_requests`]).
+
+use std::time::Duration;
+
+use crate::db::{DbRow, on_db};
+use crate::runner::Runner;
+use crate::sessions::turn_alive;
+use crate::{Store, StoreError, now_ms};
+
+/// A held lease on a session's turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// The session.
+    pub session_id: String,
+    /// This turn's token; only its holder renews or releases it.
+    pub token: String,
+    /// The id of the session's last streamed event before this turn: the turn's events are
+    /// numbered from `event_base + 1`.
+    pub event_base: i64,
+}
+
+/// Why a lease could not be taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeaseRefusal {
+    /// Another turn runs (on this or another instance) and its lease is live.
+    Busy,
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+impl Store {
+    /// This process's identity as a runner of turns (`host:pid:start time`).
+    pub fn runner_id() -> String {
+        Runner::current().encode()
+    }
+
+    /// Takes the lease on `session_id`'s turn for `ttl`, or reports it busy. A session whose
+    /// turn's process is gone or whose lease expired is free: taking it over is how a crashed
+    /// instance's session continues. Clears the session's cancel request, its stale approvals and
+    /// its previous turn's stored events.
+    pub async fn acquire_lease(
+        &self,
+        session_id: &str,
+        ttl: Duration,
+    ) -> Result<Result<Lease, LeaseRefusal>, StoreError> {
+        on_db!(self, pool => {
+            let row = sqlx::query("SELECT status, runner, lease_id, lease_until, event_seq FROM sessions WHERE id = $1")
+                .bind(session_id)
+                .fetch_optional(pool)
+                .await?
+                .ok_or_else(|| StoreError::not_found("session", session_id))?;
+            let status: String = row.try_get("status")?;
+            let runner: Option<String> = row.try_get("runner")?;
+            let lease_id: Option<String> = row.try_get("lease_id")?;
+            let lease_until: Option<i64> = row.try_get("lease_until")?;
+            let event_base: i64 = row.try_get("event_seq")?;
+            let now = now_ms();
+            if status == "running" && turn_alive(runner.as_deref(), lease_until, now) {
+                return Ok(Err(LeaseRefusal::Busy));
+            }
+            let token = uuid::Uuid::new_v4().simple().to_string();
+            let mut tx = pool.begin().await?;
+            // Compare and set: another instance that read the same row and took the lease first
+            // changed `lease_id`, and this update then matches nothing.
+            let taken = sqlx::query(
+                "UPDATE sessions SET status = 'running', runner = $1, lease_id = $2, lease_until = $3,
+                     cancel_requested = 0
+                 WHERE id = $4 AND status = $5 AND runner IS NOT DISTINCT FROM $6
+                     AND lease_id IS NOT DISTINCT FROM $7 AND lease_until IS NOT DISTINCT FROM $8",
+            )
+            .bind(Runner::current().encode())
+            .bind(&token)
+            .bind(now.saturating_add(millis(ttl)))
+            .bind(session_id)
+            .bind(&status)
+            .bind(&runner)
+            .bind(&lease_id)
+            .bind(lease_until)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if taken == 0 {
+                return Ok(Err(LeaseRefusal::Busy));
+            }
+            sqlx::query("DELETE FROM approvals WHERE session_id = $1").bind(session_id).execute(&mut *tx).await?;
+            sqlx::query("DELETE FROM session_events WHERE session_id = $1").bind(session_id).execute(&mut *tx).await?;
+            tx.commit().await?;
+            Ok(Ok(Lease { session_id: session_id.to_owned(), token, event_base }))
+        })
+    }
+
+    /// Pushes the expiry of every lease this process holds to `ttl` from now; returns how many.
+    pub async fn renew_leases(&self, ttl: Duration) -> Result<u64, StoreError> {
+        on_db!(self, pool => {
+            Ok(sqlx::query("UPDATE sessions SET lease_until = $1 WHERE runner = $2 AND lease_id IS NOT NULL")
+                .bind(now_ms().saturating_add(millis(ttl)))
+                .bind(Runner::current().encode())
+                .execute(pool)
+                .await?
+                .rows_affected())
+        })
+    }
+
+    /// Ends `lease`: the session is free for the next turn. `last_event` is the id of the turn's
+    /// last streamed event. A session the turn left `running` (it never began, or it failed
+    /// before it could say how it ended) becomes `idle`. Does nothing if the lease was lost.
+    pub async fn release_lease(&self, lease: &Lease, last_event: i64) -> Result<(), StoreError> {
+        on_db!(self, pool => {
+            sqlx::query(
+                "UPDATE sessions SET lease_id = NULL, lease_until = NULL, cancel_requested = 0, event_seq = $1,
+                     status = CASE WHEN status = 'running' THEN 'idle' ELSE status END,
+                     runner = CASE WHEN status = 'running' THEN NULL ELSE runner END
+                 WHERE id = $2 AND lease_id = $3",
+            )
+            .bind(last_event)
+            .bind(&lease.session_id)
+            .bind(&lease.token)
+            .execute(pool)
+            .await?;
+            Ok(())
+        })
+    }
+
+    /// Asks whichever instance runs `session_id`'s turn to cancel it; false when no live turn
+    /// holds a lease on it.
+    pub async fn request_cancel(&self, session_id: &str) -> Result<bool, StoreError> {
+        on_db!(self, pool => {
+            let n = sqlx::query(
+                "UPDATE sessions SET cancel_requested = 1
+                 WHERE id = $1 AND status = 'running' AND lease_id IS NOT NULL AND lease_until > $2",
+            )
+            .bind(session_id)
+            .bind(now_ms())
+            .execute(pool)
+            .await?
+            .rows_affected();
+            Ok(n == 1)
+        })
+    }
+
+    /// Sessions whose turns this process runs and that another instance asked to cancel.
+    pub async fn cancel_requests(&self) -> Result<Vec<String>, StoreError> {
+        on_db!(self, pool => {
+            let rows = sqlx::query("SELECT id FROM sessions WHERE runner = $1 AND cancel_requested = 1")
+                .bind(Runner::current().encode())
+                .fetch_all(pool)
+                .await?;
+            rows.iter().map(|r| Ok(r.try_get::<String>("id")?)).collect()
+        })
+    }
+}
