@@ -84,7 +84,16 @@ fn main() -> ExitCode {
     {
         tackle_sandbox::prefetch(exe);
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    // One thread runs a command's loop: a turn is sequential (model call, tools, store), and on
+    // one thread its tasks wake each other without crossing threads, which keeps context
+    // switches and memory (thread stacks, allocator arenas) down. The server, which runs many
+    // sessions at once, gets a worker per core.
+    let mut builder = if matches!(cli.command, Command::Serve(_)) {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -131,9 +140,11 @@ fn main() -> ExitCode {
             Command::Bench { command: cli::BenchCommand::Cache(args) } => bench::run(args).await,
         }
     });
-    // The last spans go out while the runtime that posts them still runs.
+    // The last spans go out while the runtime that posts them still runs: the exporter waits on a
+    // blocking thread while `block_on` drives the runtime (on one thread, nothing else would).
     if let Some(exporter) = exporter {
-        exporter.shutdown();
+        let _ =
+            runtime.block_on(async move { tokio::task::spawn_blocking(move || exporter.shutdown()).await });
     }
     // Don't wait for lingering tasks (e.g. a Ctrl-C listener) on the way out.
     runtime.shutdown_background();
