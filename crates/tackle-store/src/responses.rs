@@ -149,63 +149,76 @@ mod tests {
         NewResponse { id, owner, previous_id: previous, session_id: None, messages }
     }
 
+    /// A fresh store of each backend: SQLite in memory, and a database on the PostgreSQL test
+    /// server (`tackle_testkit::postgres`; skipped, or failed under `TACKLE_REQUIRE_PEERS`,
+    /// without one).
+    async fn stores() -> Vec<Store> {
+        let mut stores = vec![Store::open_in_memory().await.unwrap()];
+        if let Some(url) = tackle_testkit::peers::or_skip(tackle_testkit::postgres::fresh_database().await) {
+            stores.push(Store::connect(&url).await.unwrap());
+        }
+        stores
+    }
+
     #[tokio::test]
     async fn chains_follow_their_owner_and_sessions_are_optional() {
-        let store = Store::open_in_memory().await.unwrap();
-        let a = [Message::user("one"), Message::assistant("1")];
-        let b = [Message::user("two"), Message::assistant("2")];
-        store.put_response(put("r1", "ann", None, &a)).await.unwrap();
-        store.put_response(put("r2", "ann", Some("r1"), &b)).await.unwrap();
-        let chain = store.response_chain("r2", "ann").await.unwrap();
-        let texts: Vec<String> = chain.messages.iter().map(Message::text).collect();
-        assert_eq!(texts, ["one", "1", "two", "2"]);
-        assert_eq!(chain.session_id, None);
-        // Another user can neither read the chain nor continue from it.
-        assert!(matches!(
-            store.response_chain("r2", "bob").await,
-            Err(StoreError::NotFound { what: "response", .. })
-        ));
-        let err = store.put_response(put("r3", "bob", Some("r2"), &b)).await.unwrap_err();
-        assert!(matches!(err, StoreError::NotFound { .. }), "{err}");
-        assert!(store.response_chain("nope", "ann").await.is_err());
-        // Duplicate ids are refused.
-        assert!(store.put_response(put("r1", "ann", None, &a)).await.is_err());
+        for store in stores().await {
+            let a = [Message::user("one"), Message::assistant("1")];
+            let b = [Message::user("two"), Message::assistant("2")];
+            store.put_response(put("r1", "ann", None, &a)).await.unwrap();
+            store.put_response(put("r2", "ann", Some("r1"), &b)).await.unwrap();
+            let chain = store.response_chain("r2", "ann").await.unwrap();
+            let texts: Vec<String> = chain.messages.iter().map(Message::text).collect();
+            assert_eq!(texts, ["one", "1", "two", "2"]);
+            assert_eq!(chain.session_id, None);
+            // Another user can neither read the chain nor continue from it.
+            assert!(matches!(
+                store.response_chain("r2", "bob").await,
+                Err(StoreError::NotFound { what: "response", .. })
+            ));
+            let err = store.put_response(put("r3", "bob", Some("r2"), &b)).await.unwrap_err();
+            assert!(matches!(err, StoreError::NotFound { .. }), "{err}");
+            assert!(store.response_chain("nope", "ann").await.is_err());
+            // Duplicate ids are refused.
+            assert!(store.put_response(put("r1", "ann", None, &a)).await.is_err());
 
-        // An agent response names its session; deleting the session keeps the messages.
-        let session =
-            store.create_session(NewSession { owner: "ann".into(), ..Default::default() }).await.unwrap();
-        let r = NewResponse {
-            id: "r4",
-            owner: "ann",
-            previous_id: Some("r2"),
-            session_id: Some(&session.id),
-            messages: &a,
-        };
-        store.put_response(r).await.unwrap();
-        assert_eq!(
-            store.response_chain("r4", "ann").await.unwrap().session_id.as_deref(),
-            Some(session.id.as_str())
-        );
-        store.delete_session(&session.id).await.unwrap();
-        let chain = store.response_chain("r4", "ann").await.unwrap();
-        assert_eq!((chain.session_id, chain.messages.len()), (None, 6));
+            // An agent response names its session; deleting the session keeps the messages.
+            let session =
+                store.create_session(NewSession { owner: "ann".into(), ..Default::default() }).await.unwrap();
+            let r = NewResponse {
+                id: "r4",
+                owner: "ann",
+                previous_id: Some("r2"),
+                session_id: Some(&session.id),
+                messages: &a,
+            };
+            store.put_response(r).await.unwrap();
+            assert_eq!(
+                store.response_chain("r4", "ann").await.unwrap().session_id.as_deref(),
+                Some(session.id.as_str())
+            );
+            store.delete_session(&session.id).await.unwrap();
+            let chain = store.response_chain("r4", "ann").await.unwrap();
+            assert_eq!((chain.session_id, chain.messages.len()), (None, 6));
+        }
     }
 
     #[tokio::test]
     async fn expired_responses_break_the_chain_and_are_removed() {
-        let store = Store::open_in_memory().await.unwrap();
-        let a = [Message::user("old")];
-        store.put_response(put("r1", "ann", None, &a)).await.unwrap();
-        store.put_response(put("r2", "ann", Some("r1"), &a)).await.unwrap();
-        crate::db::on_db!(store, pool => {
+        for store in stores().await {
+            let a = [Message::user("old")];
+            store.put_response(put("r1", "ann", None, &a)).await.unwrap();
+            store.put_response(put("r2", "ann", Some("r1"), &a)).await.unwrap();
+            crate::db::on_db!(store, pool => {
             sqlx::query("UPDATE responses SET expires_at = 0 WHERE id = 'r1'").execute(pool).await.map(|_| ())
         })
         .unwrap();
-        assert!(store.response_chain("r2", "ann").await.is_err(), "the beginning expired");
-        store.put_response(put("r3", "ann", None, &a)).await.unwrap();
-        let left: i64 = crate::db::on_db!(store, pool => {
-            sqlx::query("SELECT COUNT(*) AS n FROM responses").fetch_one(pool).await.unwrap().try_get("n").unwrap()
-        });
-        assert_eq!(left, 1, "the expired row went, and its continuation with it");
+            assert!(store.response_chain("r2", "ann").await.is_err(), "the beginning expired");
+            store.put_response(put("r3", "ann", None, &a)).await.unwrap();
+            let left: i64 = crate::db::on_db!(store, pool => {
+                sqlx::query("SELECT COUNT(*) AS n FROM responses").fetch_one(pool).await.unwrap().try_get("n").unwrap()
+            });
+            assert_eq!(left, 1, "the expired row went, and its continuation with it");
+        }
     }
 }
