@@ -2,8 +2,10 @@
 //! a load balancer: a session created on A continues on B; a turn running on A is busy on B; an
 //! approval posted to B resumes the call waiting on A; a cancel posted to B stops A's turn; an
 //! SSE client that lost A reconnects to B with `Last-Event-ID` and gets every missed event once;
-//! and when A stops answering mid-call (frozen, then killed), B takes the session over once A's
-//! lease has expired, with the open call answered `interrupted`, never run twice.
+//! when A stops answering mid-call (frozen, as a hung or partitioned host is), B takes the
+//! session over once A's lease has expired; when A is killed, B takes it over at once (the
+//! process is known to be gone). Either way the open call is answered `interrupted`, never run
+//! twice, and nothing committed is lost.
 
 use std::io::BufRead;
 use std::path::Path;
@@ -16,7 +18,7 @@ use tackle_testkit::{FakeModel, Script, Turn, peers, postgres};
 
 const BIN: &str = env!("CARGO_BIN_EXE_tackle");
 const TOKEN: &str = "alice-token-0123456789abcdef";
-const LEASE_SECS: u64 = 2;
+const LEASE_SECS: u64 = 3;
 
 struct Instance {
     child: Child,
@@ -159,6 +161,9 @@ async fn two_instances_share_sessions_turns_approvals_cancels_and_streams() {
         // 4: a call running on A when A stops answering; B takes over.
         Turn::call("shell", shell("sleep 120")),
         Turn::text("recovered"),
+        // 5: a call running on a restarted A when it is killed; B takes over at once.
+        Turn::call("shell", shell("sleep 121")),
+        Turn::text("recovered again"),
     ]))
     .await
     .unwrap();
@@ -296,7 +301,9 @@ async fn two_instances_share_sessions_turns_approvals_cancels_and_streams() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     assert!(
-        frozen.elapsed() >= Duration::from_secs(LEASE_SECS) - Duration::from_millis(700),
+        // A renews every third of the lease (on a 200 ms tick), so its last renewal was at most
+        // about 1.2 s before the freeze, and the lease ran at least the rest of it.
+        frozen.elapsed() >= Duration::from_secs(LEASE_SECS) / 2,
         "taken over before the lease expired"
     );
     a.signal("-KILL");
@@ -305,4 +312,38 @@ async fn two_instances_share_sessions_turns_approvals_cancels_and_streams() {
     assert_eq!(fake.requests().len(), requests_before + 1, "B's turn made one model call");
     let last = fake.requests().last().unwrap().body.to_string();
     assert!(last.contains("interrupted"), "the open call was answered interrupted: {last}");
+
+    // 5. On the same host (and PID namespace), a killed instance's process is known to be gone:
+    // B takes its session over at once, without waiting for the lease.
+    let a2 = Instance::start("a2", home.path(), ws.path(), &fake, &database);
+    let stream =
+        post(&client, a2.url(&format!("/v1/sessions/{id}/messages")), json!({"message": "sleep again"}))
+            .await;
+    let approval = pending_approval(&client, &b, &id).await;
+    assert_eq!(
+        post(&client, b.url(&format!("/v1/approvals/{approval}")), json!({"approve": true})).await.status(),
+        200
+    );
+    read_events(stream, |e| e.name == "approval_resolved").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    a2.signal("-KILL");
+    let killed = Instant::now();
+    let mut a2 = a2;
+    let _ = a2.child.wait();
+    let turn: Value = loop {
+        let r = post(
+            &client,
+            b.url(&format!("/v1/sessions/{id}/messages")),
+            json!({"message": "go on again", "stream": false}),
+        )
+        .await;
+        if r.status() != 409 {
+            break r.json().await.unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(killed.elapsed() < Duration::from_secs(LEASE_SECS), "taken over before the lease could expire");
+    assert_eq!(turn["text"], "recovered again", "{turn}");
+    let last = fake.requests().last().unwrap().body.to_string();
+    assert!(last.contains("interrupted"), "the killed call was answered interrupted: {last}");
 }
