@@ -146,6 +146,9 @@ pub(crate) const POSTGRES_MAX_CONNECTIONS: u32 = 16;
 
 pub(crate) async fn open_postgres(url: &str) -> Result<PgPool, StoreError> {
     let options = PgConnectOptions::from_str(url)?;
+    // One connection first: it says plainly why the server cannot be reached (refused, unknown
+    // database, bad password), where the pool would retry until its timeout and report only that.
+    sqlx::Connection::close(<sqlx::PgConnection as sqlx::Connection>::connect_with(&options).await?).await?;
     let pool = PgPoolOptions::new()
         .max_connections(POSTGRES_MAX_CONNECTIONS)
         .acquire_timeout(Duration::from_secs(30))

@@ -499,3 +499,16 @@ both! {
         assert!(store.events_after(&s.id, 0, 1000).await.unwrap().is_empty());
     }
 }
+
+/// A PostgreSQL server that cannot be reached is reported as such right away (not as a pool
+/// timeout half a minute later), and the password stays out of the message.
+#[tokio::test]
+async fn an_unreachable_postgres_says_why() {
+    let started = std::time::Instant::now();
+    let err = Store::connect("postgres://tackle:hunter2@127.0.0.1:1/tackle").await.unwrap_err().to_string();
+    assert!(err.contains("refused"), "{err}");
+    assert!(!err.contains("hunter2"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(10), "it waited for the pool's timeout");
+    let err = Store::connect("mysql://tackle:hunter2@db/tackle").await.unwrap_err().to_string();
+    assert!(err.contains("postgres://") && !err.contains("hunter2"), "{err}");
+}
