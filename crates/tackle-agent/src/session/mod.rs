@@ -96,6 +96,9 @@ pub struct Session {
     pub(crate) last_request_len: usize,
     /// Warnings found while opening, reported at the next turn.
     pub(crate) pending_warnings: Vec<AgentEvent>,
+    /// The open todo items the tail note states, read once per turn and again only after the
+    /// `todo` tool ran (nothing else changes them during a turn): one store query less per step.
+    pub(crate) open_todos: Option<Vec<String>>,
     /// Token accounting of the fixed parts and calibration.
     pub(crate) context: ContextState,
     /// The history was rewritten by compaction since the last request (a cache break is
@@ -171,6 +174,7 @@ impl Session {
             prefix: PrefixTracker::default(),
             last_request_len: 0,
             pending_warnings,
+            open_todos: None,
             context,
             compacted: false,
             turn_start: 0,

@@ -29,6 +29,8 @@ use crate::invariants;
 use crate::tools::{MaskStrategy, StepTools, StepView};
 use crate::{AgentError, Session, TurnInput, TurnOutcome};
 
+use crate::tools::todo::NAME as TODO_TOOL;
+
 /// Longest session title derived from a first message.
 const TITLE_CHARS: usize = 60;
 
@@ -58,6 +60,8 @@ impl Session {
         self.apply_tool_changes().await?;
         let turn = self.next_turn;
         self.next_turn += 1;
+        // Read afresh each turn: between turns another process may have changed them.
+        self.open_todos = None;
         let store = self.agent.store().clone();
         let resumed = !self.history.is_empty();
         let mut update = SessionUpdate { status: Some(SessionStatus::Running), ..SessionUpdate::default() };
@@ -195,8 +199,11 @@ impl Session {
                             .into(),
                 });
             }
-            if !last && let Some(note) = self.notes.next(&self.tail_state(&view).await?) {
-                self.append(turn, note).await?;
+            if !last {
+                let state = self.tail_state(&view).await?;
+                if let Some(note) = self.notes.next(&state) {
+                    self.append(turn, note).await?;
+                }
             }
 
             // Keep the request inside the context window: compact past the trigger, refuse past
@@ -339,6 +346,9 @@ impl Session {
 
             let batch = CallBatch { session: self, view: &view, turn_state: &turn_state, sink, cancel };
             let executed = run_calls(batch, &calls).await?;
+            if calls.iter().any(|c| c.name == TODO_TOOL) {
+                self.open_todos = None;
+            }
             let results: Vec<ToolResult> = executed.iter().map(|r| r.result.clone()).collect();
             self.append(turn, Message::tool_results(results)).await?;
             self.finish_step(sink, turn, report).await?;
@@ -404,11 +414,19 @@ impl Session {
     }
 
     /// What the tail note should say before a step.
-    async fn tail_state(&self, view: &StepView) -> Result<TailState, AgentError> {
-        let todos = self.agent.store().open_todos(&self.record.id).await?;
+    async fn tail_state(&mut self, view: &StepView) -> Result<TailState, AgentError> {
+        let open_todos = match &self.open_todos {
+            Some(todos) => todos.clone(),
+            None => {
+                let todos = self.agent.store().open_todos(&self.record.id).await?;
+                let todos: Vec<String> = todos.into_iter().map(|t| format!("{}. {}", t.id, t.text)).collect();
+                self.open_todos = Some(todos.clone());
+                todos
+            }
+        };
         Ok(TailState {
             active_tools: view.tools.note(),
-            open_todos: todos.into_iter().map(|t| format!("{}. {}", t.id, t.text)).collect(),
+            open_todos,
             extra: self.tools.deferred_note(view).into_iter().collect(),
         })
     }

@@ -9,7 +9,7 @@ mod session_tools;
 mod skills;
 mod sources;
 mod step;
-mod todo;
+pub(crate) mod todo;
 
 pub use catalog::ToolCatalog;
 pub(crate) use deferral::{

@@ -74,12 +74,15 @@ fn store_failure(e: tackle_store::StoreError) -> ToolFailure {
     }
 }
 
+/// The tool's name: the one way todo items change during a turn.
+pub(crate) const NAME: &str = "todo";
+
 #[async_trait]
 impl TypedTool for TodoTool {
     type Args = TodoArgs;
 
     fn name(&self) -> &str {
-        "todo"
+        NAME
     }
 
     fn description(&self) -> String {
