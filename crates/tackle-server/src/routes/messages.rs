@@ -174,9 +174,11 @@ pub async fn send(
                 tracing::error!(session = %session.id(), error = %e, "turn failed");
                 sink.emit(AgentEvent::Error { code: "internal".into(), message: e.to_string() });
             }
-            drop(sink);
+            // The session is free (lease released, events stored) before the client's stream
+            // ends, so a client that got `turn_finished` may send the next message at once.
             let last_event = recorder.finish().await;
             guard.finish(last_event).await;
+            drop(sink);
             outcome
         }
         // The turn's spans are children of this request's (and of the caller's `traceparent`).
