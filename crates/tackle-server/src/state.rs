@@ -137,6 +137,13 @@ impl AppState {
         })
     }
 
+    /// Marks `session` busy here and takes its lease in the store; 409 when a turn runs on it,
+    /// here or on another instance on the same database.
+    pub(crate) async fn start_turn(&self, session: &str) -> Result<crate::turns::TurnGuard, ApiError> {
+        let inner = &self.inner;
+        inner.turns.start(session, inner.agent.store(), inner.config.lease, &inner.approvals).await
+    }
+
     /// Begins shutdown: new turns are refused from now on.
     pub fn begin_shutdown(&self) {
         self.inner.shutdown.cancel();

@@ -2,7 +2,7 @@
 //! busy everywhere else, and the background coordinator that carries cancellations and approval
 //! decisions posted to other instances to the turn that waits here.
 //!
-//! A turn starts with [`AppState::start_turn`]: the session is marked busy in this process and
+//! A turn starts with [`RunningTurns::start`] (through `AppState::start_turn`): the session is marked busy in this process and
 //! its lease taken in the store ([`tackle_store::Store::acquire_lease`]); either refusal is a
 //! 409. The coordinator (one task per server, started with the first turn) renews this
 //! process's leases every third of [`crate::ServerConfig::lease`], cancels the turns another
@@ -21,8 +21,7 @@ use tackle_tools::{ApprovalDecision, ApprovalQueue, ApprovalRequest, Approver};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::state::StateInner;
-use crate::{ApiError, AppState};
+use crate::ApiError;
 
 /// How often the coordinator looks for requests made on other instances.
 pub(crate) const POLL: Duration = Duration::from_millis(200);
@@ -30,15 +29,14 @@ pub(crate) const POLL: Duration = Duration::from_millis(200);
 /// Sessions running a turn in this process, with the token that cancels each.
 #[derive(Default)]
 pub(crate) struct RunningTurns {
-    running: Arc<Mutex<HashMap<String, CancellationToken>>>,
+    running: Running,
     coordinator: std::sync::OnceLock<()>,
 }
 
 impl RunningTurns {
     /// Cancels the turn of `session` if it runs here; false when it does not.
     pub(crate) fn cancel(&self, session: &str) -> bool {
-        let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
-        running.get(session).map(CancellationToken::cancel).is_some()
+        cancel_in(&self.running, session)
     }
 
     pub(crate) fn cancel_all(&self) {
@@ -52,30 +50,38 @@ impl RunningTurns {
     }
 }
 
-impl AppState {
-    /// Marks `session` busy here and takes its lease in the store; 409 when a turn runs on it,
-    /// here or on another instance.
-    pub(crate) async fn start_turn(&self, session: &str) -> Result<TurnGuard, ApiError> {
+impl RunningTurns {
+    /// Marks `session` busy here and takes its lease in `store` for `lease`; 409 when a turn
+    /// runs on it, here or on another instance. The first turn starts the coordinator.
+    pub(crate) async fn start(
+        &self,
+        session: &str,
+        store: &Store,
+        lease: Duration,
+        approvals: &ApprovalQueue,
+    ) -> Result<TurnGuard, ApiError> {
         let cancel = CancellationToken::new();
         {
-            let mut running = self.inner.turns.running.lock().unwrap_or_else(|p| p.into_inner());
+            let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
             if running.contains_key(session) {
                 return Err(ApiError::busy(session));
             }
             running.insert(session.to_owned(), cancel.clone());
         }
         let mut guard = TurnGuard {
-            running: self.inner.turns.running.clone(),
+            running: self.running.clone(),
             session: session.to_owned(),
             cancel,
-            store: self.agent().store().clone(),
+            store: store.clone(),
             lease: None,
         };
-        match self.agent().store().acquire_lease(session, self.config().lease).await? {
-            Ok(lease) => guard.lease = Some(lease),
+        match store.acquire_lease(session, lease).await? {
+            Ok(taken) => guard.lease = Some(taken),
             Err(LeaseRefusal::Busy) => return Err(ApiError::busy(session)),
         }
-        self.inner.turns.coordinator.get_or_init(|| spawn_coordinator(self));
+        self.coordinator.get_or_init(|| {
+            spawn_coordinator(Arc::downgrade(&self.running), approvals.clone(), store.clone(), lease)
+        });
         Ok(guard)
     }
 }
@@ -83,7 +89,7 @@ impl AppState {
 /// A session marked busy here and leased in the store. [`TurnGuard::finish`] releases both;
 /// dropping the guard without it (an error path) releases them in the background.
 pub(crate) struct TurnGuard {
-    running: Arc<Mutex<HashMap<String, CancellationToken>>>,
+    running: Running,
     session: String,
     pub(crate) cancel: CancellationToken,
     store: Store,
@@ -123,22 +129,29 @@ impl Drop for TurnGuard {
     }
 }
 
-fn spawn_coordinator(state: &AppState) {
-    let weak: Weak<StateInner> = Arc::downgrade(&state.inner);
-    let store = state.agent().store().clone();
-    let lease = state.config().lease;
+/// Running turns, shared with their guards.
+type Running = Arc<Mutex<HashMap<String, CancellationToken>>>;
+
+fn spawn_coordinator(
+    running: Weak<Mutex<HashMap<String, CancellationToken>>>,
+    approvals: ApprovalQueue,
+    store: Store,
+    lease: Duration,
+) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(POLL);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut renewed = Instant::now();
         loop {
             tick.tick().await;
-            let Some(inner) = weak.upgrade() else { break };
-            if inner.turns.len() > 0 {
+            // The server's state is gone once nothing holds the running map.
+            let Some(running) = running.upgrade() else { break };
+            let busy = !running.lock().unwrap_or_else(|p| p.into_inner()).is_empty();
+            if busy {
                 match store.cancel_requests().await {
                     Ok(ids) => {
                         for id in ids {
-                            if inner.turns.cancel(&id) {
+                            if cancel_in(&running, &id) {
                                 tracing::info!(session = %id, "turn cancelled from another instance");
                             }
                         }
@@ -154,12 +167,13 @@ fn spawn_coordinator(state: &AppState) {
             } else {
                 renewed = Instant::now();
             }
-            if !inner.approvals.pending(None).is_empty() {
+            drop(running);
+            if !approvals.pending(None).is_empty() {
                 match store.decided_approvals().await {
                     Ok(decisions) => {
                         for d in decisions {
                             // Not waiting here any more (withdrawn): nothing to resume.
-                            let _ = inner.approvals.resolve(&d.id, d.approved, d.reason);
+                            let _ = approvals.resolve(&d.id, d.approved, d.reason);
                             if let Err(e) = store.delete_approval(&d.id).await {
                                 tracing::warn!(error = %e, "cannot forget a decided approval");
                             }
@@ -172,6 +186,10 @@ fn spawn_coordinator(state: &AppState) {
     });
 }
 
+fn cancel_in(running: &Running, session: &str) -> bool {
+    running.lock().unwrap_or_else(|p| p.into_inner()).get(session).map(CancellationToken::cancel).is_some()
+}
+
 /// The approver of a server's agents: requests wait in the in-process [`ApprovalQueue`] (which
 /// the approval routes of this instance resolve) and are recorded in the store, so every
 /// instance on the database lists them and can decide them.
@@ -182,7 +200,7 @@ pub struct SharedApprovals {
 }
 
 impl SharedApprovals {
-    /// Approvals waiting in `queue` (the one given to [`AppState::new`]), shared through `store`.
+    /// Approvals waiting in `queue` (the one given to [`crate::AppState::new`]), shared through `store`.
     pub fn new(queue: ApprovalQueue, store: Store) -> Self {
         Self { queue, store }
     }
