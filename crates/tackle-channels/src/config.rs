@@ -6,11 +6,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::telegram::TelegramConfig;
 
-/// Reads an environment variable (a function, so tests need not touch the process environment);
-/// only secrets are read this way (`TACKLE_TELEGRAM_TOKEN`): `tackle-cli` applies the settings'
-/// own `TACKLE_CHANNELS_*` variables.
-pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
-
 /// Chat channels `tackle serve` starts.
 ///
 /// ```toml

@@ -54,6 +54,7 @@
 
 mod channel;
 mod config;
+mod env;
 mod error;
 mod hub;
 mod inbox;
@@ -69,7 +70,8 @@ pub use channel::{
     Attachment, Channel, ChannelStatus, ChatId, Confirmation, Inbound, InboundKind, MessageRef, Received,
     UserId,
 };
-pub use config::{ChannelsConfig, EnvLookup};
+pub use config::ChannelsConfig;
+pub use env::EnvLookup;
 pub use error::ChannelError;
 pub use inbox::{Inbox, STATUS_KEY};
 pub use registry::{ChannelRegistry, ChannelRegistryBuilder};

@@ -178,3 +178,15 @@ impl PolicyBuilder {
         })
     }
 }
+
+/// Why Landlock cannot run a command whose writable `writable` contains the hidden `hidden`.
+pub(crate) fn landlock_conflict(writable: &Path, hidden: &Path) -> String {
+    format!(
+        "{hidden} must stay hidden but is inside the writable {writable}, and Landlock (the sandbox \
+         in force here) cannot hide part of a writable directory. Move it out (for Tackle's data \
+         directory: set TACKLE_HOME elsewhere), work in a directory that does not contain it, or \
+         use a machine with user namespaces",
+        hidden = hidden.display(),
+        writable = writable.display()
+    )
+}

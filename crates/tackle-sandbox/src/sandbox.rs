@@ -194,7 +194,7 @@ impl Sandbox {
             }
             Backend::Landlock { .. } => {
                 if let Some((writable, hidden)) = policy.hidden_inside_writable() {
-                    return Err(SandboxError::Policy(landlock_conflict(writable, hidden)));
+                    return Err(SandboxError::Policy(crate::policy::landlock_conflict(writable, hidden)));
                 }
                 let tmp = tempfile::Builder::new()
                     .prefix("tackle-sandbox-")
@@ -273,18 +273,6 @@ impl SandboxBuilder {
             inner: Arc::new(Inner { config: self.config, helper: self.helper, writable, hidden, status }),
         }
     }
-}
-
-/// Why Landlock cannot run a command whose writable `writable` contains the hidden `hidden`.
-pub(crate) fn landlock_conflict(writable: &Path, hidden: &Path) -> String {
-    format!(
-        "{hidden} must stay hidden but is inside the writable {writable}, and Landlock (the sandbox \
-         in force here) cannot hide part of a writable directory. Move it out (for Tackle's data \
-         directory: set TACKLE_HOME elsewhere), work in a directory that does not contain it, or \
-         use a machine with user namespaces",
-        hidden = hidden.display(),
-        writable = writable.display()
-    )
 }
 
 fn detect_backend(choice: BackendChoice, helper: &Path) -> SandboxStatus {

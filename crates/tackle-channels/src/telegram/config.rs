@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::ChannelError;
-use crate::config::EnvLookup;
+use crate::env::EnvLookup;
 
 /// The official Bot API server.
 pub const DEFAULT_API_URL: &str = "https://api.telegram.org";

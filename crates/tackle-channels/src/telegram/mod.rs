@@ -104,7 +104,7 @@ impl TelegramChannel {
     pub fn from_config(
         config: &TelegramConfig,
         workspace: &Path,
-        env: crate::config::EnvLookup<'_>,
+        env: crate::env::EnvLookup<'_>,
     ) -> Result<Self, ChannelError> {
         let token = config.token(workspace, env)?;
         Self::new(config.clone(), token)

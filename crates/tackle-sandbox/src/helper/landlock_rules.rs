@@ -128,7 +128,7 @@ pub(super) fn exec_restricted(policy: &SandboxPolicy, command: &[OsString]) -> R
         )));
     }
     if let Some((writable, hidden)) = policy.hidden_inside_writable() {
-        return Err(HelperError(crate::sandbox::landlock_conflict(writable, hidden)));
+        return Err(HelperError(crate::policy::landlock_conflict(writable, hidden)));
     }
     let abi = abi_of(number);
     let read = AccessFs::from_read(abi);
