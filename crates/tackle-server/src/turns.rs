@@ -275,12 +275,14 @@ impl EventRecorder {
         Self { tx, next: std::sync::atomic::AtomicI64::new(base + 1), writer: Mutex::new(Some(writer)) }
     }
 
-    /// Numbers `event`, queues it for the store, and returns its id.
-    pub(crate) fn record(&self, event: &AgentEvent) -> i64 {
+    /// Numbers `event`, queues it for the store, and returns its id and its data (JSON), which
+    /// the live stream sends as they are.
+    pub(crate) fn record(&self, event: &AgentEvent) -> (i64, String) {
         let seq = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let data = serde_json::to_string(event).unwrap_or_else(|_| "null".to_owned());
-        let _ = self.tx.send(Recorded::Event(StoredEvent { seq, name: event.name().to_owned(), data }));
-        seq
+        let stored = StoredEvent { seq, name: event.name().to_owned(), data: data.clone() };
+        let _ = self.tx.send(Recorded::Event(stored));
+        (seq, data)
     }
 
     /// Writes what is queued and stops; returns the id of the last event recorded.

@@ -5,7 +5,6 @@
 use serde_json::Value;
 
 use crate::db::{DbRow, on_db};
-use crate::runner::Runner;
 use crate::{Store, StoreError, now_ms};
 
 /// A tool call waiting for a person's decision.
@@ -50,7 +49,7 @@ impl Store {
             .bind(&approval.tool)
             .bind(serde_json::to_string(&approval.args)?)
             .bind(&approval.rule)
-            .bind(Runner::current().encode())
+            .bind(crate::runner::current_id())
             .bind(now_ms())
             .execute(pool)
             .await?;
@@ -131,7 +130,7 @@ impl Store {
     pub async fn decided_approvals(&self) -> Result<Vec<ApprovalDecisionRecord>, StoreError> {
         on_db!(self, pool => {
             let rows = sqlx::query("SELECT id, approved, reason FROM approvals WHERE runner = $1 AND approved IS NOT NULL")
-                .bind(Runner::current().encode())
+                .bind(crate::runner::current_id())
                 .fetch_all(pool)
                 .await?;
             rows.iter()

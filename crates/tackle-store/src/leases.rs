@@ -13,7 +13,6 @@
 use std::time::Duration;
 
 use crate::db::{DbRow, on_db};
-use crate::runner::Runner;
 use crate::sessions::turn_alive;
 use crate::{Store, StoreError, now_ms};
 
@@ -41,11 +40,6 @@ fn millis(d: Duration) -> i64 {
 }
 
 impl Store {
-    /// This process's identity as a runner of turns (`host:pid:start time`).
-    pub fn runner_id() -> String {
-        Runner::current().encode()
-    }
-
     /// Takes the lease on `session_id`'s turn for `ttl`, or reports it busy. A session whose
     /// turn's process is gone or whose lease expired is free: taking it over is how a crashed
     /// instance's session continues. Clears the session's cancel request, its stale approvals and
@@ -80,7 +74,7 @@ impl Store {
                  WHERE id = $4 AND status = $5 AND runner IS NOT DISTINCT FROM $6
                      AND lease_id IS NOT DISTINCT FROM $7 AND lease_until IS NOT DISTINCT FROM $8",
             )
-            .bind(Runner::current().encode())
+            .bind(crate::runner::current_id())
             .bind(&token)
             .bind(now.saturating_add(millis(ttl)))
             .bind(session_id)
@@ -106,7 +100,7 @@ impl Store {
         on_db!(self, pool => {
             Ok(sqlx::query("UPDATE sessions SET lease_until = $1 WHERE runner = $2 AND lease_id IS NOT NULL")
                 .bind(now_ms().saturating_add(millis(ttl)))
-                .bind(Runner::current().encode())
+                .bind(crate::runner::current_id())
                 .execute(pool)
                 .await?
                 .rows_affected())
@@ -154,7 +148,7 @@ impl Store {
     pub async fn cancel_requests(&self) -> Result<Vec<String>, StoreError> {
         on_db!(self, pool => {
             let rows = sqlx::query("SELECT id FROM sessions WHERE runner = $1 AND cancel_requested = 1")
-                .bind(Runner::current().encode())
+                .bind(crate::runner::current_id())
                 .fetch_all(pool)
                 .await?;
             rows.iter().map(|r| Ok(r.try_get::<String>("id")?)).collect()

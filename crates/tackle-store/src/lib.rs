@@ -60,7 +60,7 @@ pub use state::SessionState;
 pub use steps::StepRecord;
 pub use todos::{TodoItem, TodoPage, TodoStatus, TodoUpdate};
 pub use tool_calls::{BeginOutcome, ToolCallFinish, ToolCallRecord, ToolCallStatus};
-pub use url::{Backend, StoreUrl, masked as masked_url};
+pub use url::{Backend, StoreUrl};
 
 /// The store. Cheap to clone: clones share one connection pool.
 ///

@@ -14,13 +14,25 @@ pub(crate) struct Runner {
     start: u64,
 }
 
-impl Runner {
-    /// This process.
-    pub(crate) fn current() -> Self {
-        let pid = std::process::id();
-        Self { host: hostname(), pid, start: start_time(pid).unwrap_or(0) }
-    }
+/// This process as a runner, and its stored form: read from `/proc` once, since every lease,
+/// cancel poll and status change names it.
+static THIS_PROCESS: std::sync::OnceLock<(Runner, String)> = std::sync::OnceLock::new();
 
+fn this_process() -> &'static (Runner, String) {
+    THIS_PROCESS.get_or_init(|| {
+        let pid = std::process::id();
+        let runner = Runner { host: hostname(), pid, start: start_time(pid).unwrap_or(0) };
+        let encoded = runner.encode();
+        (runner, encoded)
+    })
+}
+
+/// The stored form of this process (`host/pid-namespace:pid:start`).
+pub(crate) fn current_id() -> &'static str {
+    &this_process().1
+}
+
+impl Runner {
     /// The stored form.
     pub(crate) fn encode(&self) -> String {
         format!("{}:{}:{}", self.host, self.pid, self.start)
@@ -38,7 +50,7 @@ impl Runner {
     /// Whether the process is known to be gone: same host, and no process with this pid and
     /// start time exists.
     pub(crate) fn is_gone(&self) -> bool {
-        if self.host != hostname() || !cfg!(target_os = "linux") {
+        if self.host != this_process().0.host || !cfg!(target_os = "linux") {
             return false;
         }
         start_time(self.pid) != Some(self.start)
@@ -74,7 +86,7 @@ mod tests {
 
     #[test]
     fn this_process_is_alive_and_a_dead_child_is_gone() {
-        let me = Runner::current();
+        let me = this_process().0.clone();
         assert!(!me.is_gone());
         assert_eq!(Runner::decode(&me.encode()), Some(me.clone()));
         let mut child = std::process::Command::new("true").spawn().unwrap();

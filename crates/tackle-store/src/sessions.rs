@@ -309,7 +309,7 @@ impl Store {
             .bind(update.title)
             .bind(update.status.map(SessionStatus::as_str))
             .bind(update.status.map(SessionStatus::as_str))
-            .bind(Runner::current().encode())
+            .bind(crate::runner::current_id())
             .bind(update.status.map(SessionStatus::as_str))
             .bind(update.model)
             .bind(metadata)

@@ -80,18 +80,30 @@ impl StoreUrl {
     }
 }
 
-/// `url` with the password of its user info replaced by `***`.
-pub fn masked(url: &str) -> String {
+/// `url` for messages: the password of its user info and every query value (PostgreSQL takes
+/// `?password=` too) replaced by `***`.
+pub(crate) fn masked(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let (authority, path) = rest.split_at(authority_end);
-    match authority.rsplit_once('@') {
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let authority = match authority.rsplit_once('@') {
         Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _password)) => format!("{scheme}://{user}:***@{host}{path}"),
-            None => url.to_owned(),
+            Some((user, _password)) => format!("{user}:***@{host}"),
+            None => authority.to_owned(),
         },
-        None => url.to_owned(),
-    }
+        None => authority.to_owned(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let names: Vec<String> = query
+                .split('&')
+                .map(|param| format!("{}=***", param.split('=').next().unwrap_or_default()))
+                .collect();
+            format!("{path}?{}", names.join("&"))
+        }
+        None => tail.to_owned(),
+    };
+    format!("{scheme}://{authority}{tail}")
 }
 
 #[cfg(test)]
@@ -102,6 +114,12 @@ mod tests {
     fn passwords_never_show() {
         assert_eq!(masked("postgres://u:p%40ss@h:5432/db"), "postgres://u:***@h:5432/db");
         assert_eq!(masked("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(
+            masked("postgres://u@h/db?sslmode=require&password=hunter2"),
+            "postgres://u@h/db?sslmode=***&password=***"
+        );
+        let err = StoreUrl::parse("mysql://h/db?password=hunter2").unwrap_err().to_string();
+        assert!(!err.contains("hunter2"), "{err}");
         let parsed = StoreUrl::parse("postgresql://u:hunter2@h/db").unwrap();
         assert!(!format!("{parsed:?}").contains("hunter2"));
         let err = StoreUrl::parse("postgres://").unwrap_err().to_string();

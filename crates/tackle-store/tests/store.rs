@@ -505,7 +505,10 @@ both! {
 #[tokio::test]
 async fn an_unreachable_postgres_says_why() {
     let started = std::time::Instant::now();
-    let err = Store::connect("postgres://tackle:hunter2@127.0.0.1:1/tackle").await.unwrap_err().to_string();
+    let err = Store::connect("postgres://tackle:hunter2@127.0.0.1:1/tackle?sslpassword=hunter2")
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("refused"), "{err}");
     assert!(!err.contains("hunter2"), "{err}");
     assert!(started.elapsed() < Duration::from_secs(10), "it waited for the pool's timeout");

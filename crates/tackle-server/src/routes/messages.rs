@@ -157,13 +157,13 @@ pub async fn send(
     // the stream reconnects (`GET /v1/sessions/{id}/events`, `Last-Event-ID`) on any instance.
     let recorder =
         Arc::new(EventRecorder::start(state.agent().store().clone(), id.clone(), guard.event_base()));
-    let (tx, rx) = mpsc::unbounded_channel::<(i64, AgentEvent)>();
+    let (tx, rx) = mpsc::unbounded_channel::<(i64, String, AgentEvent)>();
     let sink = EventSink::new({
         let recorder = recorder.clone();
         move |event| {
-            let seq = recorder.record(&event);
+            let (seq, data) = recorder.record(&event);
             // A closed receiver means the client left; the turn goes on and is stored.
-            let _ = tx.send((seq, event));
+            let _ = tx.send((seq, data, event));
         }
     });
     let task = state.inner.tasks.spawn(
@@ -186,16 +186,14 @@ pub async fn send(
     );
 
     if body.stream.unwrap_or(true) {
-        let events = UnboundedReceiverStream::new(rx).map(|(seq, event)| {
-            let sse = Event::default().id(seq.to_string()).event(event.name());
-            Ok::<_, Infallible>(
-                sse.json_data(&event).unwrap_or_else(|_| Event::default().comment("unencodable event")),
-            )
+        let events = UnboundedReceiverStream::new(rx).map(|(seq, data, event)| {
+            // Serialized once, for the store and the stream alike.
+            Ok::<_, Infallible>(Event::default().id(seq.to_string()).event(event.name()).data(data))
         });
         let keep_alive = KeepAlive::new().interval(state.config().heartbeat).text("heartbeat");
         return Ok(Sse::new(events).keep_alive(keep_alive).into_response());
     }
-    let events: Vec<AgentEvent> = UnboundedReceiverStream::new(rx).map(|(_, event)| event).collect().await;
+    let events: Vec<AgentEvent> = UnboundedReceiverStream::new(rx).map(|(_, _, event)| event).collect().await;
     let outcome: TurnOutcome = task
         .await
         .map_err(|e| ApiError::internal(format!("the turn stopped unexpectedly: {e}")))?
