@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::db::{DbRow, on_db};
+use crate::db::{DbRow, on_db, session_fk};
 use serde::{Deserialize, Serialize};
 
 use crate::db::now_ms;
@@ -130,10 +130,7 @@ impl Store {
             .bind(meta.expires_at)
             .execute(pool)
             .await
-            .map_err(|e| match &e {
-                sqlx::Error::Database(d) if d.is_foreign_key_violation() => StoreError::not_found("session", session_id),
-                _ => StoreError::Database(e),
-            })?;
+            .map_err(|e| session_fk(e, session_id))?;
             // The row holds exactly these values; reading them back would cost a query.
             Ok(meta)
         })

@@ -7,7 +7,7 @@
 //! crash, `queued` updates are handled as if just received, and `running` ones are never started
 //! again (the person is told instead).
 
-use crate::db::{DbRow, on_db};
+use crate::db::{DbRow, on_db, session_fk};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -268,10 +268,7 @@ impl Store {
             .bind(now_ms())
             .execute(pool)
             .await
-            .map_err(|e| match &e {
-                sqlx::Error::Database(d) if d.is_foreign_key_violation() => StoreError::not_found("session", session_id),
-                _ => StoreError::Database(e),
-            })?;
+            .map_err(|e| session_fk(e, session_id))?;
             Ok(())
         })
     }

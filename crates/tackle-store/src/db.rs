@@ -10,6 +10,7 @@ use std::path::Path;
 use std::str::FromStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use rusqlite::types::{FromSqlResult, ValueRef};
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow, Postgres};
 use sqlx::sqlite::{
@@ -19,6 +20,7 @@ use sqlx::sqlite::{
 use sqlx::{Decode, SqlSafeStr, Type};
 
 use crate::StoreError;
+use crate::writer::SqliteWriter;
 
 /// The SQLite schema, embedded in the binary: version, description, SQL.
 const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
@@ -56,54 +58,126 @@ fn migrator(migrations: &'static [(i64, &'static str, &'static str)]) -> Migrato
     Migrator::with_migrations(migrations)
 }
 
-/// The pool a store holds.
+/// The pools a store holds.
 #[derive(Clone)]
 pub(crate) enum Db {
     /// The embedded default.
-    Sqlite(SqlitePool),
+    Sqlite(SqliteDb),
     /// A shared server.
     Postgres(PgPool),
 }
 
-/// Runs `$body` with `$pool` bound to the store's pool, whichever backend it is. The body is
-/// compiled once per backend, so a query that one of them cannot bind or decode fails to build.
+/// A SQLite store: the calls an agent makes every step run on the writer thread
+/// ([`SqliteWriter`], one hand-off per call); the others through sqlx's pool.
+#[derive(Clone)]
+pub(crate) struct SqliteDb {
+    pub(crate) pool: SqlitePool,
+    pub(crate) writer: SqliteWriter,
+}
+
+/// Runs `$body` with `$pool` bound to the store's sqlx pool, whichever backend it is. The body
+/// is compiled once per backend, so a query that one of them cannot bind or decode fails to
+/// build. (The per-step calls match on [`Db`] instead: SQLite runs them on the writer.)
 macro_rules! on_db {
     ($store:expr, $pool:ident => $body:expr) => {
         match &$store.db {
-            $crate::db::Db::Sqlite($pool) => $body,
+            $crate::db::Db::Sqlite(sqlite) => {
+                let $pool = &sqlite.pool;
+                $body
+            }
             $crate::db::Db::Postgres($pool) => $body,
         }
     };
 }
 pub(crate) use on_db;
 
-/// Reading a column from a row of either backend; decoders take `&impl DbRow`.
+/// A column type every backend decodes: sqlx's SQLite and PostgreSQL, and rusqlite (the
+/// writer thread).
+pub(crate) trait DbValue<'r>:
+    Sized + Decode<'r, Sqlite> + Type<Sqlite> + Decode<'r, Postgres> + Type<Postgres>
+{
+    /// The value from a rusqlite column.
+    fn from_rusqlite(value: ValueRef<'r>) -> FromSqlResult<Self>;
+}
+
+impl<'r> DbValue<'r> for i64 {
+    fn from_rusqlite(value: ValueRef<'r>) -> FromSqlResult<Self> {
+        value.as_i64()
+    }
+}
+
+impl<'r> DbValue<'r> for f64 {
+    fn from_rusqlite(value: ValueRef<'r>) -> FromSqlResult<Self> {
+        match value {
+            ValueRef::Integer(i) => Ok(i as f64),
+            other => other.as_f64(),
+        }
+    }
+}
+
+impl<'r> DbValue<'r> for &'r str {
+    fn from_rusqlite(value: ValueRef<'r>) -> FromSqlResult<Self> {
+        value.as_str()
+    }
+}
+
+impl<'r> DbValue<'r> for String {
+    fn from_rusqlite(value: ValueRef<'r>) -> FromSqlResult<Self> {
+        value.as_str().map(str::to_owned)
+    }
+}
+
+impl<'r> DbValue<'r> for Vec<u8> {
+    fn from_rusqlite(value: ValueRef<'r>) -> FromSqlResult<Self> {
+        value.as_blob().map(<[u8]>::to_vec)
+    }
+}
+
+impl<'r, T: DbValue<'r>> DbValue<'r> for Option<T> {
+    fn from_rusqlite(value: ValueRef<'r>) -> FromSqlResult<Self> {
+        match value {
+            ValueRef::Null => Ok(None),
+            other => T::from_rusqlite(other).map(Some),
+        }
+    }
+}
+
+/// Reading a column from a row of any backend; decoders take `&impl DbRow`.
 pub(crate) trait DbRow {
     /// The value of `column`, decoded as `T`.
-    fn try_get<'r, T>(&'r self, column: &str) -> Result<T, sqlx::Error>
-    where
-        T: Decode<'r, Sqlite> + Type<Sqlite> + Decode<'r, Postgres> + Type<Postgres>;
+    fn try_get<'r, T: DbValue<'r>>(&'r self, column: &str) -> Result<T, StoreError>;
 }
 
 impl DbRow for SqliteRow {
-    fn try_get<'r, T>(&'r self, column: &str) -> Result<T, sqlx::Error>
-    where
-        T: Decode<'r, Sqlite> + Type<Sqlite> + Decode<'r, Postgres> + Type<Postgres>,
-    {
-        sqlx::Row::try_get(self, column)
+    fn try_get<'r, T: DbValue<'r>>(&'r self, column: &str) -> Result<T, StoreError> {
+        Ok(sqlx::Row::try_get(self, column)?)
     }
 }
 
 impl DbRow for PgRow {
-    fn try_get<'r, T>(&'r self, column: &str) -> Result<T, sqlx::Error>
-    where
-        T: Decode<'r, Sqlite> + Type<Sqlite> + Decode<'r, Postgres> + Type<Postgres>,
-    {
-        sqlx::Row::try_get(self, column)
+    fn try_get<'r, T: DbValue<'r>>(&'r self, column: &str) -> Result<T, StoreError> {
+        Ok(sqlx::Row::try_get(self, column)?)
     }
 }
 
-pub(crate) async fn open_file(path: &Path) -> Result<SqlitePool, StoreError> {
+impl DbRow for rusqlite::Row<'_> {
+    fn try_get<'r, T: DbValue<'r>>(&'r self, column: &str) -> Result<T, StoreError> {
+        let index = self.as_ref().column_index(column)?;
+        let value = self.get_ref(index)?;
+        T::from_rusqlite(value).map_err(|e| {
+            StoreError::Sqlite(rusqlite::Error::FromSqlConversionFailure(
+                index,
+                value.data_type(),
+                Box::new(e),
+            ))
+        })
+    }
+}
+
+/// How long a SQLite connection waits for another writer before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub(crate) async fn open_file(path: &Path) -> Result<SqliteDb, StoreError> {
     if let Some(parent) = path.parent()
         && !parent.as_os_str().is_empty()
     {
@@ -115,7 +189,7 @@ pub(crate) async fn open_file(path: &Path) -> Result<SqlitePool, StoreError> {
         .journal_mode(SqliteJournalMode::Wal)
         .synchronous(SqliteSynchronous::Normal)
         .foreign_keys(true)
-        .busy_timeout(Duration::from_secs(10))
+        .busy_timeout(BUSY_TIMEOUT)
         .pragma("wal_autocheckpoint", crate::checkpoint::AUTOCHECKPOINT_PAGES.to_string());
     // SQLite has no migration lock of its own: two processes opening a fresh file at once would
     // both create the tables (one then fails), and switching a new file to WAL needs an exclusive
@@ -125,20 +199,8 @@ pub(crate) async fn open_file(path: &Path) -> Result<SqlitePool, StoreError> {
     let pool = SqlitePoolOptions::new().max_connections(8).connect_with(options).await?;
     migrator(SQLITE_MIGRATIONS).run(&pool).await?;
     drop(lock);
-    Ok(pool)
-}
-
-pub(crate) async fn open_memory() -> Result<SqlitePool, StoreError> {
-    // One connection: every query sees the same private in-memory database.
-    let options = SqliteConnectOptions::from_str("sqlite::memory:")?.foreign_keys(true);
-    let pool = SqlitePoolOptions::new()
-        .max_connections(1)
-        .idle_timeout(None)
-        .max_lifetime(None)
-        .connect_with(options)
-        .await?;
-    migrator(SQLITE_MIGRATIONS).run(&pool).await?;
-    Ok(pool)
+    let writer = SqliteWriter::open(path, BUSY_TIMEOUT).await?;
+    Ok(SqliteDb { pool, writer })
 }
 
 /// Connections a PostgreSQL store opens at most.
@@ -203,6 +265,17 @@ where
             }
             other => return other,
         }
+    }
+}
+
+/// A foreign key violation (a row for a session that does not exist) read as the session not
+/// being found; any other error as it is.
+pub(crate) fn session_fk(e: sqlx::Error, session_id: &str) -> StoreError {
+    match &e {
+        sqlx::Error::Database(d) if d.is_foreign_key_violation() => {
+            StoreError::not_found("session", session_id)
+        }
+        _ => StoreError::Database(e),
     }
 }
 

@@ -52,6 +52,15 @@ pub enum StoreError {
     /// The database failed.
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
+    /// The SQLite database failed (on the writer thread, `writer.rs`).
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// The store was closed; open it again.
+    #[error("the store is closed; open it again")]
+    Closed,
+    /// A store call panicked (a bug); nothing of it was committed, and the store stays usable.
+    #[error("a store call failed on a bug (it panicked); nothing of it was committed")]
+    Panicked,
     /// Migrating the schema failed.
     #[error("cannot migrate the database schema: {0}; a newer tackle may have created this database")]
     Migrate(#[from] sqlx::migrate::MigrateError),

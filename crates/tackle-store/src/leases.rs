@@ -151,7 +151,7 @@ impl Store {
                 .bind(crate::runner::current_id())
                 .fetch_all(pool)
                 .await?;
-            rows.iter().map(|r| Ok(r.try_get::<String>("id")?)).collect()
+            rows.iter().map(|r| r.try_get::<String>("id")).collect()
         })
     }
 }

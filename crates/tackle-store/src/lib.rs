@@ -1,5 +1,7 @@
 //! Durable storage for Tackle: SQLite (the embedded default: one file, WAL) or PostgreSQL (several
-//! processes on one database), through sqlx with embedded migrations.
+//! processes on one database), with embedded migrations. The calls an agent makes every step run,
+//! on SQLite, on one writer thread with one hand-off per call (rusqlite); the rest, and
+//! PostgreSQL, through sqlx.
 //!
 //! One [`Store`] holds sessions and everything that belongs to them: messages in order, the
 //! tool-call audit (which also makes each call id run at most once), offloaded outputs
@@ -41,6 +43,7 @@ mod steps;
 mod todos;
 mod tool_calls;
 mod url;
+mod writer;
 
 use std::path::Path;
 
@@ -48,7 +51,6 @@ pub use approvals::{ApprovalDecisionRecord, StoredApproval};
 pub use blobs::{Blob, BlobMeta, NewBlob};
 pub use channels::{ChannelSummary, InboxItem, InboxState, NewInboxItem};
 pub use db::now_ms;
-use db::on_db;
 pub use error::StoreError;
 pub use events::StoredEvent;
 pub use leases::{Lease, LeaseRefusal};
@@ -57,9 +59,9 @@ pub use responses::{NewResponse, RESPONSE_TTL, ResponseChain};
 pub use sessions::{NewSession, SessionFilter, SessionRecord, SessionStatus, SessionSummary, SessionUpdate};
 pub use snapshots::{LoadedContext, Snapshot};
 pub use state::SessionState;
-pub use steps::StepRecord;
+pub use steps::{StepCommit, StepRecord};
 pub use todos::{TodoItem, TodoPage, TodoStatus, TodoUpdate};
-pub use tool_calls::{BeginOutcome, ToolCallFinish, ToolCallRecord, ToolCallStatus};
+pub use tool_calls::{BeginOutcome, CallStart, ToolCallFinish, ToolCallRecord, ToolCallStatus};
 pub use url::{Backend, StoreUrl};
 
 /// The store. Cheap to clone: clones share one connection pool.
@@ -78,6 +80,9 @@ pub struct Store {
     db: db::Db,
     /// Background WAL checkpoints of a file database.
     _checkpointer: Option<checkpoint::Checkpointer>,
+    /// The directory of a throwaway store ([`Store::open_in_memory`]), removed with the last
+    /// clone (after the connections above, which are dropped first).
+    _scratch: Option<std::sync::Arc<tempfile::TempDir>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -89,9 +94,9 @@ impl std::fmt::Debug for Store {
 impl Store {
     /// Opens (creating it and its directory if needed) the database file at `path`.
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
-        let pool = db::open_file(path).await?;
-        let checkpointer = checkpoint::spawn(pool.clone(), checkpoint::CHECKPOINT_EVERY);
-        Ok(Self { db: db::Db::Sqlite(pool), _checkpointer: Some(checkpointer) })
+        let sqlite = db::open_file(path).await?;
+        let checkpointer = checkpoint::spawn(sqlite.pool.clone(), checkpoint::CHECKPOINT_EVERY);
+        Ok(Self { db: db::Db::Sqlite(sqlite), _checkpointer: Some(checkpointer), _scratch: None })
     }
 
     /// Opens the store at `url`: `postgres://user:password@host:port/database` (or
@@ -106,21 +111,34 @@ impl Store {
     /// ```
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
         match StoreUrl::parse(url)? {
-            StoreUrl::Postgres(url) => {
-                Ok(Self { db: db::Db::Postgres(db::open_postgres(&url).await?), _checkpointer: None })
-            }
+            StoreUrl::Postgres(url) => Ok(Self {
+                db: db::Db::Postgres(db::open_postgres(&url).await?),
+                _checkpointer: None,
+                _scratch: None,
+            }),
             StoreUrl::Sqlite(path) => Self::open(&path).await,
         }
     }
 
-    /// A private in-memory database, for tests and throwaway runs.
+    /// A private throwaway database, for tests and runs that keep nothing: a SQLite file in a
+    /// fresh temporary directory (so it behaves exactly like [`Store::open`]'s), removed when
+    /// the last clone of the store is dropped.
     pub async fn open_in_memory() -> Result<Self, StoreError> {
-        Ok(Self { db: db::Db::Sqlite(db::open_memory().await?), _checkpointer: None })
+        let scratch = tempfile::Builder::new().prefix("tackle-store-").tempdir()?;
+        let mut store = Self::open(&scratch.path().join("tackle.db")).await?;
+        store._scratch = Some(std::sync::Arc::new(scratch));
+        Ok(store)
     }
 
-    /// Closes the pool, waiting for running queries; later calls fail.
+    /// Closes the connections, waiting for running queries; later calls fail.
     pub async fn close(&self) {
-        on_db!(self, pool => pool.close().await)
+        match &self.db {
+            db::Db::Sqlite(sqlite) => {
+                sqlite.writer.close().await;
+                sqlite.pool.close().await;
+            }
+            db::Db::Postgres(pool) => pool.close().await,
+        }
     }
 
     /// Which database holds the store.
@@ -135,8 +153,8 @@ impl Store {
     pub async fn journal_mode(&self) -> Result<Option<String>, StoreError> {
         use sqlx::Row;
         match &self.db {
-            db::Db::Sqlite(pool) => {
-                let row = sqlx::query("PRAGMA journal_mode").fetch_one(pool).await?;
+            db::Db::Sqlite(sqlite) => {
+                let row = sqlx::query("PRAGMA journal_mode").fetch_one(&sqlite.pool).await?;
                 Ok(Some(row.try_get::<String, _>(0)?))
             }
             db::Db::Postgres(_) => Ok(None),

@@ -1,6 +1,9 @@
 //! Messages: the conversation of a session, in order, each committed as it happens.
 
-use crate::db::{DbRow, on_db, retry_on_conflict};
+use rusqlite::ToSql;
+
+use crate::db::{Db, DbRow, on_db, retry_on_conflict, session_fk};
+use crate::writer::{self, not_found_if_no_session};
 use serde::{Deserialize, Serialize};
 use tackle_protocol::{ContentBlock, Message, Role};
 
@@ -30,6 +33,66 @@ pub struct MessageFilter {
     /// Include messages hidden by compaction.
     pub include_hidden: bool,
 }
+
+/// Appends one message numbered after the session's last, with its token count.
+const APPEND: &str = "INSERT INTO messages (session_id, seq, turn, role, content, token_count, created_at)
+     VALUES ($1, (SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE session_id = $1), $2, $3, $4, $5, $6)
+     RETURNING seq";
+
+/// A message as it is stored, ready to append.
+pub(crate) struct MessageRow {
+    role: &'static str,
+    content: String,
+    token_count: Option<i64>,
+}
+
+impl MessageRow {
+    pub(crate) fn new(message: &Message, token_count: Option<i64>) -> Result<Self, StoreError> {
+        Ok(Self {
+            role: role_str(message.role),
+            content: serde_json::to_string(&message.content)?,
+            token_count,
+        })
+    }
+
+    /// Appends it on the writer's connection (in the caller's transaction, if any); returns
+    /// its `seq`.
+    pub(crate) fn insert_on(
+        &self,
+        conn: &rusqlite::Connection,
+        session: &str,
+        turn: i64,
+    ) -> Result<i64, StoreError> {
+        let params: [&dyn ToSql; 6] =
+            [&session, &turn, &self.role, &self.content, &self.token_count, &now_ms()];
+        writer::query_optional(conn, APPEND, &params, |r| r.try_get("seq"))
+            .map_err(|e| not_found_if_no_session(e, session))?
+            .ok_or_else(|| StoreError::not_found("session", session))
+    }
+
+    /// Appends it on a PostgreSQL connection; returns its `seq`.
+    pub(crate) async fn insert_postgres(
+        &self,
+        conn: &mut sqlx::PgConnection,
+        session: &str,
+        turn: i64,
+    ) -> Result<i64, StoreError> {
+        let row = sqlx::query(APPEND)
+            .bind(session)
+            .bind(turn)
+            .bind(self.role)
+            .bind(&self.content)
+            .bind(self.token_count)
+            .bind(now_ms())
+            .fetch_one(conn)
+            .await
+            .map_err(|e| session_fk(e, session))?;
+        row.try_get("seq")
+    }
+}
+
+/// The highest turn of a session.
+const LAST_TURN: &str = "SELECT MAX(turn) AS t FROM messages WHERE session_id = $1";
 
 fn role_str(role: Role) -> &'static str {
     match role {
@@ -87,27 +150,14 @@ impl Store {
         message: &Message,
         token_count: Option<i64>,
     ) -> Result<i64, StoreError> {
-        on_db!(self, pool => {
-            let content = serde_json::to_string(&message.content)?;
-            let row = sqlx::query(
-                "INSERT INTO messages (session_id, seq, turn, role, content, token_count, created_at)
-             VALUES ($1, (SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE session_id = $1), $2, $3, $4, $5, $6)
-             RETURNING seq",
-            )
-            .bind(session_id)
-            .bind(turn)
-            .bind(role_str(message.role))
-            .bind(content)
-            .bind(token_count)
-            .bind(now_ms())
-            .fetch_one(pool)
-            .await
-            .map_err(|e| match &e {
-                sqlx::Error::Database(d) if d.is_foreign_key_violation() => StoreError::not_found("session", session_id),
-                _ => StoreError::Database(e),
-            })?;
-            Ok(row.try_get("seq")?)
-        })
+        let row = MessageRow::new(message, token_count)?;
+        match &self.db {
+            Db::Sqlite(sqlite) => {
+                let session = session_id.to_owned();
+                sqlite.writer.call(move |conn| row.insert_on(conn, &session, turn)).await
+            }
+            Db::Postgres(pool) => row.insert_postgres(&mut *pool.acquire().await?, session_id, turn).await,
+        }
     }
 
     /// Appends several messages in one transaction; returns their `seq`s.
@@ -126,27 +176,31 @@ impl Store {
         turn: i64,
         messages: &[Message],
     ) -> Result<Vec<i64>, StoreError> {
-        on_db!(self, pool => {
-            let mut tx = pool.begin().await?;
-            let mut seqs = Vec::with_capacity(messages.len());
-            for message in messages {
-                let row = sqlx::query(
-                    "INSERT INTO messages (session_id, seq, turn, role, content, created_at)
-                 VALUES ($1, (SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE session_id = $1), $2, $3, $4, $5)
-                 RETURNING seq",
-                )
-                .bind(session_id)
-                .bind(turn)
-                .bind(role_str(message.role))
-                .bind(serde_json::to_string(&message.content)?)
-                .bind(now_ms())
-                .fetch_one(&mut *tx)
-                .await?;
-                seqs.push(row.try_get("seq")?);
+        let rows = messages.iter().map(|m| MessageRow::new(m, None)).collect::<Result<Vec<_>, _>>()?;
+        match &self.db {
+            Db::Sqlite(sqlite) => {
+                let session = session_id.to_owned();
+                sqlite
+                    .writer
+                    .transaction(move |tx| {
+                        let seqs = rows
+                            .iter()
+                            .map(|row| row.insert_on(tx, &session, turn))
+                            .collect::<Result<_, _>>()?;
+                        Ok(seqs)
+                    })
+                    .await
             }
-            tx.commit().await?;
-            Ok(seqs)
-        })
+            Db::Postgres(pool) => {
+                let mut tx = pool.begin().await?;
+                let mut seqs = Vec::with_capacity(rows.len());
+                for row in &rows {
+                    seqs.push(row.insert_postgres(&mut tx, session_id, turn).await?);
+                }
+                tx.commit().await?;
+                Ok(seqs)
+            }
+        }
     }
 
     /// Messages of a session in order.
@@ -249,12 +303,21 @@ impl Store {
 
     /// The highest turn number stored, if any.
     pub async fn last_turn(&self, session_id: &str) -> Result<Option<i64>, StoreError> {
-        on_db!(self, pool => {
-            let row = sqlx::query("SELECT MAX(turn) AS t FROM messages WHERE session_id = $1")
-                .bind(session_id)
-                .fetch_one(pool)
-                .await?;
-            Ok(row.try_get("t")?)
-        })
+        match &self.db {
+            Db::Sqlite(sqlite) => {
+                let session = session_id.to_owned();
+                sqlite
+                    .writer
+                    .call(move |conn| {
+                        let turn = writer::query_optional(conn, LAST_TURN, &[&session], |r| r.try_get("t"))?;
+                        Ok(turn.flatten())
+                    })
+                    .await
+            }
+            Db::Postgres(pool) => {
+                let row = sqlx::query(LAST_TURN).bind(session_id).fetch_one(pool).await?;
+                Ok(row.try_get("t")?)
+            }
+        }
     }
 }

@@ -50,7 +50,12 @@ impl Runner {
     /// Whether the process is known to be gone: same host, and no process with this pid and
     /// start time exists.
     pub(crate) fn is_gone(&self) -> bool {
-        if self.host != this_process().0.host || !cfg!(target_os = "linux") {
+        let me = &this_process().0;
+        if self.host != me.host || !cfg!(target_os = "linux") {
+            return false;
+        }
+        // This process is alive: no need to ask /proc (a session of ours is read back often).
+        if self.pid == me.pid && self.start == me.start {
             return false;
         }
         start_time(self.pid) != Some(self.start)

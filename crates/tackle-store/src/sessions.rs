@@ -2,7 +2,10 @@
 
 use std::fmt;
 
-use crate::db::{DbRow, on_db};
+use rusqlite::ToSql;
+
+use crate::db::{Db, DbRow, on_db};
+use crate::writer;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -174,6 +177,26 @@ pub(crate) fn turn_alive(runner: Option<&str>, lease_until: Option<i64>, now: i6
     runner.is_some() && !process_gone && !lease_expired
 }
 
+const CREATE: &str = "INSERT INTO sessions (id, owner, title, provider, model, workspace, status, metadata, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, 'idle', $7, $8, $9)";
+
+const GET: &str = concat!("SELECT ", session_columns!(), " FROM sessions WHERE id = $1");
+
+const UPDATE: &str = "UPDATE sessions SET
+        title = COALESCE($1, title),
+        runner = CASE WHEN $2 IS NULL THEN runner WHEN $3 = 'running' THEN $4 ELSE NULL END,
+        status = COALESCE($5, status),
+        model = COALESCE($6, model),
+        metadata = COALESCE($7, metadata),
+        updated_at = $8
+     WHERE id = $9";
+
+/// The session `id`, on the writer's connection.
+fn get_on(conn: &rusqlite::Connection, id: &str) -> Result<SessionRecord, StoreError> {
+    writer::query_optional(conn, GET, &[&id], |row| record(row))?
+        .ok_or_else(|| StoreError::not_found("session", id))
+}
+
 fn record(row: &impl DbRow) -> Result<SessionRecord, StoreError> {
     Ok(SessionRecord {
         id: row.try_get::<String>("id")?.into(),
@@ -192,38 +215,64 @@ fn record(row: &impl DbRow) -> Result<SessionRecord, StoreError> {
 impl Store {
     /// Creates a session with a new UUIDv7 id, status `idle`.
     pub async fn create_session(&self, new: NewSession) -> Result<SessionRecord, StoreError> {
-        on_db!(self, pool => {
-            let id = uuid::Uuid::now_v7().to_string();
-            let now = now_ms();
-            sqlx::query(
-                "INSERT INTO sessions (id, owner, title, provider, model, workspace, status, metadata, created_at, updated_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, 'idle', $7, $8, $9)",
-            )
-            .bind(&id)
-            .bind(&new.owner)
-            .bind(&new.title)
-            .bind(&new.provider)
-            .bind(&new.model)
-            .bind(&new.workspace)
-            .bind(serde_json::to_string(&new.metadata)?)
-            .bind(now)
-            .bind(now)
-            .execute(pool)
-            .await?;
-            self.get_session(&id).await
-        })
+        let id = uuid::Uuid::now_v7().to_string();
+        let now = now_ms();
+        let metadata = serde_json::to_string(&new.metadata)?;
+        match &self.db {
+            Db::Sqlite(sqlite) => {
+                sqlite
+                    .writer
+                    .transaction(move |tx| {
+                        let params: [&dyn ToSql; 9] = [
+                            &id,
+                            &new.owner,
+                            &new.title,
+                            &new.provider,
+                            &new.model,
+                            &new.workspace,
+                            &metadata,
+                            &now,
+                            &now,
+                        ];
+                        writer::execute(tx, CREATE, &params)?;
+                        get_on(tx, &id)
+                    })
+                    .await
+            }
+            Db::Postgres(pool) => {
+                sqlx::query(CREATE)
+                    .bind(&id)
+                    .bind(&new.owner)
+                    .bind(&new.title)
+                    .bind(&new.provider)
+                    .bind(&new.model)
+                    .bind(&new.workspace)
+                    .bind(metadata)
+                    .bind(now)
+                    .bind(now)
+                    .execute(pool)
+                    .await?;
+                self.get_session(&id).await
+            }
+        }
     }
 
     /// The session `id`.
     pub async fn get_session(&self, id: &str) -> Result<SessionRecord, StoreError> {
-        on_db!(self, pool => {
-            let row = sqlx::query(concat!("SELECT ", session_columns!(), " FROM sessions WHERE id = $1"))
-                .bind(id)
-                .fetch_optional(pool)
-                .await?
-                .ok_or_else(|| StoreError::not_found("session", id))?;
-            record(&row)
-        })
+        match &self.db {
+            Db::Sqlite(sqlite) => {
+                let id = id.to_owned();
+                sqlite.writer.call(move |conn| get_on(conn, &id)).await
+            }
+            Db::Postgres(pool) => {
+                let row = sqlx::query(GET)
+                    .bind(id)
+                    .fetch_optional(pool)
+                    .await?
+                    .ok_or_else(|| StoreError::not_found("session", id))?;
+                record(&row)
+            }
+        }
     }
 
     /// The session `id` if `owner` owns it; another owner's session is reported as not found.
@@ -294,34 +343,53 @@ impl Store {
 
     /// Applies `update` and returns the new record.
     pub async fn update_session(&self, id: &str, update: SessionUpdate) -> Result<SessionRecord, StoreError> {
-        on_db!(self, pool => {
-            let metadata = update.metadata.as_ref().map(serde_json::to_string).transpose()?;
-            let done = sqlx::query(
-                "UPDATE sessions SET
-                title = COALESCE($1, title),
-                runner = CASE WHEN $2 IS NULL THEN runner WHEN $3 = 'running' THEN $4 ELSE NULL END,
-                status = COALESCE($5, status),
-                model = COALESCE($6, model),
-                metadata = COALESCE($7, metadata),
-                updated_at = $8
-             WHERE id = $9",
-            )
-            .bind(update.title)
-            .bind(update.status.map(SessionStatus::as_str))
-            .bind(update.status.map(SessionStatus::as_str))
-            .bind(crate::runner::current_id())
-            .bind(update.status.map(SessionStatus::as_str))
-            .bind(update.model)
-            .bind(metadata)
-            .bind(now_ms())
-            .bind(id)
-            .execute(pool)
-            .await?;
-            if done.rows_affected() == 0 {
-                return Err(StoreError::not_found("session", id));
+        let metadata = update.metadata.as_ref().map(serde_json::to_string).transpose()?;
+        let status = update.status.map(SessionStatus::as_str);
+        let runner = crate::runner::current_id();
+        match &self.db {
+            Db::Sqlite(sqlite) => {
+                let id = id.to_owned();
+                sqlite
+                    .writer
+                    .transaction(move |tx| {
+                        let params: [&dyn ToSql; 9] = [
+                            &update.title,
+                            &status,
+                            &status,
+                            &runner,
+                            &status,
+                            &update.model,
+                            &metadata,
+                            &now_ms(),
+                            &id,
+                        ];
+                        if writer::execute(tx, UPDATE, &params)? == 0 {
+                            return Err(StoreError::not_found("session", id.as_str()));
+                        }
+                        let record = get_on(tx, &id)?;
+                        Ok(record)
+                    })
+                    .await
             }
-            self.get_session(id).await
-        })
+            Db::Postgres(pool) => {
+                let done = sqlx::query(UPDATE)
+                    .bind(update.title)
+                    .bind(status)
+                    .bind(status)
+                    .bind(runner)
+                    .bind(status)
+                    .bind(update.model)
+                    .bind(metadata)
+                    .bind(now_ms())
+                    .bind(id)
+                    .execute(pool)
+                    .await?;
+                if done.rows_affected() == 0 {
+                    return Err(StoreError::not_found("session", id));
+                }
+                self.get_session(id).await
+            }
+        }
     }
 
     /// Deletes a session and everything stored with it.

@@ -1,7 +1,7 @@
 //! Snapshots: the conversation as the model should see it after a compaction. Resume starts
 //! from the latest snapshot plus the messages stored after it.
 
-use crate::db::{DbRow, on_db};
+use crate::db::{DbRow, on_db, session_fk};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tackle_protocol::Message;
@@ -76,12 +76,7 @@ impl Store {
             .bind(serde_json::to_string(stats)?)
             .fetch_one(pool)
             .await
-            .map_err(|e| match &e {
-                sqlx::Error::Database(d) if d.is_foreign_key_violation() => {
-                    StoreError::not_found("session", session_id)
-                }
-                _ => StoreError::Database(e),
-            })?;
+            .map_err(|e| session_fk(e, session_id))?;
             snapshot(&row)
         })
     }

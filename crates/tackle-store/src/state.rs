@@ -2,7 +2,10 @@
 
 use std::collections::HashMap;
 
-use crate::db::{DbRow, on_db};
+use rusqlite::ToSql;
+
+use crate::db::{Db, DbRow, on_db, session_fk};
+use crate::writer::{self, not_found_if_no_session};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -22,21 +25,32 @@ impl SessionState {
     }
 }
 
+const STATE: &str = "SELECT key, value FROM session_state WHERE session_id = $1";
+
 impl Store {
     /// Every state value of `session_id`: opening a session needs several, and one query costs
     /// what one key does.
     pub async fn session_state(&self, session_id: &str) -> Result<SessionState, StoreError> {
-        on_db!(self, pool => {
-            let rows = sqlx::query("SELECT key, value FROM session_state WHERE session_id = $1")
-                .bind(session_id)
-                .fetch_all(pool)
-                .await?;
-            let mut values = HashMap::with_capacity(rows.len());
-            for row in rows {
-                values.insert(row.try_get::<String>("key")?, row.try_get::<String>("value")?);
+        let pairs = match &self.db {
+            Db::Sqlite(sqlite) => {
+                let session = session_id.to_owned();
+                sqlite
+                    .writer
+                    .call(move |conn| {
+                        writer::query(conn, STATE, &[&session], |row| {
+                            Ok((row.try_get("key")?, row.try_get("value")?))
+                        })
+                    })
+                    .await?
             }
-            Ok(SessionState { values })
-        })
+            Db::Postgres(pool) => {
+                let rows = sqlx::query(STATE).bind(session_id).fetch_all(pool).await?;
+                rows.iter()
+                    .map(|row| Ok((row.try_get("key")?, row.try_get("value")?)))
+                    .collect::<Result<Vec<(String, String)>, StoreError>>()?
+            }
+        };
+        Ok(SessionState { values: pairs.into_iter().collect() })
     }
 
     /// Stores several values in one statement (see [`Store::set_state`]).
@@ -45,32 +59,53 @@ impl Store {
         session_id: &str,
         values: &[(&str, serde_json::Value)],
     ) -> Result<(), StoreError> {
-        on_db!(self, pool => {
-            if values.is_empty() {
-                return Ok(());
+        let values = values
+            .iter()
+            .map(|(key, value)| Ok(((*key).to_owned(), serde_json::to_string(value)?)))
+            .collect::<Result<Vec<(String, String)>, StoreError>>()?;
+        self.put_states(session_id, values).await
+    }
+
+    /// Upserts `values` (key, JSON text) in one statement.
+    async fn put_states(&self, session_id: &str, values: Vec<(String, String)>) -> Result<(), StoreError> {
+        if values.is_empty() {
+            return Ok(());
+        }
+        let rows = (0..values.len())
+            .map(|i| format!("(${}, ${}, ${}, ${})", 4 * i + 1, 4 * i + 2, 4 * i + 3, 4 * i + 4))
+            .collect::<Vec<_>>()
+            .join(", ");
+        // Built from fixed fragments only; every value is bound.
+        let sql = format!(
+            "INSERT INTO session_state (session_id, key, value, updated_at) VALUES {rows}
+             ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at"
+        );
+        let now = now_ms();
+        match &self.db {
+            Db::Sqlite(sqlite) => {
+                let session = session_id.to_owned();
+                sqlite
+                    .writer
+                    .call(move |conn| {
+                        let mut params: Vec<&dyn ToSql> = Vec::with_capacity(4 * values.len());
+                        for (key, value) in &values {
+                            params.extend([&session as &dyn ToSql, key, value, &now]);
+                        }
+                        writer::execute(conn, &sql, &params)
+                            .map_err(|e| not_found_if_no_session(e, &session))?;
+                        Ok(())
+                    })
+                    .await
             }
-            let rows = (0..values.len())
-                .map(|i| format!("(${}, ${}, ${}, ${})", 4 * i + 1, 4 * i + 2, 4 * i + 3, 4 * i + 4))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let sql = format!(
-                "INSERT INTO session_state (session_id, key, value, updated_at) VALUES {rows}
-                 ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at"
-            );
-            let now = now_ms();
-            // Built from fixed fragments only; every value is bound.
-            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-            for (key, value) in values {
-                query = query.bind(session_id).bind(*key).bind(serde_json::to_string(value)?).bind(now);
-            }
-            query.execute(pool).await.map_err(|e| match &e {
-                sqlx::Error::Database(d) if d.is_foreign_key_violation() => {
-                    StoreError::not_found("session", session_id)
+            Db::Postgres(pool) => {
+                let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+                for (key, value) in values {
+                    query = query.bind(session_id).bind(key).bind(value).bind(now);
                 }
-                _ => StoreError::Database(e),
-            })?;
-            Ok(())
-        })
+                query.execute(pool).await.map_err(|e| session_fk(e, session_id))?;
+                Ok(())
+            }
+        }
     }
 
     /// The value stored under `key`, if any.
@@ -99,23 +134,7 @@ impl Store {
         key: &str,
         value: &T,
     ) -> Result<(), StoreError> {
-        on_db!(self, pool => {
-            sqlx::query(
-                "INSERT INTO session_state (session_id, key, value, updated_at) VALUES ($1, $2, $3, $4)
-                 ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-            )
-            .bind(session_id)
-            .bind(key)
-            .bind(serde_json::to_string(value)?)
-            .bind(now_ms())
-            .execute(pool)
-            .await
-            .map_err(|e| match &e {
-                sqlx::Error::Database(d) if d.is_foreign_key_violation() => StoreError::not_found("session", session_id),
-                _ => StoreError::Database(e),
-            })?;
-            Ok(())
-        })
+        self.put_states(session_id, vec![(key.to_owned(), serde_json::to_string(value)?)]).await
     }
 
     /// Removes the value under `key`.

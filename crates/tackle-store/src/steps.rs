@@ -1,7 +1,14 @@
 //! Steps: one row per model call, with usage and prompt-cache stability, for `sessions show`
 //! and cost accounting.
 
-use crate::db::{DbRow, on_db};
+use rusqlite::ToSql;
+use tackle_protocol::Message;
+
+use crate::ToolCallFinish;
+
+use crate::db::{Db, DbRow, on_db, retry_on_conflict, session_fk};
+use crate::messages::MessageRow;
+use crate::writer::{self, not_found_if_no_session};
 use serde::{Deserialize, Serialize};
 
 use crate::db::now_ms;
@@ -38,6 +45,75 @@ pub struct StepRecord {
     pub duration_ms: u64,
 }
 
+const RECORD: &str = "INSERT INTO steps (session_id, turn, step, stop_reason, input_tokens, output_tokens, cache_read,
+         cache_write, request_bytes, prefix_bytes, prefix_ratio, cache_break, strategy, duration_ms, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+     ON CONFLICT (session_id, turn, step) DO UPDATE SET stop_reason = excluded.stop_reason,
+         input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens,
+         cache_read = excluded.cache_read, cache_write = excluded.cache_write,
+         request_bytes = excluded.request_bytes, prefix_bytes = excluded.prefix_bytes,
+         prefix_ratio = excluded.prefix_ratio, cache_break = excluded.cache_break,
+         strategy = excluded.strategy, duration_ms = excluded.duration_ms, created_at = excluded.created_at";
+
+/// Runs [`RECORD`] on the writer's connection.
+fn record_on(conn: &rusqlite::Connection, session: &str, step: &StepRecord) -> Result<usize, StoreError> {
+    let params: [&dyn ToSql; 15] = [
+        &session,
+        &step.turn,
+        &step.step,
+        &step.stop_reason,
+        &to_i64(step.input_tokens),
+        &to_i64(step.output_tokens),
+        &to_i64(step.cache_read_tokens),
+        &to_i64(step.cache_write_tokens),
+        &step.request_bytes.map(to_i64),
+        &step.prefix_bytes.map(to_i64),
+        &step.prefix_ratio,
+        &step.cache_break,
+        &step.strategy,
+        &to_i64(step.duration_ms),
+        &now_ms(),
+    ];
+    writer::execute(conn, RECORD, &params)
+}
+
+/// [`RECORD`] bound for sqlx.
+fn bind_step<'q>(
+    query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    session_id: &'q str,
+    step: &'q StepRecord,
+) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    query
+        .bind(session_id)
+        .bind(step.turn)
+        .bind(step.step)
+        .bind(&step.stop_reason)
+        .bind(to_i64(step.input_tokens))
+        .bind(to_i64(step.output_tokens))
+        .bind(to_i64(step.cache_read_tokens))
+        .bind(to_i64(step.cache_write_tokens))
+        .bind(step.request_bytes.map(to_i64))
+        .bind(step.prefix_bytes.map(to_i64))
+        .bind(step.prefix_ratio)
+        .bind(&step.cache_break)
+        .bind(&step.strategy)
+        .bind(to_i64(step.duration_ms))
+        .bind(now_ms())
+}
+
+/// What the end of a step commits at once ([`Store::commit_step`]).
+#[derive(Debug, Clone)]
+pub struct StepCommit<'a> {
+    /// The turn.
+    pub turn: i64,
+    /// The step's last message (the answer, or the tool results) with its token count.
+    pub message: Option<(&'a Message, Option<i64>)>,
+    /// Calls whose end is committed with it: call id and how it finished.
+    pub finished: Vec<(String, ToolCallFinish)>,
+    /// The step's record.
+    pub step: &'a StepRecord,
+}
+
 fn to_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
@@ -45,41 +121,83 @@ fn to_i64(v: u64) -> i64 {
 impl Store {
     /// Records a step (replacing a row of the same turn and step).
     pub async fn record_step(&self, session_id: &str, step: &StepRecord) -> Result<(), StoreError> {
-        on_db!(self, pool => {
-            sqlx::query(
-                "INSERT INTO steps (session_id, turn, step, stop_reason, input_tokens, output_tokens, cache_read,
-                 cache_write, request_bytes, prefix_bytes, prefix_ratio, cache_break, strategy, duration_ms, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
-             ON CONFLICT (session_id, turn, step) DO UPDATE SET stop_reason = excluded.stop_reason,
-                 input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens,
-                 cache_read = excluded.cache_read, cache_write = excluded.cache_write,
-                 request_bytes = excluded.request_bytes, prefix_bytes = excluded.prefix_bytes,
-                 prefix_ratio = excluded.prefix_ratio, cache_break = excluded.cache_break,
-                 strategy = excluded.strategy, duration_ms = excluded.duration_ms, created_at = excluded.created_at",
-            )
-            .bind(session_id)
-            .bind(step.turn)
-            .bind(step.step)
-            .bind(&step.stop_reason)
-            .bind(to_i64(step.input_tokens))
-            .bind(to_i64(step.output_tokens))
-            .bind(to_i64(step.cache_read_tokens))
-            .bind(to_i64(step.cache_write_tokens))
-            .bind(step.request_bytes.map(to_i64))
-            .bind(step.prefix_bytes.map(to_i64))
-            .bind(step.prefix_ratio)
-            .bind(&step.cache_break)
-            .bind(&step.strategy)
-            .bind(to_i64(step.duration_ms))
-            .bind(now_ms())
-            .execute(pool)
-            .await
-            .map_err(|e| match &e {
-                sqlx::Error::Database(d) if d.is_foreign_key_violation() => StoreError::not_found("session", session_id),
-                _ => StoreError::Database(e),
-            })?;
-            Ok(())
-        })
+        match &self.db {
+            Db::Sqlite(sqlite) => {
+                let session = session_id.to_owned();
+                let step = step.clone();
+                sqlite
+                    .writer
+                    .call(move |conn| {
+                        record_on(conn, &session, &step).map_err(|e| not_found_if_no_session(e, &session))?;
+                        Ok(())
+                    })
+                    .await
+            }
+            Db::Postgres(pool) => {
+                bind_step(sqlx::query(RECORD), session_id, step)
+                    .execute(pool)
+                    .await
+                    .map_err(|e| session_fk(e, session_id))?;
+                Ok(())
+            }
+        }
+    }
+
+    /// Commits the end of a step in one transaction (one hand-off to the writer on SQLite):
+    /// the calls finished with it, its last message (the answer or the tool results) and its
+    /// record. Returns the message's `seq`.
+    pub async fn commit_step(
+        &self,
+        session_id: &str,
+        commit: StepCommit<'_>,
+    ) -> Result<Option<i64>, StoreError> {
+        let StepCommit { turn, message, finished, step } = commit;
+        if message.is_none() && finished.is_empty() {
+            self.record_step(session_id, step).await?;
+            return Ok(None);
+        }
+        let message = message.map(|(m, tokens)| MessageRow::new(m, tokens)).transpose()?;
+        match &self.db {
+            Db::Sqlite(sqlite) => {
+                let session = session_id.to_owned();
+                let step = step.clone();
+                sqlite
+                    .writer
+                    .transaction(move |tx| {
+                        for (call, finish) in &finished {
+                            if finish.run_on(tx, &session, call)? == 0 {
+                                return Err(StoreError::not_found("tool call", call.as_str()));
+                            }
+                        }
+                        let seq =
+                            message.as_ref().map(|row| row.insert_on(tx, &session, turn)).transpose()?;
+                        record_on(tx, &session, &step).map_err(|e| not_found_if_no_session(e, &session))?;
+                        Ok(seq)
+                    })
+                    .await
+            }
+            Db::Postgres(pool) => {
+                retry_on_conflict(|| async {
+                    let mut tx = pool.begin().await?;
+                    for (call, finish) in &finished {
+                        if finish.run_on_postgres(&mut tx, session_id, call).await? == 0 {
+                            return Err(StoreError::not_found("tool call", call.as_str()));
+                        }
+                    }
+                    let seq = match &message {
+                        Some(row) => Some(row.insert_postgres(&mut tx, session_id, turn).await?),
+                        None => None,
+                    };
+                    bind_step(sqlx::query(RECORD), session_id, step)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(|e| session_fk(e, session_id))?;
+                    tx.commit().await?;
+                    Ok(seq)
+                })
+                .await
+            }
+        }
     }
 
     /// Steps of a session in order.

@@ -1,6 +1,7 @@
 //! Todo items of a session (the `todo` tool's list).
 
-use crate::db::{DbRow, on_db, retry_on_conflict};
+use crate::db::{Db, DbRow, on_db, retry_on_conflict, session_fk};
+use crate::writer;
 use serde::{Deserialize, Serialize};
 
 use crate::db::now_ms;
@@ -70,6 +71,10 @@ pub struct TodoPage {
     pub total_count: u64,
 }
 
+const OPEN: &str =
+    "SELECT id, text, status, created_at, updated_at FROM todos WHERE session_id = $1 AND status != 'done'
+     ORDER BY position";
+
 fn item(row: &impl DbRow) -> Result<TodoItem, StoreError> {
     Ok(TodoItem {
         id: row.try_get("id")?,
@@ -101,12 +106,7 @@ impl Store {
             .bind(now)
             .fetch_one(pool)
             .await
-            .map_err(|e| match &e {
-                sqlx::Error::Database(d) if d.is_foreign_key_violation() => {
-                    StoreError::not_found("session", session_id)
-                }
-                _ => StoreError::Database(e),
-            })?;
+            .map_err(|e| session_fk(e, session_id))?;
             item(&row)
         })
     }
@@ -181,15 +181,15 @@ impl Store {
 
     /// Items not done, in list order.
     pub async fn open_todos(&self, session_id: &str) -> Result<Vec<TodoItem>, StoreError> {
-        on_db!(self, pool => {
-            let rows = sqlx::query(
-                "SELECT id, text, status, created_at, updated_at FROM todos WHERE session_id = $1 AND status != 'done'
-                 ORDER BY position",
-            )
-            .bind(session_id)
-            .fetch_all(pool)
-            .await?;
-            rows.iter().map(item).collect()
-        })
+        match &self.db {
+            Db::Sqlite(sqlite) => {
+                let session = session_id.to_owned();
+                sqlite.writer.call(move |conn| writer::query(conn, OPEN, &[&session], |row| item(row))).await
+            }
+            Db::Postgres(pool) => {
+                let rows = sqlx::query(OPEN).bind(session_id).fetch_all(pool).await?;
+                rows.iter().map(item).collect()
+            }
+        }
     }
 }

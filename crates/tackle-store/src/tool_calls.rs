@@ -3,9 +3,15 @@
 
 use std::fmt;
 
-use crate::db::{DbRow, on_db};
+use rusqlite::ToSql;
+
+use crate::db::retry_on_conflict;
+use crate::db::{Db, DbRow, on_db};
+use crate::messages::MessageRow;
+use crate::writer::{self, not_found_if_no_session};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tackle_protocol::Message;
 use tackle_protocol::{ToolError, ToolResult};
 
 use crate::db::now_ms;
@@ -112,9 +118,20 @@ pub struct ToolCallFinish {
     pub duration_ms: u64,
 }
 
+/// A call about to run, recorded with the assistant message that makes it
+/// ([`Store::append_with_calls`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CallStart<'a> {
+    /// Call id.
+    pub call_id: &'a str,
+    /// The tool that will run.
+    pub name: &'a str,
+    /// Its arguments.
+    pub args: &'a Value,
+}
+
 fn record(row: &impl DbRow) -> Result<ToolCallRecord, StoreError> {
-    let json_opt =
-        |col: &str| -> Result<Option<String>, StoreError> { Ok(row.try_get::<Option<String>>(col)?) };
+    let json_opt = |col: &str| -> Result<Option<String>, StoreError> { row.try_get::<Option<String>>(col) };
     Ok(ToolCallRecord {
         call_id: row.try_get("call_id")?,
         name: row.try_get("name")?,
@@ -138,6 +155,79 @@ macro_rules! select_calls {
     };
 }
 
+pub(crate) const BEGIN: &str = "INSERT INTO tool_calls (session_id, call_id, name, args, status, started_at)
+     VALUES ($1, $2, $3, $4, 'running', $5) ON CONFLICT (session_id, call_id) DO NOTHING";
+
+pub(crate) const FINISH: &str =
+    "UPDATE tool_calls SET status = $1, result = $2, envelope = $3, bytes = $4, truncated = $5,
+        locator = $6, finished_at = $7, duration_ms = $8
+     WHERE session_id = $9 AND call_id = $10";
+
+const GET: &str = concat!(select_calls!(), " WHERE session_id = $1 AND call_id = $2");
+
+const INTERRUPT: &str = "UPDATE tool_calls SET status = 'interrupted', finished_at = $1
+     WHERE session_id = $2 AND status = 'running' RETURNING call_id";
+
+impl ToolCallFinish {
+    /// Runs [`FINISH`] for `call_id` on the writer's connection; returns the rows changed.
+    pub(crate) fn run_on(
+        &self,
+        conn: &rusqlite::Connection,
+        session_id: &str,
+        call_id: &str,
+    ) -> Result<usize, StoreError> {
+        let result = serde_json::to_string(&self.result)?;
+        let envelope = self.envelope.as_ref().map(serde_json::to_string).transpose()?;
+        let params: [&dyn ToSql; 10] = [
+            &self.status.as_str(),
+            &result,
+            &envelope,
+            &i64::try_from(self.bytes).unwrap_or(i64::MAX),
+            &i64::from(self.truncated),
+            &self.locator,
+            &now_ms(),
+            &i64::try_from(self.duration_ms).unwrap_or(i64::MAX),
+            &session_id,
+            &call_id,
+        ];
+        writer::execute(conn, FINISH, &params)
+    }
+}
+
+impl ToolCallFinish {
+    /// Runs [`FINISH`] for `call_id` on a PostgreSQL connection; returns the rows changed.
+    pub(crate) async fn run_on_postgres(
+        &self,
+        conn: &mut sqlx::PgConnection,
+        session_id: &str,
+        call_id: &str,
+    ) -> Result<usize, StoreError> {
+        let done = sqlx::query(FINISH)
+            .bind(self.status.as_str())
+            .bind(serde_json::to_string(&self.result)?)
+            .bind(self.envelope.as_ref().map(serde_json::to_string).transpose()?)
+            .bind(i64::try_from(self.bytes).unwrap_or(i64::MAX))
+            .bind(i64::from(self.truncated))
+            .bind(&self.locator)
+            .bind(now_ms())
+            .bind(i64::try_from(self.duration_ms).unwrap_or(i64::MAX))
+            .bind(session_id)
+            .bind(call_id)
+            .execute(conn)
+            .await?;
+        Ok(usize::try_from(done.rows_affected()).unwrap_or(usize::MAX))
+    }
+}
+
+/// The record of a call, on the writer's connection.
+fn get_on(
+    conn: &rusqlite::Connection,
+    session_id: &str,
+    call_id: &str,
+) -> Result<Option<ToolCallRecord>, StoreError> {
+    writer::query_optional(conn, GET, &[&session_id, &call_id], |row| record(row))
+}
+
 impl Store {
     /// Which of `call_ids` the session's audit already holds (in one query), so a model that
     /// reuses an id gets a fresh one instead of the earlier call's result.
@@ -146,20 +236,36 @@ impl Store {
         session_id: &str,
         call_ids: &[&str],
     ) -> Result<std::collections::HashSet<String>, StoreError> {
-        on_db!(self, pool => {
-            if call_ids.is_empty() {
-                return Ok(Default::default());
+        if call_ids.is_empty() {
+            return Ok(Default::default());
+        }
+        let placeholders = (2..call_ids.len() + 2).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
+        // Built from fixed fragments only; every value is bound.
+        let sql =
+            format!("SELECT call_id FROM tool_calls WHERE session_id = $1 AND call_id IN ({placeholders})");
+        let mut values = Vec::with_capacity(call_ids.len() + 1);
+        values.push(session_id.to_owned());
+        values.extend(call_ids.iter().map(|id| (*id).to_owned()));
+        match &self.db {
+            Db::Sqlite(sqlite) => {
+                sqlite
+                    .writer
+                    .call(move |conn| {
+                        let params: Vec<&dyn ToSql> = values.iter().map(|v| v as &dyn ToSql).collect();
+                        let ids = writer::query(conn, &sql, &params, |row| row.try_get::<String>("call_id"))?;
+                        Ok(ids.into_iter().collect())
+                    })
+                    .await
             }
-            let mut query = sqlx::QueryBuilder::new("SELECT call_id FROM tool_calls WHERE session_id = ");
-            query.push_bind(session_id).push(" AND call_id IN (");
-            let mut ids = query.separated(", ");
-            for id in call_ids {
-                ids.push_bind(*id);
+            Db::Postgres(pool) => {
+                let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+                for value in values {
+                    query = query.bind(value);
+                }
+                let rows = query.fetch_all(pool).await?;
+                rows.iter().map(|r| r.try_get::<String>("call_id")).collect()
             }
-            query.push(")");
-            let rows = query.build().fetch_all(pool).await?;
-            rows.iter().map(|r| Ok(r.try_get::<String>("call_id")?)).collect()
-        })
+        }
     }
 
     /// Records a call as running unless its id is already recorded.
@@ -170,31 +276,128 @@ impl Store {
         name: &str,
         args: &Value,
     ) -> Result<BeginOutcome, StoreError> {
-        on_db!(self, pool => {
-            let inserted = sqlx::query(
-                "INSERT INTO tool_calls (session_id, call_id, name, args, status, started_at)
-                 VALUES ($1, $2, $3, $4, 'running', $5) ON CONFLICT (session_id, call_id) DO NOTHING",
-            )
-            .bind(session_id)
-            .bind(call_id)
-            .bind(name)
-            .bind(serde_json::to_string(args)?)
-            .bind(now_ms())
-            .execute(pool)
-            .await?
-            .rows_affected();
-            if inserted == 1 {
-                return Ok(BeginOutcome::Started);
-            }
-            let existing = self
-                .get_tool_call(session_id, call_id)
-                .await?
-                .ok_or_else(|| StoreError::not_found("tool call", call_id))?;
+        let args = serde_json::to_string(args)?;
+        let outcome = |existing: Option<ToolCallRecord>| -> Result<BeginOutcome, StoreError> {
+            let existing = existing.ok_or_else(|| StoreError::not_found("tool call", call_id))?;
             Ok(match existing.status {
                 ToolCallStatus::Running => BeginOutcome::AlreadyRunning(existing),
                 _ => BeginOutcome::AlreadyFinished(existing),
             })
-        })
+        };
+        match &self.db {
+            Db::Sqlite(sqlite) => {
+                let (session, call, name) = (session_id.to_owned(), call_id.to_owned(), name.to_owned());
+                let existing = sqlite
+                    .writer
+                    .transaction(move |tx| {
+                        let params: [&dyn ToSql; 5] = [&session, &call, &name, &args, &now_ms()];
+                        let inserted = writer::execute(tx, BEGIN, &params)
+                            .map_err(|e| not_found_if_no_session(e, &session))?;
+                        let existing = if inserted == 1 { None } else { Some(get_on(tx, &session, &call)?) };
+                        Ok(existing)
+                    })
+                    .await?;
+                match existing {
+                    None => Ok(BeginOutcome::Started),
+                    Some(existing) => outcome(existing),
+                }
+            }
+            Db::Postgres(pool) => {
+                let inserted = sqlx::query(BEGIN)
+                    .bind(session_id)
+                    .bind(call_id)
+                    .bind(name)
+                    .bind(args)
+                    .bind(now_ms())
+                    .execute(pool)
+                    .await?
+                    .rows_affected();
+                if inserted == 1 {
+                    return Ok(BeginOutcome::Started);
+                }
+                outcome(self.get_tool_call(session_id, call_id).await?)
+            }
+        }
+    }
+
+    /// Appends the assistant message that makes tool calls and records each call as running,
+    /// in one transaction (one hand-off to the writer on SQLite): what [`Store::append_message`]
+    /// and [`Store::begin_tool_call`] for each call do, committed together before any runs.
+    /// Returns the message's `seq` and each call's outcome, in order.
+    pub async fn append_with_calls(
+        &self,
+        session_id: &str,
+        turn: i64,
+        message: &Message,
+        token_count: Option<i64>,
+        calls: &[CallStart<'_>],
+    ) -> Result<(i64, Vec<BeginOutcome>), StoreError> {
+        let row = MessageRow::new(message, token_count)?;
+        let starts = calls
+            .iter()
+            .map(|c| Ok((c.call_id.to_owned(), c.name.to_owned(), serde_json::to_string(c.args)?)))
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        let (seq, existing) = match &self.db {
+            Db::Sqlite(sqlite) => {
+                let session = session_id.to_owned();
+                sqlite
+                    .writer
+                    .transaction(move |tx| {
+                        let seq = row.insert_on(tx, &session, turn)?;
+                        let mut existing = Vec::with_capacity(starts.len());
+                        for (call, name, args) in &starts {
+                            let params: [&dyn ToSql; 5] = [&session, call, name, args, &now_ms()];
+                            existing.push(if writer::execute(tx, BEGIN, &params)? == 1 {
+                                None
+                            } else {
+                                get_on(tx, &session, call)?
+                                    .map(Some)
+                                    .ok_or_else(|| StoreError::not_found("tool call", call.as_str()))?
+                            });
+                        }
+                        Ok((seq, existing))
+                    })
+                    .await?
+            }
+            Db::Postgres(pool) => {
+                retry_on_conflict(|| async {
+                    let mut tx = pool.begin().await?;
+                    let seq = row.insert_postgres(&mut tx, session_id, turn).await?;
+                    let mut existing = Vec::with_capacity(starts.len());
+                    for (call, name, args) in &starts {
+                        let inserted = sqlx::query(BEGIN)
+                            .bind(session_id)
+                            .bind(call)
+                            .bind(name)
+                            .bind(args)
+                            .bind(now_ms())
+                            .execute(&mut *tx)
+                            .await?
+                            .rows_affected();
+                        existing.push(if inserted == 1 {
+                            None
+                        } else {
+                            let row =
+                                sqlx::query(GET).bind(session_id).bind(call).fetch_optional(&mut *tx).await?;
+                            let row = row.ok_or_else(|| StoreError::not_found("tool call", call.as_str()))?;
+                            Some(record(&row)?)
+                        });
+                    }
+                    tx.commit().await?;
+                    Ok((seq, existing))
+                })
+                .await?
+            }
+        };
+        let outcomes = existing
+            .into_iter()
+            .map(|e| match e {
+                None => BeginOutcome::Started,
+                Some(r) if r.status == ToolCallStatus::Running => BeginOutcome::AlreadyRunning(r),
+                Some(r) => BeginOutcome::AlreadyFinished(r),
+            })
+            .collect();
+        Ok((seq, outcomes))
     }
 
     /// Records how a call finished.
@@ -204,29 +407,20 @@ impl Store {
         call_id: &str,
         finish: ToolCallFinish,
     ) -> Result<(), StoreError> {
-        on_db!(self, pool => {
-            let done = sqlx::query(
-                "UPDATE tool_calls SET status = $1, result = $2, envelope = $3, bytes = $4, truncated = $5, locator = $6,
-                    finished_at = $7, duration_ms = $8
-             WHERE session_id = $9 AND call_id = $10",
-            )
-            .bind(finish.status.as_str())
-            .bind(serde_json::to_string(&finish.result)?)
-            .bind(finish.envelope.as_ref().map(serde_json::to_string).transpose()?)
-            .bind(i64::try_from(finish.bytes).unwrap_or(i64::MAX))
-            .bind(i64::from(finish.truncated))
-            .bind(finish.locator)
-            .bind(now_ms())
-            .bind(i64::try_from(finish.duration_ms).unwrap_or(i64::MAX))
-            .bind(session_id)
-            .bind(call_id)
-            .execute(pool)
-            .await?;
-            if done.rows_affected() == 0 {
-                return Err(StoreError::not_found("tool call", call_id));
+        let changed = match &self.db {
+            Db::Sqlite(sqlite) => {
+                let (session, call) = (session_id.to_owned(), call_id.to_owned());
+                sqlite.writer.call(move |conn| finish.run_on(conn, &session, &call)).await?
             }
-            Ok(())
-        })
+            Db::Postgres(pool) => {
+                let mut conn = pool.acquire().await?;
+                finish.run_on_postgres(&mut conn, session_id, call_id).await?
+            }
+        };
+        if changed == 0 {
+            return Err(StoreError::not_found("tool call", call_id));
+        }
+        Ok(())
     }
 
     /// The record of a call.
@@ -235,14 +429,16 @@ impl Store {
         session_id: &str,
         call_id: &str,
     ) -> Result<Option<ToolCallRecord>, StoreError> {
-        on_db!(self, pool => {
-            let row = sqlx::query(concat!(select_calls!(), " WHERE session_id = $1 AND call_id = $2"))
-                .bind(session_id)
-                .bind(call_id)
-                .fetch_optional(pool)
-                .await?;
-            row.as_ref().map(record).transpose()
-        })
+        match &self.db {
+            Db::Sqlite(sqlite) => {
+                let (session, call) = (session_id.to_owned(), call_id.to_owned());
+                sqlite.writer.call(move |conn| get_on(conn, &session, &call)).await
+            }
+            Db::Postgres(pool) => {
+                let row = sqlx::query(GET).bind(session_id).bind(call_id).fetch_optional(pool).await?;
+                row.as_ref().map(record).transpose()
+            }
+        }
     }
 
     /// Every call of a session, oldest first.
@@ -259,16 +455,22 @@ impl Store {
 
     /// Marks calls left running (by a crash) as interrupted; returns their ids.
     pub async fn mark_running_as_interrupted(&self, session_id: &str) -> Result<Vec<String>, StoreError> {
-        on_db!(self, pool => {
-            let rows = sqlx::query(
-                "UPDATE tool_calls SET status = 'interrupted', finished_at = $1
-                 WHERE session_id = $2 AND status = 'running' RETURNING call_id",
-            )
-            .bind(now_ms())
-            .bind(session_id)
-            .fetch_all(pool)
-            .await?;
-            rows.iter().map(|r| Ok(r.try_get("call_id")?)).collect()
-        })
+        match &self.db {
+            Db::Sqlite(sqlite) => {
+                let session = session_id.to_owned();
+                sqlite
+                    .writer
+                    .call(move |conn| {
+                        writer::query(conn, INTERRUPT, &[&now_ms(), &session], |row| {
+                            row.try_get::<String>("call_id")
+                        })
+                    })
+                    .await
+            }
+            Db::Postgres(pool) => {
+                let rows = sqlx::query(INTERRUPT).bind(now_ms()).bind(session_id).fetch_all(pool).await?;
+                rows.iter().map(|r| r.try_get("call_id")).collect()
+            }
+        }
     }
 }

@@ -1,0 +1,241 @@
+//! The SQLite hot path: the calls an agent makes every step run on one rusqlite connection,
+//! in the caller's own thread when nothing else holds it.
+//!
+//! sqlx runs every SQLite statement on its connection's worker thread and hands each one over
+//! (and its rows back) through channels: an agent step of a few store calls made ~10 such
+//! round trips, two thread wake-ups each, which was most of a step's kernel time. The calls an
+//! agent makes every step (appending messages, the tool-call audit, steps, session state) run
+//! here instead, each as one closure that does all of its statements (inside one transaction
+//! where there are several):
+//!
+//! - **Fast path**: the connection is free and SQLite's write lock is free: the closure runs at
+//!   once, on the calling thread, with no hand-off at all (a step's commit takes tens of
+//!   microseconds; nothing async runs while a transaction is open).
+//! - **Slow path**: another call holds the connection, or another connection (the sqlx pool,
+//!   another process) holds the write lock: SQLite answers busy at once (the fast path never
+//!   waits), nothing was written, and the closure runs again on a blocking thread
+//!   (`spawn_blocking`) that waits for the connection and the lock (SQLite's busy timeout). The
+//!   runtime's threads never wait for a lock, so a transaction of the sqlx pool held across an
+//!   await can always finish, even on a one-thread runtime.
+//!
+//! A call whose caller gave up (its future dropped) during the slow path still runs to its
+//! end: a commit is never cut in half.
+
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::time::Duration;
+
+use rusqlite::{Connection, ErrorCode, OpenFlags, ToSql};
+
+use crate::StoreError;
+
+/// The connection; clones share it. `None` once closed.
+#[derive(Clone)]
+pub(crate) struct SqliteWriter {
+    conn: Arc<Mutex<Option<Connection>>>,
+    busy_timeout: Duration,
+}
+
+impl SqliteWriter {
+    /// Opens `path` (already created and migrated).
+    pub(crate) async fn open(path: &std::path::Path, busy_timeout: Duration) -> Result<Self, StoreError> {
+        let path = path.to_owned();
+        let conn = tokio::task::spawn_blocking(move || open_connection(&path))
+            .await
+            .map_err(|e| StoreError::Io(std::io::Error::other(e)))??;
+        Ok(Self { conn: Arc::new(Mutex::new(Some(conn))), busy_timeout })
+    }
+
+    /// Runs `work` on the connection and returns what it returned: in place when the
+    /// connection and SQLite's write lock are free, else on a blocking thread that waits for
+    /// them. `work` must be atomic (one statement, or one transaction), since a busy first
+    /// attempt runs it again.
+    pub(crate) async fn call<T, F>(&self, mut work: F) -> Result<T, StoreError>
+    where
+        F: FnMut(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        if let Some(done) = self.try_in_place(&mut work) {
+            return done;
+        }
+        let conn = self.conn.clone();
+        let busy_timeout = self.busy_timeout;
+        tokio::task::spawn_blocking(move || {
+            let mut guard = lock(&conn);
+            let conn = guard.as_mut().ok_or(StoreError::Closed)?;
+            conn.busy_timeout(busy_timeout)?;
+            run(conn, &mut work)
+        })
+        .await
+        .map_err(|e| StoreError::Io(std::io::Error::other(e)))?
+    }
+
+    /// Runs `work` inside one write transaction (`BEGIN IMMEDIATE`), committed when it
+    /// returns `Ok`, rolled back when it fails.
+    pub(crate) async fn transaction<T, F>(&self, mut work: F) -> Result<T, StoreError>
+    where
+        F: FnMut(&Connection) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.call(move |conn| {
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let done = work(&tx)?;
+            tx.commit()?;
+            Ok(done)
+        })
+        .await
+    }
+
+    /// The fast path: `work` run on this thread if the connection is free, `None` if it is
+    /// taken or SQLite's write lock is busy (then nothing was written).
+    fn try_in_place<T>(
+        &self,
+        work: &mut impl FnMut(&mut Connection) -> Result<T, StoreError>,
+    ) -> Option<Result<T, StoreError>> {
+        let mut guard = match self.conn.try_lock() {
+            Ok(guard) => guard,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
+        };
+        let Some(conn) = guard.as_mut() else { return Some(Err(StoreError::Closed)) };
+        // Never wait in place: a busy lock sends the call to the slow path.
+        if let Err(e) = conn.busy_timeout(Duration::ZERO) {
+            return Some(Err(e.into()));
+        }
+        match run(conn, work) {
+            Err(e) if is_busy(&e) => None,
+            done => Some(done),
+        }
+    }
+
+    /// Waits for a running call, then closes the connection; later calls fail with
+    /// [`StoreError::Closed`].
+    pub(crate) async fn close(&self) {
+        let conn = self.conn.clone();
+        let _ = tokio::task::spawn_blocking(move || drop(lock(&conn).take())).await;
+    }
+}
+
+fn lock(conn: &Mutex<Option<Connection>>) -> MutexGuard<'_, Option<Connection>> {
+    conn.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Runs `work`; a panic fails this call (its transaction rolled back), not the connection.
+fn run<T>(
+    conn: &mut Connection,
+    work: &mut impl FnMut(&mut Connection) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(conn))) {
+        Ok(done) => done,
+        Err(_) => {
+            tracing::error!("a store call panicked");
+            if !conn.is_autocommit() {
+                let _ = conn.execute_batch("ROLLBACK");
+            }
+            Err(StoreError::Panicked)
+        }
+    }
+}
+
+fn is_busy(error: &StoreError) -> bool {
+    matches!(
+        error,
+        StoreError::Sqlite(rusqlite::Error::SqliteFailure(e, _))
+            if matches!(e.code, ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    )
+}
+
+fn open_connection(path: &std::path::Path) -> Result<Connection, StoreError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags)?;
+    // The same settings as the sqlx pool's connections (`db::open_file`); journal_mode is a
+    // property of the file, already WAL.
+    conn.execute_batch(&format!(
+        "PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = {};",
+        crate::checkpoint::AUTOCHECKPOINT_PAGES
+    ))?;
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(conn)
+}
+
+/// Binds `params` to the numbered parameters `$1`, `$2`, ... of `statement`, wherever and
+/// however often each appears: the SQL text is the one the PostgreSQL path binds, so it is
+/// written once. Every parameter must be bound, every value used.
+pub(crate) fn bind_numbered(
+    statement: &mut rusqlite::Statement<'_>,
+    params: &[&dyn ToSql],
+) -> Result<(), StoreError> {
+    let mismatch = |detail: String| StoreError::Corrupt { what: "SQL statement", detail };
+    let count = statement.parameter_count();
+    if count != params.len() {
+        return Err(mismatch(format!("{count} parameters, {} values", params.len())));
+    }
+    for index in 1..=count {
+        // SQLite numbers each distinct `$n` in order of first appearance; `$n` itself says
+        // which value it takes.
+        let number = statement
+            .parameter_name(index)
+            .and_then(|name| name.strip_prefix('$'))
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|n| (1..=count).contains(n))
+            .ok_or_else(|| mismatch(format!("parameter {index} is not one of $1..${count}")))?;
+        statement.raw_bind_parameter(index, params[number - 1])?;
+    }
+    Ok(())
+}
+
+/// Runs `sql` with `params` bound by number; returns the rows it changed.
+pub(crate) fn execute(conn: &Connection, sql: &str, params: &[&dyn ToSql]) -> Result<usize, StoreError> {
+    let mut statement = conn.prepare_cached(sql)?;
+    bind_numbered(&mut statement, params)?;
+    Ok(statement.raw_execute()?)
+}
+
+/// Runs `sql` with `params` bound by number and decodes every row with `decode`.
+pub(crate) fn query<T>(
+    conn: &Connection,
+    sql: &str,
+    params: &[&dyn ToSql],
+    mut decode: impl FnMut(&rusqlite::Row<'_>) -> Result<T, StoreError>,
+) -> Result<Vec<T>, StoreError> {
+    let mut statement = conn.prepare_cached(sql)?;
+    bind_numbered(&mut statement, params)?;
+    let mut rows = statement.raw_query();
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        out.push(decode(row)?);
+    }
+    Ok(out)
+}
+
+/// Like [`query`], for at most one row.
+pub(crate) fn query_optional<T>(
+    conn: &Connection,
+    sql: &str,
+    params: &[&dyn ToSql],
+    decode: impl FnOnce(&rusqlite::Row<'_>) -> Result<T, StoreError>,
+) -> Result<Option<T>, StoreError> {
+    let mut statement = conn.prepare_cached(sql)?;
+    bind_numbered(&mut statement, params)?;
+    let mut rows = statement.raw_query();
+    match rows.next()? {
+        Some(row) => Ok(Some(decode(row)?)),
+        None => Ok(None),
+    }
+}
+
+/// A foreign key violation (a row for a session that does not exist) reported as the session
+/// not being found; any other error as it is.
+pub(crate) fn not_found_if_no_session(error: StoreError, session_id: &str) -> StoreError {
+    match &error {
+        StoreError::Sqlite(rusqlite::Error::SqliteFailure(e, _))
+            if e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY =>
+        {
+            StoreError::not_found("session", session_id)
+        }
+        _ => error,
+    }
+}
+
+#[cfg(test)]
+#[path = "writer_tests.rs"]
+mod tests;

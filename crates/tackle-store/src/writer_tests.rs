@@ -1,0 +1,198 @@
+use std::time::Duration;
+
+use rusqlite::ToSql;
+
+use super::*;
+use crate::db::{SqliteDb, open_file};
+
+async fn open(dir: &tempfile::TempDir) -> SqliteDb {
+    open_file(&dir.path().join("w.db")).await.unwrap()
+}
+
+#[tokio::test]
+async fn numbered_parameters_bind_by_number_wherever_they_appear() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir).await;
+    let got = db
+        .writer
+        .call(|conn| {
+            let params: [&dyn ToSql; 2] = [&"a", &"b"];
+            query_optional(conn, "SELECT $2 || $1 || $1 || $2 AS s", &params, |r| {
+                r.get::<_, String>(0).map_err(Into::into)
+            })
+        })
+        .await
+        .unwrap();
+    assert_eq!(got.as_deref(), Some("baab"));
+    // A parameter the statement does not have is an error, not a silent shift.
+    let err = db
+        .writer
+        .call(|conn| {
+            let params: [&dyn ToSql; 2] = [&1, &2];
+            execute(conn, "SELECT $1", &params)
+        })
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("1 parameters, 2 values"), "{err}");
+}
+
+#[tokio::test]
+async fn what_the_writer_commits_the_pool_reads_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir).await;
+    db.writer
+        .call(|conn| {
+            execute(conn, "CREATE TABLE t (x INTEGER)", &[])?;
+            execute(conn, "INSERT INTO t (x) VALUES ($1)", &[&7])
+        })
+        .await
+        .unwrap();
+    let row: (i64,) = sqlx::query_as("SELECT x FROM t").fetch_one(&db.pool).await.unwrap();
+    assert_eq!(row.0, 7);
+}
+
+#[tokio::test]
+async fn a_panicking_call_fails_alone_and_rolls_its_transaction_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir).await;
+    db.writer.call(|conn| execute(conn, "CREATE TABLE t (x INTEGER)", &[])).await.unwrap();
+    let err = db
+        .writer
+        .call(|conn| -> Result<(), StoreError> {
+            conn.execute_batch("BEGIN IMMEDIATE; INSERT INTO t (x) VALUES (1);")?;
+            panic!("a bug in a store call");
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Panicked), "{err}");
+    // The connection lives on, out of the half-done transaction, and the lock is free.
+    let n = db
+        .writer
+        .call(|conn| query_optional(conn, "SELECT COUNT(*) FROM t", &[], |r| Ok(r.get::<_, i64>(0)?)))
+        .await
+        .unwrap();
+    assert_eq!(n, Some(0));
+    sqlx::query("INSERT INTO t (x) VALUES (2)").execute(&db.pool).await.unwrap();
+}
+
+/// A call that finds the connection taken waits for it on a blocking thread; if its caller
+/// gives up meanwhile, the call still runs, whole, and later calls see it.
+#[tokio::test]
+async fn a_call_whose_caller_gave_up_still_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir).await;
+    db.writer.call(|conn| execute(conn, "CREATE TABLE t (x INTEGER)", &[])).await.unwrap();
+    let held = db.writer.conn.clone();
+    let barriers = std::sync::Arc::new((std::sync::Barrier::new(2), std::sync::Barrier::new(2)));
+    let holder = std::thread::spawn({
+        let barriers = barriers.clone();
+        move || {
+            let _guard = held.lock().unwrap();
+            barriers.0.wait();
+            barriers.1.wait();
+        }
+    });
+    barriers.0.wait();
+    let slow = db.writer.call(|conn| execute(conn, "INSERT INTO t (x) VALUES (1)", &[]));
+    assert!(tokio::time::timeout(Duration::from_millis(50), slow).await.is_err());
+    barriers.1.wait();
+    holder.join().unwrap();
+    let count = || {
+        db.writer
+            .call(|conn| query_optional(conn, "SELECT COUNT(*) FROM t", &[], |r| Ok(r.get::<_, i64>(0)?)))
+    };
+    let landed = tokio::time::timeout(Duration::from_secs(10), async {
+        while count().await.unwrap() != Some(1) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    assert!(landed.is_ok(), "the abandoned call never committed");
+}
+
+/// The pool holds the write lock across an await on a one-thread runtime: the call finds the
+/// lock busy at once, waits for it on a blocking thread (never blocking the runtime, which
+/// must run the pool's transaction to its commit), and both commit.
+#[tokio::test(flavor = "current_thread")]
+async fn a_busy_lock_never_blocks_the_runtime() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir).await;
+    db.writer.call(|conn| execute(conn, "CREATE TABLE t (x INTEGER)", &[])).await.unwrap();
+    let mut tx = db.pool.begin_with("BEGIN IMMEDIATE").await.unwrap();
+    sqlx::query("INSERT INTO t (x) VALUES (1)").execute(&mut *tx).await.unwrap();
+    let writer = db.writer.clone();
+    let waiting =
+        tokio::spawn(
+            async move { writer.call(|conn| execute(conn, "INSERT INTO t (x) VALUES (2)", &[])).await },
+        );
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!waiting.is_finished(), "the call got the write lock the pool holds");
+    tx.commit().await.unwrap();
+    waiting.await.unwrap().unwrap();
+    let row: (i64,) = sqlx::query_as("SELECT SUM(x) FROM t").fetch_one(&db.pool).await.unwrap();
+    assert_eq!(row.0, 3);
+}
+
+/// Many tasks on several threads write at once, the pool too (holding the lock across
+/// awaits): every call lands once, whichever path it took.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_calls_all_land_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir).await;
+    db.writer.call(|conn| execute(conn, "CREATE TABLE t (x INTEGER PRIMARY KEY)", &[])).await.unwrap();
+    let tasks: Vec<_> = (0..400i64)
+        .map(|i| {
+            let writer = db.writer.clone();
+            let pool = db.pool.clone();
+            tokio::spawn(async move {
+                if i % 10 == 0 {
+                    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.unwrap();
+                    sqlx::query("INSERT INTO t (x) VALUES ($1)").bind(i).execute(&mut *tx).await.unwrap();
+                    tokio::task::yield_now().await;
+                    tx.commit().await.unwrap();
+                } else {
+                    writer
+                        .call(move |conn| {
+                            let tx =
+                                conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+                            execute(&tx, "INSERT INTO t (x) VALUES ($1)", &[&i])?;
+                            tx.commit()?;
+                            Ok(())
+                        })
+                        .await
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let row: (i64, i64) = sqlx::query_as("SELECT COUNT(*), SUM(x) FROM t").fetch_one(&db.pool).await.unwrap();
+    assert_eq!(row, (400, (0..400).sum()));
+}
+
+#[tokio::test]
+async fn after_close_calls_fail_with_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir).await;
+    db.writer.close().await;
+    let err = db.writer.call(|conn| execute(conn, "SELECT 1", &[])).await.unwrap_err();
+    assert!(matches!(err, StoreError::Closed), "{err}");
+    assert_eq!(err.to_string(), "the store is closed; open it again");
+}
+
+#[tokio::test]
+async fn a_foreign_key_violation_reads_as_the_session_not_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir).await;
+    let err = db
+        .writer
+        .call(|conn| {
+            execute(conn, "INSERT INTO todos (session_id, id, position, text, status, created_at, updated_at) VALUES ('nope', 1, 1, 't', 'open', 0, 0)", &[])
+                .map_err(|e| not_found_if_no_session(e, "nope"))
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::NotFound { what: "session", .. }), "{err}");
+}
