@@ -1,6 +1,7 @@
 //! [`ToolExecutor`]: lookup, argument validation, hook policy, run with timeout and
 //! cancellation, output cap or offload, and the report the loop needs.
 
+use futures::FutureExt as _;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -232,7 +233,12 @@ impl ToolExecutor {
         let tool = entry.tool.clone();
         let mut task_ctx = ctx.clone();
         task_ctx.spool = SpoolBudget::new(self.limits.max_spool_bytes);
-        let mut task = tokio::spawn(async move { tool.call(args, task_ctx).await });
+        // The call runs in the caller's task (a spawned task would cost two cross-thread
+        // wake-ups per call when the turn is driven from outside the runtime's workers); a
+        // panic is caught as a spawned task's would be.
+        let call =
+            std::panic::AssertUnwindSafe(async move { tool.call(args, task_ctx).await }).catch_unwind();
+        let mut task = std::pin::pin!(call);
         let cancel = ctx.cancel.clone();
         let joined = tokio::select! {
             r = &mut task => Some(r),
@@ -244,10 +250,8 @@ impl ToolExecutor {
             None => {
                 let timed_out = !cancel.is_cancelled();
                 cancel.cancel();
-                // Let the tool clean up (kill its process group) before aborting it.
-                if tokio::time::timeout(CLEANUP_GRACE, &mut task).await.is_err() {
-                    task.abort();
-                }
+                // Let the tool clean up (kill its process group) before dropping it.
+                let _ = tokio::time::timeout(CLEANUP_GRACE, &mut task).await;
                 return Err(if timed_out {
                     ToolError::new(
                         name,
@@ -276,13 +280,12 @@ impl ToolExecutor {
                 "the turn was cancelled while the call ran",
             )),
             Ok(Err(failure)) => Err(failure.into_envelope(name)),
-            Err(e) if e.is_panic() => {
-                let message = panic_message(e.into_panic());
+            Err(panic) => {
+                let message = panic_message(panic);
                 tracing::error!(tool = name, %message, "tool panicked");
                 Err(ToolError::new(name, ErrorCategory::Internal, format!("the tool crashed: {message}"))
                     .with_hint("this is a bug in the tool; try another approach"))
             }
-            Err(_) => Err(ToolError::new(name, ErrorCategory::Interrupted, "the call was aborted")),
         }
     }
 

@@ -316,14 +316,14 @@ impl Agent {
                 .map(|(seq, message)| LoadedMessage { seq: Some(seq), message, tokens: None })
                 .collect()
         };
-        Session::start(self.clone(), record, history).await
+        Session::start(self.clone(), record, history, true).await
     }
 
     /// Opens an existing session, reloading its history (latest snapshot plus later messages).
     pub async fn open_session(&self, id: &str) -> Result<Session, AgentError> {
         let record = self.inner.store.get_session(id).await?;
         let history = self.load_history(&record.id).await?;
-        Session::start(self.clone(), record, history).await
+        Session::start(self.clone(), record, history, false).await
     }
 
     /// The conversation of session `id` as the model sees it, without opening the session

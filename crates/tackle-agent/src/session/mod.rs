@@ -118,16 +118,23 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
+    /// Opens the session of `record` with its `loaded` history; `created` says it was created
+    /// just now (by this process), so it has no state and no turns to read.
     pub(crate) async fn start(
         agent: Agent,
         record: SessionRecord,
         loaded: Vec<LoadedMessage>,
+        created: bool,
     ) -> Result<Self, AgentError> {
         let workspace = PathBuf::from(&record.workspace);
         let store = agent.store().clone();
         let mut pending_warnings = Vec::new();
         // Everything this needs from the session's state, in one query.
-        let state = store.session_state(&record.id).await?;
+        let state = if created {
+            tackle_store::SessionState::default()
+        } else {
+            store.session_state(&record.id).await?
+        };
         // The tool list is frozen for the session's life: every request sends these exact specs.
         let (tools, mut state_updates) =
             SessionTools::open(&agent, &record.id, &workspace, &state, &mut pending_warnings)?;
@@ -135,7 +142,9 @@ impl Session {
         system.extend(tools.skills().system_section());
         // Cacheable sections first: dynamic text may only follow them.
         system.sort_by_key(|s| s.cache == CachePolicy::Dynamic);
-        let next_turn = store.last_turn(&record.id).await?.map(|t| t + 1).unwrap_or(1);
+        // A new session's history, if it was given one, is stored as turn 0.
+        let next_turn =
+            if created { 1 } else { store.last_turn(&record.id).await?.map(|t| t + 1).unwrap_or(1) };
         let config = agent.config();
         let mut context = ContextState::new(&config.model, &config.context, &system, tools.catalog().specs());
         if let Some(c) = state.get::<f64>(CALIBRATION_KEY)? {
@@ -267,6 +276,28 @@ impl Session {
             .await?;
         self.history.push(message, Some(seq), tokens);
         Ok(())
+    }
+
+    /// Appends the assistant message that makes `calls` (id, tool, arguments) and records each
+    /// as running, in one store call; returns each call's outcome.
+    pub(crate) async fn append_with_calls(
+        &mut self,
+        turn: i64,
+        message: Message,
+        calls: &[(String, String, serde_json::Value)],
+    ) -> Result<Vec<tackle_store::BeginOutcome>, AgentError> {
+        let tokens = self.context.count_message(&message);
+        let starts: Vec<tackle_store::CallStart<'_>> = calls
+            .iter()
+            .map(|(call_id, name, args)| tackle_store::CallStart { call_id, name, args })
+            .collect();
+        let (seq, begun) = self
+            .agent
+            .store()
+            .append_with_calls(&self.record.id, turn, &message, i64::try_from(tokens).ok(), &starts)
+            .await?;
+        self.history.push(message, Some(seq), tokens);
+        Ok(begun)
     }
 
     /// Answers tool calls left open by a crash or a cancelled turn: with the recorded result if

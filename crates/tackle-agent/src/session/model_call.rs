@@ -71,7 +71,8 @@ pub(crate) async fn call_model(
         "gen_ai.output.messages" = Empty,
         "error.type" = Empty,
     );
-    let result = stream_answer(provider, request, sink, cancel, &span).instrument(span.clone()).await;
+    let answer = stream_answer(provider.clone(), request, sink.clone(), cancel.clone(), span.clone());
+    let result = on_runtime(answer.instrument(span.clone())).await;
     if !span.is_disabled() {
         record_outcome(&span, &result, labels.record_content);
     }
@@ -108,13 +109,47 @@ fn record_outcome(span: &tracing::Span, result: &Result<ModelResponse, ModelCall
     }
 }
 
-async fn stream_answer(
-    provider: &Arc<dyn Provider>,
-    request: EncodedRequest,
-    sink: &EventSink,
-    cancel: &CancellationToken,
-    span: &tracing::Span,
+/// Runs `call` as a task of a multi-threaded runtime, and returns its result.
+///
+/// An embedder often drives a turn from outside the runtime's workers (`block_on` in `main`,
+/// as `#[tokio::main]` does); the connection's tasks run on the workers, so every chunk of a
+/// streamed answer would wake the caller's thread from another one. As a task, the stream is
+/// read on the worker that receives it, and the caller is woken once, with the whole answer.
+/// On a current-thread runtime everything runs on one thread anyway, so `call` runs in place.
+/// Dropping the returned future stops the task.
+async fn on_runtime(
+    call: impl Future<Output = Result<ModelResponse, ModelCallError>> + Send + 'static,
 ) -> Result<ModelResponse, ModelCallError> {
+    let multi_threaded = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if !multi_threaded {
+        return call.await;
+    }
+    /// Aborts the task when the caller stops waiting (a cancelled turn, a dropped future).
+    struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+    impl<T> Drop for AbortOnDrop<T> {
+        fn drop(&mut self) {
+            self.0.abort();
+        }
+    }
+    let mut task = AbortOnDrop(tokio::spawn(call));
+    match (&mut task.0).await {
+        Ok(value) => value,
+        // A panic in the provider's stream is the caller's panic, as if it ran in place.
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        // The runtime is shutting down: nothing more will arrive.
+        Err(_) => Err(ModelCallError::Cancelled { partial: ModelResponse::default() }),
+    }
+}
+
+async fn stream_answer(
+    provider: Arc<dyn Provider>,
+    request: EncodedRequest,
+    sink: EventSink,
+    cancel: CancellationToken,
+    span: tracing::Span,
+) -> Result<ModelResponse, ModelCallError> {
+    let (provider, sink, cancel, span) = (&provider, &sink, &cancel, &span);
     let retry_sink = sink.clone();
     let options = CallOptions {
         on_retry: Some(Arc::new(move |n: &RetryNotice| {

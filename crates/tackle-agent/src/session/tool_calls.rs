@@ -41,6 +41,8 @@ pub(crate) struct ExecutedCall {
     pub(crate) outcome: Result<(), ToolError>,
     /// What the model sees.
     pub(crate) result: ToolResult,
+    /// The call's end, when it is committed with the step's results (call id, how it ended).
+    pub(crate) finish: Option<(String, ToolCallFinish)>,
 }
 
 /// Gives every tool use of a new assistant message an id no earlier call of the session has
@@ -105,12 +107,9 @@ pub(crate) async fn unique_call_ids(
     Ok(())
 }
 
-/// Runs `calls` concurrently when every one is read-only or idempotent, else in order; results
-/// come back in call order.
-pub(crate) async fn run_calls(
-    batch: CallBatch<'_>,
-    calls: &[ToolUse],
-) -> Result<Vec<ExecutedCall>, AgentError> {
+/// The step's calls as they will run: names repaired (with a warning), `call_tool` calls of
+/// deferred tools unwrapped, calls the step may not make refused.
+pub(crate) fn plan_calls(batch: &CallBatch<'_>, calls: &[ToolUse]) -> Vec<Planned> {
     let registry = batch.session.agent.executor().registry();
     let names = registry.names();
     let resolved: Vec<ToolUse> = calls
@@ -128,7 +127,42 @@ pub(crate) async fn run_calls(
         .collect();
     // Deferred tools: `call_tool(name, arguments)` runs the named tool (found by tool_search)
     // as an ordinary call with the same id; the history keeps the call as the model made it.
-    let planned = batch.session.tools.plan_calls(batch.view, resolved);
+    batch.session.tools.plan_calls(batch.view, resolved)
+}
+
+/// The calls of `planned` that will run, as the audit records them when the assistant message
+/// is committed (see [`tackle_store::Store::append_with_calls`]), with their arguments.
+pub(crate) fn starts(planned: &[Planned]) -> Vec<(String, String, serde_json::Value)> {
+    planned
+        .iter()
+        .filter_map(|p| match p {
+            Planned::Run { call, .. } => {
+                Some((call.id.to_string(), call.name.clone(), call.input.to_value()))
+            }
+            Planned::Refuse { .. } => None,
+        })
+        .collect()
+}
+
+/// Runs the `planned` calls, each recorded as running already (`begun`, one per call that
+/// runs, in order), concurrently when every one is read-only or idempotent, else in order;
+/// results come back in call order. In order, the last call's end is left to the step's
+/// commit (it is committed with the results, in one transaction); every other call's end is
+/// committed as it finishes, so a crash never loses a result that is in.
+pub(crate) async fn run_calls(
+    batch: CallBatch<'_>,
+    planned: &[Planned],
+    begun: Vec<BeginOutcome>,
+) -> Result<Vec<ExecutedCall>, AgentError> {
+    let registry = batch.session.agent.executor().registry();
+    let mut begun = begun.into_iter();
+    let calls: Vec<(&Planned, Option<BeginOutcome>)> = planned
+        .iter()
+        .map(|p| match p {
+            Planned::Run { .. } => (p, begun.next()),
+            Planned::Refuse { .. } => (p, None),
+        })
+        .collect();
     let parallel = planned.len() > 1
         && planned.iter().all(|p| {
             matches!(p, Planned::Run { call, .. } if registry.get(&call.name).is_some_and(|t| {
@@ -137,18 +171,24 @@ pub(crate) async fn run_calls(
             }))
         });
     if parallel {
-        let futures = planned.iter().map(|p| run_planned(&batch, p));
+        let futures = calls.into_iter().map(|(p, b)| run_planned(&batch, p, b, false));
         futures::future::join_all(futures).await.into_iter().collect()
     } else {
-        let mut out = Vec::with_capacity(planned.len());
-        for p in &planned {
-            out.push(run_planned(&batch, p).await?);
+        let mut out = Vec::with_capacity(calls.len());
+        let last = calls.len().saturating_sub(1);
+        for (i, (p, b)) in calls.into_iter().enumerate() {
+            out.push(run_planned(&batch, p, b, i == last).await?);
         }
         Ok(out)
     }
 }
 
-async fn run_planned(batch: &CallBatch<'_>, planned: &Planned) -> Result<ExecutedCall, AgentError> {
+async fn run_planned(
+    batch: &CallBatch<'_>,
+    planned: &Planned,
+    begun: Option<BeginOutcome>,
+    defer_finish: bool,
+) -> Result<ExecutedCall, AgentError> {
     let call = match planned {
         Planned::Run { call, .. } | Planned::Refuse { call, .. } => call,
     };
@@ -164,7 +204,7 @@ async fn run_planned(batch: &CallBatch<'_>, planned: &Planned) -> Result<Execute
         "tackle.tool.outcome" = Empty,
         "error.type" = Empty,
     );
-    let done = run_planned_in_span(batch, planned).instrument(span.clone()).await;
+    let done = run_planned_in_span(batch, planned, begun, defer_finish).instrument(span.clone()).await;
     if !span.is_disabled() {
         let content = batch.session.agent.config().telemetry.record_content;
         match &done {
@@ -193,10 +233,16 @@ async fn run_planned(batch: &CallBatch<'_>, planned: &Planned) -> Result<Execute
     done
 }
 
-async fn run_planned_in_span(batch: &CallBatch<'_>, planned: &Planned) -> Result<ExecutedCall, AgentError> {
+async fn run_planned_in_span(
+    batch: &CallBatch<'_>,
+    planned: &Planned,
+    begun: Option<BeginOutcome>,
+    defer_finish: bool,
+) -> Result<ExecutedCall, AgentError> {
     match planned {
         Planned::Run { call, unwrapped } => {
-            run_one(batch, call, if *unwrapped { None } else { batch.view.tools.allowed() }).await
+            let allowed = if *unwrapped { None } else { batch.view.tools.allowed() };
+            run_one(batch, call, allowed, begun, defer_finish).await
         }
         Planned::Refuse { call, error } => {
             batch.sink.emit(AgentEvent::ToolCall {
@@ -216,7 +262,7 @@ async fn run_planned_in_span(batch: &CallBatch<'_>, planned: &Planned) -> Result
                 None,
                 Duration::ZERO,
             );
-            Ok(ExecutedCall { tool: call.name.clone(), outcome, result })
+            Ok(ExecutedCall { tool: call.name.clone(), outcome, result, finish: None })
         }
     }
 }
@@ -225,6 +271,8 @@ async fn run_one(
     batch: &CallBatch<'_>,
     call: &ToolUse,
     allowed: Option<&[String]>,
+    begun: Option<BeginOutcome>,
+    defer_finish: bool,
 ) -> Result<ExecutedCall, AgentError> {
     let session = batch.session;
     let store = session.agent.store();
@@ -236,7 +284,11 @@ async fn run_one(
         args: args.clone(),
     });
 
-    match store.begin_tool_call(sid, &call.id, &call.name, &args).await? {
+    let begun = match begun {
+        Some(b) => b,
+        None => store.begin_tool_call(sid, &call.id, &call.name, &args).await?,
+    };
+    match begun {
         BeginOutcome::Started => {}
         BeginOutcome::AlreadyFinished(record) => {
             // This call id already ran (a retried step or a resumed session): never run it twice.
@@ -255,14 +307,19 @@ async fn run_one(
                 record.locator,
                 Duration::ZERO,
             );
-            return Ok(ExecutedCall { tool: call.name.clone(), outcome, result });
+            return Ok(ExecutedCall { tool: call.name.clone(), outcome, result, finish: None });
         }
         BeginOutcome::AlreadyRunning(_) => {
             let result = interrupted_result(&call.id, &call.name);
             let envelope: ToolError = serde_json::from_str(&result.content).unwrap_or_else(|_| {
                 ToolError::new(&call.name, tackle_protocol::ErrorCategory::Interrupted, "interrupted")
             });
-            return Ok(ExecutedCall { tool: call.name.clone(), outcome: Err(envelope), result });
+            return Ok(ExecutedCall {
+                tool: call.name.clone(),
+                outcome: Err(envelope),
+                result,
+                finish: None,
+            });
         }
     }
 
@@ -287,21 +344,21 @@ async fn run_one(
         Err(e) if e.category == tackle_protocol::ErrorCategory::Interrupted => ToolCallStatus::Interrupted,
         Err(_) => ToolCallStatus::Error,
     };
-    store
-        .finish_tool_call(
-            sid,
-            &call.id,
-            ToolCallFinish {
-                status,
-                result: report.result.clone(),
-                envelope: outcome.clone().err(),
-                bytes: report.bytes,
-                truncated: report.truncated,
-                locator: report.locator.clone(),
-                duration_ms: u64::try_from(report.duration.as_millis()).unwrap_or(u64::MAX),
-            },
-        )
-        .await?;
+    let finish = ToolCallFinish {
+        status,
+        result: report.result.clone(),
+        envelope: outcome.clone().err(),
+        bytes: report.bytes,
+        truncated: report.truncated,
+        locator: report.locator.clone(),
+        duration_ms: u64::try_from(report.duration.as_millis()).unwrap_or(u64::MAX),
+    };
+    let finish = if defer_finish {
+        Some((call.id.to_string(), finish))
+    } else {
+        store.finish_tool_call(sid, &call.id, finish).await?;
+        None
+    };
     emit_result(
         batch.sink,
         call,
@@ -313,7 +370,7 @@ async fn run_one(
         report.duration,
     );
     let _ = report.lines;
-    Ok(ExecutedCall { tool: report.tool.clone(), outcome, result: report.result })
+    Ok(ExecutedCall { tool: report.tool.clone(), outcome, result: report.result, finish })
 }
 
 #[allow(clippy::too_many_arguments)]

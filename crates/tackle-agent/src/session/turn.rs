@@ -13,7 +13,7 @@ use tackle_protocol::{
     AgentEvent, CacheBreakpoint, Message, ModelRequest, StepMetrics, StopReason, ToolResult, TurnEnd, Usage,
 };
 use tackle_provider::ProviderError;
-use tackle_store::{SessionStatus, SessionUpdate, StepRecord};
+use tackle_store::{SessionStatus, SessionUpdate, StepCommit, StepRecord, ToolCallFinish};
 use tackle_tools::{EventSink, TurnState};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
@@ -22,7 +22,7 @@ use tracing::field::Empty;
 use super::loop_guard::{LoopGuard, Verdict};
 use super::model_call::{ChatLabels, ModelCallError, call_model};
 use super::tail_note::TailState;
-use super::tool_calls::{CallBatch, run_calls, unique_call_ids};
+use super::tool_calls::{CallBatch, plan_calls, run_calls, starts, unique_call_ids};
 use crate::context::CALIBRATION_KEY;
 use crate::context::{CompactReason, CompactionRequested};
 use crate::invariants;
@@ -308,12 +308,10 @@ impl Session {
             unique_call_ids(self, &mut response.content, sink).await?;
             let calls: Vec<_> = response.tool_uses().cloned().collect();
             let message = response.into_message();
-            if !message.is_empty() {
-                self.append(turn, message).await?;
-            }
 
             if calls.is_empty() {
-                self.finish_step(sink, turn, report).await?;
+                let answer = (!message.is_empty()).then_some(message);
+                self.finish_step(sink, turn, report, answer, Vec::new()).await?;
                 if last && step > 1 {
                     let note = format!(
                         "reached the step limit ({max_steps}); the last step ran without tools. \
@@ -331,9 +329,10 @@ impl Session {
             if last {
                 // The model called tools although tool choice was `none`: answer each call so the
                 // history stays valid, run nothing.
+                self.append(turn, message).await?;
                 let results = calls.iter().map(|c| step_limit_result(&c.id, &c.name)).collect::<Vec<_>>();
-                self.append(turn, Message::tool_results(results)).await?;
-                self.finish_step(sink, turn, report).await?;
+                self.finish_step(sink, turn, report, Some(Message::tool_results(results)), Vec::new())
+                    .await?;
                 let note = format!(
                     "reached the step limit ({max_steps}) with tool calls pending; they were not run"
                 );
@@ -344,14 +343,19 @@ impl Session {
                 return Ok(outcome(step, TurnEnd::MaxSteps, text, usage, Some(note)));
             }
 
+            // The message and its calls, recorded as running, are committed together before
+            // any call runs.
             let batch = CallBatch { session: self, view: &view, turn_state: &turn_state, sink, cancel };
-            let executed = run_calls(batch, &calls).await?;
+            let planned = plan_calls(&batch, &calls);
+            let begun = self.append_with_calls(turn, message, &starts(&planned)).await?;
+            let batch = CallBatch { session: self, view: &view, turn_state: &turn_state, sink, cancel };
+            let executed = run_calls(batch, &planned, begun).await?;
             if calls.iter().any(|c| c.name == TODO_TOOL) {
                 self.open_todos = None;
             }
             let results: Vec<ToolResult> = executed.iter().map(|r| r.result.clone()).collect();
-            self.append(turn, Message::tool_results(results)).await?;
-            self.finish_step(sink, turn, report).await?;
+            let finished = executed.iter().filter_map(|r| r.finish.clone()).collect();
+            self.finish_step(sink, turn, report, Some(Message::tool_results(results)), finished).await?;
 
             let mut stop = None;
             for (call, done) in calls.iter().zip(&executed) {
@@ -417,6 +421,11 @@ impl Session {
     async fn tail_state(&mut self, view: &StepView) -> Result<TailState, AgentError> {
         let open_todos = match &self.open_todos {
             Some(todos) => todos.clone(),
+            // Only the todo tool keeps a list: a session without it has none to read.
+            None if !self.tools.catalog().contains(TODO_TOOL) => {
+                self.open_todos = Some(Vec::new());
+                Vec::new()
+            }
             None => {
                 let todos = self.agent.store().open_todos(&self.record.id).await?;
                 let todos: Vec<String> = todos.into_iter().map(|t| format!("{}. {}", t.id, t.text)).collect();
@@ -431,7 +440,17 @@ impl Session {
         })
     }
 
-    async fn finish_step(&self, sink: &EventSink, turn: i64, report: StepReport) -> Result<(), AgentError> {
+    /// Commits the step's last message (the answer, or the tool results), if any, with the
+    /// ends of the calls left to it and the step's record, in one store call, then reports
+    /// the step finished.
+    async fn finish_step(
+        &mut self,
+        sink: &EventSink,
+        turn: i64,
+        report: StepReport,
+        message: Option<Message>,
+        finished: Vec<(String, ToolCallFinish)>,
+    ) -> Result<(), AgentError> {
         let duration_ms = u64::try_from(report.started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let record = StepRecord {
             turn,
@@ -448,7 +467,18 @@ impl Session {
             strategy: Some(report.strategy.as_str().to_owned()),
             duration_ms,
         };
-        self.agent.store().record_step(&self.record.id, &record).await?;
+        // Counted now and stored with the message, as `append` does.
+        let tokens = message.as_ref().map(|m| self.context.count_message(m));
+        let commit = StepCommit {
+            turn,
+            message: message.as_ref().zip(tokens).map(|(m, t)| (m, i64::try_from(t).ok())),
+            finished,
+            step: &record,
+        };
+        let seq = self.agent.store().commit_step(&self.record.id, commit).await?;
+        if let (Some(message), Some(tokens)) = (message, tokens) {
+            self.history.push(message, seq, tokens);
+        }
         sink.emit(AgentEvent::StepFinished {
             step: report.step,
             stop_reason: report.stop_reason,
