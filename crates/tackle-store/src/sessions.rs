@@ -4,10 +4,12 @@ use std::fmt;
 
 use rusqlite::ToSql;
 
-use crate::db::{Db, DbRow, on_db};
+use crate::db::{Db, DbRow, on_db, retry_on_conflict};
+use crate::messages::MessageRow;
 use crate::writer;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tackle_protocol::Message;
 
 use crate::db::now_ms;
 use crate::runner::Runner;
@@ -191,6 +193,64 @@ const UPDATE: &str = "UPDATE sessions SET
         updated_at = $8
      WHERE id = $9";
 
+/// A [`SessionUpdate`] as [`UPDATE`] binds it.
+struct UpdateRow {
+    title: Option<String>,
+    status: Option<&'static str>,
+    model: Option<String>,
+    metadata: Option<String>,
+}
+
+impl UpdateRow {
+    fn new(update: SessionUpdate) -> Result<Self, StoreError> {
+        Ok(Self {
+            metadata: update.metadata.as_ref().map(serde_json::to_string).transpose()?,
+            status: update.status.map(SessionStatus::as_str),
+            title: update.title,
+            model: update.model,
+        })
+    }
+
+    /// Applies it to session `id` on the writer's connection.
+    fn run_on(&self, conn: &rusqlite::Connection, id: &str) -> Result<(), StoreError> {
+        let params: [&dyn ToSql; 9] = [
+            &self.title,
+            &self.status,
+            &self.status,
+            &crate::runner::current_id(),
+            &self.status,
+            &self.model,
+            &self.metadata,
+            &now_ms(),
+            &id,
+        ];
+        if writer::execute(conn, UPDATE, &params)? == 0 {
+            return Err(StoreError::not_found("session", id));
+        }
+        Ok(())
+    }
+
+    /// Applies it to session `id` on a PostgreSQL connection.
+    async fn run_on_postgres(&self, conn: &mut sqlx::PgConnection, id: &str) -> Result<(), StoreError> {
+        let done = sqlx::query(UPDATE)
+            .bind(&self.title)
+            .bind(self.status)
+            .bind(self.status)
+            .bind(crate::runner::current_id())
+            .bind(self.status)
+            .bind(&self.model)
+            .bind(&self.metadata)
+            .bind(now_ms())
+            .bind(id)
+            .execute(conn)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::not_found("session", id));
+        }
+        Ok(())
+    }
+}
+
 /// The session `id`, on the writer's connection.
 fn get_on(conn: &rusqlite::Connection, id: &str) -> Result<SessionRecord, StoreError> {
     writer::query_optional(conn, GET, &[&id], |row| record(row))?
@@ -343,51 +403,60 @@ impl Store {
 
     /// Applies `update` and returns the new record.
     pub async fn update_session(&self, id: &str, update: SessionUpdate) -> Result<SessionRecord, StoreError> {
-        let metadata = update.metadata.as_ref().map(serde_json::to_string).transpose()?;
-        let status = update.status.map(SessionStatus::as_str);
-        let runner = crate::runner::current_id();
+        let row = UpdateRow::new(update)?;
         match &self.db {
             Db::Sqlite(sqlite) => {
                 let id = id.to_owned();
                 sqlite
                     .writer
                     .transaction(move |tx| {
-                        let params: [&dyn ToSql; 9] = [
-                            &update.title,
-                            &status,
-                            &status,
-                            &runner,
-                            &status,
-                            &update.model,
-                            &metadata,
-                            &now_ms(),
-                            &id,
-                        ];
-                        if writer::execute(tx, UPDATE, &params)? == 0 {
-                            return Err(StoreError::not_found("session", id.as_str()));
-                        }
-                        let record = get_on(tx, &id)?;
-                        Ok(record)
+                        row.run_on(tx, &id)?;
+                        get_on(tx, &id)
                     })
                     .await
             }
             Db::Postgres(pool) => {
-                let done = sqlx::query(UPDATE)
-                    .bind(update.title)
-                    .bind(status)
-                    .bind(status)
-                    .bind(runner)
-                    .bind(status)
-                    .bind(update.model)
-                    .bind(metadata)
-                    .bind(now_ms())
-                    .bind(id)
-                    .execute(pool)
-                    .await?;
-                if done.rows_affected() == 0 {
-                    return Err(StoreError::not_found("session", id));
-                }
+                row.run_on_postgres(&mut *pool.acquire().await?, id).await?;
                 self.get_session(id).await
+            }
+        }
+    }
+
+    /// Starts a turn in one transaction: applies `update` (the session marked running) and
+    /// appends the turn's first message with its token count. Returns the new record and the
+    /// message's `seq`.
+    pub async fn start_turn(
+        &self,
+        id: &str,
+        update: SessionUpdate,
+        turn: i64,
+        message: &Message,
+        token_count: Option<i64>,
+    ) -> Result<(SessionRecord, i64), StoreError> {
+        let row = UpdateRow::new(update)?;
+        let message = MessageRow::new(message, token_count)?;
+        match &self.db {
+            Db::Sqlite(sqlite) => {
+                let id = id.to_owned();
+                sqlite
+                    .writer
+                    .transaction(move |tx| {
+                        row.run_on(tx, &id)?;
+                        let seq = message.insert_on(tx, &id, turn)?;
+                        Ok((get_on(tx, &id)?, seq))
+                    })
+                    .await
+            }
+            Db::Postgres(pool) => {
+                let seq = retry_on_conflict(|| async {
+                    let mut tx = pool.begin().await?;
+                    row.run_on_postgres(&mut tx, id).await?;
+                    let seq = message.insert_postgres(&mut tx, id, turn).await?;
+                    tx.commit().await?;
+                    Ok(seq)
+                })
+                .await?;
+                Ok((self.get_session(id).await?, seq))
             }
         }
     }

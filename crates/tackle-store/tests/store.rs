@@ -219,6 +219,66 @@ both! {
         }
     }
 
+    async fn a_turn_and_its_steps_commit_whole_or_not_at_all(db) {
+        let store = db.open().await;
+        let s = store.create_session(new_session("u")).await.unwrap();
+        let running = SessionUpdate { status: Some(SessionStatus::Running), ..SessionUpdate::default() };
+        let (record, seq) = store.start_turn(&s.id, running.clone(), 1, &Message::user("go"), Some(3)).await.unwrap();
+        assert_eq!((record.status, seq), (SessionStatus::Running, 0));
+        // An unknown session: an error, nothing stored.
+        let err = store.start_turn("nope", running, 1, &Message::user("go"), None).await.unwrap_err();
+        assert!(matches!(err, StoreError::NotFound { what: "session", .. }), "{err}");
+
+        // The assistant message and its calls, recorded as running, at once.
+        let args = json!({"a": 1});
+        let calls = [
+            CallStart { call_id: "a", name: "add", args: &args },
+            CallStart { call_id: "b", name: "add", args: &args },
+        ];
+        let (seq, begun) =
+            store.append_with_calls(&s.id, 1, &Message::assistant("calling"), Some(2), &calls).await.unwrap();
+        assert_eq!(seq, 1);
+        assert_eq!(begun, [BeginOutcome::Started, BeginOutcome::Started]);
+        let finish = |id: &str| ToolCallFinish {
+            status: ToolCallStatus::Ok,
+            result: ToolResult::ok(id, "2"),
+            envelope: None,
+            bytes: 1,
+            truncated: false,
+            locator: None,
+            duration_ms: 1,
+        };
+        store.finish_tool_call(&s.id, "a", finish("a")).await.unwrap();
+        let step = StepRecord { turn: 1, step: 1, stop_reason: "tool_use".into(), ..StepRecord::default() };
+        let results = Message::tool_results(vec![ToolResult::ok("a", "2"), ToolResult::ok("b", "2")]);
+
+        // A commit naming a call that was never recorded fails whole: no message, no step.
+        let bad = StepCommit {
+            turn: 1,
+            message: Some((&results, None)),
+            finished: vec![("b".into(), finish("b")), ("zzz".into(), finish("zzz"))],
+            step: &step,
+        };
+        let err = store.commit_step(&s.id, bad).await.unwrap_err();
+        assert!(matches!(err, StoreError::NotFound { what: "tool call", .. }), "{err}");
+        assert_eq!(count(&store, "messages", &s.id).await, 2);
+        assert!(store.list_steps(&s.id).await.unwrap().is_empty());
+        assert_eq!(store.get_tool_call(&s.id, "b").await.unwrap().unwrap().status, ToolCallStatus::Running);
+
+        let good = StepCommit { turn: 1, message: Some((&results, Some(9))), finished: vec![("b".into(), finish("b"))], step: &step };
+        assert_eq!(store.commit_step(&s.id, good).await.unwrap(), Some(2));
+        assert_eq!(store.list_steps(&s.id).await.unwrap(), std::slice::from_ref(&step));
+        let statuses: Vec<_> = store.list_tool_calls(&s.id).await.unwrap().iter().map(|c| c.status).collect();
+        assert_eq!(statuses, [ToolCallStatus::Ok, ToolCallStatus::Ok]);
+        let loaded = store.load_messages(&s.id, MessageFilter::default()).await.unwrap();
+        assert_eq!(loaded.iter().map(|m| (m.seq, m.token_count)).collect::<Vec<_>>(), [(0, Some(3)), (1, Some(2)), (2, Some(9))]);
+
+        // A call id recorded before never runs again: it comes back finished, with its result.
+        let again = [CallStart { call_id: "a", name: "add", args: &args }];
+        let (_, begun) = store.append_with_calls(&s.id, 2, &Message::assistant("again"), None, &again).await.unwrap();
+        assert!(matches!(&begun[..], [BeginOutcome::AlreadyFinished(r)] if r.result == Some(ToolResult::ok("a", "2"))));
+    }
+
     async fn running_calls_are_marked_interrupted_after_a_crash(db) {
         let store = db.open().await;
         let s = store.create_session(new_session("u")).await.unwrap();

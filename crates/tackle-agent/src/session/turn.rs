@@ -52,7 +52,7 @@ impl Session {
     /// at most the step in flight, and tool calls never run twice.
     pub async fn run_turn(
         &mut self,
-        input: TurnInput,
+        mut input: TurnInput,
         sink: &EventSink,
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, AgentError> {
@@ -68,7 +68,17 @@ impl Session {
         if self.record.title.is_empty() {
             update.title = Some(title_from(&input.message));
         }
-        self.record = store.update_session(&self.record.id, update).await?;
+        // Calls a crash or a cancelled turn left open are answered first; then the session is
+        // marked running and the user's message committed, in one store call.
+        self.close_open_calls(turn).await?;
+        let message = Message::user(std::mem::take(&mut input.message));
+        let tokens = self.context.count_message(&message);
+        let (record, seq) =
+            store.start_turn(&self.record.id, update, turn, &message, i64::try_from(tokens).ok()).await?;
+        self.record = record;
+        self.history.push(message, Some(seq), tokens);
+        // The current turn starts here; compaction never touches it.
+        self.turn_start = self.history.len() - 1;
         sink.emit(AgentEvent::SessionStarted {
             session_id: self.record.id.clone(),
             provider: self.agent.provider().name().to_owned(),
@@ -149,10 +159,6 @@ impl Session {
                 });
             }
         }
-        self.close_open_calls(turn).await?;
-        self.append(turn, Message::user(input.message)).await?;
-        // The current turn starts here; compaction never touches it.
-        self.turn_start = self.history.len() - 1;
 
         let mut guard = LoopGuard::new(config.loop_guard.clone());
         let turn_state = TurnState::default();

@@ -58,10 +58,9 @@ async fn build_agent(base_url: &str, model: String, max_steps: u32, store: Store
         .await?)
 }
 
-/// Diagnostic variants, to see where the time goes (`bench/peers/README.md`):
-/// `TACKLE_PEER_RUNTIME=current_thread` runs the worker on one thread, and
-/// `TACKLE_PEER_STORE=memory` keeps the store in memory. The default is what the table reports:
-/// a multi-threaded runtime (as rig's worker has) and the store on disk.
+/// A diagnostic variant, to see where the time goes (`bench/peers/README.md`):
+/// `TACKLE_PEER_RUNTIME=current_thread` runs the worker on one thread. The default is what the
+/// table reports: a multi-threaded runtime (as rig's worker has).
 fn variant(name: &str, value: &str) -> bool {
     std::env::var(name).is_ok_and(|v| v == value)
 }
@@ -74,11 +73,7 @@ fn main() -> Result<()> {
     };
     let dir = std::env::temp_dir().join(format!("tackle-peer-worker-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
-    let store = if variant("TACKLE_PEER_STORE", "memory") {
-        runtime.block_on(Store::open_in_memory())?
-    } else {
-        runtime.block_on(Store::open(&dir.join("tackle.db")))?
-    };
+    let store = runtime.block_on(Store::open(&dir.join("tackle.db")))?;
     let base = tackle_peer_workers::fake_base();
     let workspace: PathBuf = dir.clone();
     let mut agents: HashMap<usize, Agent> = HashMap::new();
