@@ -20,14 +20,17 @@ for component in "${components[@]}"; do
   case "$component" in
     tackle)
       need cargo "Rust (https://rustup.rs)"
-      echo "==> Tackle release binaries" >&2
-      cargo build --release --locked -q -p tackle-cli -p tackle-testkit -p tackle-peer-workers
+      echo "==> Tackle release binaries, and the tackle CLI as shipped (profile dist)" >&2
+      cargo build --release --locked -q -p tackle-testkit -p tackle-peer-workers
+      cargo build --profile dist --locked -q -p tackle-cli --bin tackle
       ;;
     rig)
       need cargo "Rust (https://rustup.rs)"
       echo "==> rig worker (pinned rig 0.44)" >&2
-      CARGO_TARGET_DIR="$deps/rig-target" cargo build --release --locked -q \
-        --manifest-path bench/peers/rig-worker/Cargo.toml
+      for profile in release dist; do
+        CARGO_TARGET_DIR="$deps/rig-target" cargo build --profile "$profile" --locked -q \
+          --manifest-path bench/peers/rig-worker/Cargo.toml
+      done
       ;;
     node)
       need npm "Node 20 or later"

@@ -9,7 +9,7 @@ round. Every run is checked: the fake saw exactly N+1 model requests and the ans
 scripted final text. Per run it records wall time (measured by the worker), CPU time of the
 worker and of the fake, and context switches of the worker's threads (/proc/<pid>/task/*).
 
-Whole-process part: `tackle run` (release CLI, builtin `read_file` loop) and rig's worker with
+Whole-process part: `tackle run` (the CLI as shipped, profile dist; builtin `read_file` loop) and rig's worker with
 `--once`, alternately: wall time from exec to exit, time from exec to the first model request
 (seen by the fake), peak RSS and context switches of the whole process (/usr/bin/time)."""
 import argparse
@@ -281,8 +281,8 @@ def whole_process(args, add_fake, read_fake, log_dir):
     for k in range(max(args.process_ns) + 1):
         with open(os.path.join(workspace, "notes", f"{k}.txt"), "w") as f:
             f.write(f"note {k}\n")
-    tackle = os.path.join(ROOT, "target", "release", "tackle")
-    rig = os.path.join(deps, "rig-target", "release", "rig-peer-worker")
+    tackle = os.path.join(ROOT, "target", "dist", "tackle")
+    rig = os.path.join(deps, "rig-target", "dist", "rig-peer-worker")
     tackle_env = dict(os.environ, TACKLE_HOME=home, OPENAI_API_KEY="sk-bench", TACKLE_PROVIDER="openai",
                       OPENAI_BASE_URL=f"{read_fake.url}/v1")
     rig_env = dict(os.environ, FAKE_BASE=f"{add_fake.url}/v1")

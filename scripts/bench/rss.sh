@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Peak resident memory of one `tackle run` of 50 tool steps (`read_file` of a different small file
 # each step, then an answer) against the fake model in loop mode.
-# Usage: scripts/bench/rss.sh [STEPS]   (builds release binaries first; STEPS defaults to 50)
+# Usage: scripts/bench/rss.sh [STEPS]   (builds the CLI as shipped, profile dist, and the fake
+# model first; STEPS defaults to 50)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 steps="${1:-50}"
-cargo build --release --locked -q -p tackle-cli -p tackle-testkit
+cargo build --release --locked -q -p tackle-testkit
+cargo build --profile dist --locked -q -p tackle-cli --bin tackle
 work=$(mktemp -d)
 fake_pid=
 trap '[ -n "$fake_pid" ] && kill "$fake_pid" 2>/dev/null; rm -rf "$work"' EXIT
@@ -17,7 +19,7 @@ for _ in $(seq 50); do [ -s "$work/url" ] && break; sleep 0.1; done
 url=$(cat "$work/url")
 export TACKLE_HOME="$work/home" OPENAI_API_KEY=sk-bench OPENAI_BASE_URL="$url/v1" TACKLE_PROVIDER=openai
 run() {
-  /usr/bin/time -v ./target/release/tackle run "read the notes" --yes --json --workspace "$work/workspace" \
+  /usr/bin/time -v ./target/dist/tackle run "read the notes" --yes --json --workspace "$work/workspace" \
     --model "fake-steps-$steps" --max-steps $((steps + 1)) > "$work/out.json" 2> "$work/time.txt"
 }
 run # the first run creates the store; measure a later one, as a user's runs are
