@@ -57,7 +57,7 @@ pub enum BuildError {
 /// Where sessions are stored.
 #[derive(Debug, Clone)]
 enum StoreChoice {
-    /// SQLite under `TACKLE_HOME` when it is set, else in memory.
+    /// SQLite under `TACKLE_HOME` when it is set, else a throwaway store.
     Default,
     InMemory,
     Path(PathBuf),
@@ -69,8 +69,8 @@ enum StoreChoice {
 /// Everything has a working default: the builtin tools (shell, files, web fetch) in the
 /// current directory, the agent's own tools (`todo`, `read_result`, `compact_context`, skills
 /// when the workspace has any), confirmations denied with a message the model can relay,
-/// large outputs offloaded to the store, and a store in memory (SQLite under `TACKLE_HOME`
-/// when that is set).
+/// large outputs offloaded to the store, and a throwaway store (a SQLite file in a temporary
+/// directory, removed with the agent; SQLite under `TACKLE_HOME` when that is set).
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -158,7 +158,8 @@ impl AgentBuilder {
         self
     }
 
-    /// Sessions live in memory only and are gone when the agent is dropped.
+    /// Sessions live in a throwaway store (a SQLite file in a temporary directory) and are gone
+    /// when the agent is dropped.
     pub fn in_memory(mut self) -> Self {
         self.store = StoreChoice::InMemory;
         self
