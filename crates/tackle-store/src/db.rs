@@ -67,8 +67,8 @@ pub(crate) enum Db {
     Postgres(PgPool),
 }
 
-/// A SQLite store: the calls an agent makes every step run on the writer thread
-/// ([`SqliteWriter`], one hand-off per call); the others through sqlx's pool.
+/// A SQLite store: the calls an agent makes every step run on one rusqlite connection
+/// ([`SqliteWriter`], in the calling thread when it is free); the others through sqlx's pool.
 #[derive(Clone)]
 pub(crate) struct SqliteDb {
     pub(crate) pool: SqlitePool,
@@ -92,7 +92,7 @@ macro_rules! on_db {
 pub(crate) use on_db;
 
 /// A column type every backend decodes: sqlx's SQLite and PostgreSQL, and rusqlite (the
-/// writer thread).
+/// writer's connection).
 pub(crate) trait DbValue<'r>:
     Sized + Decode<'r, Sqlite> + Type<Sqlite> + Decode<'r, Postgres> + Type<Postgres>
 {

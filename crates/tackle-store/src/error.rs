@@ -52,7 +52,7 @@ pub enum StoreError {
     /// The database failed.
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
-    /// The SQLite database failed (on the writer thread, `writer.rs`).
+    /// The SQLite database failed (on the writer's connection, `writer.rs`).
     #[error("database error: {0}")]
     Sqlite(#[from] rusqlite::Error),
     /// The store was closed; open it again.

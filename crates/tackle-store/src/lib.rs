@@ -1,6 +1,6 @@
 //! Durable storage for Tackle: SQLite (the embedded default: one file, WAL) or PostgreSQL (several
 //! processes on one database), with embedded migrations. The calls an agent makes every step run,
-//! on SQLite, on one writer thread with one hand-off per call (rusqlite); the rest, and
+//! on SQLite, on one rusqlite connection, in the calling thread when it is free; the rest, and
 //! PostgreSQL, through sqlx.
 //!
 //! One [`Store`] holds sessions and everything that belongs to them: messages in order, the

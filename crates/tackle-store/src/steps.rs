@@ -143,7 +143,7 @@ impl Store {
         }
     }
 
-    /// Commits the end of a step in one transaction (one hand-off to the writer on SQLite):
+    /// Commits the end of a step in one transaction (one writer call on SQLite):
     /// the calls finished with it, its last message (the answer or the tool results) and its
     /// record. Returns the message's `seq`.
     pub async fn commit_step(

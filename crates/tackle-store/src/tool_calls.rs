@@ -321,7 +321,7 @@ impl Store {
     }
 
     /// Appends the assistant message that makes tool calls and records each call as running,
-    /// in one transaction (one hand-off to the writer on SQLite): what [`Store::append_message`]
+    /// in one transaction (one writer call on SQLite): what [`Store::append_message`]
     /// and [`Store::begin_tool_call`] for each call do, committed together before any runs.
     /// Returns the message's `seq` and each call's outcome, in order.
     pub async fn append_with_calls(
