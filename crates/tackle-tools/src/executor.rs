@@ -20,7 +20,7 @@ use crate::{
 };
 
 /// How long a cancelled or timed-out tool gets to clean up (kill its processes) before its
-/// task is aborted.
+/// call is dropped.
 const CLEANUP_GRACE: Duration = Duration::from_secs(3);
 
 /// Limits applied to every call.

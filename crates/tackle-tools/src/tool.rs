@@ -14,6 +14,10 @@ use crate::{FullOutput, ToolContext, ToolFailure};
 ///
 /// The executor validates `args` against `spec().input_schema` before `call` runs, applies hooks,
 /// the timeout and the output cap; a tool only does its job and reports typed failures.
+///
+/// `call` runs in the turn's own task: blocking work belongs in `tokio::task::spawn_blocking`
+/// (or a child process), since a call that blocks its thread holds the turn, and its timeout
+/// cannot fire, until it returns.
 #[async_trait]
 pub trait Tool: Send + Sync + 'static {
     /// Name, description, input schema and annotations. Must not change after registration.
