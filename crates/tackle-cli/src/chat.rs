@@ -15,7 +15,7 @@ use crate::approver::TerminalApprover;
 use crate::cli::ChatArgs;
 use crate::render::{TerminalRenderer, TextOutput, sink, thousands};
 use crate::runtime::{
-    Approvals, ModelProvider, build_agent, open_or_create, provider_and_store, settings_for, tool_mask,
+    Approvals, ModelProvider, build_agent, open_or_create, open_store, provider_for, settings_for, tool_mask,
     workspace_dir,
 };
 use crate::screen::Screen;
@@ -67,8 +67,9 @@ pub async fn run(args: ChatArgs) -> Result<ExitCode> {
         Some(a) => Approvals::Ask(a.clone()),
         None => Approvals::Auto,
     };
-    let (ModelProvider { provider, kind, .. }, store) =
-        provider_and_store(&settings, &workspace, &approvals, ApprovalMode::Interactive).await?;
+    let ModelProvider { provider, kind, .. } =
+        provider_for(&settings, &workspace, &approvals, ApprovalMode::Interactive)?;
+    let store = open_store(&settings).await?;
     let agent =
         build_agent(&settings, &workspace, provider, kind, store, approvals, ApprovalMode::Interactive)
             .await?;

@@ -15,7 +15,7 @@ use crate::approver::TerminalApprover;
 use crate::cli::RunArgs;
 use crate::render::{JsonSink, TerminalRenderer, TextOutput, events_target, json_lines, sink};
 use crate::runtime::{
-    Approvals, ModelProvider, build_agent, open_or_create, provider_and_store, settings_for, tool_mask,
+    Approvals, ModelProvider, build_agent, open_or_create, open_store, provider_for, settings_for, tool_mask,
     workspace_dir,
 };
 use crate::screen::Screen;
@@ -42,8 +42,9 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         (Some(a), _) => Approvals::Ask(a.clone()),
         (None, _) => Approvals::Deny,
     };
-    let (ModelProvider { provider, kind, .. }, store) =
-        provider_and_store(&settings, &workspace, &approvals, ApprovalMode::Headless).await?;
+    let ModelProvider { provider, kind, .. } =
+        provider_for(&settings, &workspace, &approvals, ApprovalMode::Headless)?;
+    let store = open_store(&settings).await?;
     let agent =
         build_agent(&settings, &workspace, provider, kind, store, approvals, ApprovalMode::Headless).await?;
     let mut session = open_or_create(&agent, args.turn.session.as_deref(), &workspace).await?;

@@ -124,29 +124,6 @@ pub fn provider_for(
     Ok(ModelProvider { provider, kind, codex })
 }
 
-/// The model provider and the store, made at once: building the provider's HTTP client reads
-/// and parses the system's TLS roots (a few milliseconds of every start) on a blocking thread
-/// while the store opens. The provider's settings are checked first, so a usage error still
-/// comes before the store is created.
-pub async fn provider_and_store(
-    settings: &Settings,
-    workspace: &Path,
-    approvals: &Approvals,
-    mode: ApprovalMode,
-) -> Result<(ModelProvider, Store)> {
-    let config = settings.provider_config(&env_lookup).map_err(|e| UsageError(e.to_string()))?;
-    if config.kind == ProviderKind::Codex {
-        settings.codex.validate().map_err(UsageError)?;
-    }
-    let provider = {
-        let (settings, workspace, approvals) = (settings.clone(), workspace.to_owned(), approvals.clone());
-        tokio::task::spawn_blocking(move || provider_for(&settings, &workspace, &approvals, mode))
-    };
-    let store = open_store(settings).await;
-    let provider = provider.await??;
-    Ok((provider, store?))
-}
-
 /// What commands must never read: Tackle's data directory (the store), its user configuration
 /// file, the server's tokens file, and the server's other workspaces (each session sees only
 /// its own).
