@@ -5,7 +5,7 @@
 //! [`ToolExecutor`] runs a call through validation, the [`HookPolicy`], approvals, a timeout
 //! and the output cap, and turns every failure into the [`tackle_protocol::ToolError`]
 //! envelope the model sees. [`ToolSearchIndex`] ranks tool definitions for a free-text query
-//! (BM25), for tools deferred behind `tool_search`.
+//! (field-weighted BM25 with stemming, or plain BM25), for tools deferred behind `tool_search`.
 //!
 //! ```
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -73,7 +73,7 @@ pub use function::{FnTool, IntoTool, IntoToolResult, tool_fn};
 pub use hooks::{AnnotationMatch, ApprovalMode, HookAction, HookDecision, HookError, HookPolicy, HookRule};
 pub use output_cap::{Capped, OutputCap, cap_output, count_lines};
 pub use registry::{RegistryError, ToolRegistry};
-pub use search::{BM25_B, BM25_K1, ToolSearchIndex};
+pub use search::{BM25_B, BM25_K1, FieldWeights, Ranker, ToolSearchIndex};
 pub use source::{StaticTools, ToolSource};
 pub use spool::{DEFAULT_SPOOL_BYTES, FullOutput, Spool, SpoolBudget};
 pub use tool::{Tool, ToolOutput};

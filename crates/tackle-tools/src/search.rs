@@ -1,66 +1,269 @@
-//! [`ToolSearchIndex`]: BM25 ranking of tools for a free-text query.
+//! [`ToolSearchIndex`]: ranking tools for a free-text query.
 //!
-//! Each tool is a bag of tokens from its name (split on `_`, `-` and camelCase, counted twice),
-//! its description, and the parameter names of its input schema (`properties`, nested ones
-//! included). Tokens are lowercased, a few English stop words are dropped and plurals are folded
-//! (`files` → `file`).
+//! Two rankers, chosen with [`Ranker`] (`[deferral] ranker` in `tackle.toml`):
 //!
-//! BM25 weights (k1 = 1.2, b = 0.75) are computed once per (term, tool) when the index is built,
-//! so a query only looks up its own terms and adds precomputed weights: 1,000 tools are searched
-//! in microseconds. Equal scores are ordered by tool name. Pure: no IO.
+//! - [`Ranker::Bm25f`] (the default): field-weighted BM25 (BM25F) over five fields of a
+//!   definition: its name (split on `_`, `-`, `.`, `/` and camelCase), its description, its
+//!   parameter names, their descriptions and their enum values, nested ones included. Each field
+//!   has its own weight and length normalisation ([`FieldWeights`]); words are lowercased,
+//!   English stop words and bare numbers dropped, and stemmed with Snowball English (Porter 2),
+//!   so `calculating distances` finds `calculate_distance`.
+//! - [`Ranker::Bm25`]: plain BM25 over one bag of words (name tokens counted twice, the
+//!   description, parameter names) with plural folding; Tackle's first ranker, kept selectable.
+//!
+//! Weights are computed once per (term, tool) when the index is built, so a query only looks up
+//! its own terms and adds precomputed weights: 1,233 real tools are searched in microseconds
+//! (`bench/tool-search`). Equal scores are ordered by tool name. Pure: no IO.
+
+mod text;
 
 use std::collections::HashMap;
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tackle_protocol::ToolSpec;
 
+use self::text::Analyzer;
+
 /// BM25 term-frequency saturation.
 pub const BM25_K1: f32 = 1.2;
-/// BM25 length normalization.
+/// BM25 length normalization (plain ranker).
 pub const BM25_B: f32 = 0.75;
 
-/// How many times name tokens count compared with description tokens.
+/// How many times name tokens count compared with description tokens (plain ranker).
 const NAME_BOOST: u32 = 2;
-/// Deepest nesting of `properties` whose parameter names are indexed.
+/// Deepest nesting of `properties` whose parameters are indexed.
 const MAX_SCHEMA_DEPTH: usize = 4;
+/// Most enum values of one parameter that are indexed (long enums are lists of ids).
+const MAX_ENUM_VALUES: usize = 64;
 
-const STOP_WORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "if", "in", "into", "is", "it", "its",
-    "of", "on", "or", "that", "the", "this", "to", "with",
-];
+/// How [`ToolSearchIndex`] ranks tools.
+///
+/// ```
+/// use tackle_tools::Ranker;
+/// assert_eq!(Ranker::default(), Ranker::Bm25f);
+/// assert_eq!("bm25".parse::<Ranker>().unwrap(), Ranker::Bm25);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Ranker {
+    /// Field-weighted BM25 with stemming ([`FieldWeights::default`]).
+    #[default]
+    Bm25f,
+    /// Plain BM25 over one bag of words, with plural folding.
+    Bm25,
+}
 
-/// A BM25 index over tool definitions.
+impl Ranker {
+    /// Its name in `tackle.toml`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ranker::Bm25f => "bm25f",
+            Ranker::Bm25 => "bm25",
+        }
+    }
+}
+
+impl std::fmt::Display for Ranker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Ranker {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "bm25f" => Ok(Ranker::Bm25f),
+            "bm25" => Ok(Ranker::Bm25),
+            other => Err(format!("unknown ranker {other:?}: use \"bm25f\" (default) or \"bm25\"")),
+        }
+    }
+}
+
+/// Weights of the BM25F ranker: how much a term counts in each field of a definition, and the
+/// length normalisation `b` (0: none, 1: full) and saturation `k1` shared by all fields.
+///
+/// The defaults were chosen on one half of the BFCL queries (a fixed split by id) and are
+/// reported on the other half in BENCHMARKS.md (`bench/tool-search --tune` reruns the search).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FieldWeights {
+    /// The tool's name.
+    pub name: f32,
+    /// Its description.
+    pub description: f32,
+    /// Parameter names.
+    pub parameter_names: f32,
+    /// Parameter descriptions.
+    pub parameter_descriptions: f32,
+    /// Enum values of parameters.
+    pub enum_values: f32,
+    /// Length normalisation, per field.
+    pub b: f32,
+    /// Term-frequency saturation.
+    pub k1: f32,
+}
+
+impl Default for FieldWeights {
+    fn default() -> Self {
+        Self {
+            name: 3.0,
+            description: 2.0,
+            parameter_names: 1.0,
+            parameter_descriptions: 0.5,
+            enum_values: 0.5,
+            b: 0.5,
+            k1: BM25_K1,
+        }
+    }
+}
+
+impl FieldWeights {
+    fn of(&self, field: Field) -> f32 {
+        match field {
+            Field::Name => self.name,
+            Field::Description => self.description,
+            Field::ParameterNames => self.parameter_names,
+            Field::ParameterDescriptions => self.parameter_descriptions,
+            Field::EnumValues => self.enum_values,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Field {
+    Name,
+    Description,
+    ParameterNames,
+    ParameterDescriptions,
+    EnumValues,
+}
+
+const FIELDS: [Field; 5] =
+    [Field::Name, Field::Description, Field::ParameterNames, Field::ParameterDescriptions, Field::EnumValues];
+
+/// An index over tool definitions.
 ///
 /// ```
 /// use serde_json::json;
-/// use tackle_tools::ToolSearchIndex;
+/// use tackle_tools::{Ranker, ToolSearchIndex};
 /// use tackle_protocol::ToolSpec;
 /// let tools = [
 ///     ToolSpec::new("fs__read_text_file", "Read a file as text.", json!({"type": "object"})),
 ///     ToolSpec::new("web__fetch", "Fetch a URL.", json!({"type": "object"})),
 /// ];
 /// let index = ToolSearchIndex::new(&tools);
-/// let hits = index.search("read file", 5);
+/// let hits = index.search("reading files", 5);
 /// assert_eq!(hits[0].0, "fs__read_text_file");
+/// // The plain ranker is still there.
+/// let plain = ToolSearchIndex::with_ranker(&tools, Ranker::Bm25);
+/// assert_eq!(plain.search("read file", 5)[0].0, "fs__read_text_file");
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct ToolSearchIndex {
+    ranker: Ranker,
     /// Tool names, sorted: a document id is an index here, so id order is name order.
     names: Vec<String>,
     /// Term → id into `postings`.
     terms: HashMap<String, u32>,
-    /// Per term: (document, precomputed BM25 weight), by document id.
+    /// Per term: (document, precomputed weight), by document id.
     postings: Vec<Vec<(u32, f32)>>,
 }
 
 impl ToolSearchIndex {
-    /// Builds the index; tools with the same name are indexed once (the first one).
+    /// Builds the index with the default ranker; tools with the same name are indexed once
+    /// (the first one).
     pub fn new<'a>(tools: impl IntoIterator<Item = &'a ToolSpec>) -> Self {
-        let mut specs: Vec<&ToolSpec> = tools.into_iter().collect();
-        specs.sort_by(|a, b| a.name.cmp(&b.name));
-        specs.dedup_by(|b, a| a.name == b.name);
+        Self::with_ranker(tools, Ranker::default())
+    }
 
-        // Term frequencies per document.
+    /// Builds the index with `ranker`.
+    pub fn with_ranker<'a>(tools: impl IntoIterator<Item = &'a ToolSpec>, ranker: Ranker) -> Self {
+        match ranker {
+            Ranker::Bm25f => Self::with_weights(tools, FieldWeights::default()),
+            Ranker::Bm25 => Self::plain(tools),
+        }
+    }
+
+    /// Builds a BM25F index with these field weights.
+    pub fn with_weights<'a>(tools: impl IntoIterator<Item = &'a ToolSpec>, weights: FieldWeights) -> Self {
+        let specs = unique_by_name(tools);
+        let mut analyzer = Analyzer::stemming();
+        let mut terms: HashMap<String, u32> = HashMap::new();
+        // Per document, per field: (term, count), and the field's length.
+        let mut docs: Vec<[(Vec<(u32, u32)>, u32); 5]> = Vec::with_capacity(specs.len());
+        let mut scratch = Vec::new();
+        for spec in &specs {
+            let fields = FIELDS.map(|field| {
+                scratch.clear();
+                match field {
+                    Field::Name => analyzer.terms(&spec.name, &mut scratch),
+                    Field::Description => analyzer.terms(&spec.description, &mut scratch),
+                    Field::ParameterNames => {
+                        parameters(&spec.input_schema, 0, &mut |name, _| analyzer.terms(name, &mut scratch))
+                    }
+                    Field::ParameterDescriptions => parameters(&spec.input_schema, 0, &mut |_, schema| {
+                        if let Some(d) = schema.get("description").and_then(Value::as_str) {
+                            analyzer.terms(d, &mut scratch);
+                        }
+                    }),
+                    Field::EnumValues => parameters(&spec.input_schema, 0, &mut |_, schema| {
+                        let values = schema.get("enum").and_then(Value::as_array).map(Vec::as_slice);
+                        for v in values.unwrap_or_default().iter().take(MAX_ENUM_VALUES) {
+                            if let Some(s) = v.as_str() {
+                                analyzer.terms(s, &mut scratch);
+                            }
+                        }
+                    }),
+                }
+                let len = u32::try_from(scratch.len()).unwrap_or(u32::MAX);
+                (count_terms(&mut terms, scratch.drain(..)), len)
+            });
+            docs.push(fields);
+        }
+
+        let n_docs = specs.len().max(1) as f32;
+        let avg: [f32; 5] = std::array::from_fn(|f| {
+            (docs.iter().map(|d| d[f].1 as f64).sum::<f64>() / n_docs as f64).max(1.0) as f32
+        });
+        // Per document: term → pseudo-frequency, the weighted, length-normalised sum over fields.
+        let mut postings: Vec<Vec<(u32, f32)>> = vec![Vec::new(); terms.len()];
+        let mut merged: HashMap<u32, f32> = HashMap::new();
+        for (doc, fields) in docs.iter().enumerate() {
+            merged.clear();
+            for (f, (counts, len)) in fields.iter().enumerate() {
+                let weight = weights.of(FIELDS[f]);
+                if weight == 0.0 {
+                    continue;
+                }
+                let norm = 1.0 - weights.b + weights.b * *len as f32 / avg[f];
+                for &(term, tf) in counts {
+                    *merged.entry(term).or_default() += weight * tf as f32 / norm;
+                }
+            }
+            let doc = u32::try_from(doc).unwrap_or(u32::MAX);
+            for (&term, &tf) in &merged {
+                if let Some(list) = postings.get_mut(term as usize) {
+                    list.push((doc, tf));
+                }
+            }
+        }
+        let k1 = weights.k1;
+        for list in &mut postings {
+            list.sort_unstable_by_key(|&(doc, _)| doc);
+            let idf = idf(n_docs, list.len() as f32);
+            for (_, w) in list.iter_mut() {
+                *w = idf * *w * (k1 + 1.0) / (*w + k1);
+            }
+        }
+        Self { ranker: Ranker::Bm25f, names: specs.iter().map(|s| s.name.clone()).collect(), terms, postings }
+    }
+
+    /// The plain BM25 index: one bag of words per tool.
+    fn plain<'a>(tools: impl IntoIterator<Item = &'a ToolSpec>) -> Self {
+        let specs = unique_by_name(tools);
+        let mut analyzer = Analyzer::plain();
         let mut terms: HashMap<String, u32> = HashMap::new();
         let mut doc_terms: Vec<Vec<(u32, u32)>> = Vec::with_capacity(specs.len());
         let mut doc_lens: Vec<u32> = Vec::with_capacity(specs.len());
@@ -68,26 +271,16 @@ impl ToolSearchIndex {
         for spec in &specs {
             scratch.clear();
             let mut name_tokens = Vec::new();
-            tokenize_identifier(&spec.name, &mut name_tokens);
+            analyzer.terms(&spec.name, &mut name_tokens);
             for _ in 0..NAME_BOOST {
                 scratch.extend(name_tokens.iter().cloned());
             }
-            tokenize(&spec.description, &mut scratch);
-            parameter_names(&spec.input_schema, 0, &mut |name| tokenize_identifier(name, &mut scratch));
-
-            let mut counts: HashMap<u32, u32> = HashMap::new();
-            for token in scratch.drain(..) {
-                let next = u32::try_from(terms.len()).unwrap_or(u32::MAX);
-                let id = *terms.entry(token).or_insert(next);
-                *counts.entry(id).or_default() += 1;
-            }
-            doc_lens.push(counts.values().sum());
-            let mut counts: Vec<(u32, u32)> = counts.into_iter().collect();
-            counts.sort_unstable();
-            doc_terms.push(counts);
+            analyzer.terms(&spec.description, &mut scratch);
+            parameters(&spec.input_schema, 0, &mut |name, _| analyzer.terms(name, &mut scratch));
+            doc_lens.push(u32::try_from(scratch.len()).unwrap_or(u32::MAX));
+            doc_terms.push(count_terms(&mut terms, scratch.drain(..)));
         }
 
-        // Document frequencies, then precomputed weights.
         let n_docs = specs.len() as f32;
         let avg_len =
             if specs.is_empty() { 1.0 } else { doc_lens.iter().sum::<u32>() as f32 / n_docs }.max(1.0);
@@ -103,8 +296,7 @@ impl ToolSearchIndex {
         let postings = postings
             .into_iter()
             .map(|list| {
-                let df = list.len() as f32;
-                let idf = ((n_docs - df + 0.5) / (df + 0.5) + 1.0).ln();
+                let idf = idf(n_docs, list.len() as f32);
                 list.into_iter()
                     .map(|(doc, tf)| {
                         let tf = tf as f32;
@@ -115,8 +307,12 @@ impl ToolSearchIndex {
                     .collect()
             })
             .collect();
+        Self { ranker: Ranker::Bm25, names: specs.iter().map(|s| s.name.clone()).collect(), terms, postings }
+    }
 
-        Self { names: specs.iter().map(|s| s.name.clone()).collect(), terms, postings }
+    /// The ranker this index was built with.
+    pub fn ranker(&self) -> Ranker {
+        self.ranker
     }
 
     /// Number of indexed tools.
@@ -135,8 +331,12 @@ impl ToolSearchIndex {
         if limit == 0 || self.names.is_empty() {
             return Vec::new();
         }
+        let mut analyzer = match self.ranker {
+            Ranker::Bm25f => Analyzer::stemming(),
+            Ranker::Bm25 => Analyzer::plain(),
+        };
         let mut tokens = Vec::new();
-        tokenize_identifier(query, &mut tokens);
+        analyzer.terms(query, &mut tokens);
         let mut term_ids: Vec<u32> =
             tokens.iter().filter_map(|t| self.terms.get(t.as_str()).copied()).collect();
         term_ids.sort_unstable();
@@ -172,75 +372,47 @@ impl ToolSearchIndex {
     }
 }
 
-/// Calls `f` with every parameter name under `properties`, recursing into nested objects and
-/// array items.
-fn parameter_names(schema: &Value, depth: usize, f: &mut impl FnMut(&str)) {
+/// The specs sorted by name, the first of each name kept.
+fn unique_by_name<'a>(tools: impl IntoIterator<Item = &'a ToolSpec>) -> Vec<&'a ToolSpec> {
+    let mut specs: Vec<&ToolSpec> = tools.into_iter().collect();
+    specs.sort_by(|a, b| a.name.cmp(&b.name));
+    specs.dedup_by(|b, a| a.name == b.name);
+    specs
+}
+
+/// Interns `tokens` into `terms` and counts them, sorted by term id.
+fn count_terms(terms: &mut HashMap<String, u32>, tokens: impl Iterator<Item = String>) -> Vec<(u32, u32)> {
+    let mut counts: HashMap<u32, u32> = HashMap::new();
+    for token in tokens {
+        let next = u32::try_from(terms.len()).unwrap_or(u32::MAX);
+        let id = *terms.entry(token).or_insert(next);
+        *counts.entry(id).or_default() += 1;
+    }
+    let mut counts: Vec<(u32, u32)> = counts.into_iter().collect();
+    counts.sort_unstable();
+    counts
+}
+
+/// BM25's inverse document frequency (never negative).
+fn idf(n_docs: f32, df: f32) -> f32 {
+    ((n_docs - df + 0.5) / (df + 0.5) + 1.0).ln()
+}
+
+/// Calls `f` with every parameter (name and schema) under `properties`, recursing into nested
+/// objects and array items.
+fn parameters(schema: &Value, depth: usize, f: &mut impl FnMut(&str, &Value)) {
     if depth > MAX_SCHEMA_DEPTH {
         return;
     }
     if let Some(props) = schema.get("properties").and_then(Value::as_object) {
         for (name, sub) in props {
-            f(name);
-            parameter_names(sub, depth + 1, f);
+            f(name, sub);
+            parameters(sub, depth + 1, f);
         }
     }
     if let Some(items) = schema.get("items") {
-        parameter_names(items, depth + 1, f);
+        parameters(items, depth + 1, f);
     }
-}
-
-/// Tokens of an identifier-like string: words split on non-alphanumerics and camelCase, plus the
-/// whole lowercased compound (`getSum` → `get`, `sum`, `getsum`).
-fn tokenize_identifier(text: &str, out: &mut Vec<String>) {
-    for word in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
-        let start = out.len();
-        split_camel(word, out);
-        if out.len() - start > 1 {
-            push_token(word.to_lowercase(), out);
-        }
-    }
-}
-
-/// Tokens of prose: the same rules as identifiers (descriptions mention `camelCase` names too).
-fn tokenize(text: &str, out: &mut Vec<String>) {
-    tokenize_identifier(text, out);
-}
-
-/// Splits `getHTTPResponse2` into `get`, `http`, `response2`.
-fn split_camel(word: &str, out: &mut Vec<String>) {
-    let chars: Vec<char> = word.chars().collect();
-    let mut start = 0;
-    for i in 1..chars.len() {
-        let (prev, cur) = (chars[i - 1], chars[i]);
-        let next_lower = chars.get(i + 1).is_some_and(|c| c.is_lowercase());
-        let boundary = (prev.is_lowercase() && cur.is_uppercase())
-            || (prev.is_uppercase() && cur.is_uppercase() && next_lower);
-        if boundary {
-            push_token(chars[start..i].iter().collect::<String>().to_lowercase(), out);
-            start = i;
-        }
-    }
-    push_token(chars[start..].iter().collect::<String>().to_lowercase(), out);
-}
-
-/// Adds a lowercased token unless it is a stop word, folding plurals.
-fn push_token(token: String, out: &mut Vec<String>) {
-    if token.is_empty() || STOP_WORDS.contains(&token.as_str()) {
-        return;
-    }
-    out.push(fold_plural(token));
-}
-
-/// `files` → `file`, `entries` → `entry`; leaves `class`, `status`, `bus` and short words alone.
-fn fold_plural(mut token: String) -> String {
-    let n = token.len();
-    if n > 4 && token.ends_with("ies") {
-        token.truncate(n - 3);
-        token.push('y');
-    } else if n > 3 && token.ends_with('s') && !token.ends_with("ss") && !token.ends_with("us") {
-        token.truncate(n - 1);
-    }
-    token
 }
 
 #[cfg(test)]
@@ -276,22 +448,18 @@ mod tests {
         hits.iter().map(|(n, _)| n.as_str()).collect()
     }
 
-    #[test]
-    fn tokenizes_names_and_camel_case() {
-        let mut out = Vec::new();
-        tokenize_identifier("github__createIssue", &mut out);
-        assert_eq!(out, ["github", "create", "issue", "createissue"]);
-        out.clear();
-        tokenize_identifier("get-HTTPResponse files", &mut out);
-        assert_eq!(out, ["get", "http", "response", "httpresponse", "file"]);
-        out.clear();
-        tokenize_identifier("The status of the class", &mut out);
-        assert_eq!(out, ["status", "class"]);
-    }
+    const RANKERS: [Ranker; 2] = [Ranker::Bm25f, Ranker::Bm25];
 
     #[test]
     fn ranks_by_relevance() {
-        let index = ToolSearchIndex::new(&catalog());
+        for ranker in RANKERS {
+            ranks_by_relevance_with(ranker);
+        }
+    }
+
+    fn ranks_by_relevance_with(ranker: Ranker) {
+        let index = ToolSearchIndex::with_ranker(&catalog(), ranker);
+        assert_eq!(index.ranker(), ranker);
         assert_eq!(index.len(), 7);
         let hits = index.search("read a text file", 3);
         assert_eq!(hits[0].0, "fs__read_text_file");
@@ -310,13 +478,19 @@ mod tests {
 
     #[test]
     fn edge_cases_return_nothing() {
-        let index = ToolSearchIndex::new(&catalog());
+        for ranker in RANKERS {
+            edge_cases_return_nothing_with(ranker);
+        }
+    }
+
+    fn edge_cases_return_nothing_with(ranker: Ranker) {
+        let index = ToolSearchIndex::with_ranker(&catalog(), ranker);
         assert!(index.search("", 5).is_empty());
         assert!(index.search("   --__  ", 5).is_empty());
         assert!(index.search("the of a", 5).is_empty(), "stop words only");
         assert!(index.search("zebra quantum", 5).is_empty(), "unknown words");
         assert!(index.search("file", 0).is_empty(), "limit 0");
-        let empty = ToolSearchIndex::new(&[]);
+        let empty = ToolSearchIndex::with_ranker(&[], ranker);
         assert!(empty.is_empty());
         assert!(empty.search("file", 5).is_empty());
     }
@@ -338,6 +512,58 @@ mod tests {
             ["tool_alpha"],
             "query terms are deduplicated"
         );
+    }
+
+    #[test]
+    fn bm25f_stems_and_weighs_fields() {
+        let tools = vec![
+            ToolSpec::new(
+                "geo__calculate_distance",
+                "Distance between two places.",
+                json!({"type": "object", "properties": {"from": {"type": "string"}}}),
+            ),
+            // Says "distance" more often, but only in a parameter's description.
+            ToolSpec::new(
+                "fleet__route",
+                "Plan a delivery route.",
+                json!({"type": "object", "properties": {"max": {"type": "number",
+                    "description": "Longest distance in km; distance over it is refused (distance)."}}}),
+            ),
+            ToolSpec::new(
+                "weather__get",
+                "Current weather.",
+                json!({"type": "object", "properties": {"unit": {"type": "string",
+                    "enum": ["celsius", "fahrenheit"]}}}),
+            ),
+        ];
+        let index = ToolSearchIndex::new(&tools);
+        assert_eq!(index.search("calculating distances", 1)[0].0, "geo__calculate_distance", "stemming");
+        assert_eq!(names(&index.search("distance", 2)), ["geo__calculate_distance", "fleet__route"]);
+        assert_eq!(names(&index.search("in fahrenheit", 5)), ["weather__get"], "enum values are indexed");
+        let plain = ToolSearchIndex::with_ranker(&tools, Ranker::Bm25);
+        assert!(plain.search("calculating", 1).is_empty(), "the plain ranker does not stem");
+        assert!(plain.search("fahrenheit", 1).is_empty(), "nor index enums");
+        // No field counted: nothing matches.
+        let none = FieldWeights {
+            name: 0.0,
+            description: 0.0,
+            parameter_names: 0.0,
+            parameter_descriptions: 0.0,
+            enum_values: 0.0,
+            ..FieldWeights::default()
+        };
+        assert!(ToolSearchIndex::with_weights(&tools, none).search("distance", 5).is_empty());
+    }
+
+    #[test]
+    fn rankers_parse_and_print() {
+        for ranker in RANKERS {
+            assert_eq!(ranker.as_str().parse::<Ranker>().unwrap(), ranker);
+            assert_eq!(serde_json::to_value(ranker).unwrap(), json!(ranker.as_str()));
+        }
+        assert_eq!(" BM25F ".parse::<Ranker>().unwrap(), Ranker::Bm25f);
+        let e = "vector".parse::<Ranker>().unwrap_err();
+        assert!(e.contains("bm25f") && e.contains("bm25"), "{e}");
     }
 
     #[test]
