@@ -4,7 +4,8 @@
 # playwright-core (to drive it), the MCP reference servers, @copilotkit/aimock (an independent
 # Responses API double), the codex app-server and the Telegram Bot API emulator
 # (telegram-test-api) from npm, and a Python virtualenv with the
-# official `openai` SDK, the OpenAI Agents SDK and schemathesis (API conformance). What the
+# official `openai` SDK, the OpenAI Agents SDK, schemathesis (API conformance) and the BFCL data
+# (bfcl-eval, pinned). What the
 # machine lacks to install them (node and npm, python3 with venv, the browser, tmux, PostgreSQL) comes from
 # apt. Idempotent, and quick when everything is there. Everything but system packages lives under
 # target/test-deps (so `cargo clean` resets it); tests find it through `tackle_testkit::peers`.
@@ -117,4 +118,13 @@ if [ ! -f "$deps/venv/.installed" ] || ! cmp -s scripts/test-deps/requirements.t
   [ -x "$deps/venv/bin/python" ] || python3 -m venv "$deps/venv"
   "$deps/venv/bin/pip" install --quiet --disable-pip-version-check -r scripts/test-deps/requirements.txt
   cp scripts/test-deps/requirements.txt "$deps/venv/.installed"
+fi
+
+# BFCL v4 (Apache-2.0): the tool-search tests read its real functions and requests from the
+# wheel (bench/tool-search/bfcl.py). Pinned, and without its dependencies: it is an evaluation
+# harness (torch, vLLM, provider SDKs) of which only the data files are read.
+bfcl_version=2026.3.23
+if ! "$deps/venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('bfcl-eval') != '$bfcl_version')" 2>/dev/null; then
+  echo "test-deps: installing bfcl-eval $bfcl_version (data only, --no-deps)"
+  "$deps/venv/bin/pip" install --quiet --disable-pip-version-check --no-deps "bfcl-eval==$bfcl_version"
 fi

@@ -68,6 +68,7 @@ pub use context::{
 pub use error::AgentError;
 pub use session::{LoopGuardConfig, PrefixStats, Session, TurnInput, TurnOutcome};
 pub use tools::{
-    DeferralConfig, DeferralMode, DeferredTools, DiscoveredSkills, MaskError, MaskStrategy, Skill,
-    SkillError, SkillLibrary, SkillSet, StepTools, ToolCatalog, ToolChange, ToolMask,
+    CompactDetail, DeferralConfig, DeferralMode, DeferredTools, DiscoveredSkills, MaskError, MaskStrategy,
+    SEARCH_RESULT_LINES, SEARCH_RESULT_TOKENS, Skill, SkillError, SkillLibrary, SkillSet, StepTools,
+    ToolCatalog, ToolChange, ToolMask, compact_tool,
 };

@@ -36,6 +36,7 @@ mod provider;
 mod responses;
 mod retry;
 pub mod sse;
+mod tool_schema;
 mod tools_cache;
 
 use std::sync::Arc;
@@ -55,6 +56,7 @@ pub use responses::{
     strict_compatible,
 };
 pub use retry::{RetryPolicy, server_requested_wait};
+pub use tool_schema::{ToolSchemaRules, adapt_schema, schema_problems};
 
 /// Builds the HTTP provider a configuration names (Codex runs as a child process and is built
 /// by `tackle_codex::CodexProvider`).

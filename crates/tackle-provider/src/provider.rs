@@ -45,6 +45,9 @@ pub struct Capabilities {
     pub prompt_cache_key: bool,
     /// Native deferred tool loading (Anthropic `defer_loading`).
     pub deferred_tools: bool,
+    /// What the API rejects in tool input schemas; the encoder adapts schemas to it
+    /// ([`crate::adapt_schema`]), the executor still validates against the originals.
+    pub tool_schema: crate::ToolSchemaRules,
 }
 
 /// A retry about to happen, reported through [`CallOptions::on_retry`].

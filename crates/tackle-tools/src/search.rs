@@ -325,6 +325,23 @@ impl ToolSearchIndex {
         self.names.is_empty()
     }
 
+    /// Heap bytes the index holds (names, the term table, postings), from their capacities.
+    pub fn heap_bytes(&self) -> usize {
+        let strings = |s: &String| s.capacity() + std::mem::size_of::<String>();
+        let names: usize = self.names.iter().map(strings).sum();
+        // A hashbrown table: the keys and values plus one control byte per bucket.
+        let terms: usize = self.terms.keys().map(strings).sum::<usize>()
+            + self.terms.capacity() * (std::mem::size_of::<u32>() + 1);
+        let postings: usize = self
+            .postings
+            .iter()
+            .map(|p| {
+                p.capacity() * std::mem::size_of::<(u32, f32)>() + std::mem::size_of::<Vec<(u32, f32)>>()
+            })
+            .sum();
+        names + terms + postings
+    }
+
     /// The best `limit` tools for `query`, best first, as (name, score). Tools that share no
     /// term with the query are never returned; equal scores are ordered by name.
     pub fn search(&self, query: &str, limit: usize) -> Vec<(String, f32)> {

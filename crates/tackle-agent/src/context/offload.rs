@@ -76,7 +76,9 @@ pub fn offload_reference(tool: &str, output: &str, locator: &str) -> String {
 impl OutputOffloader for StoreOffloader {
     fn threshold_bytes(&self, tool: &str) -> Option<usize> {
         // read_result pages through stored outputs; storing its pages again would never end.
-        (tool != "read_result").then_some(self.threshold)
+        // tool_search answers within their own token budget, and an answer the model cannot
+        // see would defeat deferral.
+        (!matches!(tool, "read_result" | crate::tools::TOOL_SEARCH)).then_some(self.threshold)
     }
 
     async fn offload(&self, ctx: &ToolContext, tool: &str, output: &str) -> Result<Offloaded, ToolFailure> {

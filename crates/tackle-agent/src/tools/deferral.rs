@@ -3,9 +3,11 @@
 //!
 //! The catalog never changes for it: it holds the core tools plus these two from the start, so
 //! every request's prefix stays byte-identical while the model discovers tools. `tool_search`
-//! ranks deferred tools with BM25 and records what it found in the session; found tools are
-//! named in the tail note and called as `call_tool(name, arguments)`, which the loop unwraps
-//! into an ordinary call of the deferred tool (its own schema validation, hooks, timeout, cap).
+//! ranks deferred tools (BM25F by default, see [`tackle_tools::Ranker`]), answers with each
+//! found tool in a compact form within a fixed token budget ([`super::search_result`]), never
+//! offloaded, and records what it found in the session; found tools are named in the tail note
+//! and called as `call_tool(name, arguments)`, which the loop unwraps into an ordinary call of
+//! the deferred tool (its own full-schema validation, hooks, timeout, cap).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,10 +17,12 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use tackle_context::TokenCounter;
 use tackle_protocol::{ErrorCategory, ToolAnnotations, ToolSpec};
 use tackle_store::Store;
-use tackle_tools::ToolSearchIndex;
-use tackle_tools::{ToolContext, ToolDoc, ToolFailure, ToolOutput, TypedTool};
+use tackle_tools::{Ranker, ToolContext, ToolDoc, ToolFailure, ToolOutput, ToolSearchIndex, TypedTool};
+
+use super::search_result::{SEARCH_RESULT_TOKENS, render_results};
 
 /// Name of the search tool.
 pub const TOOL_SEARCH: &str = "tool_search";
@@ -42,11 +46,14 @@ pub struct DeferralConfig {
     /// model's context until `tool_search` loads them, and found tools are called directly.
     /// Elsewhere (or when off) the proxy is used: `tool_search` plus `call_tool`.
     pub native: bool,
+    /// How `tool_search` ranks deferred tools: `bm25f` (fields weighted, stemming; the
+    /// default) or `bm25` (the plain lexical ranker).
+    pub ranker: Ranker,
 }
 
 impl Default for DeferralConfig {
     fn default() -> Self {
-        Self { enabled: true, share: 0.10, native: false }
+        Self { enabled: true, share: 0.10, native: false, ranker: Ranker::default() }
     }
 }
 
@@ -75,6 +82,10 @@ pub struct FoundTools(pub Vec<String>);
 #[derive(Debug)]
 pub struct DeferredTools {
     set: RwLock<Arc<DeferredSet>>,
+    /// How the index ranks.
+    ranker: Ranker,
+    /// Counts the tokens of a search answer (the model's vocabulary).
+    counter: TokenCounter,
     /// Native loading was asked for (`[deferral] native`).
     native_requested: AtomicBool,
     /// Native loading is in use: asked for, and the provider has it.
@@ -88,17 +99,24 @@ struct DeferredSet {
 }
 
 impl DeferredSet {
-    fn new(specs: Vec<ToolSpec>) -> Self {
-        let index = ToolSearchIndex::new(specs.iter());
+    fn new(specs: Vec<ToolSpec>, ranker: Ranker) -> Self {
+        let index = ToolSearchIndex::with_ranker(specs.iter(), ranker);
         Self { specs: specs.into_iter().map(|s| (s.name.clone(), s)).collect(), index }
     }
 }
 
 impl DeferredTools {
-    /// Indexes `specs`.
+    /// Indexes `specs` with the default ranker.
     pub fn new(specs: Vec<ToolSpec>) -> Self {
+        Self::with_ranker(specs, Ranker::default())
+    }
+
+    /// Indexes `specs` with `ranker`.
+    pub fn with_ranker(specs: Vec<ToolSpec>, ranker: Ranker) -> Self {
         Self {
-            set: RwLock::new(Arc::new(DeferredSet::new(specs))),
+            set: RwLock::new(Arc::new(DeferredSet::new(specs, ranker))),
+            ranker,
+            counter: TokenCounter::for_model(""),
             native_requested: AtomicBool::new(false),
             native: AtomicBool::new(false),
         }
@@ -131,9 +149,28 @@ impl DeferredTools {
         self.set.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// Counts search answers with the vocabulary of `model`.
+    pub fn with_model(mut self, model: &str) -> Self {
+        self.counter = TokenCounter::for_model(model);
+        self
+    }
+
+    /// How the index ranks.
+    pub fn ranker(&self) -> Ranker {
+        self.ranker
+    }
+
+    /// What `tool_search` answers for `query` (at most `limit` tools), as the model reads it:
+    /// the compact form within [`SEARCH_RESULT_TOKENS`], and the tools found.
+    pub fn answer(&self, query: &str, limit: usize) -> (String, Vec<ToolSpec>) {
+        let hits = self.search(query, limit);
+        let text = render_results(query, &hits, self.mode(), &self.counter, SEARCH_RESULT_TOKENS);
+        (text, hits)
+    }
+
     /// Replaces the deferred tools (and re-indexes them).
     pub fn replace(&self, specs: Vec<ToolSpec>) {
-        let set = Arc::new(DeferredSet::new(specs));
+        let set = Arc::new(DeferredSet::new(specs, self.ranker));
         *self.set.write().unwrap_or_else(|p| p.into_inner()) = set;
     }
 
@@ -230,7 +267,7 @@ impl TypedTool for ToolSearch {
             );
         }
         let limit = args.limit.unwrap_or(5).clamp(1, 20) as usize;
-        let hits = self.deferred.search(&args.query, limit);
+        let (text, hits) = self.deferred.answer(&args.query, limit);
         if hits.is_empty() {
             return Err(ToolFailure::not_found(format!("no deferred tool matches {:?}", args.query))
                 .with_hint("try other words, e.g. the service or the object the tool works on"));
@@ -248,28 +285,13 @@ impl TypedTool for ToolSearch {
             }
         }
         self.store.set_state(&ctx.session_id, FOUND_TOOLS_KEY, &found).await.map_err(internal)?;
-        let to_text =
-            |v: Value| serde_json::to_string_pretty(&v).map_err(|e| ToolFailure::internal(e.to_string()));
         if self.deferred.mode() == DeferralMode::Native {
             // The provider loads each referenced definition into the model's context; the text
             // is what other readers (the store, front ends, a later provider) see.
-            let tools: Vec<Value> =
-                hits.iter().map(|s| json!({"name": s.name, "description": s.description})).collect();
-            let text = to_text(
-                json!({"tools": tools, "how_to_call": "call them directly by name; they are loaded now"}),
-            )?;
             return Ok(
                 ToolOutput::text(text).with_tool_references(hits.into_iter().map(|s| s.name).collect())
             );
         }
-        let tools: Vec<Value> = hits
-            .iter()
-            .map(|s| json!({"name": s.name, "description": s.description, "input_schema": s.input_schema}))
-            .collect();
-        let text = to_text(json!({
-            "tools": tools,
-            "how_to_call": "call_tool with {\"name\": <tool name>, \"arguments\": {...matching its input_schema}}",
-        }))?;
         Ok(ToolOutput::text(text))
     }
 }
@@ -378,7 +400,7 @@ pub fn plan_deferral(
         deferred = deferred.len(),
         "tool definitions over budget: deferring non-core tools"
     );
-    let deferred = DeferredTools::new(deferred);
+    let deferred = DeferredTools::with_ranker(deferred, config.ranker).with_model(model);
     if config.native {
         deferred.request_mode(DeferralMode::Native);
     }

@@ -5,6 +5,7 @@ mod catalog;
 mod deferral;
 mod mask;
 mod repair;
+mod search_result;
 mod session_tools;
 mod skills;
 mod sources;
@@ -18,6 +19,7 @@ pub(crate) use deferral::{
 pub use deferral::{DeferralConfig, DeferralMode, DeferredTools};
 pub use mask::{MaskError, ToolMask};
 pub(crate) use repair::repair_tool_name;
+pub use search_result::{CompactDetail, SEARCH_RESULT_LINES, SEARCH_RESULT_TOKENS, compact_tool};
 pub(crate) use session_tools::{Planned, SessionTools, StepView};
 pub(crate) use skills::{ACTIVATE_SKILL, ACTIVE_SKILLS_KEY, ActivateSkill, ActiveSkills};
 pub use skills::{DiscoveredSkills, Skill, SkillError, SkillLibrary, SkillSet};

@@ -7,6 +7,8 @@ use tackle_protocol::{
     AllowedToolsMode, CacheBreakpoint, CachePolicy, ContentBlock, ModelRequest, Role, ToolChoice, ToolSpec,
 };
 
+use crate::{ToolSchemaRules, adapt_schema};
+
 /// Anthropic's limit of `cache_control` breakpoints per request, across tools, system and messages.
 pub const MAX_BREAKPOINTS: usize = 4;
 
@@ -39,8 +41,8 @@ pub(crate) fn render_tools(tools: &[ToolSpec], cache_last: bool) -> Value {
     let mut out: Vec<Value> = tools
         .iter()
         .map(|t| {
-            let mut v =
-                json!({ "name": t.name, "description": t.description, "input_schema": t.input_schema });
+            let schema = adapt_schema(&t.input_schema, ToolSchemaRules::anthropic());
+            let mut v = json!({ "name": t.name, "description": t.description, "input_schema": schema });
             if t.defer_loading {
                 v["defer_loading"] = Value::Bool(true);
             }

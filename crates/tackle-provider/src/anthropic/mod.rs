@@ -86,6 +86,7 @@ impl Provider for Anthropic {
             token_count_endpoint: true,
             prompt_cache_key: false,
             deferred_tools: true,
+            tool_schema: crate::ToolSchemaRules::anthropic(),
         }
     }
 

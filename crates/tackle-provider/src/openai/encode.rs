@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use tackle_protocol::{AllowedToolsMode, ModelRequest, Role, ToolChoice, ToolSpec};
 
 use super::OpenAiDialect;
+use crate::{ToolSchemaRules, adapt_schema};
 
 /// The request body. Field order puts what the provider caches first (tools, then messages), so
 /// the serialized bytes of consecutive requests share the longest possible prefix.
@@ -34,7 +35,8 @@ pub(crate) struct ChatBody<'a> {
     stream_options: Option<Value>,
 }
 
-/// Tool definitions in the Chat Completions `tools` format.
+/// Tool definitions in the Chat Completions `tools` format, schemas adapted to what the API
+/// accepts ([`crate::ToolSchemaRules::strictest`]).
 pub(crate) fn render_tools(tools: &[ToolSpec]) -> Value {
     Value::Array(
         tools
@@ -42,7 +44,8 @@ pub(crate) fn render_tools(tools: &[ToolSpec]) -> Value {
             .map(|t| {
                 json!({
                     "type": "function",
-                    "function": { "name": t.name, "description": t.description, "parameters": t.input_schema }
+                    "function": { "name": t.name, "description": t.description,
+                        "parameters": adapt_schema(&t.input_schema, ToolSchemaRules::strictest()) }
                 })
             })
             .collect(),

@@ -102,6 +102,7 @@ impl Provider for OpenAiChat {
             token_count_endpoint: false,
             prompt_cache_key: official,
             deferred_tools: false,
+            tool_schema: crate::ToolSchemaRules::strictest(),
         }
     }
 

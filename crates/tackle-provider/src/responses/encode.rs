@@ -10,6 +10,7 @@ use tackle_protocol::{
 };
 
 use super::{REASONING_FORMAT, ResponsesConfig};
+use crate::{ToolSchemaRules, adapt_schema};
 
 /// The smallest `max_output_tokens` the API accepts.
 pub(crate) const MIN_OUTPUT_TOKENS: u32 = 16;
@@ -93,12 +94,14 @@ pub(crate) fn render_tools(tools: &[ToolSpec]) -> Value {
         tools
             .iter()
             .map(|t| {
+                let parameters = adapt_schema(&t.input_schema, ToolSchemaRules::strictest());
+                let strict = strict_compatible(&parameters);
                 json!({
                     "type": "function",
                     "name": t.name,
                     "description": t.description,
-                    "parameters": t.input_schema,
-                    "strict": strict_compatible(&t.input_schema),
+                    "parameters": parameters,
+                    "strict": strict,
                 })
             })
             .collect(),

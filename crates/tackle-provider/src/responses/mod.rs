@@ -167,6 +167,7 @@ impl Provider for OpenAiResponses {
             token_count_endpoint: false,
             prompt_cache_key: true,
             deferred_tools: false,
+            tool_schema: crate::ToolSchemaRules::strictest(),
         }
     }
 
