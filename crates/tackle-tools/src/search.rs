@@ -6,7 +6,7 @@
 //!   definition: its name (split on `_`, `-`, `.`, `/` and camelCase), its description, its
 //!   parameter names, their descriptions and their enum values, nested ones included. Each field
 //!   has its own weight and length normalisation ([`FieldWeights`]); words are lowercased,
-//!   English stop words and bare numbers dropped, and stemmed with Snowball English (Porter 2),
+//!   English stop words dropped, and stemmed with Snowball English (Porter 2),
 //!   so `calculating distances` finds `calculate_distance`.
 //! - [`Ranker::Bm25`]: plain BM25 over one bag of words (name tokens counted twice, the
 //!   description, parameter names) with plural folding; Tackle's first ranker, kept selectable.
@@ -108,8 +108,8 @@ pub struct FieldWeights {
 impl Default for FieldWeights {
     fn default() -> Self {
         Self {
-            name: 3.0,
-            description: 2.0,
+            name: 2.0,
+            description: 1.0,
             parameter_names: 1.0,
             parameter_descriptions: 0.5,
             enum_values: 0.5,

@@ -394,8 +394,8 @@ impl AgentBuilder {
         let deferred =
             plan_deferral(&registry.specs(), &deferrable, &config.model, &config.context, &config.deferral);
         if let Some(d) = &deferred {
-            registry.register(typed(ToolSearch::new(d.clone(), store.clone())))?;
-            registry.register(typed(CallTool))?;
+            registry.register(Arc::new(ToolSearch::new(d.clone(), store.clone())))?;
+            registry.register(Arc::new(CallTool::default()))?;
         }
 
         let approver = self.approver.unwrap_or_else(|| {

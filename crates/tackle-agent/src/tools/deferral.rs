@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use tackle_context::TokenCounter;
 use tackle_protocol::{ErrorCategory, ToolAnnotations, ToolSpec};
 use tackle_store::Store;
-use tackle_tools::{Ranker, ToolContext, ToolDoc, ToolFailure, ToolOutput, ToolSearchIndex, TypedTool};
+use tackle_tools::{Ranker, Tool, ToolContext, ToolDoc, ToolFailure, ToolOutput, ToolSearchIndex};
 
 use super::search_result::{SEARCH_RESULT_TOKENS, render_results};
 
@@ -221,46 +221,52 @@ pub struct ToolSearchArgs {
     pub limit: Option<u32>,
 }
 
+/// Parses a call's arguments (already validated against the tool's schema; unknown fields are
+/// refused here, which keeps `additionalProperties` out of the always-sent definitions).
+fn parse_args<T: serde::de::DeserializeOwned>(args: Value) -> Result<T, ToolFailure> {
+    serde_json::from_value(args).map_err(|e| ToolFailure::invalid_args(e.to_string()))
+}
+
 /// `tool_search`: finds deferred tools and makes them callable through `call_tool`.
+///
+/// Its definition is always sent, whatever is deferred, so it is written by hand to stay small
+/// (`the_deferral_tools_stay_small`): a 100-tool deferred catalogue must keep its always-loaded
+/// part under 15% of its definition bytes.
 pub struct ToolSearch {
     deferred: Arc<DeferredTools>,
     store: Store,
+    spec: ToolSpec,
 }
 
 impl ToolSearch {
     /// A search over `deferred`, recording found tools in `store`.
     pub fn new(deferred: Arc<DeferredTools>, store: Store) -> Self {
-        Self { deferred, store }
+        let description = ToolDoc::new("Find tools not listed here by what they do.")
+            .use_when("no listed tool fits")
+            .does_not("run tools")
+            .arg("query", "what the tool should do")
+            .returns("Tools with their parameters.")
+            .example(r#"{"query": "create a github issue"}"#)
+            .render();
+        let schema = json!({"type": "object", "properties": {
+            "query": {"type": "string", "description": "What the tool should do."},
+            "limit": {"type": "integer", "description": "1 to 20, default 5."}
+        }, "required": ["query"]});
+        // It updates the session's found list; calls in one step run in order.
+        let spec =
+            ToolSpec::new(TOOL_SEARCH, description, schema).with_annotations(ToolAnnotations::default());
+        Self { deferred, store, spec }
     }
 }
 
 #[async_trait]
-impl TypedTool for ToolSearch {
-    type Args = ToolSearchArgs;
-
-    fn name(&self) -> &str {
-        TOOL_SEARCH
+impl Tool for ToolSearch {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
     }
 
-    fn description(&self) -> String {
-        ToolDoc::new("Search the tools that are not listed (from MCP servers) by what they do.")
-            .use_when("no listed tool fits the task; many more tools exist than are listed")
-            .does_not("run the tools it finds; call them with call_tool(name, arguments)")
-            .arg("query", "What the tool should do. Example: \"create a github issue\"")
-            .arg("limit", "Most tools returned, default 5")
-            .returns(
-                "Matching tools with name, description and input schema; they stay callable for the session.",
-            )
-            .example(r#"{"query": "read a file from the docs server"}"#)
-            .render()
-    }
-
-    fn annotations(&self) -> ToolAnnotations {
-        // It updates the session's found list; calls in one step run in order.
-        ToolAnnotations::default()
-    }
-
-    async fn run(&self, args: ToolSearchArgs, ctx: ToolContext) -> Result<ToolOutput, ToolFailure> {
+    async fn call(&self, args: Value, ctx: ToolContext) -> Result<ToolOutput, ToolFailure> {
+        let args: ToolSearchArgs = parse_args(args)?;
         if args.query.trim().is_empty() {
             return Err(
                 ToolFailure::invalid_args("query is empty").with_hint("describe what the tool should do")
@@ -310,29 +316,40 @@ pub struct CallToolArgs {
 }
 
 /// `call_tool`: calls a tool found by `tool_search`. The agent loop unwraps it into a call of
-/// that tool, so this implementation only runs if a runtime forgot to.
-pub struct CallTool;
+/// that tool, so this implementation only runs if a runtime forgot to. Written by hand to stay
+/// small, like [`ToolSearch`].
+pub struct CallTool {
+    spec: ToolSpec,
+}
+
+impl Default for CallTool {
+    fn default() -> Self {
+        let description = ToolDoc::new("Run a tool tool_search found.")
+            .use_when("tool_search found it")
+            .does_not("run tools not found")
+            .arg("name", "the tool's name")
+            .arg("arguments", "its arguments")
+            .returns("The tool's output.")
+            .example(r#"{"name": "gh__new_issue", "arguments": {"title": "Bug"}}"#)
+            .render();
+        let schema = json!({"type": "object", "properties": {
+            "name": {"type": "string", "description": "As found."},
+            "arguments": {"type": "object", "description": "Its arguments."}
+        }, "required": ["name"]});
+        Self {
+            spec: ToolSpec::new(CALL_TOOL, description, schema).with_annotations(ToolAnnotations::default()),
+        }
+    }
+}
 
 #[async_trait]
-impl TypedTool for CallTool {
-    type Args = CallToolArgs;
-
-    fn name(&self) -> &str {
-        CALL_TOOL
+impl Tool for CallTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
     }
 
-    fn description(&self) -> String {
-        ToolDoc::new("Call a tool found by tool_search.")
-            .use_when("tool_search returned the tool you need")
-            .does_not("work for tools that tool_search did not return in this session")
-            .arg("name", "The tool's name as tool_search returned it")
-            .arg("arguments", "An object matching the tool's input_schema")
-            .returns("What the tool returns.")
-            .example(r#"{"name": "github__create_issue", "arguments": {"title": "Bug"}}"#)
-            .render()
-    }
-
-    async fn run(&self, args: CallToolArgs, _ctx: ToolContext) -> Result<ToolOutput, ToolFailure> {
+    async fn call(&self, args: Value, _ctx: ToolContext) -> Result<ToolOutput, ToolFailure> {
+        let args: CallToolArgs = parse_args(args)?;
         Err(ToolFailure::new(
             ErrorCategory::Internal,
             format!(
@@ -442,5 +459,21 @@ mod tests {
             ErrorCategory::InvalidArgs
         );
         assert_eq!(deferred.search("history of commits", 3)[0].name, "git__log");
+    }
+
+    #[tokio::test]
+    async fn the_deferral_tools_stay_small() {
+        // Always sent: with the builtins (~14.4 KB) they must stay under 15% of a 100-tool
+        // deferred catalogue of ~700 B tools (tests/deferral.rs and tests/tool_sources.rs
+        // measure that share).
+        let store = tackle_store::Store::open_in_memory().await.unwrap();
+        let search = ToolSearch::new(Arc::new(DeferredTools::new(Vec::new())), store);
+        let call = CallTool::default();
+        let bytes: usize =
+            [search.spec(), call.spec()].iter().map(|s| serde_json::to_string(s).unwrap().len()).sum();
+        assert!(bytes <= 1_200, "tool_search + call_tool take {bytes} B");
+        for spec in [search.spec(), call.spec()] {
+            assert_eq!(tackle_tools::lint::lint_tool(spec), Vec::<String>::new(), "{}", spec.name);
+        }
     }
 }

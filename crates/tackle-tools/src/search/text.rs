@@ -195,11 +195,7 @@ impl Analyzer {
                 }
             }
             Some(stemmer) => {
-                // Numbers are argument values ("3 nights", "order 123"), not what a tool does.
-                if token.is_empty()
-                    || token.chars().all(|c| c.is_ascii_digit())
-                    || STOP_WORDS.contains(&token.as_str())
-                {
+                if token.is_empty() || STOP_WORDS.contains(&token.as_str()) {
                     return;
                 }
                 if let Some(stem) = self.memo.get(&token) {
@@ -265,13 +261,13 @@ mod tests {
     }
 
     #[test]
-    fn stemmed_terms_conflate_word_forms_and_drop_numbers() {
+    fn stemmed_terms_conflate_word_forms() {
         let mut a = Analyzer::stemming();
         assert_eq!(terms(&mut a, "Calculates the distances"), terms(&mut a, "calculating distance"));
-        assert_eq!(terms(&mut a, "Movies_3_FindMovies"), ["movi", "find", "movi", "findmovi"]);
+        assert_eq!(terms(&mut a, "Movies_3_FindMovies"), ["movi", "3", "find", "movi", "findmovi"]);
         assert_eq!(terms(&mut a, "math.gcd"), ["math", "gcd"]);
         assert_eq!(terms(&mut a, "Can you please tell me what it is?"), ["tell"]);
-        assert_eq!(terms(&mut a, "order 123 for 2 people"), ["order", "peopl"]);
+        assert_eq!(terms(&mut a, "order 123 for 2 people"), ["order", "123", "2", "peopl"]);
         assert!(terms(&mut a, "").is_empty());
     }
 }
