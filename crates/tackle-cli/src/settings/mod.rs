@@ -550,6 +550,7 @@ mod tests {
             ("sandbox.backend", "landlock"),
             ("responses.reasoning_summary", "auto"),
             ("store.url", "postgres://tackle@db.internal:5432/tackle"),
+            ("deferral.ranker", "bm25"),
         ];
         if let Some((_, text)) = fixed.iter().find(|(p, _)| *p == var.path) {
             return (*text).to_owned();
