@@ -43,7 +43,7 @@ async fn five_real_schemas_found_by_tool_search_reach_the_model_whole() {
     // Instana's API functions are among the largest BFCL schemas.
     let query = "create a website configuration or an apdex configuration in Instana";
     let fake = FakeModel::start(Script::new(vec![
-        Turn::call("tool_search", &serde_json::json!({"query": query, "limit": 5}).to_string()),
+        Turn::call("tool_search", serde_json::json!({"query": query, "limit": 5}).to_string()),
         Turn::text("found them"),
     ]))
     .await

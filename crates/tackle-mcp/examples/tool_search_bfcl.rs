@@ -125,7 +125,7 @@ fn is_tuning_half(id: &str) -> bool {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
-    h % 2 == 0
+    h.is_multiple_of(2)
 }
 
 fn recall<'a>(index: &ToolSearchIndex, queries: impl Iterator<Item = &'a Query<'a>>) -> Recall {

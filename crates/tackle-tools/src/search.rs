@@ -140,6 +140,9 @@ enum Field {
     EnumValues,
 }
 
+/// One field of one tool: (term, count) by term id, and the field's length in terms.
+type FieldTerms = (Vec<(u32, u32)>, u32);
+
 const FIELDS: [Field; 5] =
     [Field::Name, Field::Description, Field::ParameterNames, Field::ParameterDescriptions, Field::EnumValues];
 
@@ -192,7 +195,7 @@ impl ToolSearchIndex {
         let mut analyzer = Analyzer::stemming();
         let mut terms: HashMap<String, u32> = HashMap::new();
         // Per document, per field: (term, count), and the field's length.
-        let mut docs: Vec<[(Vec<(u32, u32)>, u32); 5]> = Vec::with_capacity(specs.len());
+        let mut docs: Vec<[FieldTerms; 5]> = Vec::with_capacity(specs.len());
         let mut scratch = Vec::new();
         for spec in &specs {
             let fields = FIELDS.map(|field| {
