@@ -185,22 +185,9 @@ async fn the_bfcl_catalogue_loads_lints_encodes_and_validates_through_mcp() {
     // requests as the real APIs do.
     for kind in FORMATS {
         let fake = FakeModel::start(Script::new(vec![Turn::text("ok")])).await.unwrap();
-        let mut config =
-            AgentConfig::new(if kind == ProviderKind::Anthropic { "claude-sonnet-4-5" } else { "gpt-4o" });
-        // Every definition listed: ~300k tokens, more than a real window, which the fake
-        // model does not mind.
-        config.deferral.enabled = false;
-        config.context.window = Some(4_000_000);
+        let model = if kind == ProviderKind::Anthropic { "claude-sonnet-4-5" } else { "gpt-4o" };
         let workspace = tempfile::tempdir().unwrap();
-        let agent = Agent::builder(provider(kind, &fake))
-            .config(config)
-            .in_memory()
-            .workspace(workspace.path())
-            .tool_source(manager.clone())
-            .approver(AutoApprove)
-            .build()
-            .await
-            .unwrap();
+        let agent = listing_agent(kind, model, &fake, &manager, workspace.path()).await;
         let mut session = agent
             .create_session(NewSessionOptions {
                 workspace: workspace.path().to_owned(),
@@ -224,18 +211,7 @@ async fn the_bfcl_catalogue_loads_lints_encodes_and_validates_through_mcp() {
     // function BFCL names; a call with a wrong type is refused before it runs.
     let workspace = tempfile::tempdir().unwrap();
     let fake = FakeModel::start(Script::new(vec![])).await.unwrap();
-    let mut config = AgentConfig::new("gpt-4o");
-    config.deferral.enabled = false;
-    config.context.window = Some(4_000_000);
-    let agent = Agent::builder(provider(ProviderKind::Openai, &fake))
-        .config(config)
-        .in_memory()
-        .workspace(workspace.path())
-        .tool_source(manager.clone())
-        .approver(AutoApprove)
-        .build()
-        .await
-        .unwrap();
+    let agent = listing_agent(ProviderKind::Openai, "gpt-4o", &fake, &manager, workspace.path()).await;
     let answers = ground_truth();
     let schemas: HashMap<&str, &Value> =
         data.tools.iter().map(|t| (t.name.as_str(), &t.input_schema)).collect();
@@ -285,6 +261,29 @@ async fn the_bfcl_catalogue_loads_lints_encodes_and_validates_through_mcp() {
         "{}",
         report.result.content
     );
+}
+
+/// An agent over `kind` that lists every tool of `manager` (no deferral): ~300k tokens of
+/// definitions, more than a real window, which the fake model does not mind.
+async fn listing_agent(
+    kind: ProviderKind,
+    model: &str,
+    fake: &FakeModel,
+    manager: &Arc<McpManager>,
+    workspace: &std::path::Path,
+) -> Agent {
+    let mut config = AgentConfig::new(model);
+    config.deferral.enabled = false;
+    config.context.window = Some(4_000_000);
+    Agent::builder(provider(kind, fake))
+        .config(config)
+        .in_memory()
+        .workspace(workspace)
+        .tool_source(manager.clone())
+        .approver(AutoApprove)
+        .build()
+        .await
+        .unwrap()
 }
 
 /// The ground-truth calls of the six categories whose entry defines the function exactly as the
