@@ -796,6 +796,10 @@ async fn bad_input_exits_2_before_any_session_request_or_file() {
         (vec!["run", "hi"], vec![("TACKLE_MAX_STEPS", "lots")], "TACKLE_MAX_STEPS"),
         (vec!["serve", "--session", "abc"], vec![], "--session"),
         (vec!["serve", "--tool-mask", "{}"], vec![], "--tool-mask"),
+        // The chosen provider's official API without its key: nothing is created or sent.
+        (vec!["run", "--provider", "anthropic", "hi"], vec![], "ANTHROPIC_API_KEY"),
+        // A data directory that cannot be created.
+        (vec!["run", "hi"], vec![("TACKLE_HOME", "/proc/tackle-x")], "/proc/tackle-x"),
     ];
     for (args, env, says) in cases {
         let mut cmd = tackle(home.path());

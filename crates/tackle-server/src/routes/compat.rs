@@ -314,6 +314,9 @@ impl AgentTurn {
             return Err(ApiError::shutting_down());
         }
         let guard = state.start_turn(session.id()).await?;
+        if let Some(lease) = guard.lease() {
+            session.hold_lease(lease);
+        }
         let mut input = TurnInput::new(prompt);
         // OpenAI clients cannot see approvals: by default a call needing one is denied at once
         // and the model told; with `wait`, a client that knows Tackle finds it under the
