@@ -152,7 +152,7 @@ fn target(args: &ConfigInitArgs) -> Result<PathBuf> {
 pub async fn run(args: ConfigInitArgs) -> Result<ExitCode> {
     let text = template()?;
     if args.stdout {
-        print!("{text}");
+        out!("{text}");
         return Ok(ExitCode::SUCCESS);
     }
     let path = target(&args)?;

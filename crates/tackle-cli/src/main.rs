@@ -1,5 +1,8 @@
 //! The `tackle` command.
 
+#[macro_use]
+mod output;
+
 mod approver;
 mod bench;
 mod channels_cmd;
@@ -130,7 +133,10 @@ fn main() -> ExitCode {
             }
             Command::Completions { shell } => {
                 let mut command = <Cli as clap::CommandFactory>::command();
-                clap_complete::generate(shell, &mut command, "tackle", &mut std::io::stdout());
+                // Generated whole, then written: clap_complete panics when its writer fails.
+                let mut script = Vec::new();
+                clap_complete::generate(shell, &mut command, "tackle", &mut script);
+                output::write_all(&script);
                 Ok(ExitCode::SUCCESS)
             }
             Command::Sandbox { command: cli::SandboxCommand::Check(args) } => sandbox_cmd::check(args).await,

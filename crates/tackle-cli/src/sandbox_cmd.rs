@@ -36,10 +36,10 @@ pub async fn check(args: SandboxCheckArgs) -> Result<ExitCode> {
             "in_force": sandbox.describe(),
             "hidden": sandbox.hidden(),
         });
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        outln!("{}", serde_json::to_string_pretty(&value)?);
     } else {
         let line = |ok: bool, what: String| format!("{} {what}", if ok { "yes" } else { "no " });
-        println!(
+        outln!(
             "{}",
             line(
                 support.namespaces.is_ok(),
@@ -49,7 +49,7 @@ pub async fn check(args: SandboxCheckArgs) -> Result<ExitCode> {
                 }
             )
         );
-        println!(
+        outln!(
             "{}",
             line(
                 support.landlock.is_ok(),
@@ -59,9 +59,9 @@ pub async fn check(args: SandboxCheckArgs) -> Result<ExitCode> {
                 }
             )
         );
-        println!("sandbox: {}", sandbox.describe());
+        outln!("sandbox: {}", sandbox.describe());
         for path in sandbox.hidden() {
-            println!("hidden from commands: {}", path.display());
+            outln!("hidden from commands: {}", path.display());
         }
     }
     Ok(if usable { ExitCode::SUCCESS } else { ExitCode::from(1) })

@@ -827,3 +827,58 @@ async fn run_dash_reads_the_prompt_from_stdin() {
     let body = fake.requests()[0].body.to_string();
     assert!(body.contains("the task from a pipe") && !body.contains("\"-\""), "{body}");
 }
+
+/// `tackle CMD | head -1`: every command that prints, its reader gone before it writes (the read
+/// end of its stdout closed at once, so the write fails every time, not by timing), exits as it
+/// does when read to the end, without a panic.
+#[tokio::test]
+async fn every_printing_command_survives_a_closed_pipe() {
+    let home = tempfile::tempdir().unwrap();
+    let fake = FakeModel::start(Script::stateless(vec![Turn::text("the answer")])).await.unwrap();
+    let mut cmd = tackle(home.path());
+    with_fake(&mut cmd, "openai", &fake);
+    cmd.args(["run", "remember this", "--json", "--workspace"]).arg(home.path());
+    let out = output(cmd).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let id = serde_json::from_slice::<Value>(&out.stdout).unwrap()["session_id"].as_str().unwrap().to_owned();
+    let ws = home.path().to_str().unwrap().to_owned();
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["completions", "bash"],
+        vec!["completions", "zsh"],
+        vec!["completions", "fish"],
+        vec!["--help"],
+        vec!["sessions", "list"],
+        vec!["sessions", "list", "--json"],
+        vec!["sessions", "show", &id],
+        vec!["sessions", "show", &id, "--json"],
+        vec!["sessions", "export", &id, "--format", "md"],
+        vec!["sessions", "export", &id, "--format", "json"],
+        vec!["config"],
+        vec!["config", "init", "--stdout"],
+        vec!["sandbox", "check"],
+        vec!["bench", "cache", "--steps", "4"],
+        vec!["bench", "cache", "--steps", "4", "--json"],
+        vec!["run", "again", "--workspace", &ws],
+        vec!["run", "again", "--json", "--workspace", &ws],
+        vec!["run", "again", "--events", "-", "--workspace", &ws],
+    ];
+    for args in commands {
+        let run = |closed: bool| {
+            let mut cmd = tackle(home.path());
+            with_fake(&mut cmd, "openai", &fake);
+            cmd.args(&args).env("RUST_BACKTRACE", "1");
+            if closed {
+                let (reader, writer) = std::io::pipe().unwrap();
+                drop(reader);
+                cmd.stdout(writer);
+            }
+            output(cmd)
+        };
+        let read = run(false).await;
+        assert!(!read.stdout.is_empty(), "{args:?} prints: {}", text(&read.stderr));
+        let closed = run(true).await;
+        let stderr = text(&closed.stderr);
+        assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{args:?}: {stderr}");
+        assert_eq!(closed.status.code(), read.status.code(), "{args:?}: {stderr}");
+    }
+}
