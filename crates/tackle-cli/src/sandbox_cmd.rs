@@ -44,10 +44,10 @@ pub async fn check(args: SandboxCheckArgs) -> Result<ExitCode> {
             "hidden": sandbox.hidden(),
             "unix_sockets": unix_sockets,
         });
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        outln!("{}", serde_json::to_string_pretty(&value)?);
     } else {
         let line = |ok: bool, what: String| format!("{} {what}", if ok { "yes" } else { "no " });
-        println!(
+        outln!(
             "{}",
             line(
                 support.namespaces.is_ok(),
@@ -57,7 +57,7 @@ pub async fn check(args: SandboxCheckArgs) -> Result<ExitCode> {
                 }
             )
         );
-        println!(
+        outln!(
             "{}",
             line(
                 support.landlock.is_ok(),
@@ -67,10 +67,10 @@ pub async fn check(args: SandboxCheckArgs) -> Result<ExitCode> {
                 }
             )
         );
-        println!("sandbox: {}", sandbox.describe());
-        println!("UNIX sockets: {unix_sockets}");
+        outln!("sandbox: {}", sandbox.describe());
+        outln!("UNIX sockets: {unix_sockets}");
         for path in sandbox.hidden() {
-            println!("hidden from commands: {}", path.display());
+            outln!("hidden from commands: {}", path.display());
         }
     }
     Ok(if usable { ExitCode::SUCCESS } else { ExitCode::from(1) })

@@ -288,3 +288,21 @@ fn no_color_means_no_escape_codes_on_screen() {
     let coloured = repl.screen_with_escapes();
     assert!(!coloured.contains('\x1b'), "escape codes with NO_COLOR: {coloured:?}");
 }
+
+/// A model call that is retried shows the friendly retry line, and no raw log line breaks into
+/// the display (those wait for `-v`).
+#[test]
+fn a_retry_shows_one_friendly_line_and_no_log_lines() {
+    if !tmux_available() {
+        return;
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fake = rt.block_on(FakeModel::start(Script::new(vec![Turn::text("Back again.")]))).unwrap();
+    let repl = Repl::start(&fake, &[]);
+    fake.push_fault(Fault::status(500));
+    repl.line("hello?");
+    let screen = repl.wait_for("─ 1 step", Duration::from_secs(60));
+    assert!(screen.contains("Back again."), "{screen}");
+    assert!(screen.contains("retry 2 in"), "the friendly line: {screen}");
+    assert!(!screen.contains("WARN") && !screen.contains("retrying model request"), "{screen}");
+}

@@ -49,7 +49,7 @@ async fn the_web_page_renders_markdown_safely_shows_tools_and_approvals_and_fits
     let Some(_) = peers::or_skip(peers::npm_package("playwright-core")) else { return };
     let modules = peers::node_modules();
     let mut script = Script::new(vec![
-        Turn::call("list_files", r#"{"path":"."}"#),
+        Turn::text("Let me look around first.").with_call("list_files", r#"{"path":"."}"#),
         Turn::call("write_file", r##"{"path":"notes2.md","content":"# Notes\nline two\n"}"##),
         Turn::call("shell", r#"{"command":"seq 1 40"}"#),
         Turn::call("shell", r#"{"command":"rm -rf ./build"}"#),
@@ -126,6 +126,8 @@ async fn the_web_page_renders_markdown_safely_shows_tools_and_approvals_and_fits
     assert_eq!(seen["pwned"], Value::Null, "model output ran script in the page");
     assert_eq!(seen["pwnedAfterReload"], Value::Null);
     let answer = seen["answer"].as_str().unwrap();
+    // The text streamed just before a tool call shows without a reload.
+    assert!(answer.starts_with("Let me look around first.|"), "{answer}");
     assert!(answer.contains("<script>window.__pwned = 1</script>"), "shown as text: {answer}");
 
     // Usage per turn.
