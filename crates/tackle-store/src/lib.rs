@@ -31,6 +31,7 @@ mod checkpoint;
 mod db;
 mod error;
 mod events;
+mod fence;
 mod frames;
 mod leases;
 mod messages;
@@ -83,6 +84,8 @@ pub struct Store {
     /// The directory of a throwaway store ([`Store::open_in_memory`]), removed with the last
     /// clone (after the connections above, which are dropped first).
     _scratch: Option<std::sync::Arc<tempfile::TempDir>>,
+    /// The lease whose session's writes are checked ([`Store::fenced`]); `None`: unchecked.
+    fence: Option<std::sync::Arc<fence::Fence>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -96,7 +99,12 @@ impl Store {
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
         let sqlite = db::open_file(path).await?;
         let checkpointer = checkpoint::spawn(sqlite.pool.clone(), checkpoint::CHECKPOINT_EVERY);
-        Ok(Self { db: db::Db::Sqlite(sqlite), _checkpointer: Some(checkpointer), _scratch: None })
+        Ok(Self {
+            db: db::Db::Sqlite(sqlite),
+            _checkpointer: Some(checkpointer),
+            _scratch: None,
+            fence: None,
+        })
     }
 
     /// Opens the store at `url`: `postgres://user:password@host:port/database` (or
@@ -115,6 +123,7 @@ impl Store {
                 db: db::Db::Postgres(db::open_postgres(&url).await?),
                 _checkpointer: None,
                 _scratch: None,
+                fence: None,
             }),
             StoreUrl::Sqlite(path) => Self::open(&path).await,
         }
