@@ -28,6 +28,9 @@ use tokio_util::sync::CancellationToken;
 /// when the ranker last changed; the test fails if a change makes it worse.
 const RECORDED_AT5: f64 = 0.8594;
 const RECORDED_AT1: f64 = 0.6416;
+/// The same for the hybrid ranker (BM25F re-ranked with the shipped word embeddings).
+const RECORDED_HYBRID_AT5: f64 = 0.8741;
+const RECORDED_HYBRID_AT1: f64 = 0.6487;
 
 /// The catalogue under the names Tackle gives one MCP server `bfcl`, as the shipped deferral
 /// indexes it.
@@ -60,11 +63,14 @@ fn search_recall_on_a_fixed_bfcl_sample_stays_at_its_recorded_value() {
     let shipped = DeferredTools::new(specs.clone());
     assert_eq!(shipped.ranker(), Ranker::Bm25f);
     let r = recall(&shipped, &data, &names, 5);
+    let hybrid = recall(&DeferredTools::with_ranker(specs.clone(), Ranker::Hybrid), &data, &names, 5);
     let plain = recall(&DeferredTools::with_ranker(specs, Ranker::Bm25), &data, &names, 5);
-    eprintln!("fixed sample of {} requests: bm25f {r:?}; bm25 {plain:?}", r.queries);
+    eprintln!("fixed sample of {} requests: bm25f {r:?}; hybrid {hybrid:?}; bm25 {plain:?}", r.queries);
     assert_eq!(r.queries, 427);
     assert!(r.at5 >= RECORDED_AT5, "recall@5 fell to {:.4} (recorded {RECORDED_AT5})", r.at5);
     assert!(r.at1 >= RECORDED_AT1, "recall@1 fell to {:.4} (recorded {RECORDED_AT1})", r.at1);
+    assert!(hybrid.at5 >= RECORDED_HYBRID_AT5, "hybrid recall@5 fell to {:.4}", hybrid.at5);
+    assert!(hybrid.at1 >= RECORDED_HYBRID_AT1, "hybrid recall@1 fell to {:.4}", hybrid.at1);
 }
 
 #[test]

@@ -47,7 +47,8 @@ pub struct DeferralConfig {
     /// Elsewhere (or when off) the proxy is used: `tool_search` plus `call_tool`.
     pub native: bool,
     /// How `tool_search` ranks deferred tools: `bm25f` (fields weighted, stemming; the
-    /// default) or `bm25` (the plain lexical ranker).
+    /// default), `hybrid` (BM25F re-ranked with static word embeddings) or `bm25` (the plain
+    /// lexical ranker).
     pub ranker: Ranker,
 }
 

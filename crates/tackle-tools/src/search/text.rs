@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use rust_stemmers::{Algorithm, Stemmer};
 
-/// The few stop words of the plain lexical ranker (kept as it always was, so its figures stay
+/// The few stop words of the plain lexical ranker (sorted: looked up by binary search) (kept as it always was, so its figures stay
 /// comparable).
 const SHORT_STOP_WORDS: &[&str] = &[
     "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "if", "in", "into", "is", "it", "its",
@@ -16,7 +16,8 @@ const SHORT_STOP_WORDS: &[&str] = &[
 
 /// English function words: they say nothing about what a tool does, and requests written to
 /// an assistant are full of them ("can you please tell me what ..."). A general list (the
-/// classic English stop list plus `please`), not one made from any evaluation data.
+/// classic English stop list plus `please`), not one made from any evaluation data. Sorted:
+/// looked up by binary search.
 const STOP_WORDS: &[&str] = &[
     "a",
     "about",
@@ -187,15 +188,28 @@ impl Analyzer {
         }
     }
 
+    /// Words of `text` as a word-vector table spells them: split like [`terms`](Self::terms)
+    /// (without the compound), lowercased, English stop words dropped, not stemmed.
+    pub(crate) fn words(text: &str, out: &mut Vec<String>) {
+        let mut parts = Vec::new();
+        for word in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+            parts.clear();
+            split_camel(word, &mut parts);
+            out.extend(
+                parts.drain(..).filter(|p| !p.is_empty() && STOP_WORDS.binary_search(&p.as_str()).is_err()),
+            );
+        }
+    }
+
     fn push(&mut self, token: String, out: &mut Vec<String>) {
         match &self.stemmer {
             None => {
-                if !token.is_empty() && !SHORT_STOP_WORDS.contains(&token.as_str()) {
+                if !token.is_empty() && SHORT_STOP_WORDS.binary_search(&token.as_str()).is_err() {
                     out.push(fold_plural(token));
                 }
             }
             Some(stemmer) => {
-                if token.is_empty() || STOP_WORDS.contains(&token.as_str()) {
+                if token.is_empty() || STOP_WORDS.binary_search(&token.as_str()).is_ok() {
                     return;
                 }
                 if let Some(stem) = self.memo.get(&token) {
@@ -269,5 +283,19 @@ mod tests {
         assert_eq!(terms(&mut a, "Can you please tell me what it is?"), ["tell"]);
         assert_eq!(terms(&mut a, "order 123 for 2 people"), ["order", "123", "2", "peopl"]);
         assert!(terms(&mut a, "").is_empty());
+    }
+
+    #[test]
+    fn stop_lists_are_sorted_for_binary_search() {
+        for list in [SHORT_STOP_WORDS, STOP_WORDS] {
+            assert!(list.windows(2).all(|w| w[0] < w[1]), "{list:?}");
+        }
+    }
+
+    #[test]
+    fn words_are_split_but_not_stemmed() {
+        let mut out = Vec::new();
+        Analyzer::words("Movies_3_FindMovies: can you find the cartoons?", &mut out);
+        assert_eq!(out, ["movies", "3", "find", "movies", "find", "cartoons"]);
     }
 }
