@@ -300,7 +300,7 @@ fn incomplete_reason(response: &Value) -> StopReason {
         "max_output_tokens" => StopReason::MaxTokens,
         "content_filter" => StopReason::Refusal,
         "" => StopReason::Other("incomplete".into()),
-        other => StopReason::Other(other.to_owned()),
+        other => StopReason::Other(format!("incomplete: {other}")),
     }
 }
 
