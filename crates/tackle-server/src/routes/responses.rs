@@ -53,6 +53,8 @@ pub struct ResponsesRequest {
     pub tools: Vec<Value>,
     /// `auto`, `none`, `required`, `{"type": "function", "name"}` or
     /// `{"type": "allowed_tools", "mode", "tools"}`.
+    // Optional in the document too: `value_type` alone would list it as required.
+    #[serde(default)]
     #[schema(value_type = Object)]
     pub tool_choice: Option<Value>,
     /// Whether several tool calls may come in one response.
@@ -71,6 +73,7 @@ pub struct ResponsesRequest {
     /// Prompt cache routing key; defaults to a hash of the tools and instructions.
     pub prompt_cache_key: Option<String>,
     /// Echoed back.
+    #[serde(default)]
     #[schema(value_type = Object)]
     pub metadata: Option<Value>,
 }
