@@ -302,6 +302,8 @@ async fn a_context_exceeded_error_compacts_and_retries_once() {
         let script = Script::new(vec![
             Turn::call("shell", r#"{"command": "for i in $(seq 1 300); do echo line$i; done"}"#),
             Turn::text("step two"),
+            // Compaction after the provider's refusal halves the conversation: a summary.
+            Turn::text("summary: the first turn listed 300 lines"),
             Turn::text("answered after the retry"),
         ]);
         let h = Harness::new(kind, script).await;
