@@ -447,3 +447,32 @@ fn canonical_json(v: &Value) -> String {
     }
     sorted(v).to_string()
 }
+
+/// An answer the provider cut off (Responses `incomplete`, Chat `length`, Anthropic
+/// `max_tokens`) does not end the turn `completed`: it fails saying why, and what was said stays.
+#[tokio::test]
+async fn an_answer_cut_off_by_the_output_limit_does_not_end_completed() {
+    for kind in FORMATS {
+        let script = Script::new(vec![
+            Turn::text("The first half of an answ").with_stop(tackle_protocol::StopReason::MaxTokens),
+        ]);
+        let h = Harness::new(kind, script).await;
+        let mut session = h.session().await;
+        let outcome =
+            session.run_turn(TurnInput::new("explain"), &h.sink(), &CancellationToken::new()).await.unwrap();
+        assert_eq!(outcome.end, TurnEnd::Failed, "{kind}: {outcome:?}");
+        assert_eq!(outcome.text, "The first half of an answ", "{kind}");
+        let error = outcome.error.unwrap_or_default();
+        assert!(error.contains("cut off") && error.contains("max_tokens"), "{kind}: {error}");
+        let finished = h.events().into_iter().find_map(|e| match e {
+            AgentEvent::TurnFinished { reason, .. } => Some(reason),
+            _ => None,
+        });
+        assert_eq!(finished, Some(TurnEnd::Failed), "{kind}");
+        assert_eq!(
+            session.history().last().map(|m| m.text()),
+            Some("The first half of an answ".into()),
+            "{kind}"
+        );
+    }
+}

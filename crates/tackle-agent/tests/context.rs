@@ -302,6 +302,8 @@ async fn a_context_exceeded_error_compacts_and_retries_once() {
         let script = Script::new(vec![
             Turn::call("shell", r#"{"command": "for i in $(seq 1 300); do echo line$i; done"}"#),
             Turn::text("step two"),
+            // Compaction after the provider's refusal halves the conversation: a summary.
+            Turn::text("summary: the first turn listed 300 lines"),
             Turn::text("answered after the retry"),
         ]);
         let h = Harness::new(kind, script).await;
@@ -326,6 +328,34 @@ async fn a_context_exceeded_error_compacts_and_retries_once() {
         assert!(h.events().iter().any(
             |e| matches!(e, AgentEvent::ContextCompacted { reason, .. } if reason == "context_exceeded")
         ));
+    }
+}
+
+/// A provider that says the prompt is too long when compaction has nothing to shrink (the
+/// turn's own message is all there is) gets the request once: the turn fails saying so, rather
+/// than compacting to no effect and sending the same request again.
+#[tokio::test]
+async fn a_prompt_too_long_that_compaction_cannot_shrink_is_not_sent_again() {
+    for kind in FORMATS {
+        let h = Harness::new(kind, Script::new(vec![Turn::text("never reached")])).await;
+        let mut session = h.session().await;
+        for _ in 0..2 {
+            h.fake.push_fault(Fault::Status {
+                status: 413,
+                body: Some(
+                    r#"{"error":{"type":"invalid_request_error","message":"prompt too long"}}"#.into(),
+                ),
+                retry_after: None,
+                retry_after_ms: None,
+                should_retry: None,
+            });
+        }
+        let outcome =
+            session.run_turn(TurnInput::new("hello"), &h.sink(), &CancellationToken::new()).await.unwrap();
+        assert_eq!(outcome.end, TurnEnd::Failed, "{kind}: {outcome:?}");
+        let error = outcome.error.clone().unwrap_or_default();
+        assert!(error.contains("prompt too long") && error.contains("compaction"), "{kind}: {error}");
+        assert_eq!(h.fake.requests().len(), 1, "{kind}: the same request was not sent again");
     }
 }
 

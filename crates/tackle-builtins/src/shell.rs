@@ -13,7 +13,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use tackle_protocol::{ErrorCategory, ToolAnnotations};
 use tackle_sandbox::{
-    CommandSpec, ERROR_PREFIX, SETUP_FAILED, Sandbox, SandboxError, SandboxMode, SandboxStatus, child_env,
+    CommandSpec, ERROR_PREFIX, LIMIT_PREFIX, SETUP_FAILED, Sandbox, SandboxError, SandboxLimits, SandboxMode,
+    SandboxStatus, child_env,
 };
 use tackle_tools::{
     FullOutput, Spool, SpoolBudget, ToolContext, ToolDoc, ToolFailure, ToolOutput, TypedTool,
@@ -136,6 +137,39 @@ impl Shell {
                 sandbox.mode()
             )],
         }
+    }
+}
+
+/// Which of the sandbox's `limits` a command that exited with `code` and wrote `stderr` hit, if
+/// any: `(setting, what)`. CPU time and file size end the process with a signal of their own
+/// (`SIGXCPU`, `SIGXFSZ`: 128 + 24, 128 + 25 as a shell reports it); memory and processes make
+/// allocations and forks fail, which programs report in words of the C library's errors
+/// (`ENOMEM`; `EAGAIN`, which is what a failed `fork` reports); the Landlock helper says so itself when it stops a call for
+/// running too many processes.
+fn limit_hit(limits: SandboxLimits, code: Option<i32>, stderr: &str) -> Option<(&'static str, &'static str)> {
+    const SIGXCPU: i32 = 24;
+    const SIGXFSZ: i32 = 25;
+    const OUT_OF_MEMORY: [&str; 6] = [
+        "Cannot allocate memory",
+        "MemoryError",
+        "out of memory",
+        "memory allocation of",
+        "std::bad_alloc",
+        "failed to allocate",
+    ];
+    let processes = limits.processes > 0
+        && (stderr.contains(&format!("{LIMIT_PREFIX}processes"))
+            || stderr.contains("Resource temporarily unavailable"));
+    if limits.cpu_secs > 0 && code == Some(128 + SIGXCPU) {
+        Some(("cpu_secs", "CPU time"))
+    } else if limits.file_size_mib > 0 && code == Some(128 + SIGXFSZ) {
+        Some(("file_size_mib", "file size"))
+    } else if processes {
+        Some(("processes", "process"))
+    } else if limits.memory_mib > 0 && OUT_OF_MEMORY.iter().any(|m| stderr.contains(m)) {
+        Some(("memory_mib", "memory"))
+    } else {
+        None
     }
 }
 
@@ -340,12 +374,48 @@ impl TypedTool for Shell {
                 )
                 .with_hint("tell the user; `tackle sandbox check` shows what this machine supports"))
             }
+            End::Exited(code)
+                if code != Some(0) && limit_hit(self.sandbox.limits(), code, &stderr.render()).is_some() =>
+            {
+                let (limit, what) =
+                    limit_hit(self.sandbox.limits(), code, &stderr.render()).unwrap_or_default();
+                Err(ToolFailure::new(
+                    ErrorCategory::ResourceLimit,
+                    format!(
+                        "the command hit the sandbox's {what} limit and failed. Output:\n{}",
+                        render(code, &stdout, &stderr, note)
+                    ),
+                )
+                .with_hint(format!(
+                    "do the work in smaller pieces; the user can raise [sandbox] limits.{limit} \
+                     (TACKLE_SANDBOX_LIMITS_{})",
+                    limit.to_ascii_uppercase()
+                )))
+            }
             End::Exited(code) => {
                 let output = ToolOutput::text(render(code, &stdout, &stderr, note));
                 Ok(match full_output(code, &stdout, &stderr, note, &ctx.spool) {
                     Some(full) => output.with_full(full),
                     None => output,
                 })
+            }
+            End::TimedOut if limit_hit(self.sandbox.limits(), None, &stderr.render()).is_some() => {
+                let (limit, what) =
+                    limit_hit(self.sandbox.limits(), None, &stderr.render()).unwrap_or_default();
+                Err(ToolFailure::new(
+                    ErrorCategory::ResourceLimit,
+                    format!(
+                        "the command hit the sandbox's {what} limit, then ran past {}s and was stopped (with \
+                         its child processes). Output so far:\n{}",
+                        timeout.as_secs(),
+                        render(None, &stdout, &stderr, None)
+                    ),
+                )
+                .with_hint(format!(
+                    "do the work in smaller pieces; the user can raise [sandbox] limits.{limit} \
+                     (TACKLE_SANDBOX_LIMITS_{})",
+                    limit.to_ascii_uppercase()
+                )))
             }
             End::TimedOut => Err(ToolFailure::timeout(format!(
                 "the command ran past {}s and was stopped (with its child processes). Output so far:\n{}",

@@ -228,6 +228,7 @@ pub async fn run(args: ConfigArgs) -> Result<ExitCode> {
                 "status": sandbox.status(),
                 "in_force": sandbox.describe(),
                 "hidden": sandbox.hidden(),
+                "limits": sandbox.limits(),
             },
             "settings": settings_value,
         });

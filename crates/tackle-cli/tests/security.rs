@@ -741,3 +741,64 @@ async fn tackle_config_masks_every_secret_unless_asked() {
     let body = |t: &str| t.lines().filter(|l| !l.starts_with('#')).collect::<Vec<_>>().join("\n");
     assert_eq!(body(&again), body(&shown));
 }
+
+/// The `[sandbox.limits]` settings, through `TACKLE_*`, hold on both backends as root and as the
+/// unprivileged user: a 3 GiB allocation, 1,500 processes and a busy loop are stopped, and the
+/// model gets a `resource_limit` envelope naming the limit and the setting that raises it.
+async fn limits_hold(who: Who) {
+    if !available(who) {
+        return;
+    }
+    let limits = [
+        ("TACKLE_SANDBOX_LIMITS_MEMORY_MIB", "1024"),
+        ("TACKLE_SANDBOX_LIMITS_PROCESSES", "64"),
+        ("TACKLE_SANDBOX_LIMITS_CPU_SECS", "1"),
+    ];
+    let cases = [
+        (
+            "python3 -c 'b = bytearray(3 << 30); print(\"allocated\")'",
+            "memory",
+            "limits.memory_mib",
+            "allocated",
+        ),
+        (
+            "python3 -c 'import os, time\nfor i in range(1500):\n    if os.fork() == 0:\n        time.sleep(30)\n        os._exit(0)\nprint(\"forked all\")'",
+            "process",
+            "limits.processes",
+            "forked all",
+        ),
+        ("while :; do :; done", "CPU time", "limits.cpu_secs", "\"category\":\"timeout\""),
+    ];
+    for backend in ["namespaces", "landlock"] {
+        let mut env = vec![("TACKLE_SANDBOX_BACKEND", backend)];
+        env.extend(limits);
+        for (command, what, setting, escaped) in cases {
+            let tree = Tree::new(who);
+            let out = shell(&tree, command, &env).await;
+            let label = format!("{who:?} {backend} {what}");
+            assert!(!out.contains(escaped), "{label}: {out}");
+            let envelope: Value = serde_json::from_str(&out).unwrap_or_else(|_| panic!("{label}: {out}"));
+            assert_eq!(envelope["category"], "resource_limit", "{label}: {out}");
+            assert!(
+                envelope["message"].as_str().unwrap().contains(&format!("{what} limit")),
+                "{label}: {out}"
+            );
+            assert!(envelope["hint"].as_str().unwrap().contains(setting), "{label}: {out}");
+        }
+    }
+    // Positive control: with the limits off the allocation succeeds.
+    let tree = Tree::new(who);
+    let env = [("TACKLE_SANDBOX_LIMITS_MEMORY_MIB", "0")];
+    let out = shell(&tree, cases[0].0, &env).await;
+    assert!(out.contains("allocated"), "{who:?} without a memory limit: {out}");
+}
+
+#[tokio::test]
+async fn resource_limits_hold_as_root() {
+    limits_hold(Who::Root).await;
+}
+
+#[tokio::test]
+async fn resource_limits_hold_as_an_unprivileged_user() {
+    limits_hold(Who::Unprivileged).await;
+}

@@ -98,6 +98,8 @@ pub enum ErrorCategory {
     Unavailable,
     /// Stored data the call refers to has expired.
     Expired,
+    /// The command hit a resource limit of the sandbox (memory, processes, CPU time, file size).
+    ResourceLimit,
     /// The call was interrupted (cancelled, or the process stopped) before it finished.
     Interrupted,
     /// A bug or an unexpected failure in the tool.
@@ -106,7 +108,7 @@ pub enum ErrorCategory {
 
 impl ErrorCategory {
     /// Every category, in documentation order.
-    pub const ALL: [ErrorCategory; 14] = [
+    pub const ALL: [ErrorCategory; 15] = [
         Self::InvalidArgs,
         Self::UnknownTool,
         Self::InactiveTool,
@@ -119,6 +121,7 @@ impl ErrorCategory {
         Self::Conflict,
         Self::Unavailable,
         Self::Expired,
+        Self::ResourceLimit,
         Self::Interrupted,
         Self::Internal,
     ];
@@ -146,6 +149,7 @@ impl ErrorCategory {
             Self::Conflict => "conflict",
             Self::Unavailable => "unavailable",
             Self::Expired => "expired",
+            Self::ResourceLimit => "resource_limit",
             Self::Interrupted => "interrupted",
             Self::Internal => "internal",
         }

@@ -30,13 +30,13 @@ pub enum ProviderError {
         /// Provider message.
         message: String,
     },
-    /// The provider rejected the request (HTTP 400/404/413/422).
+    /// The provider rejected the request (HTTP 400/404/422).
     #[error("the provider rejected the request: {message}")]
     BadRequest {
         /// Provider message.
         message: String,
     },
-    /// The prompt does not fit the model's context window.
+    /// The prompt does not fit the model's context window (or the request is too large: HTTP 413).
     #[error("the prompt does not fit the model's context window: {message}")]
     ContextExceeded {
         /// Provider message.

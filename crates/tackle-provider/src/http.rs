@@ -130,15 +130,24 @@ pub(crate) fn classify_http_error(status: u16, headers: &HeaderMap, body: &str) 
     };
     let lower = message.to_lowercase();
     let context_exceeded = code == "context_length_exceeded"
-        || ["prompt is too long", "context length", "context window", "maximum context", "too many tokens"]
-            .iter()
-            .any(|p| lower.contains(p));
+        || [
+            "prompt is too long",
+            "prompt too long",
+            "context length",
+            "context window",
+            "maximum context",
+            "too many tokens",
+        ]
+        .iter()
+        .any(|p| lower.contains(p));
     match status {
         401 | 403 => ProviderError::Auth { message },
         429 => ProviderError::RateLimited { retry_after: server_requested_wait(headers), message },
         529 => ProviderError::Overloaded { message },
         _ if kind == "overloaded_error" => ProviderError::Overloaded { message },
         408 => ProviderError::Timeout { message },
+        // 413: the request is too large, which a smaller conversation is the remedy for.
+        413 => ProviderError::ContextExceeded { message },
         _ if context_exceeded => ProviderError::ContextExceeded { message },
         s if s >= 500 || s == 409 => ProviderError::Server { status: s, message },
         _ => ProviderError::BadRequest { message },

@@ -348,3 +348,63 @@ async fn responses_sparse_incomplete_and_cut_streams() {
     let garbage = decode_with(b"data: {not json\n\n", 4096, ResponsesDecoder::default()).await;
     assert!(matches!(garbage[0], Err(ProviderError::Protocol { .. })));
 }
+
+/// Two `function_call` items with one `call_id` (a model, proxy or gateway reusing ids) are two
+/// calls, however the server numbers them: the agent renames the second and runs both, as with
+/// Chat Completions and Anthropic. Servers that omit `output_index`, reuse item ids, or send
+/// only the terminal response included.
+#[tokio::test]
+async fn responses_two_calls_with_one_call_id_are_both_kept() {
+    let sse = |events: &[serde_json::Value]| -> Vec<u8> {
+        events
+            .iter()
+            .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+            .collect::<String>()
+            .into_bytes()
+    };
+    let call = |id: &str, args: &str| serde_json::json!({"type": "function_call", "id": id, "call_id": "call_same", "name": "shell", "arguments": args});
+    let (a, b) = (r#"{"command":"echo a"}"#, r#"{"command":"echo b"}"#);
+    let completed = |output: serde_json::Value| serde_json::json!({"type": "response.completed", "response": {"id": "r", "output": output}});
+    let streams = [
+        // Indexed, distinct item ids.
+        sse(&[
+            serde_json::json!({"type": "response.output_item.added", "output_index": 0, "item": call("fc_1", "")}),
+            serde_json::json!({"type": "response.output_item.done", "output_index": 0, "item": call("fc_1", a)}),
+            serde_json::json!({"type": "response.output_item.added", "output_index": 1, "item": call("fc_2", "")}),
+            serde_json::json!({"type": "response.output_item.done", "output_index": 1, "item": call("fc_2", b)}),
+            completed(serde_json::json!([call("fc_1", a), call("fc_2", b)])),
+        ]),
+        // No output_index, one item id for both.
+        sse(&[
+            serde_json::json!({"type": "response.output_item.added", "item": call("call_same", "")}),
+            serde_json::json!({"type": "response.function_call_arguments.delta", "item_id": "call_same", "delta": a}),
+            serde_json::json!({"type": "response.output_item.done", "item": call("call_same", a)}),
+            serde_json::json!({"type": "response.output_item.added", "item": call("call_same", "")}),
+            serde_json::json!({"type": "response.function_call_arguments.delta", "item_id": "call_same", "delta": b}),
+            serde_json::json!({"type": "response.output_item.done", "item": call("call_same", b)}),
+            completed(serde_json::json!([call("call_same", a), call("call_same", b)])),
+        ]),
+        // Only the items' done events, without output_index.
+        sse(&[
+            serde_json::json!({"type": "response.output_item.done", "item": call("fc_1", a)}),
+            serde_json::json!({"type": "response.output_item.done", "item": call("fc_2", b)}),
+            completed(serde_json::json!([call("fc_1", a), call("fc_2", b)])),
+        ]),
+        // Only the terminal response.
+        sse(&[completed(serde_json::json!([call("fc_1", a), call("fc_2", b)]))]),
+    ];
+    for (n, bytes) in streams.iter().enumerate() {
+        let response = fold(&ok(decode_with(bytes, 7, ResponsesDecoder::default()).await));
+        let calls: Vec<(String, Option<serde_json::Value>)> =
+            response.tool_uses().map(|c| (c.id.to_string(), c.input.as_json().cloned())).collect();
+        assert_eq!(
+            calls,
+            [
+                ("call_same".to_owned(), Some(serde_json::json!({"command": "echo a"}))),
+                ("call_same".to_owned(), Some(serde_json::json!({"command": "echo b"}))),
+            ],
+            "stream {n}"
+        );
+        assert_eq!(response.stop_reason, StopReason::ToolUse, "stream {n}");
+    }
+}

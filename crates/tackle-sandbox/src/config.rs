@@ -101,6 +101,12 @@ impl FromStr for BackendChoice {
 /// backend = "auto"              # or "namespaces", "landlock"
 /// writable = ["~/.cargo"]       # more writable paths (workspace-write only)
 /// hidden = ["~/.ssh", "~/.aws"] # paths commands cannot read at all
+///
+/// [sandbox.limits]               # per sandboxed command; 0 = no limit
+/// memory_mib = 2048
+/// processes = 512
+/// cpu_secs = 600
+/// file_size_mib = 1024
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -117,6 +123,51 @@ pub struct SandboxConfig {
     /// Paths commands cannot read, besides Tackle's own data directory, configuration file and
     /// token file, which are always hidden.
     pub hidden: Vec<PathBuf>,
+    /// Resource limits of every sandboxed command (`TACKLE_SANDBOX_LIMITS_*`).
+    pub limits: SandboxLimits,
+}
+
+/// Resource limits of a sandboxed command (`[sandbox.limits]`); `0` means no limit.
+///
+/// Enforced by the kernel on the command and everything it starts, on both backends:
+/// memory, CPU time and file size as resource limits of each process (`RLIMIT_DATA`,
+/// `RLIMIT_CPU`, `RLIMIT_FSIZE`); the number of processes as `RLIMIT_NPROC` inside the call's
+/// own user namespace (namespaces backend: it counts the call's processes only), and by the
+/// helper counting the processes below it and stopping the call past the limit (Landlock backend,
+/// where `RLIMIT_NPROC` would count all of the user's processes, and none of root's).
+///
+/// ```
+/// let limits = tackle_sandbox::SandboxLimits::default();
+/// assert_eq!(limits.memory_mib, 2048);
+/// assert_eq!(limits.processes, 512);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SandboxLimits {
+    /// Heap and other private writable memory of each process, in MiB
+    /// (`TACKLE_SANDBOX_LIMITS_MEMORY_MIB`). Address space merely reserved (as V8 or Go do) does
+    /// not count.
+    pub memory_mib: u64,
+    /// Processes (threads included) running at once in one call
+    /// (`TACKLE_SANDBOX_LIMITS_PROCESSES`).
+    pub processes: u64,
+    /// CPU time of each process, in seconds (`TACKLE_SANDBOX_LIMITS_CPU_SECS`): past it the
+    /// process gets `SIGXCPU`, a second later `SIGKILL`.
+    pub cpu_secs: u64,
+    /// Largest file a process may write, in MiB (`TACKLE_SANDBOX_LIMITS_FILE_SIZE_MIB`): past it
+    /// the write fails and the process gets `SIGXFSZ`.
+    pub file_size_mib: u64,
+}
+
+impl Default for SandboxLimits {
+    fn default() -> Self {
+        Self { memory_mib: 2048, processes: 512, cpu_secs: 600, file_size_mib: 1024 }
+    }
+}
+
+impl SandboxLimits {
+    /// No limit at all.
+    pub const NONE: Self = Self { memory_mib: 0, processes: 0, cpu_secs: 0, file_size_mib: 0 };
 }
 
 impl Default for SandboxConfig {
@@ -127,6 +178,7 @@ impl Default for SandboxConfig {
             backend: BackendChoice::Auto,
             writable: Vec::new(),
             hidden: Vec::new(),
+            limits: SandboxLimits::default(),
         }
     }
 }

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{SandboxError, SandboxMode};
+use crate::{SandboxError, SandboxLimits, SandboxMode};
 
 /// What one command may see and write: built with [`SandboxPolicy::builder`], immutable after.
 ///
@@ -38,6 +38,13 @@ pub struct SandboxPolicy {
     /// Set up the sandbox, then exit 0 without running anything (detection).
     #[serde(default)]
     pub(crate) probe: bool,
+    /// Resource limits of the command.
+    #[serde(default = "no_limits")]
+    pub(crate) limits: SandboxLimits,
+}
+
+fn no_limits() -> SandboxLimits {
+    SandboxLimits::NONE
 }
 
 impl SandboxPolicy {
@@ -50,6 +57,7 @@ impl SandboxPolicy {
             writable: Vec::new(),
             hidden: Vec::new(),
             cwd: None,
+            limits: SandboxLimits::NONE,
         }
     }
 
@@ -83,6 +91,11 @@ impl SandboxPolicy {
         &self.cwd
     }
 
+    /// The command's resource limits.
+    pub fn limits(&self) -> SandboxLimits {
+        self.limits
+    }
+
     /// The first hidden path inside a writable one, which Landlock cannot express (its rules
     /// only add access to whole hierarchies): `(writable, hidden)`.
     pub(crate) fn hidden_inside_writable(&self) -> Option<(&Path, &Path)> {
@@ -109,6 +122,7 @@ pub struct PolicyBuilder {
     writable: Vec<PathBuf>,
     hidden: Vec<PathBuf>,
     cwd: Option<PathBuf>,
+    limits: SandboxLimits,
 }
 
 impl PolicyBuilder {
@@ -134,6 +148,12 @@ impl PolicyBuilder {
     /// Where the command starts (the workspace unless set).
     pub fn cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
         self.cwd = Some(cwd.into());
+        self
+    }
+
+    /// Resource limits (none unless set).
+    pub fn limits(mut self, limits: SandboxLimits) -> Self {
+        self.limits = limits;
         self
     }
 
@@ -175,6 +195,7 @@ impl PolicyBuilder {
             cwd,
             tmp: None,
             probe: false,
+            limits: self.limits,
         })
     }
 }

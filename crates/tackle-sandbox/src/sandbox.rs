@@ -11,7 +11,9 @@ use serde::Serialize;
 
 use crate::helper::HELPER_ARG;
 use crate::probe::{probe_landlock, probe_namespaces};
-use crate::{BackendChoice, SandboxConfig, SandboxError, SandboxMode, SandboxPolicy, expand_home};
+use crate::{
+    BackendChoice, SandboxConfig, SandboxError, SandboxLimits, SandboxMode, SandboxPolicy, expand_home,
+};
 
 /// How the sandbox is enforced on this machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -146,6 +148,14 @@ impl Sandbox {
         }
     }
 
+    /// The resource limits of sandboxed commands (none when the sandbox is off).
+    pub fn limits(&self) -> SandboxLimits {
+        match self.inner.status {
+            SandboxStatus::Off => SandboxLimits::NONE,
+            _ => self.inner.config.limits,
+        }
+    }
+
     /// Paths commands cannot read (besides the configured ones: Tackle's own).
     pub fn hidden(&self) -> &[PathBuf] {
         &self.inner.hidden
@@ -184,6 +194,7 @@ impl Sandbox {
             .writable(&inner.writable)
             .hide(&inner.hidden)
             .cwd(&spec.cwd)
+            .limits(inner.config.limits)
             .build()?;
         let mut env: Vec<(OsString, OsString)> =
             spec.env.iter().filter(|(k, _)| k != "TMPDIR").cloned().collect();

@@ -10,7 +10,8 @@ use std::path::Path;
 use std::process::Output;
 
 use tackle_sandbox::{
-    Backend, BackendChoice, CommandSpec, Sandbox, SandboxConfig, SandboxMode, SandboxStatus, Support,
+    Backend, BackendChoice, CommandSpec, Sandbox, SandboxConfig, SandboxLimits, SandboxMode, SandboxStatus,
+    Support,
 };
 
 const HELPER: &str = env!("CARGO_BIN_EXE_tackle-sandbox-helper");
@@ -257,11 +258,29 @@ fn landlock_drops_every_capability_of_a_root_command() {
     let ws = test_dir();
     let sb = sandbox(BackendChoice::Landlock, SandboxMode::WorkspaceWrite, false, &[]);
     assert!(matches!(sb.backend(), Some(Backend::Landlock { .. })));
-    let out = run(&sb, ws.path(), "grep -E '^Cap(Prm|Eff|Bnd):' /proc/self/status");
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        let value = line.split_whitespace().nth(1).unwrap();
-        let root = nix_is_root();
-        assert!(!root || value.chars().all(|c| c == '0'), "{line}");
+    let script = "grep -E '^Cap(Prm|Eff|Bnd):' /proc/self/status";
+    let caps = |out: &Output| -> Vec<(String, String)> {
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.to_owned(), v.trim().to_owned()))
+            .collect()
+    };
+    let inside = caps(&run(&sb, ws.path(), script));
+    assert_eq!(inside.len(), 3, "the three sets were read: {inside:?}");
+    if nix_is_root() {
+        // Positive control: the same command outside the sandbox, as root, has capabilities.
+        let outside = caps(&run(&Sandbox::off(), ws.path(), script));
+        assert!(outside.iter().any(|(_, v)| v.chars().any(|c| c != '0')), "{outside:?}");
+        for (set, value) in &inside {
+            assert!(value.chars().all(|c| c == '0'), "{set}: {value}");
+        }
+    } else {
+        // Unprivileged: no capability to use (the bounding set only limits what execve could
+        // grant, and no_new_privs forbids that).
+        for (set, value) in inside.iter().filter(|(k, _)| k != "CapBnd") {
+            assert!(value.chars().all(|c| c == '0'), "{set}: {value}");
+        }
     }
 }
 
@@ -343,5 +362,119 @@ fn processes_a_command_leaves_behind_die_with_it() {
         assert!(text(&out).contains("started"), "{backend:?}: {}", text(&out));
         let left = processes_named(&marker);
         assert!(left.is_empty(), "{backend:?}: {} processes outlived the command: {left:?}", left.len());
+    }
+}
+
+fn limited(backend: BackendChoice, limits: SandboxLimits) -> Sandbox {
+    let config = SandboxConfig { backend, limits, ..SandboxConfig::default() };
+    let sandbox = Sandbox::builder(config).helper(HELPER).detect();
+    assert!(matches!(sandbox.status(), SandboxStatus::Enforced { .. }), "{}", sandbox.describe());
+    sandbox
+}
+
+/// A 3 GiB allocation fails under a 1 GiB memory limit on both backends; with no limit (the
+/// positive control) the same allocation succeeds.
+#[test]
+fn a_3_gib_allocation_fails_under_the_memory_limit() {
+    let script = "python3 -c 'b = bytearray(3 << 30); print(\"allocated\", len(b))'; echo rc=$?";
+    for backend in BACKENDS {
+        let ws = test_dir();
+        let limits = SandboxLimits { memory_mib: 1024, ..SandboxLimits::NONE };
+        let out = text(&run(&limited(backend, limits), ws.path(), script));
+        assert!(!out.contains("allocated") && out.contains("MemoryError"), "{backend:?}: {out}");
+        let out = text(&run(&limited(backend, SandboxLimits::NONE), ws.path(), script));
+        assert!(out.contains("allocated 3221225472"), "{backend:?} without a limit: {out}");
+    }
+}
+
+/// A fork bomb and a loop forking 1,500 processes are held to the process limit on both
+/// backends (namespaces: the fork fails; Landlock: the helper stops the call), and nothing they
+/// started outlives the call.
+#[test]
+fn a_fork_bomb_is_held_to_the_process_limit() {
+    for backend in BACKENDS {
+        let ws = test_dir();
+        let marker = format!("tackle-bomb-{}-{backend:?}", std::process::id());
+        let forks = |count: u32| {
+            format!(
+                "python3 -c '
+import os, sys, time  # {marker}
+n = 0
+try:
+    for i in range({count}):
+        if os.fork() == 0:
+            time.sleep(60)
+            os._exit(0)
+        n += 1
+except OSError as e:
+    print(\"fork failed:\", e)
+print(\"forked\", n, flush=True)
+'"
+            )
+        };
+        let sb = limited(backend, SandboxLimits { processes: 64, ..SandboxLimits::NONE });
+        let out = text(&run(&sb, ws.path(), &forks(1500)));
+        let forked =
+            out.lines().find_map(|l| l.strip_prefix("forked ")).and_then(|n| n.trim().parse::<u32>().ok());
+        match forked {
+            Some(n) => assert!(
+                n < 64 && out.contains("Resource temporarily unavailable"),
+                "{backend:?}: {n} processes forked under a limit of 64: {out}"
+            ),
+            None => assert!(
+                out.contains(&format!("{}processes", tackle_sandbox::LIMIT_PREFIX)),
+                "{backend:?}: neither a failed fork nor the helper stopping the call: {out}"
+            ),
+        }
+        assert!(processes_named(&marker).is_empty(), "{backend:?}: processes outlived the call");
+        // A bomb doubling at each level (bounded at 2^11 processes, so that a failure of this
+        // test cannot take the machine down with it) is stopped at the limit.
+        let bomb = format!(
+            "b() {{ [ $1 -lt 10 ] && {{ b $(($1+1)) | b $(($1+1)) & }}; exec -a {marker} sleep 30; }}; b 0"
+        );
+        let out = run(&sb, ws.path(), &bomb);
+        assert!(
+            text(&out).contains(&format!("{}processes", tackle_sandbox::LIMIT_PREFIX)),
+            "{backend:?}: {}",
+            text(&out)
+        );
+        assert!(processes_named(&marker).is_empty(), "{backend:?}: processes outlived the call");
+        // Positive control: without a limit all 200 forks succeed.
+        let free = limited(backend, SandboxLimits::NONE);
+        let out = text(&run(&free, ws.path(), &forks(200)));
+        assert!(out.contains("forked 200"), "{backend:?} without a limit: {out}");
+        assert!(processes_named(&marker).is_empty(), "{backend:?}: processes outlived the call");
+    }
+}
+
+/// A busy loop is stopped by the CPU-time limit (SIGXCPU: exit 152), a large write by the
+/// file-size limit (SIGXFSZ: exit 153), on both backends.
+#[test]
+fn cpu_time_and_file_size_limits_stop_the_command() {
+    for backend in BACKENDS {
+        let ws = test_dir();
+        let limits = SandboxLimits { cpu_secs: 1, file_size_mib: 1, ..SandboxLimits::NONE };
+        let sb = limited(backend, limits);
+        let out = run(&sb, ws.path(), "while :; do :; done");
+        assert_eq!(out.status.code(), Some(128 + 24), "{backend:?}: {}", text(&out));
+        let out = run(&sb, ws.path(), "head -c 2M /dev/zero > big");
+        assert_eq!(out.status.code(), Some(128 + 25), "{backend:?}: {}", text(&out));
+        assert_eq!(std::fs::metadata(ws.path().join("big")).unwrap().len(), 1 << 20, "{backend:?}");
+        // Control: a file under the limit is written whole.
+        let out = run(&sb, ws.path(), "head -c 512K /dev/zero > small; echo rc=$?");
+        assert!(text(&out).contains("rc=0"), "{backend:?}: {}", text(&out));
+    }
+}
+
+/// Without a `[sandbox.limits]` table, commands get the documented defaults.
+#[test]
+fn the_default_limits_are_in_force() {
+    for backend in BACKENDS {
+        let ws = test_dir();
+        let sb = sandbox(backend, SandboxMode::WorkspaceWrite, false, &[]);
+        let out = text(&run(&sb, ws.path(), "ulimit -d; ulimit -t; ulimit -f"));
+        let lines: Vec<&str> = out.lines().collect();
+        // bash reports -d and -f in KiB.
+        assert_eq!(lines, ["2097152", "600", "1048576"], "{backend:?}: {out}");
     }
 }

@@ -64,7 +64,8 @@ pub(crate) struct CompactionRequested(pub bool);
 
 impl Session {
     /// Tokens the conversation must get down to: the target share of the window, minus the
-    /// fixed parts (system, tools); for forced compaction at most half of what it is now.
+    /// fixed parts (system, tools); for forced compaction, and when the provider said the prompt
+    /// does not fit, at most half of what it is now.
     fn compaction_target(&mut self, reason: CompactReason) -> u64 {
         let budget = self.context.budget(&self.history);
         let thresholds = self.agent.config().context.thresholds;
@@ -75,7 +76,11 @@ impl Session {
         };
         let target = ((budget.effective_window() as f64 * share) as u64).saturating_sub(fixed);
         match reason {
-            CompactReason::Forced => target.min(self.history.total_tokens() / 2),
+            // The provider's window can be smaller than the one Tackle knows of: when it says the
+            // prompt does not fit, at least halve the conversation, as forced compaction does.
+            CompactReason::Forced | CompactReason::ContextExceeded => {
+                target.min(self.history.total_tokens() / 2)
+            }
             _ => target,
         }
     }

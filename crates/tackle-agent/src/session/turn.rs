@@ -275,7 +275,21 @@ impl Session {
                     {
                         context_retried = true;
                         tracing::warn!(session = %self.record.id, %message, "provider reported context exceeded; compacting");
-                        self.compact(self.turn_start, CompactReason::ContextExceeded, sink).await?;
+                        let report =
+                            self.compact(self.turn_start, CompactReason::ContextExceeded, sink).await?;
+                        if report.tokens_after >= report.tokens_before
+                            && report.messages_after == report.messages_before
+                        {
+                            // Nothing shrank: the same request would get the same answer.
+                            let message = format!(
+                                "{message} (compaction found nothing to shrink: the current turn is kept whole, so \
+                                 the request was not sent again; send a shorter message or start a new session)"
+                            );
+                            break (
+                                Err(ModelCallError::Provider(ProviderError::ContextExceeded { message })),
+                                metrics,
+                            );
+                        }
                     }
                     other => break (other, metrics),
                 }
@@ -318,8 +332,17 @@ impl Session {
             let message = response.into_message();
 
             if calls.is_empty() {
+                let cut = cut_off(&report.stop_reason).map(str::to_owned);
                 let answer = (!message.is_empty()).then_some(message);
                 self.finish_step(sink, turn, report, answer, Vec::new()).await?;
+                if let Some(reason) = cut {
+                    // What was said stays in the history; the turn did not complete.
+                    let message = format!(
+                        "the model's answer was cut off ({reason}); raise max_output_tokens or ask for a shorter \
+                         answer, then send another message to continue"
+                    );
+                    return Ok(outcome(step, TurnEnd::Failed, text, usage, Some(message)));
+                }
                 if last && step > 1 {
                     let note = format!(
                         "reached the step limit ({max_steps}); the last step ran without tools. \
@@ -540,5 +563,15 @@ fn title_from(message: &str) -> String {
     match line.char_indices().nth(TITLE_CHARS) {
         Some((i, _)) => format!("{}…", &line[..i]),
         None => line.to_owned(),
+    }
+}
+
+/// Why an answer without tool calls is incomplete, when its stop reason says it was cut off: the
+/// output token limit, the context window, or a Responses `incomplete` status.
+fn cut_off(stop: &StopReason) -> Option<&str> {
+    match stop {
+        StopReason::MaxTokens | StopReason::ContextExceeded => Some(stop.as_str()),
+        StopReason::Other(reason) if reason.starts_with("incomplete") => Some(reason),
+        _ => None,
     }
 }

@@ -32,6 +32,11 @@ pub struct ResponsesDecoder {
     items: BTreeMap<u32, Item>,
     /// `item_id` -> `output_index`, for servers that omit the index on deltas.
     ids: BTreeMap<String, u32>,
+    /// One past the highest index seen: what an item without `output_index` gets (items come
+    /// in output order, so that is its position in the response's `output`).
+    next_index: u32,
+    /// The index of the latest item added, for deltas that name neither index nor item.
+    latest: Option<u32>,
     /// Items whose `done` was handled.
     finished: BTreeSet<u32>,
     had_calls: bool,
@@ -75,12 +80,34 @@ fn stream_error(error: &Value) -> ProviderError {
 }
 
 impl ResponsesDecoder {
-    fn index(&self, v: &Value) -> u32 {
-        if let Some(i) = v.get("output_index").and_then(Value::as_u64).and_then(|i| u32::try_from(i).ok()) {
-            return i;
+    /// The index an event is about: its `output_index`, else the item it names (a delta's
+    /// `item_id`, an item's `id`) while that item is open, else, for an item event, the next
+    /// position. Servers that omit indexes or reuse item ids (some use the call id) still get
+    /// one index per item, so no item is mistaken for another.
+    fn index(&mut self, v: &Value, kind: &str) -> u32 {
+        let stated = v.get("output_index").and_then(Value::as_u64).and_then(|i| u32::try_from(i).ok());
+        let item = v.get("item");
+        let index = stated.unwrap_or_else(|| {
+            let id = match item {
+                Some(item) => str_field(item, "id"),
+                None => str_field(v, "item_id"),
+            };
+            let open = self.ids.get(id).copied().filter(|i| !id.is_empty() && !self.finished.contains(i));
+            match (kind, open) {
+                ("response.output_item.added", _) => self.next_index,
+                (_, Some(i)) => i,
+                ("response.output_item.done", None) => self.next_index,
+                (_, None) => self.latest.unwrap_or(self.next_index),
+            }
+        });
+        if let Some(id) = item.and_then(|i| i.get("id")).and_then(Value::as_str) {
+            self.ids.insert(id.to_owned(), index);
         }
-        let id = str_field(v, "item_id");
-        self.ids.get(id).copied().unwrap_or(0)
+        if kind == "response.output_item.added" {
+            self.latest = Some(index);
+        }
+        self.next_index = self.next_index.max(index.saturating_add(1));
+        index
     }
 
     fn start_call(index: u32, id: &str, name: &str, args: &str, out: &mut VecDeque<StreamEvent>) {
@@ -99,9 +126,6 @@ impl ResponsesDecoder {
     }
 
     fn item_added(&mut self, index: u32, item: &Value, out: &mut VecDeque<StreamEvent>) {
-        if let Some(id) = item.get("id").and_then(Value::as_str) {
-            self.ids.insert(id.to_owned(), index);
-        }
         let state = match str_field(item, "type") {
             "function_call" => {
                 let (id, name) = (Self::call_id(index, item), str_field(item, "name").to_owned());
@@ -276,7 +300,7 @@ fn incomplete_reason(response: &Value) -> StopReason {
         "max_output_tokens" => StopReason::MaxTokens,
         "content_filter" => StopReason::Refusal,
         "" => StopReason::Other("incomplete".into()),
-        other => StopReason::Other(other.to_owned()),
+        other => StopReason::Other(format!("incomplete: {other}")),
     }
 }
 
@@ -296,23 +320,29 @@ impl WireDecoder for ResponsesDecoder {
         match kind {
             "response.output_item.added" => {
                 let item = v.get("item").unwrap_or(&null);
-                self.item_added(self.index(&v), item, out);
+                let i = self.index(&v, kind);
+                self.item_added(i, item, out);
             }
             "response.output_text.delta" | "response.refusal.delta" => {
-                self.streamed_delta(self.index(&v), str_field(&v, "delta"), false, out)
+                let i = self.index(&v, kind);
+                self.streamed_delta(i, str_field(&v, "delta"), false, out);
             }
             "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
-                self.streamed_delta(self.index(&v), str_field(&v, "delta"), true, out)
+                let i = self.index(&v, kind);
+                self.streamed_delta(i, str_field(&v, "delta"), true, out);
             }
             "response.function_call_arguments.delta" => {
-                self.arguments_delta(self.index(&v), str_field(&v, "delta"), out)
+                let i = self.index(&v, kind);
+                self.arguments_delta(i, str_field(&v, "delta"), out);
             }
             "response.function_call_arguments.done" => {
-                self.arguments_final(self.index(&v), str_field(&v, "arguments"), out)
+                let i = self.index(&v, kind);
+                self.arguments_final(i, str_field(&v, "arguments"), out);
             }
             "response.output_item.done" => {
                 let item = v.get("item").unwrap_or(&null);
-                self.item_done(self.index(&v), item, out);
+                let i = self.index(&v, kind);
+                self.item_done(i, item, out);
             }
             "response.completed" => self.finish(response, None, out),
             "response.incomplete" => self.finish(response, Some(incomplete_reason(response)), out),

@@ -176,7 +176,10 @@ pub(super) fn exec_restricted(policy: &SandboxPolicy, command: &[OsString]) -> R
         return Ok(0);
     }
     let (program, args) = command.split_first().ok_or_else(|| HelperError("no command given".into()))?;
-    reaper::run(program, args)
+    // RLIMIT_NPROC would count every process of the user here (and none of root's, which the
+    // kernel exempts): the reaper counts the call's own processes instead.
+    super::limits::apply(policy.limits, false)?;
+    reaper::run(program, args, policy.limits.processes)
 }
 
 /// The helper stays as the command's reaper, so that everything the command starts dies with it
@@ -187,7 +190,7 @@ pub(super) fn exec_restricted(policy: &SandboxPolicy, command: &[OsString]) -> R
 /// When the command exits, when the helper is asked to stop (`SIGTERM`, `SIGINT`, `SIGHUP`: how
 /// Tackle ends a call that timed out or was cancelled), or when its parent dies, it kills every
 /// process below it and reaps them, then exits with the command's status.
-mod reaper {
+pub(crate) mod reaper {
     use std::ffi::{OsStr, OsString};
     use std::process::Command;
     use std::time::Duration;
@@ -201,9 +204,9 @@ mod reaper {
     use crate::helper::HelperError;
 
     /// How often the helper looks for exits, stop signals and its parent.
-    const TICK: Duration = Duration::from_millis(20);
+    const TICK: Duration = crate::helper::limits::TICK;
 
-    pub(super) fn run(program: &OsStr, args: &[OsString]) -> Result<i32, HelperError> {
+    pub(crate) fn run(program: &OsStr, args: &[OsString], max_processes: u64) -> Result<i32, HelperError> {
         nix::sys::prctl::set_child_subreaper(true)
             .map_err(|e| HelperError::new("cannot become the command's reaper", e))?;
         let parent = getppid();
@@ -232,6 +235,14 @@ mod reaper {
                 // Tackle is gone: nobody waits for the command any more.
                 kill_descendants();
                 break 128 + Signal::SIGKILL as i32;
+            }
+            if max_processes > 0 {
+                let running = crate::helper::limits::tasks_below(nix::unistd::getpid(), max_processes);
+                if running > max_processes {
+                    kill_descendants();
+                    eprintln!("{}", crate::helper::limits::too_many(running, max_processes));
+                    break 128 + Signal::SIGKILL as i32;
+                }
             }
             std::thread::sleep(TICK);
         };
@@ -263,24 +274,39 @@ mod reaper {
             .collect()
     }
 
-    /// Kills every process below this one: children are killed and reaped, their own children
-    /// are re-parented here and killed in the next round, until none is left.
+    /// Kills every process below this one. As PID 1 of a PID namespace, `kill(-1)` reaches them
+    /// all at once. Otherwise the whole tree is walked and killed, parents before their children
+    /// (its children listed just before, as a dead process lists none), and the walk is repeated until nothing is
+    /// left: what was forked during one walk is re-parented here and found by the next.
     fn kill_descendants() {
+        let pid1 = nix::unistd::getpid().as_raw() == 1;
         loop {
-            let children = children();
-            for &child in &children {
-                let _ = kill(child, Signal::SIGKILL);
+            if pid1 {
+                let _ = kill(Pid::from_raw(-1), Signal::SIGKILL);
             }
-            // Wait for one to go (re-parenting its children here), or for none being left.
-            match waitpid(None, None) {
-                Err(Errno::ECHILD) if children.is_empty() => return,
-                Err(Errno::ECHILD) => {}
-                _ => {}
+            let mut pending = children();
+            let any = !pending.is_empty();
+            while let Some(pid) = pending.pop() {
+                // Its children first: once it is dead, they are no longer listed under it.
+                pending
+                    .extend(crate::helper::limits::children_of(pid.as_raw()).into_iter().map(Pid::from_raw));
+                let _ = kill(pid, Signal::SIGKILL);
             }
-            if children.is_empty() && matches!(waitpid(None, Some(WaitPidFlag::WNOHANG)), Err(Errno::ECHILD))
-            {
+            // Reap what has gone; wait for one more when some are still dying.
+            loop {
+                match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+                    Ok(WaitStatus::StillAlive) => break,
+                    Err(Errno::ECHILD) if !any => return,
+                    Err(_) => break,
+                    Ok(_) => {}
+                }
+            }
+            if !any && children().is_empty() {
                 return;
             }
+            // Not a blocking wait: what this walk missed may be alive and well, and must be
+            // found by the next one rather than waited for.
+            std::thread::sleep(Duration::from_millis(1));
         }
     }
 }

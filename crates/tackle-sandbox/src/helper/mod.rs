@@ -24,6 +24,8 @@ use std::ffi::{OsStr, OsString};
 #[cfg(target_os = "linux")]
 mod landlock_rules;
 #[cfg(target_os = "linux")]
+pub(crate) mod limits;
+#[cfg(target_os = "linux")]
 mod mounts;
 #[cfg(target_os = "linux")]
 mod namespaces;
@@ -45,6 +47,10 @@ pub const SETUP_FAILED: i32 = 125;
 
 /// Prefix of the helper's error messages on stderr.
 pub const ERROR_PREFIX: &str = "tackle-sandbox: ";
+
+/// Prefix of the line the helper writes on stderr when it stopped a command for exceeding a
+/// limit it enforces itself (processes, on the Landlock backend), followed by the limit's name.
+pub const LIMIT_PREFIX: &str = "tackle-sandbox: limit hit: ";
 
 /// An error while setting up the sandbox.
 #[derive(Debug)]

@@ -299,12 +299,12 @@ pub(super) fn init(
     if policy.probe {
         return Ok(0);
     }
+    // In the inner user namespace, RLIMIT_NPROC counts this call's processes only (but the
+    // kernel exempts root from it: PID 1 also counts them, below).
+    super::limits::apply(policy.limits, true)?;
     let (program, args) = command.split_first().ok_or_else(|| HelperError("no command given".into()))?;
-    let status = Command::new(program)
-        .args(args)
-        .status()
-        .map_err(|e| HelperError::new(format!("cannot run {}", program.to_string_lossy()), e))?;
-    Ok(exit_code(status))
+    // PID 1 reaps the orphans re-parented to it, and counts the command's processes.
+    super::landlock_rules::reaper::run(program, args, policy.limits.processes)
 }
 
 #[cfg(test)]
@@ -321,6 +321,7 @@ mod tests {
             cwd: workspace.into(),
             tmp: None,
             probe: false,
+            limits: crate::SandboxLimits::NONE,
         }
     }
 

@@ -33,6 +33,8 @@ pub struct ChatRequest {
     pub tools: Vec<ChatTool>,
     /// `auto`, `none`, `required`, `{"type":"function","function":{"name":..}}` or
     /// `{"type":"allowed_tools",...}`.
+    // Optional in the document too: `value_type` alone would list it as required.
+    #[serde(default)]
     #[schema(value_type = Object)]
     pub tool_choice: Option<Value>,
     /// Stream chunks as server-sent events.

@@ -53,6 +53,8 @@ pub struct ResponsesRequest {
     pub tools: Vec<Value>,
     /// `auto`, `none`, `required`, `{"type": "function", "name"}` or
     /// `{"type": "allowed_tools", "mode", "tools"}`.
+    // Optional in the document too: `value_type` alone would list it as required.
+    #[serde(default)]
     #[schema(value_type = Object)]
     pub tool_choice: Option<Value>,
     /// Whether several tool calls may come in one response.
@@ -71,6 +73,7 @@ pub struct ResponsesRequest {
     /// Prompt cache routing key; defaults to a hash of the tools and instructions.
     pub prompt_cache_key: Option<String>,
     /// Echoed back.
+    #[serde(default)]
     #[schema(value_type = Object)]
     pub metadata: Option<Value>,
 }
@@ -214,6 +217,7 @@ impl End {
         match stop {
             StopReason::MaxTokens => Self::Incomplete("max_output_tokens"),
             StopReason::Refusal => Self::Incomplete("content_filter"),
+            StopReason::Other(reason) if reason.starts_with("incomplete") => Self::Incomplete("incomplete"),
             _ => Self::Completed,
         }
     }
@@ -682,8 +686,15 @@ async fn run_agent(
     let turn = AgentTurn::start(&state, session, prompt.clone()).await?;
     if !request.stream {
         let (outcome, events) = turn.finish().await?;
-        let end =
-            if outcome.end == TurnEnd::MaxSteps { End::Incomplete("max_steps") } else { End::Completed };
+        let end = match outcome.end {
+            TurnEnd::MaxSteps => End::Incomplete("max_steps"),
+            TurnEnd::Failed => match last_stop(&events).map(End::from_stop) {
+                // The answer was cut off: what was said is returned, marked incomplete.
+                Some(incomplete @ End::Incomplete(_)) => incomplete,
+                _ => End::Failed("server_error", outcome.error.clone().unwrap_or_default()),
+            },
+            _ => End::Completed,
+        };
         // One message item per step that said something, as streaming sends them.
         let mut texts = compat::StepTexts::default();
         for e in &events {
@@ -701,8 +712,12 @@ async fn run_agent(
         let mut usage = Usage::default();
         let mut end = End::Completed;
         let mut texts = compat::StepTexts::default();
+        let mut stop = None;
         while let Some(event) = events.next().await {
             texts.observe(&event);
+            if let AgentEvent::StepFinished { stop_reason, .. } = &event {
+                stop = Some(stop_reason.clone());
+            }
             match event {
                 // Only the answer is streamed, one message item per step; tool activity stays
                 // inside the agent.
@@ -720,6 +735,10 @@ async fn run_agent(
                 _ => {}
             }
         }
+        if let (End::Failed(..), Some(End::Incomplete(reason))) = (&end, stop.as_ref().map(End::from_stop)) {
+            // The answer was cut off: what was said is kept, marked incomplete.
+            end = End::Incomplete(reason);
+        }
         match turn.task.await {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => end = End::Failed("server_error", e.to_string()),
@@ -735,6 +754,14 @@ async fn run_agent(
         out.end(&end, Some(&usage));
     });
     Ok(Sse::new(stream).into_response())
+}
+
+/// Why the last step of a turn stopped.
+fn last_stop(events: &[AgentEvent]) -> Option<&StopReason> {
+    events.iter().rev().find_map(|e| match e {
+        AgentEvent::StepFinished { stop_reason, .. } => Some(stop_reason),
+        _ => None,
+    })
 }
 
 /// An output item started while another one streams: buffered until that one is done.
