@@ -4,6 +4,7 @@
 mod catalog;
 mod deferral;
 mod mask;
+mod plan;
 mod repair;
 mod session_tools;
 mod skills;
@@ -17,6 +18,7 @@ pub(crate) use deferral::{
 };
 pub use deferral::{DeferralConfig, DeferralMode, DeferredTools};
 pub use mask::{MaskError, ToolMask};
+pub(crate) use plan::{MODE_KEY, PROPOSE_PLAN, ProposePlan};
 pub(crate) use repair::repair_tool_name;
 pub(crate) use session_tools::{Planned, SessionTools, StepView};
 pub(crate) use skills::{ACTIVATE_SKILL, ACTIVE_SKILLS_KEY, ActivateSkill, ActiveSkills};

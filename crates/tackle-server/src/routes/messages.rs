@@ -148,6 +148,8 @@ pub async fn send(
     let record = state.owned_session(&id, &user).await?;
     let guard = state.start_turn(&id).await?;
     let mut session = state.agent_for(&record.model).open_session(&id).await?;
+    // Sessions are loaded per request: SessionStart hooks run at a session's first turn only.
+    session.mark_continuing();
     let mut input = TurnInput::new(body.message);
     input.max_steps = body.max_steps;
     input.tool_mask = body.tool_mask.map(tackle_agent::ToolMask::new);
