@@ -13,7 +13,7 @@ pub async fn list(args: McpListArgs) -> Result<ExitCode> {
     let settings = settings_for(&workspace, &args.model)?;
     if settings.mcp.servers.is_empty() {
         if args.json {
-            println!("[]");
+            outln!("[]");
         } else {
             eprintln!(
                 "no MCP servers configured: add [mcp.servers.<name>] with `command` or `url` to tackle.toml"
@@ -44,9 +44,9 @@ pub async fn list(args: McpListArgs) -> Result<ExitCode> {
                 row
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        outln!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
-        println!("{:<20} {:<6} {:<14} {:>6} {:>8}  target", "server", "kind", "status", "tools", "tokens");
+        outln!("{:<20} {:<6} {:<14} {:>6} {:>8}  target", "server", "kind", "status", "tools", "tokens");
         for (info, n) in statuses.iter().zip(&tokens) {
             let status = match &info.status {
                 McpServerStatus::Connected { .. } => "connected".to_owned(),
@@ -54,9 +54,14 @@ pub async fn list(args: McpListArgs) -> Result<ExitCode> {
                 McpServerStatus::Failed { error } => format!("failed: {error}"),
                 McpServerStatus::Disabled => "disabled".to_owned(),
             };
-            println!(
+            outln!(
                 "{:<20} {:<6} {:<14} {:>6} {:>8}  {}",
-                info.name, info.transport, status, info.tool_count, n, info.target
+                info.name,
+                info.transport,
+                status,
+                info.tool_count,
+                n,
+                info.target
             );
         }
     }

@@ -1,4 +1,4 @@
--- PostgreSQL dialect of ../0008_checkpoints.sql: the same tables, columns and indexes.
+-- PostgreSQL dialect of ../0009_checkpoints.sql: the same tables, columns and indexes.
 -- Workspace checkpoints: the workspace as it was before each turn, so `rewind` restores it byte
 -- for byte. Objects are content-addressed (the hex BLAKE3 digest of their raw bytes), compressed,
 -- and shared by every session: a file that did not change is stored once however many
