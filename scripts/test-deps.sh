@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the real peers the integration tests drive: an unprivileged user for the sandbox
-# tests, a Chromium-family browser (web chat page), tmux (the REPL on a real terminal),
+# tests, a Chromium-family browser (web chat page), tmux (the REPL on a real terminal), jq (hook scripts),
 # playwright-core (to drive it), the MCP reference servers, @copilotkit/aimock (an independent
 # Responses API double), the codex app-server and the Telegram Bot API emulator
 # (telegram-test-api) from npm, and a Python virtualenv with the
@@ -84,6 +84,12 @@ ln -sfn "$browser" "$deps/chromium"
 
 if ! command -v tmux >/dev/null; then
   apt_install tmux
+fi
+
+# jq: hook scripts written the way Claude Code's documentation shows read their input with it
+# (the script-hook tests run such scripts unchanged).
+if ! command -v jq >/dev/null; then
+  apt_install jq
 fi
 
 # PostgreSQL server binaries (Debian's postgresql package): scripts/postgres.sh runs a throwaway

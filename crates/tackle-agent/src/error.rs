@@ -24,4 +24,13 @@ pub enum AgentError {
         /// Why.
         message: String,
     },
+    /// The permission mode cannot be used here (the message says why and what to do).
+    #[error("{0}")]
+    Mode(String),
+    /// A checkpoint could not be recorded or restored.
+    #[error(transparent)]
+    Checkpoint(#[from] tackle_checkpoint::CheckpointError),
+    /// A rewind or a fork cannot be done as asked (the message says why and what to do).
+    #[error("{0}")]
+    Rewind(String),
 }

@@ -60,7 +60,10 @@ pub mod invariants;
 mod session;
 mod tools;
 
-pub use agent::{Agent, AgentBuilder, AgentConfig, BuildError, NewSessionOptions, TelemetryConfig};
+pub use agent::{
+    Agent, AgentBuilder, AgentConfig, BuildError, ForkOptions, ForkReport, NewSessionOptions, RewindOptions,
+    RewindReport, TelemetryConfig, ensure_idle, fork, rewind, rewind_preview,
+};
 pub use context::{
     CompactReason, CompactionReport, ContextConfig, DEFAULT_OFFLOAD_BYTES, DEFAULT_OFFLOAD_TTL,
     ReadResultArgs, ReadUnit, StoreOffloader, read_page,

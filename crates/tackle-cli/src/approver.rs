@@ -109,7 +109,8 @@ impl Approver for TerminalApprover {
         let _paused = self.screen.pause();
         {
             let mut err = std::io::stderr().lock();
-            let _ = writeln!(err, "{} {label}", s.yellow("? allow"));
+            let question = if request.tool == "propose_plan" { "? approve this plan" } else { "? allow" };
+            let _ = writeln!(err, "{} {label}", s.yellow(question));
             for line in &body {
                 let _ = writeln!(err, "{line}");
             }
@@ -146,7 +147,7 @@ impl Approver for TerminalApprover {
                 }
                 ApprovalDecision::deny("the user cancelled the turn")
             }
-            Input::Eof => ApprovalDecision::deny("no answer from the user"),
+            Input::Eof | Input::CycleMode(_) => ApprovalDecision::deny("no answer from the user"),
         }
     }
 }

@@ -32,6 +32,11 @@ Commands:
   /compact       compact the session now (clear old outputs, summarize the oldest part)
   /model [NAME]  show or switch the model of this session
   /approvals     tools allowed for this session; /approvals clear|auto|ask
+  /mode [NAME]   show or set the permission mode: default, accept-edits, plan, bypass
+                 (Shift-Tab cycles default → accept-edits → plan)
+  /hooks         the [[hooks]] rules and script hooks in effect
+  /rewind [N]    the session's turns; /rewind N goes back to before turn N (files and
+                 conversation; /rewind N files, /rewind N conversation for one of them)
   /session       the current session
   /sessions      recent sessions
   /resume ID     switch to a stored session (id or unique prefix)
@@ -51,11 +56,18 @@ struct ChatState {
     approver: Option<Arc<TerminalApprover>>,
     screen: Screen,
     style: Style,
+    /// The `[[hooks]]` entries, for `/hooks`.
+    hooks: Vec<tackle_tools::HookEntry>,
+    /// The terminal, for questions asked by commands.
+    terminal: Terminal,
 }
 
 pub async fn run(args: ChatArgs) -> Result<ExitCode> {
     let workspace = workspace_dir(args.model.workspace.as_ref())?;
-    let settings = settings_for(&workspace, &args.model)?;
+    let mut settings = settings_for(&workspace, &args.model)?;
+    if let Some(mode) = args.turn.mode {
+        settings.permissions.mode = mode;
+    }
     let mask = tool_mask(args.turn.tool_mask.as_deref())?;
     let history = settings.data_dir().ok().map(|d| d.join("repl_history"));
     let terminal = Terminal::start(history);
@@ -73,7 +85,10 @@ pub async fn run(args: ChatArgs) -> Result<ExitCode> {
     let agent =
         build_agent(&settings, &workspace, provider, kind, store, approvals, ApprovalMode::Interactive)
             .await?;
-    let session = open_or_create(&agent, args.turn.session.as_deref(), &workspace).await?;
+    let mut session = open_or_create(&agent, args.turn.session.as_deref(), &workspace).await?;
+    if let Some(mode) = args.turn.mode {
+        session.set_mode(mode).await.map_err(|e| crate::UsageError(e.to_string()))?;
+    }
     let renderer = TerminalRenderer::new(TextOutput::Stdout, &workspace, screen.clone());
     let (events, _) = sink(Some(renderer), None);
     eprintln!(
@@ -93,11 +108,28 @@ pub async fn run(args: ChatArgs) -> Result<ExitCode> {
         approver,
         screen,
         style,
+        hooks: settings.hooks.clone(),
+        terminal: terminal.clone(),
     };
 
+    let mut typed = String::new();
+    let mut reason = "prompt_input_exit";
     loop {
-        let line = match terminal.read_line("you> ", true).await {
+        let prompt = match state.session.mode() {
+            tackle_tools::PermissionMode::Default => "you> ".to_owned(),
+            mode => format!("you [{mode}]> "),
+        };
+        let line = match terminal.read_line_with_keys(&prompt, std::mem::take(&mut typed)).await {
             Input::Line(l) => l,
+            Input::CycleMode(line) => {
+                typed = line;
+                let next = state.session.mode().next();
+                match state.session.set_mode(next).await {
+                    Ok(()) => eprintln!("{}", state.style.dim(&mode_line(next))),
+                    Err(e) => eprintln!("error: {e}"),
+                }
+                continue;
+            }
             Input::Interrupted => {
                 eprintln!("(Ctrl-D or /quit to leave)");
                 continue;
@@ -109,9 +141,16 @@ pub async fn run(args: ChatArgs) -> Result<ExitCode> {
             continue;
         }
         if let Some(command) = line.strip_prefix('/') {
-            match slash(command, &mut state).await {
+            match slash(command, &mut state, &events).await {
                 Ok(Flow::Continue) => continue,
-                Ok(Flow::Quit) => break,
+                Ok(Flow::Prefill(text)) => {
+                    typed = text;
+                    continue;
+                }
+                Ok(Flow::Quit) => {
+                    reason = "other";
+                    break;
+                }
                 Err(e) => {
                     eprintln!("error: {e:#}");
                     continue;
@@ -120,14 +159,141 @@ pub async fn run(args: ChatArgs) -> Result<ExitCode> {
         }
         run_turn(&mut state, line, &events, &mut interrupts).await;
     }
+    state.session.end(reason, &events).await;
     // Closing lets SQLite checkpoint and remove the WAL, which the next start would otherwise
     // have to read back whole.
     state.agent.store().close().await;
     Ok(ExitCode::SUCCESS)
 }
 
+/// `/rewind [N [files|conversation]]`.
+async fn rewind(state: &mut ChatState, arg: &str) -> Result<Flow> {
+    let id = state.session.id().to_string();
+    let store = state.agent.store().clone();
+    let mut words = arg.split_whitespace();
+    let Some(turn) = words.next() else {
+        let turns = store.turns(&id).await?;
+        let recorded: Vec<i64> = store.checkpoints(&id).await?.into_iter().map(|c| c.turn).collect();
+        let mut any = false;
+        for t in turns.iter().filter(|t| t.turn > 0 && !t.hidden) {
+            any = true;
+            let files = if recorded.contains(&t.turn) { "files+conversation" } else { "conversation" };
+            let prompt: String =
+                crate::style::sanitize(t.prompt.lines().next().unwrap_or("")).chars().take(60).collect();
+            eprintln!("  {:>4}  {files:<18}  {prompt}", t.turn);
+        }
+        if any {
+            eprintln!("{}", state.style.dim("/rewind N goes back to before turn N"));
+        } else {
+            eprintln!("no turns to rewind to yet");
+        }
+        return Ok(Flow::Continue);
+    };
+    let turn: i64 = turn.parse().map_err(|_| anyhow::anyhow!("usage: /rewind N [files|conversation]"))?;
+    let options = match words.next() {
+        None => tackle_agent::RewindOptions::default(),
+        Some("files") => tackle_agent::RewindOptions { files: true, conversation: false },
+        Some("conversation") => tackle_agent::RewindOptions { files: false, conversation: true },
+        Some(_) => anyhow::bail!("usage: /rewind N [files|conversation]"),
+    };
+    let preview = state.agent.rewind_preview(&id, turn, options).await?;
+    if let Some(plan) = &preview.files {
+        let (created, modified, deleted, modes, lost) = plan.counts();
+        eprintln!(
+            "  files: {created} restored, {modified} changed back, {deleted} removed, {modes} modes{}",
+            if lost > 0 { format!(", {lost} cannot be restored") } else { String::new() }
+        );
+        for c in plan.changes.iter().take(12) {
+            eprintln!("    {:?} {}", c.change, crate::style::sanitize(&c.path));
+        }
+        if plan.changes.len() > 12 {
+            eprintln!("    … and {} more", plan.changes.len() - 12);
+        }
+    }
+    if let Some((now, after)) = preview.messages {
+        eprintln!("  conversation: {now} → {after} messages");
+    }
+    match state.terminal.read_line(&format!("rewind to before turn {turn}? [y/N] "), false).await {
+        Input::Line(l) if matches!(l.trim().to_ascii_lowercase().as_str(), "y" | "yes") => {}
+        _ => {
+            eprintln!("nothing changed");
+            return Ok(Flow::Continue);
+        }
+    }
+    let done = state.agent.rewind(&id, turn, options).await?;
+    for (path, why) in &done.leftovers {
+        eprintln!(
+            "  {} {}: {}",
+            state.style.red("not restored"),
+            crate::style::sanitize(path),
+            crate::style::sanitize(why)
+        );
+    }
+    state.session = state.agent.open_session(&id).await?;
+    state.session.mark_continuing();
+    eprintln!("rewound to before turn {turn}; its message is back at the prompt (edit it, or clear it)");
+    Ok(if options.conversation { Flow::Prefill(done.prompt) } else { Flow::Continue })
+}
+
+/// What a permission mode means, in one line.
+fn mode_line(mode: tackle_tools::PermissionMode) -> String {
+    use tackle_tools::PermissionMode;
+    let what = match mode {
+        PermissionMode::Default => "calls that need confirmation ask",
+        PermissionMode::AcceptEdits => "file edits run without asking; the shell still asks",
+        PermissionMode::Plan => "only tools that read run; the model ends with a plan for you to approve",
+        PermissionMode::Bypass => "nothing asks (the sandbox still applies)",
+    };
+    format!("mode {mode}: {what} (Shift-Tab cycles, /mode NAME sets)")
+}
+
+/// `/hooks`: the `[[hooks]]` entries, in order.
+fn hook_lines(entries: &[tackle_tools::HookEntry]) -> Vec<String> {
+    use tackle_tools::HookEntry;
+    if entries.is_empty() {
+        return vec![
+            "no [[hooks]] configured: destructive tools ask, the rest are logged (docs/tools.md)".to_owned(),
+        ];
+    }
+    entries
+        .iter()
+        .map(|entry| match entry {
+            HookEntry::Rule(r) => {
+                let what = match (&r.tools, r.annotation) {
+                    (Some(t), Some(a)) => format!("tools = {t:?}, annotation = {a:?}"),
+                    (Some(t), None) => format!("tools = {t:?}"),
+                    (None, Some(a)) => format!("annotation = {a:?}"),
+                    (None, None) => "every tool".to_owned(),
+                };
+                format!("  rule        {what} → {:?}", r.action).to_lowercase()
+            }
+            HookEntry::Script(h) => {
+                let mut which = Vec::new();
+                if let Some(t) = &h.tools {
+                    which.push(format!("tools = {t:?}"));
+                }
+                if let Some(a) = h.annotation {
+                    which.push(format!("annotation = {a:?}").to_lowercase());
+                }
+                if let Some(m) = &h.matcher {
+                    which.push(format!("matcher = {m:?}"));
+                }
+                let which = if which.is_empty() { String::new() } else { format!(" ({})", which.join(", ")) };
+                format!(
+                    "  {:<11} {}{which}, timeout {}s",
+                    h.event.as_str(),
+                    crate::style::sanitize(&h.command),
+                    h.timeout().as_secs()
+                )
+            }
+        })
+        .collect()
+}
+
 enum Flow {
     Continue,
+    /// Continue with this text already typed at the prompt.
+    Prefill(String),
     Quit,
 }
 
@@ -205,7 +371,7 @@ fn context_lines(r: &ContextReport, encoding: &str) -> String {
     out
 }
 
-async fn slash(command: &str, state: &mut ChatState) -> Result<Flow> {
+async fn slash(command: &str, state: &mut ChatState, events: &EventSink) -> Result<Flow> {
     let (name, arg) =
         command.split_once(char::is_whitespace).map(|(a, b)| (a, b.trim())).unwrap_or((command, ""));
     match name {
@@ -274,7 +440,9 @@ async fn slash(command: &str, state: &mut ChatState) -> Result<Flow> {
                 eprintln!("usage: /resume ID (see /sessions)");
             } else {
                 let record = state.agent.store().find_session_by_prefix(arg).await?;
-                state.session = state.agent.open_session(&record.id).await?;
+                let next = state.agent.open_session(&record.id).await?;
+                state.session.end("other", events).await;
+                state.session = next;
                 if let Some(a) = &state.approver {
                     a.forget();
                 }
@@ -287,7 +455,9 @@ async fn slash(command: &str, state: &mut ChatState) -> Result<Flow> {
         }
         "new" | "clear" => {
             let old = state.session.id().to_owned();
-            state.session = open_or_create(&state.agent, None, &state.workspace).await?;
+            let next = open_or_create(&state.agent, None, &state.workspace).await?;
+            state.session.end("clear", events).await;
+            state.session = next;
             if let Some(a) = &state.approver {
                 a.forget();
             }
@@ -307,7 +477,8 @@ async fn slash(command: &str, state: &mut ChatState) -> Result<Flow> {
             } else {
                 let id = state.session.id().to_owned();
                 let agent = state.agent.with_model(arg);
-                let session = agent.open_session(&id).await?;
+                let mut session = agent.open_session(&id).await?;
+                session.mark_continuing();
                 agent
                     .store()
                     .update_session(
@@ -374,6 +545,21 @@ async fn slash(command: &str, state: &mut ChatState) -> Result<Flow> {
                 );
             }
         }
+        "mode" => {
+            if arg.is_empty() {
+                eprintln!("{}", mode_line(state.session.mode()));
+            } else {
+                let mode: tackle_tools::PermissionMode = arg.parse().map_err(anyhow::Error::msg)?;
+                state.session.set_mode(mode).await?;
+                eprintln!("{}", mode_line(mode));
+            }
+        }
+        "hooks" => {
+            for line in hook_lines(&state.hooks) {
+                eprintln!("{line}");
+            }
+        }
+        "rewind" => return rewind(state, arg).await,
         "steps" => match arg.parse::<u32>() {
             Ok(n) if n > 0 => state.max_steps = Some(n),
             _ => eprintln!("usage: /steps N (N >= 1)"),

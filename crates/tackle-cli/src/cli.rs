@@ -32,6 +32,9 @@ pub enum Command {
     },
     /// Serve the chat API, the OpenAI-compatible endpoint and the web chat page over HTTP.
     Serve(ServeArgs),
+    /// A session's turns, or going back to before one: the workspace's files as they were
+    /// (shell writes included) and/or the conversation.
+    Rewind(RewindArgs),
     /// MCP servers configured as tool sources.
     Mcp {
         /// What to do.
@@ -150,6 +153,15 @@ pub struct TurnArgs {
     /// the true ones are active. The definitions sent never change.
     #[arg(long, value_name = "JSON")]
     pub tool_mask: Option<String>,
+    /// Permission mode of the session: default, accept-edits (file edits run without asking),
+    /// plan (only tools that read, until you approve the model's plan) or bypass (nothing asks;
+    /// needs the sandbox). Default: `[permissions] mode`, or the resumed session's.
+    #[arg(long, value_name = "MODE", value_parser = parse_mode)]
+    pub mode: Option<tackle_tools::PermissionMode>,
+}
+
+fn parse_mode(s: &str) -> Result<tackle_tools::PermissionMode, String> {
+    s.parse()
 }
 
 /// The `--provider` values, listed in `--help` and offered by shell completion.
@@ -244,6 +256,9 @@ pub enum SessionsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// A new session with the history up to a turn (optionally with its own copy of the files
+    /// as they were then); the original is untouched.
+    Fork(ForkArgs),
     /// Delete a session and everything stored with it.
     Rm {
         /// Session id or unique prefix.
@@ -252,6 +267,50 @@ pub enum SessionsCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// `tackle rewind`.
+#[derive(Debug, Args)]
+pub struct RewindArgs {
+    /// Session id or unique prefix.
+    pub session: String,
+    /// Go back to before this turn; without it, the session's turns are listed.
+    pub turn: Option<i64>,
+    /// Restore the files only; the conversation stays.
+    #[arg(long)]
+    pub files_only: bool,
+    /// Rewind the conversation only; the files stay.
+    #[arg(long)]
+    pub conversation_only: bool,
+    /// Only show what would change.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Do it without asking.
+    #[arg(long, short)]
+    pub yes: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `tackle sessions fork`.
+#[derive(Debug, Args)]
+pub struct ForkArgs {
+    /// Session id or unique prefix.
+    pub id: String,
+    /// The last turn the fork keeps (default: every turn).
+    #[arg(long)]
+    pub turn: Option<i64>,
+    /// Give the fork its own copy of the workspace, as it was after that turn, in DIR (new or
+    /// empty); without it, the fork works in the same workspace.
+    #[arg(long, value_name = "DIR")]
+    pub files: Option<PathBuf>,
+    /// Title of the fork.
+    #[arg(long)]
+    pub title: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Formats of `tackle sessions export`.

@@ -45,6 +45,14 @@ const NOTES: &[(&str, &str)] = &[
         "hooks",
         "Hook rules, first match wins, as [[hooks]] tables (docs/tools.md): allow, deny or ask before a tool runs.",
     ),
+    (
+        "permissions",
+        "Permission modes (docs/tools.md): the mode of new sessions (default, accept-edits, plan, bypass) and what counts as a file edit.",
+    ),
+    (
+        "checkpoints",
+        "The workspace recorded before each turn, for `tackle rewind` (docs/sessions.md): what is ignored, size limits.",
+    ),
     ("tools", "Limits of every tool call: time, and how much output the model sees."),
     ("builtins", "The builtin tools: shell, files, web fetch."),
     ("loop", "Doom-loop guard: when repeated failures stop a turn."),

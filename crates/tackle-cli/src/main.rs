@@ -15,6 +15,7 @@ mod export;
 mod markdown;
 mod mcp_cmd;
 mod render;
+mod rewind_cmd;
 mod run;
 mod runtime;
 mod sandbox_cmd;
@@ -125,6 +126,7 @@ fn main() -> ExitCode {
             Command::Chat(args) => chat::run(args).await,
             Command::Sessions { command } => sessions::run(command).await,
             Command::Serve(args) => serve::run(args).await,
+            Command::Rewind(args) => rewind_cmd::rewind(args).await,
             Command::Mcp { command: cli::McpCommand::List(args) } => mcp_cmd::list(args).await,
             Command::Demo(args) => demo::run(args).await,
             Command::Config(cli::ConfigArgs { command: Some(cli::ConfigCommand::Init(init)), .. }) => {

@@ -154,6 +154,41 @@ impl TerminalRenderer {
                 );
                 self.status(&[s.dim(&line)]);
             }
+            AgentEvent::HookFinished { event, hook, outcome, message, output, duration_ms, .. } => {
+                // Blocks, failures and messages for the user always show; the rest with -v.
+                let mut lines = Vec::new();
+                if self.verbose || outcome != "ok" || message.is_some() {
+                    let head = format!("{event} hook {} · {outcome} ({duration_ms} ms)", sanitize(hook));
+                    lines.push(if outcome == "error" { s.yellow(&head) } else { s.dim(&head) });
+                    if let Some(m) = message {
+                        lines.extend(sanitize(m).lines().take(6).map(|l| format!("  {l}")));
+                    }
+                }
+                if self.verbose
+                    && let Some(o) = output
+                {
+                    lines.extend(sanitize(o).lines().take(10).map(|l| s.dim(&format!("  {l}"))));
+                }
+                if !lines.is_empty() {
+                    self.status(&lines);
+                }
+            }
+            AgentEvent::CheckpointCreated { turn, files, hashed, stored_bytes, duration_ms }
+                if self.verbose =>
+            {
+                let line = format!(
+                    "checkpoint before turn {turn}: {files} paths, {hashed} read, {} stored, {duration_ms} ms",
+                    if *stored_bytes == 0 {
+                        "nothing new".to_owned()
+                    } else {
+                        format!("{stored_bytes} bytes")
+                    }
+                );
+                self.status(&[s.dim(&line)]);
+            }
+            AgentEvent::ModeChanged { mode, .. } => {
+                self.status(&[s.dim(&format!("mode {mode} from now on"))]);
+            }
             AgentEvent::Custom { name, data } if name == "tool_progress" => {
                 if let Some(m) = data.get("message").and_then(Value::as_str) {
                     self.screen.spin(&clip_line(&sanitize(m), 60));

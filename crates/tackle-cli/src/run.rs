@@ -30,7 +30,10 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         check_events_target(spec)?;
     }
     let workspace = workspace_dir(args.model.workspace.as_ref())?;
-    let settings = settings_for(&workspace, &args.model)?;
+    let mut settings = settings_for(&workspace, &args.model)?;
+    if let Some(mode) = args.turn.mode {
+        settings.permissions.mode = mode;
+    }
     let events_to_stdout = args.events.as_deref() == Some("-");
     // No spinner when stdout carries JSON for a program.
     let screen =
@@ -48,6 +51,9 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     let agent =
         build_agent(&settings, &workspace, provider, kind, store, approvals, ApprovalMode::Headless).await?;
     let mut session = open_or_create(&agent, args.turn.session.as_deref(), &workspace).await?;
+    if let Some(mode) = args.turn.mode {
+        session.set_mode(mode).await.map_err(|e| UsageError(e.to_string()))?;
+    }
 
     let text = if args.json || events_to_stdout { TextOutput::Hidden } else { TextOutput::Stdout };
     let json = match &args.events {
@@ -74,6 +80,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     let mut input = TurnInput::new(prompt).with_mask(mask);
     input.max_steps = args.model.max_steps;
     let outcome = session.run_turn(input, &sink, &cancel).await;
+    session.end("other", &sink).await;
     screen.stop();
     // Closing lets SQLite checkpoint and remove the WAL, which the next start would otherwise
     // have to read back whole before its first request (up to 16 MB).

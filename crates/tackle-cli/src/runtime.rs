@@ -126,8 +126,8 @@ pub fn provider_for(
         (ProviderKind::Codex, _) => {
             settings.codex.validate().map_err(UsageError)?;
             let server = CodexServer::new(settings.codex.clone());
-            let hooks =
-                HookPolicy::new(settings.hooks.clone(), mode).map_err(|e| UsageError(e.to_string()))?;
+            let (rules, _) = tackle_tools::split_hooks(&settings.hooks);
+            let hooks = HookPolicy::new(rules, mode).map_err(|e| UsageError(e.to_string()))?;
             let approver = approver_for(approvals);
             let factory: ApprovalsFactory = Arc::new(move |session: &str| {
                 Arc::new(HookApprovals::new(hooks.clone(), approver.clone(), session))
@@ -154,6 +154,19 @@ pub fn always_hidden(settings: &Settings, workspace: &Path) -> Vec<PathBuf> {
     hidden.extend(settings.server.tokens_file(workspace));
     hidden.extend(settings.server.workspaces.values().map(|p| workspace.join(p)));
     hidden
+}
+
+/// The workspace checkpoints of `[checkpoints]` over `store`, for commands that rewind or fork
+/// without building an agent; `None` when they are off.
+pub fn checkpoints_for(
+    settings: &Settings,
+    store: &Store,
+    workspace: &Path,
+) -> Option<tackle_checkpoint::Checkpoints> {
+    settings.checkpoints.enabled.then(|| {
+        tackle_checkpoint::Checkpoints::new(store.clone(), settings.checkpoints.clone())
+            .exclude(always_hidden(settings, workspace))
+    })
 }
 
 /// The sandbox of shell commands: `[sandbox]`, with this executable as the helper, the backend
@@ -226,6 +239,7 @@ pub async fn build_agent(
     config.context = settings.context.clone();
     config.deferral = settings.deferral.clone();
     config.telemetry = settings.telemetry.clone();
+    let (rules, scripts) = tackle_tools::split_hooks(&settings.hooks);
     let mut builder = Agent::builder(provider)
         .config(config)
         .store(store)
@@ -234,10 +248,18 @@ pub async fn build_agent(
         .builtins(settings.builtins.clone())
         .sandbox(sandbox_for(settings, workspace))
         .mcp(settings.mcp.clone())
-        .hooks(settings.hooks.clone(), mode)
+        .hooks(rules, mode)
+        .plan_mode(true)
+        .permission_mode(settings.permissions.mode)
+        .edit_tools(settings.permissions.edit_tools.clone())
+        .checkpoints(settings.checkpoints.clone())
+        .checkpoint_exclude(always_hidden(settings, workspace))
         .shared_approver(approver)
         .limits(limits)
         .offload(settings.recoverable_compression);
+    for hook in scripts {
+        builder = builder.hook(hook);
+    }
     if let Some(dir) = user_config_dir() {
         builder = builder.skill_root(dir);
     }
@@ -245,9 +267,12 @@ pub async fn build_agent(
         builder = builder.max_output_tokens(max);
     }
     builder.build().await.map_err(|e| match e {
-        BuildError::Hook(_) | BuildError::Workspace { .. } | BuildError::NoModel | BuildError::Limit(_) => {
-            UsageError(e.to_string()).into()
-        }
+        BuildError::Hook(_)
+        | BuildError::ScriptHook(_)
+        | BuildError::Mode(_)
+        | BuildError::Workspace { .. }
+        | BuildError::NoModel
+        | BuildError::Limit(_) => UsageError(e.to_string()).into(),
         other => anyhow::Error::new(other),
     })
 }

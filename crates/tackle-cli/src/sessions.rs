@@ -191,9 +191,20 @@ pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
                 );
             }
         }
+        SessionsCommand::Fork(args) => return crate::rewind_cmd::fork(&settings, &store, args).await,
         SessionsCommand::Rm { id, json } => {
             let record = store.find_session_by_prefix(&id).await.map_err(|e| UsageError(e.to_string()))?;
             store.delete_session(&record.id).await?;
+            // Workspace content only this session's checkpoints referred to goes too.
+            let checkpoints =
+                tackle_checkpoint::Checkpoints::new(store.clone(), settings.checkpoints.clone());
+            match checkpoints.collect_garbage().await {
+                Ok(n) if n > 0 => {
+                    tracing::info!(objects = n, "checkpoint content no session refers to removed")
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "cannot collect unreferenced checkpoint content"),
+            }
             if json {
                 outln!("{}", json!({ "deleted": record.id }));
             } else {

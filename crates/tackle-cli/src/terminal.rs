@@ -2,9 +2,14 @@
 //! through it, so they never fight over stdin.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
-use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
+use rustyline::{
+    Cmd, ConditionalEventHandler, DefaultEditor, Event, EventContext, EventHandler, KeyCode, KeyEvent,
+    Modifiers, RepeatCount,
+};
 use tokio::sync::{mpsc, oneshot};
 
 /// What a line read produced.
@@ -16,12 +21,39 @@ pub enum Input {
     Interrupted,
     /// End of input (Ctrl-D, or stdin closed).
     Eof,
+    /// Shift-Tab at a prompt read with [`Terminal::read_line_with_keys`]: the text typed so far.
+    CycleMode(String),
 }
 
 struct Request {
     prompt: String,
     history: bool,
+    /// Shift-Tab ends the read with [`Input::CycleMode`].
+    mode_key: bool,
+    /// Text already on the line.
+    initial: String,
     reply: oneshot::Sender<Input>,
+}
+
+/// Shift-Tab: remembers the line and interrupts the read, when the read asked for it.
+#[derive(Default)]
+struct ModeKey {
+    armed: AtomicBool,
+    pressed: AtomicBool,
+    line: Mutex<String>,
+}
+
+struct ModeKeyHandler(Arc<ModeKey>);
+
+impl ConditionalEventHandler for ModeKeyHandler {
+    fn handle(&self, _: &Event, _: RepeatCount, _: bool, ctx: &EventContext<'_>) -> Option<Cmd> {
+        if !self.0.armed.load(Ordering::SeqCst) {
+            return None;
+        }
+        *self.0.line.lock().unwrap_or_else(|p| p.into_inner()) = ctx.line().to_owned();
+        self.0.pressed.store(true, Ordering::SeqCst);
+        Some(Cmd::Interrupt)
+    }
 }
 
 /// Handle to the terminal thread. Cheap to clone.
@@ -45,9 +77,18 @@ impl Terminal {
             if let (Some(ed), Some(h)) = (editor.as_mut(), history_file.as_ref()) {
                 let _ = ed.load_history(h);
             }
+            let mode_key = Arc::new(ModeKey::default());
+            if let Some(ed) = editor.as_mut() {
+                ed.bind_sequence(
+                    KeyEvent(KeyCode::BackTab, Modifiers::NONE),
+                    EventHandler::Conditional(Box::new(ModeKeyHandler(mode_key.clone()))),
+                );
+            }
             while let Some(req) = rx.blocking_recv() {
+                mode_key.armed.store(req.mode_key, Ordering::SeqCst);
+                mode_key.pressed.store(false, Ordering::SeqCst);
                 let input = match editor.as_mut() {
-                    Some(ed) => match ed.readline(&req.prompt) {
+                    Some(ed) => match ed.readline_with_initial(&req.prompt, (&req.initial, "")) {
                         Ok(line) => {
                             if req.history && !line.trim().is_empty() {
                                 let _ = ed.add_history_entry(line.as_str());
@@ -56,6 +97,11 @@ impl Terminal {
                                 }
                             }
                             Input::Line(line)
+                        }
+                        Err(ReadlineError::Interrupted) if mode_key.pressed.load(Ordering::SeqCst) => {
+                            Input::CycleMode(std::mem::take(
+                                &mut *mode_key.line.lock().unwrap_or_else(|p| p.into_inner()),
+                            ))
                         }
                         Err(ReadlineError::Interrupted) => Input::Interrupted,
                         Err(_) => Input::Eof,
@@ -70,8 +116,18 @@ impl Terminal {
 
     /// Reads one line after showing `prompt`.
     pub async fn read_line(&self, prompt: &str, history: bool) -> Input {
+        self.request(prompt, history, false, String::new()).await
+    }
+
+    /// Reads one line starting with `initial`; Shift-Tab ends it with [`Input::CycleMode`].
+    pub async fn read_line_with_keys(&self, prompt: &str, initial: String) -> Input {
+        self.request(prompt, true, true, initial).await
+    }
+
+    async fn request(&self, prompt: &str, history: bool, mode_key: bool, initial: String) -> Input {
         let (reply, rx) = oneshot::channel();
-        if self.requests.send(Request { prompt: prompt.to_owned(), history, reply }).is_err() {
+        let request = Request { prompt: prompt.to_owned(), history, mode_key, initial, reply };
+        if self.requests.send(request).is_err() {
             return Input::Eof;
         }
         rx.await.unwrap_or(Input::Eof)

@@ -93,6 +93,14 @@ pub fn approval_body(style: Style, workspace: &Path, name: &str, args: &Value) -
                 None => out.extend(json_lines(style, args)),
             }
         }
+        "propose_plan" => {
+            if let Some(plan) = args.get("plan").and_then(Value::as_str) {
+                for line in sanitize(plan).lines() {
+                    out.push(format!("    {line}"));
+                }
+            }
+            out.push(style.dim("    yes: switch to default mode and carry it out · or type what to change"));
+        }
         _ => out.extend(json_lines(style, args)),
     }
     out

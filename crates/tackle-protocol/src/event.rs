@@ -193,6 +193,51 @@ pub enum AgentEvent {
         /// Fingerprint of the catalog now (as in `tackle sessions show`).
         fingerprint: String,
     },
+    /// A lifecycle hook (a `[[hooks]]` command with an `event`) ran. Sent for every run, so
+    /// front ends can show it (in verbose mode) and logs can audit it.
+    HookFinished {
+        /// The event it ran for, as Claude Code names it: `PreToolUse`, `PostToolUse`,
+        /// `UserPromptSubmit`, `Stop`, `SessionStart`, `SessionEnd`, `PreCompact`, `Notification`.
+        event: String,
+        /// The hook's command (shortened for display).
+        hook: String,
+        /// `ok`, `blocked` (exit code 2, or a blocking decision in its JSON) or `error` (another
+        /// exit code, a timeout, or a command that could not start).
+        outcome: String,
+        /// Its exit code; `None` when it timed out or could not start.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+        /// Wall time.
+        duration_ms: u64,
+        /// What it said for people or the model: the reason of a block, the standard error of a
+        /// failure, its `systemMessage`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+        /// Its standard output, unless it asked to suppress it (`suppressOutput`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output: Option<String>,
+    },
+    /// The session's permission mode changed (`default`, `accept-edits`, `plan`, `bypass`):
+    /// e.g. the user approved a plan, which switches `plan` to `default`.
+    ModeChanged {
+        /// The mode now.
+        mode: String,
+        /// Why: `plan_approved`, `user`.
+        reason: String,
+    },
+    /// The workspace was recorded before the turn, so `rewind` can restore it.
+    CheckpointCreated {
+        /// The turn it precedes.
+        turn: i64,
+        /// Files recorded.
+        files: u64,
+        /// Files whose content was read again because their size, time or inode changed.
+        hashed: u64,
+        /// Bytes of new content stored (compressed), 0 when nothing changed.
+        stored_bytes: u64,
+        /// Wall time.
+        duration_ms: u64,
+    },
     /// An event defined by an extension (progress, ...).
     Custom {
         /// Event name.
@@ -222,6 +267,9 @@ impl AgentEvent {
             Self::Error { .. } => "error",
             Self::ContextCompacted { .. } => "context_compacted",
             Self::CatalogChanged { .. } => "catalog_changed",
+            Self::HookFinished { .. } => "hook_finished",
+            Self::ModeChanged { .. } => "mode_changed",
+            Self::CheckpointCreated { .. } => "checkpoint_created",
             Self::Custom { .. } => "custom",
         }
     }
@@ -369,6 +417,12 @@ pub enum WarningCode {
     SummarizationFailed,
     /// The model reused a tool-call id; the call got a fresh one and ran.
     ToolCallIdReused,
+    /// A hook answered `continue: false`: the turn stopped after the step.
+    HookStopped,
+    /// A session's stored permission mode cannot run here; it runs in default mode.
+    ModeUnavailable,
+    /// The workspace could not be checkpointed before a turn (too many files, unreadable).
+    CheckpointFailed,
     /// A code this version does not know (from a newer Tackle).
     #[serde(other)]
     Other,
@@ -387,6 +441,9 @@ impl WarningCode {
             Self::SkillInvalid => "skill_invalid",
             Self::SummarizationFailed => "summarization_failed",
             Self::ToolCallIdReused => "tool_call_id_reused",
+            Self::HookStopped => "hook_stopped",
+            Self::ModeUnavailable => "mode_unavailable",
+            Self::CheckpointFailed => "checkpoint_failed",
             Self::Other => "other",
         }
     }

@@ -64,7 +64,9 @@ pub use openapi::{ApiDoc, document as openapi_document};
 pub use state::AppState;
 pub use turns::SharedApprovals;
 
-use routes::{approvals, compat, health, messages, metrics, openai, responses, results, sessions, web};
+use routes::{
+    approvals, compat, health, messages, metrics, openai, responses, results, rewind, sessions, web,
+};
 
 /// A part of the application served beside the HTTP API, such as the chat channels: its routes
 /// are merged outside bearer authentication (it authenticates its own callers, e.g. a webhook's
@@ -88,6 +90,9 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/sessions/{id}/cancel", post(messages::cancel))
         .route("/v1/sessions/{id}/compact", post(messages::compact))
         .route("/v1/sessions/{id}/context", get(sessions::context))
+        .route("/v1/sessions/{id}/turns", get(rewind::turns))
+        .route("/v1/sessions/{id}/rewind", post(rewind::rewind))
+        .route("/v1/sessions/{id}/fork", post(rewind::fork))
         .route("/v1/sessions/{id}/approvals", get(approvals::list))
         .route("/v1/sessions/{id}/results/{locator}", get(results::read))
         .route("/v1/approvals/{id}", post(approvals::decide))

@@ -10,7 +10,7 @@ use utoipa::{Modify, OpenApi};
 
 use crate::AppState;
 use crate::extract::is_openai_path;
-use crate::routes::{approvals, health, messages, metrics, openai, responses, results, sessions};
+use crate::routes::{approvals, health, messages, metrics, openai, responses, results, rewind, sessions};
 
 /// The API description served at `/openapi.json`.
 #[derive(OpenApi)]
@@ -24,6 +24,7 @@ use crate::routes::{approvals, health, messages, metrics, openai, responses, res
     paths(
         health::healthz, metrics::metrics,
         sessions::create, sessions::list, sessions::show, sessions::update, sessions::delete, sessions::tools, sessions::context,
+        rewind::turns, rewind::rewind, rewind::fork,
         messages::send, messages::events, messages::cancel, messages::compact,
         approvals::list, approvals::decide,
         results::read,
@@ -151,6 +152,14 @@ pub(crate) fn document_for(state: &AppState) -> Value {
         create["model"] = nullable(session_models.clone());
         create["workspace"] = nullable(workspaces);
         create["provider"] = nullable(vec![Value::from(agent.provider().name())]);
+    }
+    // The permission modes this server's sessions can run (bypass only with an enforced
+    // sandbox).
+    let modes: Vec<Value> = agent.modes().into_iter().map(|m| Value::from(m.as_str())).collect();
+    for schema in ["CreateSession", "UpdateSession"] {
+        if let Some(props) = doc.pointer_mut(&format!("/components/schemas/{schema}/properties")) {
+            props["mode"] = nullable(modes.clone());
+        }
     }
     if !config.gateway_any_model {
         let mut models = vec![Value::from(config.agent_model.as_str())];

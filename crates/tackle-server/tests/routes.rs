@@ -62,6 +62,9 @@ async fn openapi_document_covers_every_route() {
         ("post", "/v1/sessions/{id}/cancel"),
         ("post", "/v1/sessions/{id}/compact"),
         ("get", "/v1/sessions/{id}/context"),
+        ("get", "/v1/sessions/{id}/turns"),
+        ("post", "/v1/sessions/{id}/rewind"),
+        ("post", "/v1/sessions/{id}/fork"),
         ("get", "/v1/sessions/{id}/approvals"),
         ("get", "/v1/sessions/{id}/results/{locator}"),
         ("post", "/v1/approvals/{id}"),
@@ -534,9 +537,19 @@ async fn users_only_see_their_own_sessions_approvals_and_outputs() {
         (Method::POST, format!("/v1/sessions/{id}/cancel")),
         (Method::DELETE, format!("/v1/sessions/{id}")),
         (Method::GET, format!("/v1/sessions/{id}/context")),
+        (Method::GET, format!("/v1/sessions/{id}/turns")),
     ] {
         let (status, _) = h.call(method.clone(), &path, Some(BOB), None).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{method} {path}");
+    }
+    for (path, body) in [
+        (format!("/v1/sessions/{id}/rewind"), json!({"turn": 1, "dryRun": true})),
+        (format!("/v1/sessions/{id}/fork"), json!({})),
+        (format!("/v1/sessions/{id}"), json!({"mode": "plan"})),
+    ] {
+        let method = if path.ends_with(id.as_str()) { Method::PATCH } else { Method::POST };
+        let (status, _) = h.call(method, &path, Some(BOB), Some(body)).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}");
     }
     let (status, _) = h
         .call(Method::POST, &format!("/v1/approvals/{approval}"), Some(BOB), Some(json!({"approve": true})))

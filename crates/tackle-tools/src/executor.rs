@@ -15,9 +15,17 @@ use tackle_protocol::{
 use crate::hooks::{HookAction, HookPolicy};
 use crate::output_cap::{OutputCap, cap_output, count_lines};
 use crate::{
-    ApprovalPolicy, ApprovalRequest, Approver, FullOutput, SpoolBudget, ToolContext, ToolFailure, ToolOutput,
-    ToolRegistry,
+    ApprovalPolicy, ApprovalRequest, Approver, FullOutput, HookEvent, HookPayload, HookScope, ModeRules,
+    Permission, PermissionMode, ScriptHooks, SpoolBudget, ToolContext, ToolFailure, ToolOutput, ToolRegistry,
 };
+
+/// The rule an approval of a plan names.
+const PLAN_RULE: &str = "plan mode: approve this plan to switch to default mode and carry it out, or deny it saying what to change";
+
+/// Put in the turn's [`crate::TurnState`] when a hook answered `continue: false`: the loop ends
+/// the turn after the step's calls, saying why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookStop(pub String);
 
 /// How long a cancelled or timed-out tool gets to clean up (kill its processes) before its
 /// call is dropped.
@@ -114,6 +122,8 @@ pub struct ToolExecutor {
     approver: Arc<dyn Approver>,
     limits: ExecLimits,
     offloader: Option<Arc<dyn OutputOffloader>>,
+    script_hooks: ScriptHooks,
+    modes: ModeRules,
 }
 
 impl std::fmt::Debug for ToolExecutor {
@@ -133,7 +143,38 @@ impl ToolExecutor {
         approver: Arc<dyn Approver>,
         limits: ExecLimits,
     ) -> Self {
-        Self { registry: RwLock::new(registry), hooks, approver, limits, offloader: None }
+        Self {
+            registry: RwLock::new(registry),
+            hooks,
+            approver,
+            limits,
+            offloader: None,
+            script_hooks: ScriptHooks::default(),
+            modes: ModeRules::default(),
+        }
+    }
+
+    /// Runs these script hooks around calls (`PreToolUse`, `PostToolUse`) and when a call
+    /// waits for a person (`Notification`).
+    pub fn with_script_hooks(mut self, hooks: ScriptHooks) -> Self {
+        self.script_hooks = hooks;
+        self
+    }
+
+    /// What the permission modes treat as edits and as plan-mode tools.
+    pub fn with_mode_rules(mut self, modes: ModeRules) -> Self {
+        self.modes = modes;
+        self
+    }
+
+    /// The script hooks.
+    pub fn script_hooks(&self) -> &ScriptHooks {
+        &self.script_hooks
+    }
+
+    /// The mode rules.
+    pub fn mode_rules(&self) -> &ModeRules {
+        &self.modes
     }
 
     /// Offloads outputs above the offloader's threshold instead of capping them.
@@ -161,8 +202,21 @@ impl ToolExecutor {
     /// failure becomes an envelope in the report.
     pub async fn execute(&self, call: &ToolUse, ctx: ToolContext, opts: &CallOptions<'_>) -> CallReport {
         let started = Instant::now();
-        let outcome = self.run(call, &ctx, opts).await;
-        self.report(call, &ctx, outcome, started).await
+        let mut notes = Vec::new();
+        let outcome = self.run(call, &ctx, opts, &mut notes).await;
+        let mut report = self.report(call, &ctx, outcome, started).await;
+        if !notes.is_empty() && !report.result.is_error {
+            // Hook feedback goes after whatever the model sees of the output (an offload
+            // reference included).
+            let text = &mut report.result.content;
+            for note in notes {
+                if !text.ends_with('\n') {
+                    text.push('\n');
+                }
+                text.push_str(&note);
+            }
+        }
+        report
     }
 
     async fn run(
@@ -170,12 +224,23 @@ impl ToolExecutor {
         call: &ToolUse,
         ctx: &ToolContext,
         opts: &CallOptions<'_>,
+        notes: &mut Vec<String>,
     ) -> Result<ToolOutput, ToolError> {
         let name = call.name.as_str();
         let registry = self.registry();
         let Some(entry) = registry.entry(name) else {
             return Err(self.unknown_tool(name, opts));
         };
+        // Plan mode first: its refusal says why, where the step's mask would only say "not now".
+        let mode = ctx.turn.get::<PermissionMode>().unwrap_or_default();
+        if mode == PermissionMode::Plan && !self.modes.runs_in_plan(entry.tool.spec()) {
+            return Err(ToolError::new(
+                name,
+                ErrorCategory::Denied,
+                format!("plan mode: `{name}` can change things, and only tools that read run until the user approves a plan"),
+            )
+            .with_hint("investigate with read-only tools, then call propose_plan with your plan"));
+        }
         if let Some(allowed) = opts.allowed
             && !allowed.iter().any(|a| a == name)
         {
@@ -212,22 +277,63 @@ impl ToolExecutor {
                 .with_hint(format!("fix the arguments to match the schema of `{name}`")));
         }
 
-        let decision = self.hooks.decide(entry.tool.spec());
-        match decision.action {
-            HookAction::Deny => {
+        let spec = entry.tool.spec();
+        let decision = self.hooks.decide(spec);
+        if decision.action == HookAction::Deny {
+            return Err(ToolError::new(name, ErrorCategory::Denied, format!("denied by {}", decision.rule))
+                .with_hint("this tool is not allowed here; use another approach"));
+        }
+        let mut args = args;
+        let mut permission = None;
+        if self.script_hooks.has(HookEvent::PreToolUse) {
+            let scope = HookScope { session_id: &ctx.session_id, cwd: &ctx.workspace, mode };
+            let pre = self.script_hooks.pre_tool_use(spec, &call.id, &args, &scope, &ctx.events).await;
+            if let Some(why) = pre.stop {
+                ctx.turn.insert(HookStop(why));
+            }
+            notes.extend(pre.context.into_iter().map(|c| format!("[PreToolUse hook] {c}")));
+            if let Some(Permission::Deny(why)) = &pre.permission {
                 return Err(ToolError::new(
                     name,
                     ErrorCategory::Denied,
-                    format!("denied by {}", decision.rule),
+                    format!("a PreToolUse hook refused this call: {why}"),
                 )
-                .with_hint("this tool is not allowed here; use another approach"));
+                .with_hint("do not retry it unchanged; follow the reason or take another approach"));
             }
-            HookAction::Confirm => self.confirm(call, ctx, &args, &decision.rule).await?,
-            HookAction::Log => {
-                tracing::info!(tool = name, call_id = %call.id, arg_bytes = size, "tool call");
+            if let Some(input) = pre.input {
+                if let Err(message) = entry.validator.validate(&input) {
+                    return Err(ToolError::new(
+                        name,
+                        ErrorCategory::InvalidArgs,
+                        format!("a PreToolUse hook rewrote the arguments into ones `{name}` does not accept: {message}"),
+                    )
+                    .with_hint("this is the hook's doing; tell the user, or call the tool differently"));
+                }
+                tracing::info!(tool = name, call_id = %call.id, "arguments rewritten by a PreToolUse hook");
+                args = input;
             }
-            HookAction::Silent => {}
+            permission = pre.permission;
         }
+        let confirm_rule = match permission {
+            Some(Permission::Allow(_)) => None,
+            Some(Permission::Ask(why)) => Some(match why {
+                Some(why) => format!("a PreToolUse hook asked: {why}"),
+                None => "a PreToolUse hook asked for confirmation".to_owned(),
+            }),
+            _ if mode == PermissionMode::Plan && self.modes.is_plan_approval(name) => {
+                Some(PLAN_RULE.to_owned())
+            }
+            _ if decision.action != HookAction::Confirm => None,
+            _ if mode == PermissionMode::Bypass => None,
+            _ if mode == PermissionMode::AcceptEdits && self.modes.is_edit(spec) => None,
+            _ => Some(decision.rule.clone()),
+        };
+        if let Some(rule) = confirm_rule {
+            self.confirm(call, ctx, &args, &rule, mode).await?;
+        } else if decision.action == HookAction::Log || decision.action == HookAction::Confirm {
+            tracing::info!(tool = name, call_id = %call.id, arg_bytes = size, %mode, "tool call");
+        }
+        let hook_args = self.script_hooks.has(HookEvent::PostToolUse).then(|| args.clone());
 
         let timeout = self.limits.per_tool_timeout.get(name).copied().unwrap_or(self.limits.timeout);
         let tool = entry.tool.clone();
@@ -271,7 +377,27 @@ impl ToolExecutor {
             }
         };
         match joined {
-            Ok(Ok(output)) => Ok(output),
+            Ok(Ok(output)) => {
+                if let Some(args) = hook_args {
+                    let scope = HookScope { session_id: &ctx.session_id, cwd: &ctx.workspace, mode };
+                    let response =
+                        output.data.clone().unwrap_or_else(|| serde_json::json!({ "output": output.text }));
+                    let post = self
+                        .script_hooks
+                        .post_tool_use(spec, &ctx.call_id, &args, response, &scope, &ctx.events)
+                        .await;
+                    if let Some(why) = post.stop {
+                        ctx.turn.insert(HookStop(why));
+                    }
+                    notes.extend(
+                        post.blocked
+                            .into_iter()
+                            .chain(post.context)
+                            .map(|c| format!("[PostToolUse hook] {c}")),
+                    );
+                }
+                Ok(output)
+            }
             // A tool that gave up because the turn was cancelled reports its own error; the
             // model should learn that the call was interrupted.
             Ok(Err(_)) if cancel.is_cancelled() => Err(ToolError::new(
@@ -298,6 +424,7 @@ impl ToolExecutor {
         ctx: &ToolContext,
         args: &Value,
         rule: &str,
+        mode: PermissionMode,
     ) -> Result<(), ToolError> {
         let policy = ctx.turn.get::<ApprovalPolicy>();
         match policy {
@@ -328,6 +455,14 @@ impl ToolExecutor {
             rule: rule.to_owned(),
         };
         let approval_id = request.id.clone();
+        if self.script_hooks.has(HookEvent::Notification) {
+            let scope = HookScope { session_id: &ctx.session_id, cwd: &ctx.workspace, mode };
+            let payload = HookPayload::Notification {
+                message: format!("Tackle needs your permission to use {}", call.name),
+                notification_type: "permission_prompt".to_owned(),
+            };
+            self.script_hooks.run_event(&payload, &scope, &ctx.events).await;
+        }
         ctx.events.emit(AgentEvent::ApprovalRequested {
             approval_id: approval_id.clone(),
             call_id: call.id.clone(),
@@ -371,6 +506,14 @@ impl ToolExecutor {
             return Ok(());
         }
         let reason = decision.reason.unwrap_or_else(|| "no reason given".into());
+        if mode == PermissionMode::Plan && self.modes.is_plan_approval(&call.name) {
+            return Err(ToolError::new(
+                &call.name,
+                ErrorCategory::Denied,
+                format!("the user did not approve the plan; what they want changed: {reason}"),
+            )
+            .with_hint("revise the plan accordingly (investigate more if needed) and call it again with the new plan"));
+        }
         Err(ToolError::new(&call.name, ErrorCategory::Denied, format!("the user denied this call: {reason}"))
             .with_hint("do not retry it unchanged; ask the user or take another approach"))
     }

@@ -34,7 +34,7 @@ pub enum AnnotationMatch {
 }
 
 impl AnnotationMatch {
-    fn matches(self, a: &ToolAnnotations) -> bool {
+    pub(crate) fn matches(self, a: &ToolAnnotations) -> bool {
         match self {
             Self::Destructive => a.destructive,
             Self::ReadOnly => a.read_only,

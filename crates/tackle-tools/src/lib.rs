@@ -50,9 +50,11 @@ mod failure;
 mod function;
 mod hooks;
 pub mod lint;
+mod modes;
 mod output_cap;
 mod registry;
 pub mod schema;
+mod script_hooks;
 mod search;
 mod source;
 mod spool;
@@ -67,12 +69,18 @@ pub use approval::{
 pub use context::{ProgressSink, ToolContext, ToolProgress, TurnState};
 pub use doc::ToolDoc;
 pub use events::EventSink;
-pub use executor::{CallOptions, CallReport, ExecLimits, Offloaded, OutputOffloader, ToolExecutor};
+pub use executor::{CallOptions, CallReport, ExecLimits, HookStop, Offloaded, OutputOffloader, ToolExecutor};
 pub use failure::ToolFailure;
 pub use function::{FnTool, IntoTool, IntoToolResult, tool_fn};
 pub use hooks::{AnnotationMatch, ApprovalMode, HookAction, HookDecision, HookError, HookPolicy, HookRule};
+pub use modes::{DEFAULT_EDIT_TOOLS, ModeRules, PermissionMode};
 pub use output_cap::{Capped, OutputCap, cap_output, count_lines};
 pub use registry::{RegistryError, ToolRegistry};
+pub use script_hooks::{
+    CommandHook, DEFAULT_HOOK_TIMEOUT_SECS, EventOutcome, HookEntry, HookEnv, HookEvent, HookHandler,
+    HookJsonOutput, HookListing, HookMatcher, HookPayload, HookReply, HookScope, HookSpecificOutput,
+    HookVerdict, Permission, PreToolOutcome, ScriptHook, ScriptHooks, interpret, split_hooks,
+};
 pub use search::{BM25_B, BM25_K1, FieldWeights, Ranker, ToolSearchIndex};
 pub use source::{StaticTools, ToolSource};
 pub use spool::{DEFAULT_SPOOL_BYTES, FullOutput, Spool, SpoolBudget};

@@ -10,14 +10,15 @@ use tackle_provider::{IntoProvider, Provider};
 use tackle_sandbox::Sandbox;
 use tackle_store::Store;
 use tackle_tools::{
-    ApprovalMode, Approver, DenyAll, ExecLimits, HookPolicy, HookRule, IntoTool, RegistryError, Tool,
+    ApprovalMode, Approver, DEFAULT_EDIT_TOOLS, DenyAll, ExecLimits, HookEnv, HookHandler, HookMatcher,
+    HookPolicy, HookRule, IntoTool, ModeRules, PermissionMode, RegistryError, ScriptHook, ScriptHooks, Tool,
     ToolExecutor, ToolRegistry, ToolSource, typed,
 };
 use thiserror::Error;
 
 use crate::context::{CompactContext, ReadResult, StoreOffloader};
 use crate::tools::plan_deferral;
-use crate::tools::{ActivateSkill, CallTool, SkillLibrary, TodoTool, ToolSearch};
+use crate::tools::{ActivateSkill, CallTool, PROPOSE_PLAN, ProposePlan, SkillLibrary, TodoTool, ToolSearch};
 use crate::{Agent, AgentConfig, ContextConfig, DeferralConfig, LoopGuardConfig};
 
 /// Why an agent could not be built. Each message names the part and what to change.
@@ -49,6 +50,12 @@ pub enum BuildError {
     /// A hook rule is invalid.
     #[error("invalid hook rule in [[hooks]]: {0}")]
     Hook(#[from] tackle_tools::HookError),
+    /// A script hook is invalid.
+    #[error("invalid script hook in [[hooks]]: {0}")]
+    ScriptHook(String),
+    /// The permission mode cannot be used with this agent.
+    #[error("{0}")]
+    Mode(String),
     /// A limit that must be positive is zero.
     #[error("{0} must be at least 1")]
     Limit(&'static str),
@@ -98,10 +105,15 @@ pub struct AgentBuilder {
     skills: bool,
     skill_roots: Vec<PathBuf>,
     hooks: Vec<HookRule>,
+    script_hooks: Vec<ScriptHook>,
+    hook_handlers: Vec<(HookMatcher, Arc<dyn HookHandler>, std::time::Duration)>,
+    edit_tools: Vec<String>,
     approval_mode: ApprovalMode,
     approver: Option<Arc<dyn Approver>>,
     limits: ExecLimits,
     offload: bool,
+    checkpoints: Option<tackle_checkpoint::CheckpointConfig>,
+    checkpoint_exclude: Vec<PathBuf>,
 }
 
 impl std::fmt::Debug for AgentBuilder {
@@ -133,10 +145,15 @@ impl AgentBuilder {
             skills: true,
             skill_roots: Vec::new(),
             hooks: Vec::new(),
+            script_hooks: Vec::new(),
+            hook_handlers: Vec::new(),
+            edit_tools: DEFAULT_EDIT_TOOLS.iter().map(|t| (*t).to_owned()).collect(),
             approval_mode: ApprovalMode::Headless,
             approver: None,
             limits: ExecLimits::default(),
             offload: true,
+            checkpoints: None,
+            checkpoint_exclude: Vec::new(),
         }
     }
 
@@ -252,6 +269,61 @@ impl AgentBuilder {
         self
     }
 
+    /// A script hook: a command run at a lifecycle event, speaking Claude Code's hook protocol
+    /// (JSON on stdin; exit code 2 blocks; JSON on stdout decides). Hooks run in the order
+    /// added, under the shell's sandbox and environment rules.
+    ///
+    /// ```no_run
+    /// # async fn demo(provider: std::sync::Arc<dyn tackle_provider::Provider>) -> Result<(), tackle_agent::BuildError> {
+    /// use tackle_tools::{HookEvent, ScriptHook};
+    /// let agent = tackle_agent::Agent::builder(provider)
+    ///     .model("gpt-4.1")
+    ///     .hook(ScriptHook::command(HookEvent::PreToolUse, "python3 hooks/no_rm_rf.py").for_tools("shell"))
+    ///     .build()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn hook(mut self, hook: ScriptHook) -> Self {
+        self.script_hooks.push(hook);
+        self
+    }
+
+    /// An in-process hook answering like a hook command would (an exit code, output), after
+    /// the command hooks.
+    pub fn hook_handler(
+        mut self,
+        matcher: HookMatcher,
+        handler: impl HookHandler + 'static,
+        timeout: std::time::Duration,
+    ) -> Self {
+        self.hook_handlers.push((matcher, Arc::new(handler), timeout));
+        self
+    }
+
+    /// The permission mode of new sessions (default: `default`). `bypass` needs an enforced
+    /// sandbox; `plan` turns plan mode on.
+    pub fn permission_mode(mut self, mode: PermissionMode) -> Self {
+        self.config.permission_mode = mode;
+        if mode == PermissionMode::Plan {
+            self.config.plan_mode = true;
+        }
+        self
+    }
+
+    /// Whether sessions may enter plan mode: adds the `propose_plan` tool (off by default, so
+    /// an agent's tool list is only what it was given).
+    pub fn plan_mode(mut self, on: bool) -> Self {
+        self.config.plan_mode = on;
+        self
+    }
+
+    /// Globs of the tools `accept-edits` runs without asking (default: `write_file`,
+    /// `edit_file`).
+    pub fn edit_tools(mut self, globs: impl IntoIterator<Item = String>) -> Self {
+        self.edit_tools = globs.into_iter().collect();
+        self
+    }
+
     /// Who decides on calls that need a confirmation (default: nobody, so they are denied
     /// with a message the model relays).
     pub fn approver(mut self, approver: impl Approver + 'static) -> Self {
@@ -275,6 +347,21 @@ impl AgentBuilder {
     /// (default: on); off, they are capped instead.
     pub fn offload(mut self, on: bool) -> Self {
         self.offload = on;
+        self
+    }
+
+    /// Record the workspace before each turn (off by default), so
+    /// [`crate::Agent::rewind`] can restore it, whatever changed it (shell commands included).
+    /// A config with `enabled = false` turns it off.
+    pub fn checkpoints(mut self, config: tackle_checkpoint::CheckpointConfig) -> Self {
+        self.checkpoints = config.enabled.then_some(config);
+        self
+    }
+
+    /// Paths checkpoints never record nor touch (absolute): e.g. the store's directory when it
+    /// lies inside a workspace.
+    pub fn checkpoint_exclude(mut self, paths: impl IntoIterator<Item = PathBuf>) -> Self {
+        self.checkpoint_exclude.extend(paths);
         self
     }
 
@@ -332,6 +419,25 @@ impl AgentBuilder {
             return Err(BuildError::Limit("max_steps"));
         }
         let hooks = HookPolicy::new(self.hooks, self.approval_mode)?;
+        if self.config.permission_mode == PermissionMode::Bypass
+            && !matches!(self.sandbox.status(), tackle_sandbox::SandboxStatus::Enforced { .. })
+        {
+            return Err(BuildError::Mode(
+                "permission mode `bypass` runs every call without asking, so it needs an enforced sandbox; \
+                 configure [sandbox] (see `tackle sandbox check`) or choose another mode"
+                    .to_owned(),
+            ));
+        }
+        let hook_env = HookEnv {
+            allow: self.builtins.as_ref().map(|b| b.shell_env_allow.clone()).unwrap_or_default(),
+            set: self.builtins.as_ref().map(|b| b.shell_env.clone()).unwrap_or_default(),
+            base: None,
+        };
+        let mut script_hooks = ScriptHooks::from_config(&self.script_hooks, &self.sandbox, &hook_env)
+            .map_err(BuildError::ScriptHook)?;
+        for (matcher, handler, timeout) in self.hook_handlers {
+            script_hooks.push(matcher, handler, timeout);
+        }
         let workspace = match self.workspace {
             Some(dir) => dir,
             None => std::env::current_dir().map_err(|e| BuildError::Workspace {
@@ -376,6 +482,9 @@ impl AgentBuilder {
         }
         registry.register(typed(ReadResult::new(store.clone())))?;
         registry.register(typed(CompactContext))?;
+        if config.plan_mode {
+            registry.register(typed(ProposePlan::new(store.clone())))?;
+        }
 
         let mut sources = self.sources;
         if !self.mcp.servers.is_empty() {
@@ -404,7 +513,25 @@ impl AgentBuilder {
                  wanted to do",
             ))
         });
-        let mut executor = ToolExecutor::new(Arc::new(registry), hooks, approver, self.limits);
+        // Plan mode runs tools that read, and the agent's own bookkeeping (todo items, skills,
+        // searching deferred tools, compaction), which changes nothing outside the session.
+        let mut modes = ModeRules::new(
+            &self.edit_tools,
+            &[
+                "todo",
+                crate::tools::ACTIVATE_SKILL,
+                crate::tools::TOOL_SEARCH,
+                crate::tools::CALL_TOOL,
+                "compact_context",
+            ],
+        )
+        .map_err(BuildError::ScriptHook)?;
+        if config.plan_mode {
+            modes = modes.with_plan_approval(PROPOSE_PLAN);
+        }
+        let mut executor = ToolExecutor::new(Arc::new(registry), hooks, approver, self.limits)
+            .with_script_hooks(script_hooks)
+            .with_mode_rules(modes);
         if self.offload {
             let context = &config.context;
             let ttl = std::time::Duration::from_secs(context.offload_ttl_days.saturating_mul(24 * 3600));
@@ -414,9 +541,13 @@ impl AgentBuilder {
                 ttl,
             )));
         }
+        let checkpoints = self.checkpoints.map(|c| {
+            Arc::new(tackle_checkpoint::Checkpoints::new(store.clone(), c).exclude(self.checkpoint_exclude))
+        });
         let mut agent =
             Agent::from_parts(self.provider, Arc::new(executor), store, config, workspace, skills)
-                .with_deferred(deferred);
+                .with_deferred(deferred)
+                .with_checkpoints(checkpoints);
         for source in sources {
             agent = agent.with_tool_source(source);
         }

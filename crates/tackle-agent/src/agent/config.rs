@@ -28,6 +28,12 @@ pub struct AgentConfig {
     /// The sandbox the shell's commands run in, reported in `session_started` (set by
     /// [`crate::AgentBuilder::sandbox`]).
     pub sandbox: Option<tackle_protocol::SandboxInfo>,
+    /// The permission mode of new sessions (a session keeps its own once set).
+    #[serde(default)]
+    pub permission_mode: tackle_tools::PermissionMode,
+    /// Whether sessions may enter plan mode (the `propose_plan` tool is in the catalog).
+    #[serde(default)]
+    pub plan_mode: bool,
 }
 
 /// What the loop's OpenTelemetry GenAI spans (`invoke_agent`, `chat {model}`,
@@ -62,6 +68,8 @@ impl AgentConfig {
             deferral: DeferralConfig::default(),
             telemetry: TelemetryConfig::default(),
             sandbox: None,
+            permission_mode: tackle_tools::PermissionMode::Default,
+            plan_mode: false,
         }
     }
 }

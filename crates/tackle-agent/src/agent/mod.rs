@@ -14,9 +14,13 @@ use crate::{AgentError, Session, ToolCatalog, ToolChange, TurnInput, TurnOutcome
 
 mod builder;
 mod config;
+mod rewind;
 
 pub use builder::{AgentBuilder, BuildError};
 pub use config::{AgentConfig, TelemetryConfig};
+pub use rewind::{
+    ForkOptions, ForkReport, RewindOptions, RewindReport, ensure_idle, fork, rewind, rewind_preview,
+};
 
 // Cloned (every field is shared or cheap) to derive an agent with one part changed.
 #[derive(Clone)]
@@ -39,6 +43,8 @@ pub(crate) struct AgentInner {
     pub(crate) workspace: PathBuf,
     /// Skills per workspace, discovered once each.
     pub(crate) skills: Arc<SkillLibrary>,
+    /// Workspace checkpoints before each turn, when on.
+    pub(crate) checkpoints: Option<Arc<tackle_checkpoint::Checkpoints>>,
 }
 
 /// Expired outputs are purged at most this often (a server opens a session per request).
@@ -114,8 +120,19 @@ impl Agent {
                 catalog: Arc::default(),
                 workspace,
                 skills,
+                checkpoints: None,
             }),
         }
+    }
+
+    /// The same agent recording workspace checkpoints before each turn.
+    pub(crate) fn with_checkpoints(self, checkpoints: Option<Arc<tackle_checkpoint::Checkpoints>>) -> Self {
+        self.derive(|inner| inner.checkpoints = checkpoints)
+    }
+
+    /// The workspace checkpoints, when they are on.
+    pub fn checkpoints(&self) -> Option<&Arc<tackle_checkpoint::Checkpoints>> {
+        self.inner.checkpoints.as_ref()
     }
 
     /// Runs one turn of `prompt` in a new session (in the default workspace) and returns how
@@ -296,6 +313,77 @@ impl Agent {
         &self.inner.skills
     }
 
+    /// Whether sessions of this agent can run in `mode`: `bypass` needs an enforced sandbox,
+    /// `plan` needs plan mode ([`AgentBuilder::plan_mode`]). The error says why not.
+    pub fn mode_available(&self, mode: tackle_tools::PermissionMode) -> Result<(), String> {
+        use tackle_tools::PermissionMode;
+        match mode {
+            PermissionMode::Bypass if self.inner.config.sandbox.as_ref().is_none_or(|s| s.enforced_by.is_none()) => {
+                Err("bypass runs every call without asking, so it needs an enforced sandbox; configure [sandbox] \
+                     (see `tackle sandbox check`)"
+                    .to_owned())
+            }
+            PermissionMode::Plan if !self.inner.config.plan_mode => {
+                Err("plan mode is off for this agent (AgentBuilder::plan_mode)".to_owned())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// What rewinding session `id` to before `turn` would change (files and/or conversation);
+    /// nothing is touched.
+    pub async fn rewind_preview(
+        &self,
+        id: &str,
+        turn: i64,
+        options: RewindOptions,
+    ) -> Result<RewindReport, AgentError> {
+        rewind_preview(&self.inner.store, self.checkpoints().map(|c| &**c), id, turn, options).await
+    }
+
+    /// Rewinds session `id` to before `turn`: the workspace's files as its checkpoint recorded
+    /// them, and/or the conversation. The session must not be running a turn.
+    pub async fn rewind(
+        &self,
+        id: &str,
+        turn: i64,
+        options: RewindOptions,
+    ) -> Result<RewindReport, AgentError> {
+        ensure_idle(&self.inner.store, id).await?;
+        rewind(&self.inner.store, self.checkpoints().map(|c| &**c), id, turn, options).await
+    }
+
+    /// A new session with the history of `id` up to a turn (optionally with a copy of its files);
+    /// the original is untouched.
+    pub async fn fork_session(&self, id: &str, options: ForkOptions) -> Result<ForkReport, AgentError> {
+        fork(&self.inner.store, self.checkpoints().map(|c| &**c), id, options).await
+    }
+
+    /// The modes sessions of this agent can run in.
+    pub fn modes(&self) -> Vec<tackle_tools::PermissionMode> {
+        tackle_tools::PermissionMode::ALL.into_iter().filter(|m| self.mode_available(*m).is_ok()).collect()
+    }
+
+    /// The permission mode of session `id`, without opening it: its own, else the agent's
+    /// default for new sessions.
+    pub async fn session_mode(&self, id: &str) -> Result<tackle_tools::PermissionMode, AgentError> {
+        let mode: Option<tackle_tools::PermissionMode> =
+            self.inner.store.get_state(id, crate::tools::MODE_KEY).await?;
+        Ok(mode.unwrap_or(self.inner.config.permission_mode))
+    }
+
+    /// Sets the permission mode of session `id` (from its next turn), refused as
+    /// [`Agent::mode_available`] says.
+    pub async fn set_session_mode(
+        &self,
+        id: &str,
+        mode: tackle_tools::PermissionMode,
+    ) -> Result<(), AgentError> {
+        self.mode_available(mode).map_err(AgentError::Mode)?;
+        self.inner.store.set_state(id, crate::tools::MODE_KEY, &mode).await?;
+        Ok(())
+    }
+
     /// Creates a session in the store.
     pub async fn create_session(&self, options: NewSessionOptions) -> Result<Session, AgentError> {
         let workspace = if options.workspace.as_os_str().is_empty() {
@@ -315,6 +403,10 @@ impl Agent {
                 metadata: serde_json::Value::Null,
             })
             .await?;
+        if self.inner.config.permission_mode != tackle_tools::PermissionMode::Default {
+            let mode = self.inner.config.permission_mode;
+            self.inner.store.set_state(&record.id, crate::tools::MODE_KEY, &mode).await?;
+        }
         let history = if options.history.is_empty() {
             Vec::new()
         } else {

@@ -97,6 +97,26 @@ impl Session {
         let sid = self.record.id.clone();
         let tokens_before = self.context.conversation(&self.history);
         let messages_before = self.history.len();
+        let hooks = self.agent.executor().script_hooks().clone();
+        if hooks.has(tackle_tools::HookEvent::PreCompact) {
+            let trigger = if reason == CompactReason::Forced { "manual" } else { "auto" };
+            let scope = tackle_tools::HookScope { session_id: &sid, cwd: &self.workspace, mode: self.mode };
+            let payload = tackle_tools::HookPayload::PreCompact {
+                trigger: trigger.to_owned(),
+                custom_instructions: String::new(),
+            };
+            if let Some(why) = hooks.run_event(&payload, &scope, sink).await.blocked {
+                tracing::info!(session = %sid, %why, "compaction blocked by a PreCompact hook");
+                return Ok(CompactionReport {
+                    reason,
+                    strategies: Vec::new(),
+                    tokens_before,
+                    tokens_after: tokens_before,
+                    messages_before,
+                    messages_after: messages_before,
+                });
+            }
+        }
         let target = self.compaction_target(reason);
         let mut strategies = Vec::new();
         let mut protected_from = protected_from.min(self.history.len());

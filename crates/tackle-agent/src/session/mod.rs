@@ -106,6 +106,11 @@ pub struct Session {
     pub(crate) compacted: bool,
     /// Index of the current turn's user message.
     pub(crate) turn_start: usize,
+    /// The session's permission mode (stored in its state).
+    pub(crate) mode: tackle_tools::PermissionMode,
+    /// `SessionStart` hooks run at the first turn of this value: `startup` or `resume`; `None`
+    /// once run, or for a front end that reopens the session per request.
+    pub(crate) start_source: Option<&'static str>,
 }
 
 /// Session-state key of the vocabulary the stored token counts were made with.
@@ -169,6 +174,14 @@ impl Session {
             (m.message, m.seq, tokens)
         }));
         let notes = TailNotes::from_history(history.messages());
+        let mode = Self::usable_mode(
+            &agent,
+            state
+                .get::<tackle_tools::PermissionMode>(crate::tools::MODE_KEY)?
+                .unwrap_or(config.permission_mode),
+            &mut pending_warnings,
+        );
+        let start_source = Some(if history.is_empty() { "startup" } else { "resume" });
         store.set_states(&record.id, &state_updates).await?;
         agent.purge_expired_if_due().await?;
         Ok(Self {
@@ -187,7 +200,64 @@ impl Session {
             context,
             compacted: false,
             turn_start: 0,
+            mode,
+            start_source,
         })
+    }
+
+    /// `mode` if this agent can run it, else `default` with a warning for the next turn.
+    fn usable_mode(
+        agent: &Agent,
+        mode: tackle_tools::PermissionMode,
+        warnings: &mut Vec<AgentEvent>,
+    ) -> tackle_tools::PermissionMode {
+        match agent.mode_available(mode) {
+            Ok(()) => mode,
+            Err(why) => {
+                warnings.push(AgentEvent::Warning {
+                    code: tackle_protocol::WarningCode::ModeUnavailable,
+                    message: format!("the session was in {mode} mode, which this agent cannot run ({why}); it runs in default mode"),
+                });
+                tackle_tools::PermissionMode::Default
+            }
+        }
+    }
+
+    /// The session's permission mode.
+    pub fn mode(&self) -> tackle_tools::PermissionMode {
+        self.mode
+    }
+
+    /// Changes the session's permission mode (stored with the session). `bypass` is refused
+    /// unless the sandbox is enforced, `plan` unless plan mode is on for the agent.
+    pub async fn set_mode(&mut self, mode: tackle_tools::PermissionMode) -> Result<(), AgentError> {
+        self.agent.mode_available(mode).map_err(AgentError::Mode)?;
+        self.agent.store().set_state(&self.record.id, crate::tools::MODE_KEY, &mode).await?;
+        self.mode = mode;
+        Ok(())
+    }
+
+    /// This value continues a conversation a front end already started (a server that loads
+    /// sessions per request): its first turn runs no `SessionStart` hooks, unless the session has
+    /// no messages yet.
+    pub fn mark_continuing(&mut self) {
+        if !self.history.is_empty() {
+            self.start_source = None;
+        }
+    }
+
+    /// Runs the `SessionEnd` hooks: a front end leaves the session (`reason`: `clear`,
+    /// `prompt_input_exit`, `other`).
+    pub async fn end(&self, reason: &str, sink: &tackle_tools::EventSink) {
+        let hooks = self.agent.executor().script_hooks();
+        if !hooks.has(tackle_tools::HookEvent::SessionEnd) {
+            return;
+        }
+        let scope =
+            tackle_tools::HookScope { session_id: &self.record.id, cwd: &self.workspace, mode: self.mode };
+        hooks
+            .run_event(&tackle_tools::HookPayload::SessionEnd { reason: reason.to_owned() }, &scope, sink)
+            .await;
     }
 
     /// Applies tool-source changes (an MCP server's `list_changed`) at a turn boundary: pulls

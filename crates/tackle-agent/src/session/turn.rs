@@ -10,11 +10,12 @@ use std::time::Instant;
 
 use tackle_context::Pressure;
 use tackle_protocol::{
-    AgentEvent, CacheBreakpoint, Message, ModelRequest, StepMetrics, StopReason, ToolResult, TurnEnd, Usage,
+    AgentEvent, CacheBreakpoint, ContentBlock, Message, ModelRequest, StepMetrics, StopReason, ToolResult,
+    TurnEnd, Usage,
 };
 use tackle_provider::ProviderError;
 use tackle_store::{SessionStatus, SessionUpdate, StepCommit, StepRecord, ToolCallFinish};
-use tackle_tools::{EventSink, TurnState};
+use tackle_tools::{EventSink, HookEvent, HookPayload, HookScope, HookStop, PermissionMode, TurnState};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 use tracing::field::Empty;
@@ -27,7 +28,7 @@ use crate::context::CALIBRATION_KEY;
 use crate::context::{CompactReason, CompactionRequested};
 use crate::invariants;
 use crate::tools::{MaskStrategy, StepTools, StepView};
-use crate::{AgentError, Session, TurnInput, TurnOutcome};
+use crate::{AgentError, Session, ToolMask, TurnInput, TurnOutcome};
 
 use crate::tools::todo::NAME as TODO_TOOL;
 
@@ -68,17 +69,6 @@ impl Session {
         if self.record.title.is_empty() {
             update.title = Some(title_from(&input.message));
         }
-        // Calls a crash or a cancelled turn left open are answered first; then the session is
-        // marked running and the user's message committed, in one store call.
-        self.close_open_calls(turn).await?;
-        let message = Message::user(std::mem::take(&mut input.message));
-        let tokens = self.context.count_message(&message);
-        let (record, seq) =
-            store.start_turn(&self.record.id, update, turn, &message, i64::try_from(tokens).ok()).await?;
-        self.record = record;
-        self.history.push(message, Some(seq), tokens);
-        // The current turn starts here; compaction never touches it.
-        self.turn_start = self.history.len() - 1;
         sink.emit(AgentEvent::SessionStarted {
             session_id: self.record.id.clone(),
             provider: self.agent.provider().name().to_owned(),
@@ -89,6 +79,79 @@ impl Session {
         for warning in std::mem::take(&mut self.pending_warnings) {
             sink.emit(warning);
         }
+        // Hooks before the turn: SessionStart (the first turn of this value), UserPromptSubmit
+        // (which may refuse the prompt); what they add joins the user's message.
+        let hooks = self.agent.executor().script_hooks().clone();
+        let mut hook_context: Vec<(HookEvent, String)> = Vec::new();
+        if let Some(source) = self.start_source.take()
+            && hooks.has(HookEvent::SessionStart)
+        {
+            let payload = HookPayload::SessionStart {
+                source: source.to_owned(),
+                model: self.agent.config().model.clone(),
+            };
+            let done = hooks.run_event(&payload, &self.hook_scope(), sink).await;
+            hook_context.extend(done.context.into_iter().map(|c| (HookEvent::SessionStart, c)));
+        }
+        if hooks.has(HookEvent::UserPromptSubmit) {
+            let payload = HookPayload::UserPromptSubmit { prompt: input.message.clone() };
+            let done = hooks.run_event(&payload, &self.hook_scope(), sink).await;
+            if let Some(why) = done.blocked.or(done.stop) {
+                let message = format!("a UserPromptSubmit hook blocked the prompt: {why}");
+                sink.emit(AgentEvent::Error { code: "prompt_blocked".to_owned(), message: message.clone() });
+                sink.emit(AgentEvent::TurnFinished {
+                    steps: 0,
+                    reason: TurnEnd::Failed,
+                    text: String::new(),
+                    usage: Usage::default(),
+                });
+                return Ok(TurnOutcome {
+                    session_id: self.record.id.clone(),
+                    steps: 0,
+                    end: TurnEnd::Failed,
+                    text: String::new(),
+                    usage: Usage::default(),
+                    error: Some(message),
+                });
+            }
+            hook_context.extend(done.context.into_iter().map(|c| (HookEvent::UserPromptSubmit, c)));
+        }
+        // The workspace before the turn (whatever changes it next: tools, shell commands), so a
+        // rewind can restore it. A checkpoint that fails is reported; the turn goes on.
+        if let Some(checkpoints) = self.agent.checkpoints() {
+            match checkpoints.record(&self.record.id, turn, &self.workspace).await {
+                Ok(done) => sink.emit(AgentEvent::CheckpointCreated {
+                    turn,
+                    files: done.entries,
+                    hashed: done.hashed,
+                    stored_bytes: done.stored_bytes,
+                    duration_ms: u64::try_from(done.duration.as_millis()).unwrap_or(u64::MAX),
+                }),
+                Err(e) => {
+                    tracing::warn!(session = %self.record.id, error = %e, "checkpoint failed");
+                    sink.emit(AgentEvent::Warning {
+                        code: tackle_protocol::WarningCode::CheckpointFailed,
+                        message: format!("the workspace was not checkpointed before this turn, so it cannot be rewound to it: {e}"),
+                    });
+                }
+            }
+        }
+        // Calls a crash or a cancelled turn left open are answered first; then the session is
+        // marked running and the user's message committed, in one store call.
+        self.close_open_calls(turn).await?;
+        let mut message = Message::user(std::mem::take(&mut input.message));
+        message.content.extend(
+            hook_context
+                .into_iter()
+                .map(|(event, text)| ContentBlock::text(format!("[{event} hook context]\n{text}"))),
+        );
+        let tokens = self.context.count_message(&message);
+        let (record, seq) =
+            store.start_turn(&self.record.id, update, turn, &message, i64::try_from(tokens).ok()).await?;
+        self.record = record;
+        self.history.push(message, Some(seq), tokens);
+        // The current turn starts here; compaction never touches it.
+        self.turn_start = self.history.len() - 1;
 
         // The turn's span (OpenTelemetry GenAI `invoke_agent`); disabled, and free, unless a
         // subscriber collects the `gen_ai` target.
@@ -167,6 +230,10 @@ impl Session {
         if let Some(policy) = input.approval {
             turn_state.insert(policy);
         }
+        // The mode of the turn's calls; `propose_plan` may change it mid-turn.
+        turn_state.insert(self.mode);
+        let hooks = self.agent.executor().script_hooks().clone();
+        let mut stop_hook_active = false;
         let mut usage = Usage::default();
         let mut fallback_warned = false;
         let session_id = self.record.id.clone();
@@ -184,8 +251,12 @@ impl Session {
             sink.emit(AgentEvent::StepStarted { step, max_steps });
             let started = Instant::now();
 
-            // The session's tool state, read once for the whole step.
-            let view = self.tools.step(&self.agent, &self.record.id, mask.as_ref(), last).await?;
+            // The session's tool state, read once for the whole step; plan mode narrows the
+            // step to the tools that run in it.
+            let plan_mask = (turn_state.get::<PermissionMode>() == Some(PermissionMode::Plan))
+                .then(|| self.plan_mask(mask.as_ref()));
+            let step_mask = plan_mask.as_ref().or(mask.as_ref());
+            let view = self.tools.step(&self.agent, &self.record.id, step_mask, last).await?;
             let tools = &view.tools;
             sink.emit(AgentEvent::ToolsResolved {
                 step,
@@ -343,6 +414,22 @@ impl Session {
                     );
                     return Ok(outcome(step, TurnEnd::Failed, text, usage, Some(message)));
                 }
+                if !last && hooks.has(HookEvent::Stop) {
+                    let payload =
+                        HookPayload::Stop { stop_hook_active, last_assistant_message: text.clone() };
+                    let done = hooks.run_event(&payload, &self.hook_scope_in(&turn_state), sink).await;
+                    if let Some(why) = done.stop {
+                        sink.emit(AgentEvent::Warning {
+                            code: tackle_protocol::WarningCode::HookStopped,
+                            message: format!("a Stop hook stopped the turn: {why}"),
+                        });
+                    } else if let Some(why) = done.blocked {
+                        // The hook wants more work: its reason is the model's next instruction.
+                        stop_hook_active = true;
+                        self.append(turn, Message::user(format!("[Stop hook] {why}"))).await?;
+                        continue;
+                    }
+                }
                 if last && step > 1 {
                     let note = format!(
                         "reached the step limit ({max_steps}); the last step ran without tools. \
@@ -407,6 +494,16 @@ impl Session {
             if let Some(message) = stop {
                 return Ok(outcome(step, TurnEnd::Failed, text, usage, Some(message)));
             }
+            if let Some(mode) = turn_state.get::<PermissionMode>() {
+                self.mode = mode;
+            }
+            if let Some(HookStop(why)) = turn_state.get::<HookStop>() {
+                sink.emit(AgentEvent::Warning {
+                    code: tackle_protocol::WarningCode::HookStopped,
+                    message: format!("a hook stopped the turn: {why}"),
+                });
+                return Ok(outcome(step, TurnEnd::Completed, text, usage, None));
+            }
             if cancel.is_cancelled() {
                 return Ok(outcome(step, TurnEnd::Cancelled, text, usage, cancelled()));
             }
@@ -446,6 +543,34 @@ impl Session {
             request.cache_breakpoints.push(CacheBreakpoint::Message { index: previous });
         }
         request
+    }
+
+    /// The fields every hook of this session receives.
+    pub(crate) fn hook_scope(&self) -> HookScope<'_> {
+        HookScope { session_id: &self.record.id, cwd: &self.workspace, mode: self.mode }
+    }
+
+    /// The same, with the mode the turn is in now.
+    fn hook_scope_in(&self, turn_state: &TurnState) -> HookScope<'_> {
+        HookScope { mode: turn_state.get::<PermissionMode>().unwrap_or(self.mode), ..self.hook_scope() }
+    }
+
+    /// The mask of a plan-mode step: the tools `mask` allows that run in plan mode (never no
+    /// mask at all, which would allow everything).
+    fn plan_mask(&self, mask: Option<&ToolMask>) -> ToolMask {
+        let rules = self.agent.executor().mode_rules();
+        let mut names: Vec<(String, bool)> = self
+            .tools
+            .catalog()
+            .specs()
+            .iter()
+            .filter(|s| mask.is_none_or(|m| m.allows(&s.name)) && rules.runs_in_plan(s))
+            .map(|s| (s.name.clone(), true))
+            .collect();
+        if names.is_empty() {
+            names.push((String::new(), true));
+        }
+        ToolMask::new(names)
     }
 
     /// What the tail note should say before a step.

@@ -4,6 +4,7 @@
 mod catalog;
 mod deferral;
 mod mask;
+mod plan;
 mod repair;
 mod search_result;
 mod session_tools;
@@ -18,6 +19,7 @@ pub(crate) use deferral::{
 };
 pub use deferral::{DeferralConfig, DeferralMode, DeferredTools};
 pub use mask::{MaskError, ToolMask};
+pub(crate) use plan::{MODE_KEY, PROPOSE_PLAN, ProposePlan};
 pub(crate) use repair::repair_tool_name;
 pub use search_result::{CompactDetail, SEARCH_RESULT_LINES, SEARCH_RESULT_TOKENS, compact_tool};
 pub(crate) use session_tools::{Planned, SessionTools, StepView};

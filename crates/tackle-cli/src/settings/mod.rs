@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use tackle_builtins::BuiltinConfig;
 use tackle_provider::{OpenAiDialect, ProviderConfig, ProviderKind, ResponsesConfig};
-use tackle_tools::HookRule;
+use tackle_tools::{HookEntry, PermissionMode};
 use thiserror::Error;
 
 use tackle_agent::{ContextConfig, DeferralConfig, LoopGuardConfig, TelemetryConfig};
@@ -54,8 +54,13 @@ pub struct Settings {
     pub tools: ToolSettings,
     /// Limits and policies of the builtin tools.
     pub builtins: BuiltinConfig,
-    /// Hook rules, first match wins (`[[hooks]]` tables).
-    pub hooks: Vec<HookRule>,
+    /// `[[hooks]]` tables: rules (`action`, first match wins) and script hooks (`event` and
+    /// `command`, run in order at lifecycle events).
+    pub hooks: Vec<HookEntry>,
+    /// Permission modes (`[permissions]`): the mode of new sessions, what counts as an edit.
+    pub permissions: PermissionSettings,
+    /// Workspace checkpoints before each turn, for `tackle rewind` (`[checkpoints]`).
+    pub checkpoints: tackle_checkpoint::CheckpointConfig,
     /// Doom-loop thresholds.
     #[serde(rename = "loop")]
     pub loop_guard: LoopGuardConfig,
@@ -91,6 +96,26 @@ pub struct Settings {
     pub store: StoreSettings,
 }
 
+/// `[permissions]`: how much sessions may do without asking.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PermissionSettings {
+    /// The mode of new sessions: `default`, `accept-edits`, `plan` or `bypass` (only with an
+    /// enforced sandbox). `--mode` overrides it; `/mode` and Shift-Tab change it in `tackle chat`.
+    pub mode: PermissionMode,
+    /// Globs of the tools `accept-edits` runs without asking.
+    pub edit_tools: Vec<String>,
+}
+
+impl Default for PermissionSettings {
+    fn default() -> Self {
+        Self {
+            mode: PermissionMode::Default,
+            edit_tools: tackle_tools::DEFAULT_EDIT_TOOLS.iter().map(|t| (*t).to_owned()).collect(),
+        }
+    }
+}
+
 /// `[store]`: the database behind every session.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -117,6 +142,8 @@ impl Default for Settings {
             tools: ToolSettings::default(),
             builtins: BuiltinConfig::default(),
             hooks: Vec::new(),
+            permissions: PermissionSettings::default(),
+            checkpoints: tackle_checkpoint::CheckpointConfig::default(),
             loop_guard: LoopGuardConfig::default(),
             dynamic_tools: true,
             context: ContextConfig::default(),
@@ -552,6 +579,7 @@ mod tests {
             ("responses.reasoning_summary", "auto"),
             ("store.url", "postgres://tackle@db.internal:5432/tackle"),
             ("deferral.ranker", "bm25"),
+            ("permissions.mode", "plan"),
         ];
         if let Some((_, text)) = fixed.iter().find(|(p, _)| *p == var.path) {
             return (*text).to_owned();

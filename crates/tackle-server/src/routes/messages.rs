@@ -148,6 +148,8 @@ pub async fn send(
     let record = state.owned_session(&id, &user).await?;
     let guard = state.start_turn(&id).await?;
     let mut session = state.agent_for(&record.model).open_session(&id).await?;
+    // Sessions are loaded per request: SessionStart hooks run at a session's first turn only.
+    session.mark_continuing();
     // Every write of the turn is fenced by its lease: should this instance stall while another
     // takes the session over, the turn stops at its next write.
     if let Some(lease) = guard.lease() {

@@ -10,5 +10,6 @@ pub mod metrics;
 pub mod openai;
 pub mod responses;
 pub mod results;
+pub mod rewind;
 pub mod sessions;
 pub mod web;

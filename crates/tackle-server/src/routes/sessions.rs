@@ -8,6 +8,7 @@ use serde_json::Value;
 use tackle_agent::NewSessionOptions;
 use tackle_protocol::ContextReport;
 use tackle_store::{SessionFilter, SessionRecord, SessionSummary, SessionUpdate};
+use tackle_tools::PermissionMode;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::User;
@@ -28,9 +29,50 @@ pub struct CreateSession {
     /// Workspace profile name, as configured on the server (`default` when omitted). Clients
     /// never send paths.
     pub workspace: Option<String>,
+    /// Permission mode of the session (the server's default when omitted).
+    pub mode: Option<SessionMode>,
 }
 
-/// `PATCH /v1/sessions/{id}` body.
+/// A session's permission mode: `default` (tools that need confirmation ask), `accept-edits`
+/// (file edits run without asking), `plan` (only tools that read run until the user approves
+/// the model's plan, asked as an approval of `propose_plan`) or `bypass` (nothing asks; only on
+/// servers whose sandbox is enforced). The document lists the modes this server accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum SessionMode {
+    /// Tools that need confirmation ask.
+    Default,
+    /// File edits run without asking; the shell still asks.
+    AcceptEdits,
+    /// Only tools that read run, until a plan is approved.
+    Plan,
+    /// Nothing asks (sandbox enforced).
+    Bypass,
+}
+
+impl From<SessionMode> for PermissionMode {
+    fn from(m: SessionMode) -> Self {
+        match m {
+            SessionMode::Default => Self::Default,
+            SessionMode::AcceptEdits => Self::AcceptEdits,
+            SessionMode::Plan => Self::Plan,
+            SessionMode::Bypass => Self::Bypass,
+        }
+    }
+}
+
+impl From<PermissionMode> for SessionMode {
+    fn from(m: PermissionMode) -> Self {
+        match m {
+            PermissionMode::Default => Self::Default,
+            PermissionMode::AcceptEdits => Self::AcceptEdits,
+            PermissionMode::Plan => Self::Plan,
+            PermissionMode::Bypass => Self::Bypass,
+        }
+    }
+}
+
+/// `PATCH /v1/sessions/{id}` body: what to change (a field omitted or null stays as it is).
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdateSession {
@@ -40,7 +82,9 @@ pub struct UpdateSession {
         max_length = 200,
         pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
     )]
-    pub title: String,
+    pub title: Option<String>,
+    /// New permission mode, from the session's next turn.
+    pub mode: Option<SessionMode>,
 }
 
 /// Longest title accepted, in characters.
@@ -71,6 +115,9 @@ pub struct SessionView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Vec<Object>>)]
     pub messages: Option<Vec<Value>>,
+    /// The permission mode (not in lists).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<SessionMode>,
 }
 
 impl From<SessionRecord> for SessionView {
@@ -85,6 +132,7 @@ impl From<SessionRecord> for SessionView {
             updated_at: r.updated_at,
             message_count: None,
             messages: None,
+            mode: None,
         }
     }
 }
@@ -101,6 +149,7 @@ impl From<SessionSummary> for SessionView {
             updated_at: r.updated_at,
             message_count: Some(r.message_count),
             messages: None,
+            mode: None,
         }
     }
 }
@@ -201,8 +250,13 @@ pub async fn create(
             format!("no workspace profile {profile:?}; configured profiles: {}", names.join(", ")),
         ));
     };
-    let session = state
-        .agent_for(&model)
+    if let Some(mode) = body.mode {
+        default_agent.mode_available(mode.into()).map_err(|why| {
+            ApiError::invalid_field("mode", format!("mode {mode:?} is not available: {why}"))
+        })?;
+    }
+    let agent = state.agent_for(&model);
+    let session = agent
         .create_session(NewSessionOptions {
             title: body.title,
             workspace: workspace.clone(),
@@ -210,7 +264,12 @@ pub async fn create(
             history: Vec::new(),
         })
         .await?;
-    Ok((StatusCode::CREATED, Json(session.record().clone().into())))
+    if let Some(mode) = body.mode {
+        agent.set_session_mode(session.id(), mode.into()).await?;
+    }
+    let mut view = SessionView::from(session.record().clone());
+    view.mode = Some(agent.session_mode(session.id()).await?.into());
+    Ok((StatusCode::CREATED, Json(view)))
 }
 
 /// Lists the caller's sessions.
@@ -249,10 +308,11 @@ pub async fn show(
         .map_err(|e| ApiError::internal(e.to_string()))?;
     let mut view = SessionView::from(record);
     view.messages = Some(messages);
+    view.mode = Some(state.agent().session_mode(&id).await?.into());
     Ok(Json(view))
 }
 
-/// Renames a session.
+/// Renames a session or changes its permission mode.
 #[utoipa::path(patch, path = "/v1/sessions/{id}", tag = "sessions", request_body = UpdateSession,
     params(("id" = String, Path, description = "Session id")),
     responses((status = 200, body = SessionView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)),
@@ -263,24 +323,43 @@ pub async fn update(
     ValidPath(id): ValidPath<String>,
     ValidJson(body): ValidJson<UpdateSession>,
 ) -> Result<Json<SessionView>, ApiError> {
-    state.owned_session(&id, &user).await?;
-    // Exactly what the schema of `UpdateSession` says, so a client can check before sending.
-    let title = body.title.trim();
-    if title.is_empty()
-        || body.title.chars().count() > MAX_TITLE_CHARS
-        || body.title.chars().any(char::is_control)
-    {
-        return Err(ApiError::invalid_field(
-            "title",
-            format!("a title is 1 to {MAX_TITLE_CHARS} characters on one line, without control characters"),
-        ));
+    let record = state.owned_session(&id, &user).await?;
+    if let Some(title) = &body.title {
+        // Exactly what the schema of `UpdateSession` says, so a client can check before sending.
+        if title.trim().is_empty()
+            || title.chars().count() > MAX_TITLE_CHARS
+            || title.chars().any(char::is_control)
+        {
+            return Err(ApiError::invalid_field(
+                "title",
+                format!(
+                    "a title is 1 to {MAX_TITLE_CHARS} characters on one line, without control characters"
+                ),
+            ));
+        }
     }
-    let record = state
-        .agent()
-        .store()
-        .update_session(&id, SessionUpdate { title: Some(title.to_owned()), ..SessionUpdate::default() })
-        .await?;
-    Ok(Json(record.into()))
+    let agent = state.agent();
+    if let Some(mode) = body.mode {
+        agent.mode_available(mode.into()).map_err(|why| {
+            ApiError::invalid_field("mode", format!("mode {mode:?} is not available: {why}"))
+        })?;
+        agent.set_session_mode(&id, mode.into()).await?;
+    }
+    let record = match body.title {
+        Some(title) => {
+            agent
+                .store()
+                .update_session(
+                    &id,
+                    SessionUpdate { title: Some(title.trim().to_owned()), ..SessionUpdate::default() },
+                )
+                .await?
+        }
+        None => record,
+    };
+    let mut view = SessionView::from(record);
+    view.mode = Some(agent.session_mode(&id).await?.into());
+    Ok(Json(view))
 }
 
 /// Deletes a session and everything stored for it.

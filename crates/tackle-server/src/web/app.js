@@ -108,6 +108,7 @@ async function show(id) {
   if (!id) { note("Choose a session or start a new one."); await loadSessions(); return; }
   try {
     const s = await api("GET", "/v1/sessions/" + encodeURIComponent(id));
+    $("mode").value = s.mode || "default";
     renderHistory(s.messages || []);
     for (const a of (await api("GET", "/v1/sessions/" + encodeURIComponent(id) + "/approvals")).approvals) approvalButtons(a.callId, a.id, a.tool, a.args);
   } catch (e) { note(String(e.message || e), "err"); }
@@ -219,7 +220,12 @@ function diffLines(oldText, newText) {
 function planFor(name, args) {
   const wrap = document.createDocumentFragment();
   if (!args || typeof args !== "object") return wrap;
-  if (typeof args.command === "string") {
+  if (name === "propose_plan" && typeof args.plan === "string") {
+    wrap.appendChild(el("div", "", "plan to approve (approving switches the session to default mode and carries it out):"));
+    const div = el("div", "msg assistant plan");
+    div.appendChild(TackleMarkdown.render(args.plan, document));
+    wrap.appendChild(div);
+  } else if (typeof args.command === "string") {
     wrap.appendChild(el("div", "", "will run:"));
     wrap.appendChild(el("pre", "", "$ " + args.command));
   } else if (typeof args.old_string === "string" && typeof args.new_string === "string") {
@@ -245,8 +251,9 @@ function approvalButtons(callId, approvalId, tool, args) {
   c.status.textContent = "waiting for approval"; c.status.className = "status waiting";
   c.plan.textContent = ""; c.plan.appendChild(planFor(tool || c.name, args || c.args)); c.plan.hidden = false;
   c.actions.hidden = false; c.actions.textContent = "";
-  const reason = el("input"); reason.placeholder = "reason (optional, for a denial)"; reason.setAttribute("aria-label", "Reason");
-  for (const [label, approve] of [["Approve", true], ["Deny", false]]) {
+  const isPlan = (tool || c.name) === "propose_plan";
+  const reason = el("input"); reason.placeholder = isPlan ? "what to change (for a refinement)" : "reason (optional, for a denial)"; reason.setAttribute("aria-label", "Reason");
+  for (const [label, approve] of isPlan ? [["Approve plan", true], ["Refine", false]] : [["Approve", true], ["Deny", false]]) {
     const b = el("button", approve ? "approve" : "deny", label);
     b.onclick = async () => {
       for (const x of c.actions.querySelectorAll("button, input")) x.disabled = true;
@@ -322,6 +329,8 @@ function onEvent(name, e) {
     case "warning": note(e.message, "warn"); break;
     case "error": stopWaiting(); note(e.message, "err"); break;
     case "catalog_changed": note("tools changed: +" + (e.added.join(", ") || "none") + " −" + (e.removed.join(", ") || "none")); loadTools(); break;
+    case "mode_changed": $("mode").value = e.mode; note("mode " + e.mode + (e.reason === "plan_approved" ? ": plan approved" : "")); break;
+    case "hook_finished": if (e.outcome !== "ok" || e.message) note(e.event + " hook " + e.outcome + (e.message ? ": " + e.message : ""), e.outcome === "error" ? "warn" : ""); break;
     case "context_compacted": note("context compacted: conversation " + fmt(e.tokens_before) + " → " + fmt(e.tokens_after) + " tokens"); break;
     case "turn_finished": stopWaiting(); endAnswer(); note(usageLine(e), "usage"); break;
   }
@@ -329,7 +338,7 @@ function onEvent(name, e) {
 
 async function send(text) {
   if (!state.session) {
-    const s = await api("POST", "/v1/sessions", {});
+    const s = await api("POST", "/v1/sessions", { mode: $("mode").value });
     state.sessions.unshift(s);
     await go(s.id);
   }
@@ -389,7 +398,12 @@ $("composer").onsubmit = (ev) => { ev.preventDefault(); const t = $("input").val
 $("input").onkeydown = (ev) => { if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) { ev.preventDefault(); $("composer").requestSubmit(); } };
 $("input").oninput = () => { const t = $("input"); t.style.height = "auto"; t.style.height = Math.min(t.scrollHeight, innerHeight * 0.4) + "px"; };
 $("stop").onclick = () => state.session && api("POST", "/v1/sessions/" + state.session + "/cancel", {});
-$("new").onclick = async () => { const s = await api("POST", "/v1/sessions", {}); await go(s.id); };
+$("new").onclick = async () => { const s = await api("POST", "/v1/sessions", { mode: $("mode").value }); await go(s.id); };
+$("mode").onchange = async () => {
+  if (!state.session) return;
+  try { const s = await api("PATCH", "/v1/sessions/" + encodeURIComponent(state.session), { mode: $("mode").value }); $("mode").value = s.mode; note("mode " + s.mode + " from the next message on"); }
+  catch (e) { note(String(e.message || e), "err"); const s = await api("GET", "/v1/sessions/" + encodeURIComponent(state.session)); $("mode").value = s.mode || "default"; }
+};
 $("menu").onclick = () => openPanel("sessions");
 $("toolsbtn").onclick = () => openPanel("tools");
 $("token").onchange = () => { localStorage.setItem("tackle.token", $("token").value); $("auth").style.display = "none"; init(); };

@@ -65,6 +65,24 @@ impl Harness {
         kind: ProviderKind,
         configure: impl FnOnce(&mut ServerConfig),
     ) -> Self {
+        Self::build_with(script, tokens, kind, configure, |b| b).await
+    }
+
+    /// A server without tokens whose agent `customize` adjusts (plan mode, checkpoints, hooks).
+    pub async fn customized(
+        script: Script,
+        customize: impl FnOnce(tackle_agent::AgentBuilder) -> tackle_agent::AgentBuilder,
+    ) -> Self {
+        Self::build_with(script, Vec::new(), ProviderKind::Openai, |_| {}, customize).await
+    }
+
+    async fn build_with(
+        script: Script,
+        tokens: Vec<UserToken>,
+        kind: ProviderKind,
+        configure: impl FnOnce(&mut ServerConfig),
+        customize: impl FnOnce(tackle_agent::AgentBuilder) -> tackle_agent::AgentBuilder,
+    ) -> Self {
         let fake = FakeModel::start(script).await.unwrap();
         let workspace = tempfile::tempdir().unwrap();
         let db = tempfile::tempdir().unwrap();
@@ -79,15 +97,13 @@ impl Harness {
             ProviderKind::OpenaiResponses => Arc::new(OpenAiResponses::new(config).unwrap()),
             _ => Arc::new(OpenAiChat::with_dialect(config, OpenAiDialect::OpenAi).unwrap()),
         };
-        let agent = Agent::builder(provider)
+        let builder = Agent::builder(provider)
             .model("model-x")
             .store(store.clone())
             .workspace(workspace.path())
             .hooks(Vec::new(), ApprovalMode::Server)
-            .approver(approvals.clone())
-            .build()
-            .await
-            .unwrap();
+            .approver(approvals.clone());
+        let agent = customize(builder).build().await.unwrap();
         let mut server = ServerConfig::new(workspace.path().to_owned());
         server.tokens = tokens;
         server.models = vec!["model-y".into()];

@@ -1,0 +1,485 @@
+//! Workspace checkpoints: before each turn, the workspace tree is recorded as a content-addressed
+//! snapshot, so a rewind restores it byte for byte — whatever changed it: Tackle's file tools,
+//! shell commands, or anything else.
+//!
+//! A checkpoint is a [`Manifest`] (every path with its kind, mode and BLAKE3 digest, plus the
+//! `stat` fields of each file) and the content of the files whose digest no earlier checkpoint
+//! stored. Taking one costs an `lstat` per path: a file is read and hashed only when its size,
+//! times, inode or mode changed since the previous checkpoint of the workspace (or when its
+//! times were too recent to vouch for it: the "racily clean" rule of git's index). Objects and
+//! manifests live in the session store (`checkpoint_objects`, `checkpoints`), shared by every
+//! session, so unchanged files are stored once.
+//!
+//! ```
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! use tackle_checkpoint::{CheckpointConfig, Checkpoints};
+//! use tackle_store::{NewSession, Store};
+//! let store = Store::open_in_memory().await.unwrap();
+//! let ws = tempfile::tempdir().unwrap();
+//! let session = store.create_session(NewSession { owner: "me".into(), title: String::new(), provider: "p".into(),
+//!     model: "m".into(), workspace: ws.path().display().to_string(), metadata: serde_json::Value::Null }).await.unwrap();
+//! let checkpoints = Checkpoints::new(store, CheckpointConfig::default());
+//! std::fs::write(ws.path().join("a.txt"), "before").unwrap();
+//! checkpoints.record(&session.id, 1, ws.path()).await.unwrap();
+//! std::fs::write(ws.path().join("a.txt"), "after").unwrap();
+//! std::fs::write(ws.path().join("new.txt"), "x").unwrap();
+//! let plan = checkpoints.preview(&session.id, 1, ws.path()).await.unwrap();
+//! assert_eq!(plan.counts(), (0, 1, 1, 0, 0)); // a.txt modified back, new.txt deleted
+//! checkpoints.restore(&session.id, 1, ws.path()).await.unwrap();
+//! assert_eq!(std::fs::read_to_string(ws.path().join("a.txt")).unwrap(), "before");
+//! assert!(!ws.path().join("new.txt").exists());
+//! # });
+//! ```
+
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+#![deny(missing_docs)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use tackle_store::{CheckpointObject, NewCheckpoint, Store, StoreError};
+use thiserror::Error;
+
+mod config;
+mod manifest;
+mod restore;
+mod scan;
+
+pub use config::CheckpointConfig;
+pub use manifest::{Digest, Entry, Kind, Manifest, Stat, hex};
+pub use restore::{Change, Leftovers, PathChange, RestorePlan};
+pub use scan::ScanStats;
+
+/// How recent a file's times may be before they cannot prove it unchanged at the next
+/// checkpoint: file systems stamp times with a coarse clock (a kernel tick, 2 s on FAT), so a
+/// write right after a checkpoint may leave the same times. Such files are read again.
+pub const RACY_MARGIN: Duration = Duration::from_secs(2);
+
+/// New content is sent to the store in batches of about this many compressed bytes.
+const BATCH_BYTES: usize = 8 * 1024 * 1024;
+
+/// Why a checkpoint or a restore failed.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum CheckpointError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A path could not be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The workspace has more entries than `[checkpoints] max_files`.
+    #[error(
+        "the workspace has more than {limit} files and directories, so it is not checkpointed; add its \
+         generated directories to [checkpoints] ignore, or raise max_files"
+    )]
+    TooManyFiles {
+        /// The limit.
+        limit: usize,
+    },
+    /// No checkpoint of that turn.
+    #[error(
+        "session {session} has no checkpoint of turn {turn}; `tackle rewind {session}` lists its checkpoints"
+    )]
+    NoCheckpoint {
+        /// The session.
+        session: String,
+        /// The turn.
+        turn: i64,
+    },
+    /// Stored data does not read back as written.
+    #[error("checkpoint data is corrupt: {0}")]
+    Corrupt(String),
+    /// The configuration cannot be used.
+    #[error("{0}")]
+    Config(String),
+}
+
+/// What recording a checkpoint did.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckpointStats {
+    /// The turn it precedes.
+    pub turn: i64,
+    /// Paths recorded.
+    pub entries: u64,
+    /// Files read and hashed (new or changed).
+    pub hashed: u64,
+    /// Compressed bytes of new content stored.
+    pub stored_bytes: u64,
+    /// The workspace is as the previous checkpoint recorded it.
+    pub unchanged: bool,
+    /// Wall time.
+    #[serde(skip)]
+    pub duration: Duration,
+}
+
+/// A recorded checkpoint, as listed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CheckpointInfo {
+    /// The turn it precedes.
+    pub turn: i64,
+    /// The workspace it recorded.
+    pub workspace: String,
+    /// When, Unix milliseconds.
+    pub created_at: i64,
+    /// What recording it measured.
+    pub stats: serde_json::Value,
+}
+
+/// What a restore did.
+#[derive(Debug, Clone, Serialize)]
+pub struct RestoreReport {
+    /// What changed.
+    pub plan: RestorePlan,
+    /// Paths that could not be made as recorded, with why.
+    pub leftovers: Leftovers,
+    /// Wall time.
+    #[serde(skip)]
+    pub duration: Duration,
+}
+
+#[derive(Clone)]
+struct Cached {
+    digest: String,
+    manifest: Arc<Manifest>,
+}
+
+/// Records checkpoints of workspaces and restores them. Cheap to share behind an `Arc`; keeps
+/// the last manifest of each workspace in memory, so a checkpoint of an unchanged workspace
+/// reads nothing from the store.
+pub struct Checkpoints {
+    store: Store,
+    config: CheckpointConfig,
+    exclude: Vec<PathBuf>,
+    racy_margin: Duration,
+    last: Mutex<HashMap<PathBuf, Cached>>,
+}
+
+impl std::fmt::Debug for Checkpoints {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Checkpoints").field("config", &self.config).field("exclude", &self.exclude).finish()
+    }
+}
+
+impl Checkpoints {
+    /// Checkpoints kept in `store`.
+    pub fn new(store: Store, config: CheckpointConfig) -> Self {
+        Self { store, config, exclude: Vec::new(), racy_margin: RACY_MARGIN, last: Mutex::default() }
+    }
+
+    /// Never records (nor touches) these absolute paths: Tackle's own data directory, when it
+    /// lies inside a workspace.
+    pub fn exclude(mut self, paths: impl IntoIterator<Item = PathBuf>) -> Self {
+        self.exclude.extend(paths);
+        self
+    }
+
+    /// Another margin for the racily-clean rule (tests and benchmarks that cannot wait).
+    pub fn racy_margin(mut self, margin: Duration) -> Self {
+        self.racy_margin = margin;
+        self
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &CheckpointConfig {
+        &self.config
+    }
+
+    fn rules(&self, workspace: &Path) -> Result<config::Rules, CheckpointError> {
+        config::Rules::new(workspace, &self.config, &self.exclude)
+    }
+
+    fn cached(&self, workspace: &Path) -> Option<Cached> {
+        self.last.lock().unwrap_or_else(|p| p.into_inner()).get(workspace).cloned()
+    }
+
+    fn remember(&self, workspace: &Path, cached: Option<Cached>) {
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        match cached {
+            Some(c) => last.insert(workspace.to_owned(), c),
+            None => last.remove(workspace),
+        };
+    }
+
+    /// The last manifest recorded for `workspace` (by any session): from memory, else the store.
+    async fn previous(&self, workspace: &Path) -> Result<Option<Cached>, CheckpointError> {
+        if let Some(c) = self.cached(workspace) {
+            // Still stored (a garbage collection after a session was deleted may have taken it
+            // and, with it, content it refers to).
+            if self.store.has_checkpoint_object(&c.digest).await? {
+                return Ok(Some(c));
+            }
+            self.remember(workspace, None);
+        }
+        let Some(record) =
+            self.store.latest_checkpoint_for_workspace(&workspace.display().to_string()).await?
+        else {
+            return Ok(None);
+        };
+        let manifest = self.load_manifest(&record.manifest).await?;
+        Ok(Some(Cached { digest: record.manifest, manifest: Arc::new(manifest) }))
+    }
+
+    async fn load_manifest(&self, digest: &str) -> Result<Manifest, CheckpointError> {
+        let objects = self.store.get_checkpoint_objects(&[digest.to_owned()]).await?;
+        let data = objects.into_iter().next().map(|(_, d)| d).ok_or_else(|| {
+            CheckpointError::Corrupt(format!("the manifest {digest} is missing from the store"))
+        })?;
+        let bytes = decompress(&data)?;
+        Manifest::decode(&bytes)
+    }
+
+    /// Records `workspace` as it is now, as the checkpoint before `turn` of `session_id`.
+    pub async fn record(
+        &self,
+        session_id: &str,
+        turn: i64,
+        workspace: &Path,
+    ) -> Result<CheckpointStats, CheckpointError> {
+        let started = Instant::now();
+        let rules = self.rules(workspace)?;
+        let previous = self.previous(workspace).await?;
+        let prev_manifest = previous.as_ref().map(|p| p.manifest.clone());
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<CheckpointObject>>(2);
+        let root = workspace.to_owned();
+        let margin = self.racy_margin;
+        let scanning = tokio::task::spawn_blocking(move || {
+            let mut batch = Vec::new();
+            let mut pending = 0usize;
+            let mut send = |digest: Digest, bytes: &[u8]| -> Result<(), CheckpointError> {
+                let data = zstd::bulk::compress(bytes, 1)
+                    .map_err(|e| CheckpointError::Io { path: PathBuf::from("(compressing)"), source: e })?;
+                pending += data.len();
+                batch.push(CheckpointObject { digest: hex(&digest), size: bytes.len() as i64, data });
+                if pending >= BATCH_BYTES {
+                    pending = 0;
+                    tx.blocking_send(std::mem::take(&mut batch))
+                        .map_err(|_| CheckpointError::Corrupt("the store stopped taking content".into()))?;
+                }
+                Ok(())
+            };
+            let scanned = scan::scan(&root, prev_manifest.as_deref(), &rules, margin, &mut send)?;
+            if !batch.is_empty() {
+                tx.blocking_send(batch)
+                    .map_err(|_| CheckpointError::Corrupt("the store stopped taking content".into()))?;
+            }
+            Ok::<_, CheckpointError>(scanned)
+        });
+        let mut stored_bytes = 0u64;
+        let mut store_error = None;
+        while let Some(batch) = rx.recv().await {
+            match self.store.put_checkpoint_objects(batch).await {
+                Ok(n) => stored_bytes += n,
+                Err(e) => {
+                    store_error = Some(e);
+                    break;
+                }
+            }
+        }
+        drop(rx);
+        let scanned =
+            scanning.await.map_err(|e| CheckpointError::Corrupt(format!("the scan stopped: {e}")))?;
+        if let Some(e) = store_error {
+            return Err(e.into());
+        }
+        let (manifest, stats) = scanned?;
+        let encoded = manifest.encode();
+        let digest = blake3::hash(&encoded);
+        let digest_hex = hex(digest.as_bytes());
+        let unchanged = previous.as_ref().is_some_and(|p| p.digest == digest_hex);
+        if !unchanged {
+            let data = zstd::bulk::compress(&encoded, 3)
+                .map_err(|e| CheckpointError::Io { path: PathBuf::from("(compressing)"), source: e })?;
+            stored_bytes += self
+                .store
+                .put_checkpoint_objects(vec![CheckpointObject {
+                    digest: digest_hex.clone(),
+                    size: encoded.len() as i64,
+                    data,
+                }])
+                .await?;
+        }
+        let result = CheckpointStats {
+            turn,
+            entries: stats.entries,
+            hashed: stats.hashed,
+            stored_bytes,
+            unchanged,
+            duration: started.elapsed(),
+        };
+        let stats_json = serde_json::json!({
+            "entries": stats.entries, "hashed": stats.hashed, "hashed_bytes": stats.hashed_bytes,
+            "opaque": stats.opaque, "stored_bytes": stored_bytes,
+            "duration_ms": u64::try_from(result.duration.as_millis()).unwrap_or(u64::MAX),
+        });
+        self.store
+            .save_checkpoint(NewCheckpoint {
+                session_id: session_id.to_owned(),
+                turn,
+                workspace: workspace.display().to_string(),
+                manifest: digest_hex.clone(),
+                stats: stats_json,
+            })
+            .await?;
+        self.remember(workspace, Some(Cached { digest: digest_hex, manifest: Arc::new(manifest) }));
+        Ok(result)
+    }
+
+    /// The checkpoints of a session, oldest first.
+    pub async fn list(&self, session_id: &str) -> Result<Vec<CheckpointInfo>, CheckpointError> {
+        Ok(self
+            .store
+            .checkpoints(session_id)
+            .await?
+            .into_iter()
+            .map(|r| CheckpointInfo {
+                turn: r.turn,
+                workspace: r.workspace,
+                created_at: r.created_at,
+                stats: r.stats,
+            })
+            .collect())
+    }
+
+    async fn target(&self, session_id: &str, turn: i64) -> Result<Manifest, CheckpointError> {
+        let record = self
+            .store
+            .checkpoint(session_id, turn)
+            .await?
+            .ok_or_else(|| CheckpointError::NoCheckpoint { session: session_id.to_owned(), turn })?;
+        self.load_manifest(&record.manifest).await
+    }
+
+    /// Scans `workspace` as it is now (hashing what changed since the last checkpoint; nothing
+    /// is stored).
+    async fn current(&self, workspace: &Path) -> Result<Manifest, CheckpointError> {
+        let rules = self.rules(workspace)?;
+        let previous = self.previous(workspace).await?;
+        let root = workspace.to_owned();
+        let margin = self.racy_margin;
+        let (manifest, _) = tokio::task::spawn_blocking(move || {
+            scan::scan(&root, previous.as_ref().map(|p| &*p.manifest), &rules, margin, &mut |_, _| Ok(()))
+        })
+        .await
+        .map_err(|e| CheckpointError::Corrupt(format!("the scan stopped: {e}")))??;
+        Ok(manifest)
+    }
+
+    /// What restoring the checkpoint before `turn` into `workspace` would change. Nothing is
+    /// touched.
+    pub async fn preview(
+        &self,
+        session_id: &str,
+        turn: i64,
+        workspace: &Path,
+    ) -> Result<RestorePlan, CheckpointError> {
+        let target = self.target(session_id, turn).await?;
+        let current = self.current(workspace).await?;
+        Ok(restore::plan(&current, &target))
+    }
+
+    /// Restores `workspace` to the checkpoint before `turn`: contents, modes, symbolic links and
+    /// empty directories as recorded; paths created since are removed; ignored paths are left
+    /// alone. Files recorded without content are reported if they changed.
+    pub async fn restore(
+        &self,
+        session_id: &str,
+        turn: i64,
+        workspace: &Path,
+    ) -> Result<RestoreReport, CheckpointError> {
+        let started = Instant::now();
+        let target = self.target(session_id, turn).await?;
+        self.restore_manifest(&target, workspace, started).await
+    }
+
+    /// Writes the checkpoint before `turn` of `session_id` into `dest` (an empty or missing
+    /// directory): a copy of the workspace as it was, e.g. for a fork.
+    pub async fn materialize(
+        &self,
+        session_id: &str,
+        turn: i64,
+        dest: &Path,
+    ) -> Result<RestoreReport, CheckpointError> {
+        let started = Instant::now();
+        let target = self.target(session_id, turn).await?;
+        std::fs::create_dir_all(dest)
+            .map_err(|e| CheckpointError::Io { path: dest.to_owned(), source: e })?;
+        let nonempty = std::fs::read_dir(dest)
+            .map_err(|e| CheckpointError::Io { path: dest.to_owned(), source: e })?
+            .next()
+            .is_some();
+        if nonempty {
+            return Err(CheckpointError::Config(format!(
+                "{} is not empty; choose a new or empty directory for the copy",
+                dest.display()
+            )));
+        }
+        self.restore_manifest(&target, dest, started).await
+    }
+
+    async fn restore_manifest(
+        &self,
+        target: &Manifest,
+        workspace: &Path,
+        started: Instant,
+    ) -> Result<RestoreReport, CheckpointError> {
+        let current = self.current(workspace).await?;
+        let plan = restore::plan(&current, target);
+        let needed: Vec<String> = plan.needed().iter().map(hex).collect();
+        let mut contents = HashMap::with_capacity(needed.len());
+        for chunk in needed.chunks(500) {
+            for (digest, data) in self.store.get_checkpoint_objects(chunk).await? {
+                let bytes = decompress(&data)?;
+                let actual = *blake3::hash(&bytes).as_bytes();
+                if hex(&actual) != digest {
+                    return Err(CheckpointError::Corrupt(format!(
+                        "object {digest} does not match its digest"
+                    )));
+                }
+                contents.insert(actual, bytes);
+            }
+        }
+        let root = workspace.to_owned();
+        let (plan, leftovers) = tokio::task::spawn_blocking(move || {
+            let leftovers = restore::apply(&root, &plan, &contents);
+            (plan, leftovers)
+        })
+        .await
+        .map_err(|e| CheckpointError::Corrupt(format!("the restore stopped: {e}")))?;
+        // Files not recorded since are known only to this scan: the next checkpoint starts from
+        // the stored manifest again, so it stores them.
+        self.remember(workspace, None);
+        Ok(RestoreReport { plan, leftovers, duration: started.elapsed() })
+    }
+
+    /// Deletes stored content no checkpoint refers to any more (after sessions were deleted),
+    /// leaving alone what was stored in the last hour (a checkpoint may be being recorded).
+    /// Returns how many objects went.
+    pub async fn collect_garbage(&self) -> Result<u64, CheckpointError> {
+        let cutoff = tackle_store::now_ms() - 3_600_000;
+        let candidates = self.store.checkpoint_objects_before(cutoff).await?;
+        if candidates.is_empty() {
+            return Ok(0);
+        }
+        let mut live = std::collections::HashSet::new();
+        for digest in self.store.checkpoint_manifests().await? {
+            let manifest = self.load_manifest(&digest).await?;
+            live.extend(manifest.entries.iter().filter_map(Entry::digest).map(hex));
+            live.insert(digest);
+        }
+        let dead: Vec<String> = candidates.into_iter().filter(|d| !live.contains(d)).collect();
+        Ok(self.store.delete_checkpoint_objects(&dead).await?)
+    }
+}
+
+fn decompress(data: &[u8]) -> Result<Vec<u8>, CheckpointError> {
+    zstd::stream::decode_all(data).map_err(|e| CheckpointError::Corrupt(format!("cannot decompress: {e}")))
+}

@@ -1,0 +1,272 @@
+//! Workspace checkpoints (`tackle-checkpoint` decides what goes in them): content-addressed
+//! objects shared by every session (`checkpoint_objects`: a digest, the raw size, the compressed
+//! bytes) and, per session and turn, the manifest of the workspace before that turn
+//! (`checkpoints`).
+
+use rusqlite::ToSql;
+use serde_json::Value;
+
+use crate::db::{Db, DbRow, now_ms, on_db, session_fk};
+use crate::writer;
+use crate::{Store, StoreError};
+
+/// An object to store: its digest (hex), its raw size and its compressed bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointObject {
+    /// Hex BLAKE3 digest of the raw bytes.
+    pub digest: String,
+    /// Raw size.
+    pub size: i64,
+    /// The bytes as stored (compressed).
+    pub data: Vec<u8>,
+}
+
+/// A checkpoint to record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewCheckpoint {
+    /// The session.
+    pub session_id: String,
+    /// The turn it precedes.
+    pub turn: i64,
+    /// The workspace recorded (absolute path).
+    pub workspace: String,
+    /// Digest of the manifest object.
+    pub manifest: String,
+    /// What recording it measured.
+    pub stats: Value,
+}
+
+/// A recorded checkpoint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckpointRecord {
+    /// The session.
+    pub session_id: String,
+    /// The turn it precedes.
+    pub turn: i64,
+    /// The workspace recorded.
+    pub workspace: String,
+    /// Digest of the manifest object.
+    pub manifest: String,
+    /// What recording it measured.
+    pub stats: Value,
+    /// When, Unix milliseconds.
+    pub created_at: i64,
+}
+
+const INSERT_OBJECT: &str =
+    "INSERT INTO checkpoint_objects (digest, size, data, created_at) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (digest) DO NOTHING";
+
+fn record(row: &impl DbRow) -> Result<CheckpointRecord, StoreError> {
+    Ok(CheckpointRecord {
+        session_id: row.try_get("session_id")?,
+        turn: row.try_get("turn")?,
+        workspace: row.try_get("workspace")?,
+        manifest: row.try_get("manifest")?,
+        stats: serde_json::from_str(row.try_get::<&str>("stats")?)?,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+/// `$1, $2, ..., $n`.
+fn placeholders(n: usize) -> String {
+    (1..=n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
+}
+
+impl Store {
+    /// Stores objects not stored yet (in one transaction); returns the compressed bytes added.
+    pub async fn put_checkpoint_objects(&self, objects: Vec<CheckpointObject>) -> Result<u64, StoreError> {
+        if objects.is_empty() {
+            return Ok(0);
+        }
+        let now = now_ms();
+        match &self.db {
+            Db::Sqlite(sqlite) => {
+                sqlite
+                    .writer
+                    .transaction(move |tx| {
+                        let mut added = 0u64;
+                        for o in &objects {
+                            let params: [&dyn ToSql; 4] = [&o.digest, &o.size, &o.data, &now];
+                            if writer::execute(tx, INSERT_OBJECT, &params)? > 0 {
+                                added += o.data.len() as u64;
+                            }
+                        }
+                        Ok(added)
+                    })
+                    .await
+            }
+            Db::Postgres(pool) => {
+                let mut tx = pool.begin().await?;
+                let mut added = 0u64;
+                for o in &objects {
+                    let done = sqlx::query(INSERT_OBJECT)
+                        .bind(&o.digest)
+                        .bind(o.size)
+                        .bind(&o.data)
+                        .bind(now)
+                        .execute(&mut *tx)
+                        .await?;
+                    if done.rows_affected() > 0 {
+                        added += o.data.len() as u64;
+                    }
+                }
+                tx.commit().await?;
+                Ok(added)
+            }
+        }
+    }
+
+    /// The stored (compressed) bytes of the objects among `digests` that exist.
+    pub async fn get_checkpoint_objects(
+        &self,
+        digests: &[String],
+    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        let mut out = Vec::with_capacity(digests.len());
+        for chunk in digests.chunks(500) {
+            let sql = format!(
+                "SELECT digest, data FROM checkpoint_objects WHERE digest IN ({})",
+                placeholders(chunk.len())
+            );
+            on_db!(self, pool => {
+                let mut query = sqlx::query(sqlx::AssertSqlSafe(sql.clone()));
+                for d in chunk {
+                    query = query.bind(d);
+                }
+                for row in query.fetch_all(pool).await? {
+                    out.push((row.try_get::<String>("digest")?, row.try_get::<Vec<u8>>("data")?));
+                }
+            });
+        }
+        Ok(out)
+    }
+
+    /// Whether the object `digest` is stored.
+    pub async fn has_checkpoint_object(&self, digest: &str) -> Result<bool, StoreError> {
+        on_db!(self, pool => {
+            let row = sqlx::query("SELECT 1 AS one FROM checkpoint_objects WHERE digest = $1")
+                .bind(digest)
+                .fetch_optional(pool)
+                .await?;
+            Ok(row.is_some())
+        })
+    }
+
+    /// Records (or replaces) the checkpoint before `turn` of a session.
+    pub async fn save_checkpoint(&self, new: NewCheckpoint) -> Result<(), StoreError> {
+        let stats = serde_json::to_string(&new.stats)?;
+        on_db!(self, pool => {
+            sqlx::query(
+                "INSERT INTO checkpoints (session_id, turn, workspace, manifest, stats, created_at)
+                 VALUES ($1, $2, $3, $4, $5, $6)
+                 ON CONFLICT (session_id, turn) DO UPDATE SET workspace = excluded.workspace,
+                     manifest = excluded.manifest, stats = excluded.stats, created_at = excluded.created_at",
+            )
+            .bind(&new.session_id)
+            .bind(new.turn)
+            .bind(&new.workspace)
+            .bind(&new.manifest)
+            .bind(&stats)
+            .bind(now_ms())
+            .execute(pool)
+            .await
+            .map_err(|e| session_fk(e, &new.session_id))?;
+            Ok(())
+        })
+    }
+
+    /// The checkpoint before `turn` of a session.
+    pub async fn checkpoint(
+        &self,
+        session_id: &str,
+        turn: i64,
+    ) -> Result<Option<CheckpointRecord>, StoreError> {
+        on_db!(self, pool => {
+            let row = sqlx::query(
+                "SELECT session_id, turn, workspace, manifest, stats, created_at FROM checkpoints
+                 WHERE session_id = $1 AND turn = $2",
+            ).bind(session_id).bind(turn).fetch_optional(pool).await?;
+            row.as_ref().map(record).transpose()
+        })
+    }
+
+    /// A session's checkpoints, by turn.
+    pub async fn checkpoints(&self, session_id: &str) -> Result<Vec<CheckpointRecord>, StoreError> {
+        on_db!(self, pool => {
+            let rows = sqlx::query(
+                "SELECT session_id, turn, workspace, manifest, stats, created_at FROM checkpoints
+                 WHERE session_id = $1 ORDER BY turn",
+            ).bind(session_id).fetch_all(pool).await?;
+            rows.iter().map(record).collect()
+        })
+    }
+
+    /// The latest checkpoint of a workspace, whatever its session.
+    pub async fn latest_checkpoint_for_workspace(
+        &self,
+        workspace: &str,
+    ) -> Result<Option<CheckpointRecord>, StoreError> {
+        on_db!(self, pool => {
+            let row = sqlx::query(
+                "SELECT session_id, turn, workspace, manifest, stats, created_at FROM checkpoints
+                 WHERE workspace = $1 ORDER BY created_at DESC, turn DESC LIMIT 1",
+            ).bind(workspace).fetch_optional(pool).await?;
+            row.as_ref().map(record).transpose()
+        })
+    }
+
+    /// Copies the checkpoints of turns up to `upto_turn` of one session to another (a fork).
+    pub async fn copy_checkpoints(&self, from: &str, to: &str, upto_turn: i64) -> Result<u64, StoreError> {
+        on_db!(self, pool => {
+            let done = sqlx::query(
+                "INSERT INTO checkpoints (session_id, turn, workspace, manifest, stats, created_at)
+                 SELECT $2, turn, workspace, manifest, stats, created_at FROM checkpoints
+                 WHERE session_id = $1 AND turn <= $3
+                 ON CONFLICT (session_id, turn) DO NOTHING",
+            )
+            .bind(from)
+            .bind(to)
+            .bind(upto_turn)
+            .execute(pool)
+            .await
+            .map_err(|e| session_fk(e, to))?;
+            Ok(done.rows_affected())
+        })
+    }
+
+    /// Every manifest a checkpoint refers to.
+    pub async fn checkpoint_manifests(&self) -> Result<Vec<String>, StoreError> {
+        on_db!(self, pool => {
+            let rows = sqlx::query("SELECT DISTINCT manifest FROM checkpoints").fetch_all(pool).await?;
+            rows.iter().map(|r| r.try_get::<String>("manifest")).collect()
+        })
+    }
+
+    /// Objects stored before `before_ms` (garbage collection candidates).
+    pub async fn checkpoint_objects_before(&self, before_ms: i64) -> Result<Vec<String>, StoreError> {
+        on_db!(self, pool => {
+            let rows = sqlx::query("SELECT digest FROM checkpoint_objects WHERE created_at < $1")
+                .bind(before_ms)
+                .fetch_all(pool)
+                .await?;
+            rows.iter().map(|r| r.try_get::<String>("digest")).collect()
+        })
+    }
+
+    /// Deletes these objects; returns how many went.
+    pub async fn delete_checkpoint_objects(&self, digests: &[String]) -> Result<u64, StoreError> {
+        let mut deleted = 0;
+        for chunk in digests.chunks(500) {
+            let sql =
+                format!("DELETE FROM checkpoint_objects WHERE digest IN ({})", placeholders(chunk.len()));
+            on_db!(self, pool => {
+                let mut query = sqlx::query(sqlx::AssertSqlSafe(sql.clone()));
+                for d in chunk {
+                    query = query.bind(d);
+                }
+                deleted += query.execute(pool).await?.rows_affected();
+            });
+        }
+        Ok(deleted)
+    }
+}
