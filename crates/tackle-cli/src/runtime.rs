@@ -189,6 +189,10 @@ pub enum Approvals {
     Ask(Arc<dyn Approver>),
 }
 
+/// What a person can do about calls refused because nobody could confirm them.
+pub const YES_HINT: &str = "nobody could be asked to confirm this call (standard input is not a terminal); \
+                            pass --yes to allow such calls";
+
 /// The approver behind `approvals`.
 fn approver_for(approvals: &Approvals) -> Arc<dyn Approver> {
     match approvals {

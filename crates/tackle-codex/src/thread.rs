@@ -149,6 +149,9 @@ pub struct CodexThread {
     turn: Option<TurnId>,
     batch: Batch,
     raw_usage: bool,
+    /// Answer text streamed so far, by `agentMessage` item id: the completed item supplies
+    /// what its deltas did not (all of it when the backend's stream carried none).
+    streamed: HashMap<String, String>,
     ready: VecDeque<TurnEvent>,
     /// Dynamic tool calls the stored thread has results for (from `thread/resume`).
     completed_calls: HashSet<CallId>,
@@ -196,6 +199,7 @@ impl CodexThread {
             turn,
             batch: Batch::default(),
             raw_usage: false,
+            streamed: HashMap::new(),
             ready: VecDeque::new(),
             completed_calls,
         }
@@ -416,8 +420,13 @@ impl CodexThread {
                 None
             }
             method::AGENT_MESSAGE_DELTA if !for_other_turn => {
-                params.get("delta").and_then(Value::as_str).map(|d| TurnEvent::TextDelta(d.to_owned()))
+                let delta = params.get("delta").and_then(Value::as_str);
+                if let (Some(d), Some(item)) = (delta, params.get("itemId").and_then(Value::as_str)) {
+                    self.streamed.entry(item.to_owned()).or_default().push_str(d);
+                }
+                delta.map(|d| TurnEvent::TextDelta(d.to_owned()))
             }
+            method::ITEM_COMPLETED if !for_other_turn => self.completed_message(params.get("item")),
             method::REASONING_SUMMARY_DELTA | method::REASONING_TEXT_DELTA if !for_other_turn => {
                 params.get("delta").and_then(Value::as_str).map(|d| TurnEvent::ReasoningDelta(d.to_owned()))
             }
@@ -453,6 +462,7 @@ impl CodexThread {
             method::TURN_COMPLETED if !for_other_turn => {
                 let completed: wire::TurnStartResult = parse(method::TURN_COMPLETED, params)?;
                 self.turn = None;
+                self.streamed.clear();
                 self.release_all("the turn ended");
                 let collected = std::mem::take(&mut self.batch.calls);
                 if !collected.is_empty() {
@@ -484,6 +494,27 @@ impl CodexThread {
             }
             _ => None,
         })
+    }
+
+    /// A completed `agentMessage`: the part of its text its deltas did not stream (all of it
+    /// when none came: a backend stream without `response.output_item.added` makes Codex send
+    /// the message only whole).
+    fn completed_message(&mut self, item: Option<&Value>) -> Option<TurnEvent> {
+        let item = item?;
+        if item.get("type").and_then(Value::as_str) != Some("agentMessage") {
+            return None;
+        }
+        let text = item.get("text").and_then(Value::as_str)?;
+        let id = item.get("id").and_then(Value::as_str).unwrap_or_default();
+        let streamed = self.streamed.remove(id).unwrap_or_default();
+        match text.strip_prefix(streamed.as_str()) {
+            Some(rest) if !rest.is_empty() => Some(TurnEvent::TextDelta(rest.to_owned())),
+            Some(_) => None,
+            None => {
+                tracing::debug!(thread = %self.id, item = id, "the completed message differs from its deltas; the deltas stand");
+                None
+            }
+        }
     }
 
     /// The call id of a raw `function_call` item of one of this thread's dynamic tools whose

@@ -152,6 +152,38 @@ async fn calls_of_one_response_come_out_as_one_batch_even_when_one_is_late() {
     assert!(!thread.turn_active());
 }
 
+/// A backend stream without `response.output_item.added` makes Codex send an answer only as a
+/// completed `agentMessage` item: its text counts, and only the part no delta streamed.
+#[tokio::test]
+async fn a_completed_message_supplies_the_text_its_deltas_did_not() {
+    let (mut thread, mut peer) = setup(CodexConfig::default(), &["a"]).await;
+    let delta = |item: &str, text: &str| {
+        json!({"method": "item/agentMessage/delta", "params": {"threadId": "th", "turnId": "tu", "itemId": item, "delta": text}})
+    };
+    let completed = |item: &str, text: &str| {
+        json!({"method": "item/completed", "params": {"threadId": "th", "turnId": "tu",
+            "item": {"type": "agentMessage", "id": item, "text": text, "phase": null}}})
+    };
+    peer.send(completed("m1", "All done.")).await;
+    peer.send(delta("m2", "Hel")).await;
+    peer.send(completed("m2", "Hello")).await;
+    peer.send(delta("m3", "whole")).await;
+    peer.send(completed("m3", "whole")).await;
+    peer.send(json!({"method": "item/completed", "params": {"threadId": "th", "turnId": "tu",
+        "item": {"type": "reasoning", "id": "r", "summary": []}}}))
+    .await;
+    peer.send(json!({"method": "turn/completed", "params": {"threadId": "th", "turn": {"id": "tu", "items": [], "status": "completed"}}})).await;
+    let mut texts = Vec::new();
+    loop {
+        match thread.next_event().await.unwrap() {
+            TurnEvent::TextDelta(t) => texts.push(t),
+            TurnEvent::Ended(TurnEnd::Completed) => break,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(texts, ["All done.", "Hel", "lo", "whole"]);
+}
+
 #[tokio::test]
 async fn without_raw_events_calls_close_after_a_quiet_moment() {
     let (mut thread, mut peer) = setup(CodexConfig::default(), &["a"]).await;
