@@ -59,12 +59,14 @@ enum Align {
 
 impl MarkdownStream {
     /// Styled when `style` writes colour, else raw: the text passes through.
+    #[cfg(test)]
     pub fn new(style: Style) -> Self {
         let mode = if style.is_color() { MarkdownMode::Styled } else { MarkdownMode::Raw };
         Self::with_mode(mode)
     }
 
     /// Rendered as plain text: markers removed, code and tables drawn, no escape codes.
+    #[cfg(test)]
     pub fn plain_text() -> Self {
         Self::with_mode(MarkdownMode::Plain)
     }

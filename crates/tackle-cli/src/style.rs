@@ -38,11 +38,6 @@ impl Style {
         Self { color: color_allowed(std::io::stderr().is_terminal()) }
     }
 
-    /// For stdout: colour when it is a terminal and nothing forbids it.
-    pub fn stdout() -> Self {
-        Self { color: color_allowed(std::io::stdout().is_terminal()) }
-    }
-
     /// Whether this style writes escape codes.
     pub fn is_color(self) -> bool {
         self.color
