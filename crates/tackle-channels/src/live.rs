@@ -108,7 +108,8 @@ impl LiveView {
                 self.set(id, state)
             }
             AgentEvent::ContextCompacted { tokens_before, tokens_after, .. } => {
-                self.entries.push(Entry::Note(format!("context compacted: {tokens_before} → {tokens_after} tokens")));
+                self.entries
+                    .push(Entry::Note(format!("context compacted: {tokens_before} → {tokens_after} tokens")));
                 true
             }
             _ => false,
@@ -353,11 +354,19 @@ mod tests {
         v.apply(&AgentEvent::StepStarted { step: 1, max_steps: 5 });
         v.apply(&AgentEvent::TextDelta { text: "Let me look ".into() });
         v.apply(&AgentEvent::TextDelta { text: "around first.".into() });
-        v.apply(&AgentEvent::ToolCall { id: "c1".into(), name: "list_files".into(), args: json!({"path": "."}) });
+        v.apply(&AgentEvent::ToolCall {
+            id: "c1".into(),
+            name: "list_files".into(),
+            args: json!({"path": "."}),
+        });
         v.apply(&result("c1", 2, 20));
         v.apply(&AgentEvent::StepStarted { step: 2, max_steps: 5 });
         v.apply(&AgentEvent::TextDelta { text: "Now the notes.".into() });
-        v.apply(&AgentEvent::ToolCall { id: "c2".into(), name: "read_file".into(), args: json!({"path": "n.md"}) });
+        v.apply(&AgentEvent::ToolCall {
+            id: "c2".into(),
+            name: "read_file".into(),
+            args: json!({"path": "n.md"}),
+        });
         v.apply(&result("c2", 1, 5));
         v.apply(&AgentEvent::StepStarted { step: 3, max_steps: 5 });
         v.apply(&AgentEvent::TextDelta { text: "Two files.".into() });

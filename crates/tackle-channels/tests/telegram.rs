@@ -445,7 +445,8 @@ async fn failing_optional_calls_delay_nothing_and_text_before_a_call_is_shown() 
 /// `/stop` while a confirmation waits: the turn stops and the confirmation loses its buttons.
 #[tokio::test]
 async fn stop_while_a_confirmation_waits_removes_its_buttons() {
-    let script = Script::new(vec![Turn::call("shell", r#"{"command":"touch never.txt"}"#), Turn::text("unused")]);
+    let script =
+        Script::new(vec![Turn::call("shell", r#"{"command":"touch never.txt"}"#), Turn::text("unused")]);
     let Some(s) = Setup::new(script).await else { return };
     let bot = s.bot(BotSetup::default()).await;
     let chat = ANN.private();

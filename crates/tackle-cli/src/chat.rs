@@ -15,8 +15,8 @@ use crate::approver::TerminalApprover;
 use crate::cli::ChatArgs;
 use crate::render::{TerminalRenderer, TextOutput, sink, thousands};
 use crate::runtime::{
-    Approvals, ModelProvider, YES_HINT, build_agent, open_or_create, open_store, provider_for, settings_for, tool_mask,
-    workspace_dir,
+    Approvals, ModelProvider, YES_HINT, build_agent, open_or_create, open_store, provider_for, settings_for,
+    tool_mask, workspace_dir,
 };
 use crate::screen::Screen;
 use crate::style::{Style, color_allowed, wrap};
@@ -371,7 +371,10 @@ async fn slash(command: &str, state: &mut ChatState) -> Result<Flow> {
                                 thousands(tackle_context::DEFAULT_WINDOW)
                             ),
                         };
-                        eprintln!("{}", state.style.yellow(&format!("{arg} is not checked ({why}); {window}")));
+                        eprintln!(
+                            "{}",
+                            state.style.yellow(&format!("{arg} is not checked ({why}); {window}"))
+                        );
                     }
                 }
                 let id = state.session.id().to_owned();
@@ -391,7 +394,9 @@ async fn slash(command: &str, state: &mut ChatState) -> Result<Flow> {
         }
         "approvals" => match (&state.approver, arg) {
             (None, _) if state.nobody_to_ask => {
-                eprintln!("calls that need confirmation are refused: nobody can be asked (pass --yes to allow them)")
+                eprintln!(
+                    "calls that need confirmation are refused: nobody can be asked (pass --yes to allow them)"
+                )
             }
             (None, _) => eprintln!("every call is approved (--yes)"),
             (Some(a), "") => {
@@ -476,7 +481,8 @@ enum ModelCheck {
 
 /// Checks `name` against the provider's model listing where it has one.
 async fn check_model(provider: &dyn tackle_provider::Provider, name: &str) -> ModelCheck {
-    let unchecked = |why: String| ModelCheck::Unchecked { why, window: tackle_context::known_context_window(name) };
+    let unchecked =
+        |why: String| ModelCheck::Unchecked { why, window: tackle_context::known_context_window(name) };
     let listing = tokio::time::timeout(std::time::Duration::from_secs(15), provider.list_models()).await;
     match listing {
         Ok(Ok(Some(ids))) if ids.iter().any(|id| id == name) => ModelCheck::Listed,

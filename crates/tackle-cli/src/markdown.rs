@@ -175,7 +175,8 @@ impl MarkdownStream {
         let s = self.style;
         let render = |cell: &str| self.inline(cell.trim());
         let header: Vec<String> = table.header.iter().map(|c| render(c)).collect();
-        let rows: Vec<Vec<String>> = table.rows.iter().map(|r| r.iter().map(|c| render(c)).collect()).collect();
+        let rows: Vec<Vec<String>> =
+            table.rows.iter().map(|r| r.iter().map(|c| render(c)).collect()).collect();
         let width = |text: &str| strip_ansi(text).chars().count();
         let mut widths: Vec<usize> = header.iter().map(|h| width(h).max(1)).collect();
         for row in &rows {

@@ -109,7 +109,11 @@ fn a_table_ending_the_answer_or_too_wide_for_the_terminal() {
     let out = render_plain("| a | b |\n|---|---|\n| 1 | 2 |", 4, None);
     assert_eq!(out, "┌───┬───┐\n│ a │ b │\n├───┼───┤\n│ 1 │ 2 │\n└───┴───┘");
     // Wider than the terminal: one record per row.
-    let out = render_plain("| name | description |\n|---|---|\n| x | a long text |\n| y | another |\n", 6, Some(12));
+    let out = render_plain(
+        "| name | description |\n|---|---|\n| x | a long text |\n| y | another |\n",
+        6,
+        Some(12),
+    );
     assert_eq!(out, "name: x\ndescription: a long text\n\nname: y\ndescription: another");
 }
 
@@ -121,7 +125,11 @@ fn pipes_without_a_delimiter_row_are_ordinary_text() {
 
 #[test]
 fn plain_text_mode_removes_markers_and_frames_code_without_escape_codes() {
-    let out = render_plain("## Result\n\nThe file says **hi**; see `a.txt` and [docs](https://x.dev).\n\n- one\n\n```sh\ncat a.txt\n```\n", 4, None);
+    let out = render_plain(
+        "## Result\n\nThe file says **hi**; see `a.txt` and [docs](https://x.dev).\n\n- one\n\n```sh\ncat a.txt\n```\n",
+        4,
+        None,
+    );
     assert!(!out.contains('\x1b'), "{out:?}");
     assert_eq!(
         out,

@@ -15,8 +15,8 @@ use crate::approver::TerminalApprover;
 use crate::cli::RunArgs;
 use crate::render::{JsonSink, TerminalRenderer, TextOutput, events_target, json_lines, sink};
 use crate::runtime::{
-    Approvals, ModelProvider, YES_HINT, build_agent, open_or_create, open_store, provider_for, settings_for, tool_mask,
-    workspace_dir,
+    Approvals, ModelProvider, YES_HINT, build_agent, open_or_create, open_store, provider_for, settings_for,
+    tool_mask, workspace_dir,
 };
 use crate::screen::Screen;
 use crate::style::color_allowed;

@@ -181,7 +181,8 @@ mod tests {
     fn wrapping_breaks_between_words_with_a_hanging_indent() {
         assert_eq!(wrap("  a ", "b c d", Some(7), "    "), "  a b c\n    d");
         assert_eq!(wrap("", "one two three", None, "  "), "one two three");
-        let text = "Run a shell command with bash in the workspace and return its exit code, stdout and stderr.";
+        let text =
+            "Run a shell command with bash in the workspace and return its exit code, stdout and stderr.";
         let wrapped = wrap("  shell   active  ", text, Some(40), "                  ");
         for line in wrapped.lines() {
             assert!(line.chars().count() <= 40, "{line:?}");

@@ -191,7 +191,9 @@ fn a_tool_turn_renders_a_labelled_result_markdown_and_a_turn_line() {
     assert!(screen.contains("┌──── sh") && screen.contains("│ cat hello.txt"), "{screen}");
     assert!(!screen.contains("**"), "{screen}");
     // The table as a grid, its number column right-aligned.
-    for row in ["┌───────────┬───────┐", "│ file      │ lines │", "│ hello.txt │     1 │", "└───────────┴───────┘"] {
+    for row in
+        ["┌───────────┬───────┐", "│ file      │ lines │", "│ hello.txt │     1 │", "└───────────┴───────┘"]
+    {
         assert!(screen.contains(row), "{row}: {screen}");
     }
     assert!(!screen.contains("|---"), "{screen}");

@@ -152,6 +152,9 @@ pub struct CodexThread {
     /// Answer text streamed so far, by `agentMessage` item id: the completed item supplies
     /// what its deltas did not (all of it when the backend's stream carried none).
     streamed: HashMap<String, String>,
+    /// Codex's notices, in a row, that it is trying its model backend again; reset when the
+    /// backend answers.
+    backend_retries: u32,
     ready: VecDeque<TurnEvent>,
     /// Dynamic tool calls the stored thread has results for (from `thread/resume`).
     completed_calls: HashSet<CallId>,
@@ -200,6 +203,7 @@ impl CodexThread {
             batch: Batch::default(),
             raw_usage: false,
             streamed: HashMap::new(),
+            backend_retries: 0,
             ready: VecDeque::new(),
             completed_calls,
         }
@@ -412,6 +416,20 @@ impl CodexThread {
             (Some(t), Some(active)) => &t != active,
             _ => false,
         };
+        if !for_other_turn
+            && matches!(
+                method_name,
+                method::AGENT_MESSAGE_DELTA
+                    | method::REASONING_SUMMARY_DELTA
+                    | method::REASONING_TEXT_DELTA
+                    | method::RAW_ITEM_COMPLETED
+                    | method::RAW_RESPONSE_COMPLETED
+                    | method::TOKEN_USAGE
+            )
+        {
+            // The backend answered.
+            self.backend_retries = 0;
+        }
         Ok(match method_name {
             method::TURN_STARTED => {
                 if self.turn.is_none() {
@@ -481,10 +499,29 @@ impl CodexThread {
                     _ => Some(TurnEvent::Ended(TurnEnd::Completed)),
                 }
             }
-            method::ERROR => {
+            method::ERROR if !for_other_turn => {
                 let retry = params.get("willRetry").and_then(Value::as_bool).unwrap_or(false);
                 let message = params.pointer("/error/message").and_then(Value::as_str).unwrap_or_default();
-                tracing::warn!(thread = %self.id, retry, "{message}");
+                // Codex's retries are its business until they exceed Tackle's: then the turn
+                // stops, rather than waiting out Codex's backoff (unbounded by default).
+                if retry && self.turn.is_some() {
+                    self.backend_retries += 1;
+                    let limit = self.server.config().backend_retries();
+                    if self.backend_retries > limit {
+                        let details = params
+                            .pointer("/error/additionalDetails")
+                            .and_then(Value::as_str)
+                            .filter(|d| !d.is_empty())
+                            .unwrap_or(message);
+                        tracing::debug!(thread = %self.id, retries = self.backend_retries - 1, "{details}; stopping the turn");
+                        self.abandon_turn();
+                        return Err(CodexError::BackendUnreachable {
+                            message: details.to_owned(),
+                            retries: limit,
+                        });
+                    }
+                }
+                tracing::debug!(thread = %self.id, retry, "codex error: {message}");
                 None
             }
             method::WARNING => {

@@ -40,7 +40,11 @@ pub fn context_window(model: &str) -> u64 {
 /// ```
 pub fn known_context_window(model: &str) -> Option<u64> {
     let m = model.to_ascii_lowercase();
-    WINDOWS.iter().filter(|(prefix, _)| m.starts_with(prefix)).max_by_key(|(prefix, _)| prefix.len()).map(|(_, w)| *w)
+    WINDOWS
+        .iter()
+        .filter(|(prefix, _)| m.starts_with(prefix))
+        .max_by_key(|(prefix, _)| prefix.len())
+        .map(|(_, w)| *w)
 }
 
 /// Tokens used by each part of a request.

@@ -192,7 +192,10 @@ async fn the_openai_python_sdk_runs_codex_models_on_the_responses_api() {
         json!({"name": "get_weather", "arguments": {"city": "Oslo"}, "status": "completed", "model": "codex/mock-model"})
     );
     assert_eq!(seen["json_answer"], json!({"text": "It rains in Oslo.", "status": "completed"}));
-    assert_eq!(seen["stream_call"], json!({"name": "get_weather", "arguments": {"city": "Bergen"}, "completed": true}));
+    assert_eq!(
+        seen["stream_call"],
+        json!({"name": "get_weather", "arguments": {"city": "Bergen"}, "completed": true})
+    );
     assert_eq!(seen["stream_answer"], "Bergen is sunny.");
     let r = h.fake.requests();
     assert!(r[0].body["input"].to_string().contains("You answer weather questions."), "the instructions");
@@ -207,7 +210,10 @@ async fn a_codex_model_without_the_bridge_says_how_to_serve_it() {
     let h = Harness::with(Script::new(vec![]), tokens()).await;
     for (path, body) in [
         ("/v1/responses", json!({"model": "codex/default", "input": "hi"})),
-        ("/v1/chat/completions", json!({"model": "codex/default", "messages": [{"role": "user", "content": "hi"}]})),
+        (
+            "/v1/chat/completions",
+            json!({"model": "codex/default", "messages": [{"role": "user", "content": "hi"}]}),
+        ),
     ] {
         let (status, body) = h.call(Method::POST, path, Some(ALICE), Some(body)).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");

@@ -106,7 +106,9 @@ impl BotApi {
             Attempt::Done(v) => serde_json::from_value(v)
                 .map_err(|e| self.error(method, format!("unexpected result: {e}"), None)),
             Attempt::Fail(e) => Err(e),
-            Attempt::Retry(_, why) => Err(self.error(method, format!("{why} (not retried: the call is optional)"), None)),
+            Attempt::Retry(_, why) => {
+                Err(self.error(method, format!("{why} (not retried: the call is optional)"), None))
+            }
         }
     }
 

@@ -677,7 +677,9 @@ impl Upstream {
         let at = |id: &str| {
             input
                 .as_array()
-                .and_then(|items| items.iter().position(|i| !id.is_empty() && str_at(i, "call_id") == Some(id)))
+                .and_then(|items| {
+                    items.iter().position(|i| !id.is_empty() && str_at(i, "call_id") == Some(id))
+                })
                 .map(|i| format!("input[{i}].call_id"))
                 .unwrap_or_else(|| "input".into())
         };
