@@ -383,7 +383,7 @@ impl Store {
             .bind(format!("%{escaped}%"))
             .fetch_all(pool)
             .await?;
-            rows.iter().map(|r| r.try_get("id").map_err(StoreError::from)).collect()
+            rows.iter().map(|r| r.try_get("id")).collect()
         })
     }
 
