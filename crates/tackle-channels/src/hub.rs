@@ -517,6 +517,7 @@ impl Hub {
         let mut shown = Shown::new(self.channel.max_message_len());
         let mut dirty = false;
         let mut typing = tokio::time::interval(TYPING_EVERY);
+        let mut typing_call: Option<tokio::task::JoinHandle<()>> = None;
         loop {
             tokio::select! {
                 biased;
@@ -535,8 +536,14 @@ impl Hub {
                     break;
                 }
                 _ = typing.tick() => {
-                    if let Err(e) = self.channel.typing(&chat).await {
-                        tracing::debug!(error = %e, "typing indicator failed");
+                    // Beside the turn, never in its way: one indicator call at a time, not awaited.
+                    if typing_call.as_ref().is_none_or(|t| t.is_finished()) {
+                        let (channel, chat) = (self.channel.clone(), chat.clone());
+                        typing_call = Some(tokio::spawn(async move {
+                            if let Err(e) = channel.typing(&chat).await {
+                                tracing::debug!(error = %e, "typing indicator failed");
+                            }
+                        }));
                     }
                 }
             }

@@ -1,5 +1,6 @@
 //! [`LiveView`]: a turn as one message that is edited while it runs: a status line per tool
-//! call (`shell ls -la` → `ok 24 lines`) and the answer as it streams. Pure: it folds
+//! call (`shell ls -la` → `ok 24 lines`), the text the model wrote before its calls in its place
+//! among them, and the answer as it streams. Pure: it folds
 //! [`AgentEvent`]s and renders a [`Document`] that fits one message.
 
 use serde_json::Value;
@@ -11,6 +12,8 @@ use crate::rich::{Block, Document, Span, units};
 const LABEL_CHARS: usize = 80;
 /// Longest error shown on a status line, in characters.
 const ERROR_CHARS: usize = 120;
+/// Longest text of the model shown before its tool calls, in characters.
+const TEXT_CHARS: usize = 600;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum LineState {
@@ -27,11 +30,21 @@ struct ToolLine {
     state: LineState,
 }
 
+/// One line of a turn's status, in the order things happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Entry {
+    /// A tool call and how it is going.
+    Tool(ToolLine),
+    /// What the model wrote before its next tool calls ("Let me look around first.").
+    Text(String),
+    /// A note of the runtime's (a compaction).
+    Note(String),
+}
+
 /// What one turn looks like so far.
 #[derive(Debug, Clone)]
 pub struct LiveView {
-    lines: Vec<ToolLine>,
-    notes: Vec<String>,
+    entries: Vec<Entry>,
     text: String,
     limit: usize,
 }
@@ -39,7 +52,14 @@ pub struct LiveView {
 impl LiveView {
     /// An empty view for messages of at most `limit` visible units.
     pub fn new(limit: usize) -> Self {
-        Self { lines: Vec::new(), notes: Vec::new(), text: String::new(), limit: limit.max(64) }
+        Self { entries: Vec::new(), text: String::new(), limit: limit.max(64) }
+    }
+
+    fn tools_mut(&mut self) -> impl DoubleEndedIterator<Item = &mut ToolLine> {
+        self.entries.iter_mut().filter_map(|e| match e {
+            Entry::Tool(line) => Some(line),
+            _ => None,
+        })
     }
 
     /// Folds one event in; true when what is shown changed.
@@ -55,17 +75,22 @@ impl LiveView {
                 !text.is_empty()
             }
             AgentEvent::ToolCall { id, name, args } => {
-                self.lines.push(ToolLine {
+                // The text streamed so far leads to this call: it stays, above it.
+                let said = std::mem::take(&mut self.text);
+                if !said.trim().is_empty() {
+                    self.entries.push(Entry::Text(clip(said.trim(), TEXT_CHARS)));
+                }
+                self.entries.push(Entry::Tool(ToolLine {
                     call_id: id.clone(),
                     label: tool_label(name, args),
                     state: LineState::Running,
-                });
+                }));
                 true
             }
             AgentEvent::ApprovalRequested { call_id, .. } => self.set(call_id, LineState::Waiting),
             AgentEvent::ApprovalResolved { approved: true, .. } => {
                 // Back to running; the call id is not in this event, but only one call waits at a time.
-                match self.lines.iter_mut().rev().find(|l| l.state == LineState::Waiting) {
+                match self.tools_mut().rev().find(|l| l.state == LineState::Waiting) {
                     Some(line) => {
                         line.state = LineState::Running;
                         true
@@ -83,7 +108,8 @@ impl LiveView {
                 self.set(id, state)
             }
             AgentEvent::ContextCompacted { tokens_before, tokens_after, .. } => {
-                self.notes.push(format!("context compacted: {tokens_before} → {tokens_after} tokens"));
+                self.entries
+                    .push(Entry::Note(format!("context compacted: {tokens_before} → {tokens_after} tokens")));
                 true
             }
             _ => false,
@@ -91,7 +117,7 @@ impl LiveView {
     }
 
     fn set(&mut self, call_id: &ToolCallId, state: LineState) -> bool {
-        match self.lines.iter_mut().find(|l| &l.call_id == call_id) {
+        match self.tools_mut().find(|l| &l.call_id == call_id) {
             Some(line) if line.state != state => {
                 line.state = state;
                 true
@@ -102,7 +128,7 @@ impl LiveView {
 
     /// True when any tool was called.
     pub fn has_tools(&self) -> bool {
-        !self.lines.is_empty()
+        self.entries.iter().any(|e| matches!(e, Entry::Tool(_)))
     }
 
     /// The status lines and the answer streamed so far (its end, if it is long), within the
@@ -117,12 +143,20 @@ impl LiveView {
         doc
     }
 
-    /// The status lines only (what stays once the answer is sent on its own), within the limit.
+    /// The status lines only (what stays once the answer is sent on its own): the calls, and
+    /// what the model said before them, within the limit.
     pub fn status(&self) -> Document {
         // At most two thirds of a message for status lines; the oldest go first.
         let budget = self.limit * 2 / 3;
-        let mut rendered: Vec<Vec<Span>> = self.notes.iter().map(|n| vec![Span::italic(n.clone())]).collect();
-        rendered.extend(self.lines.iter().map(line_spans));
+        let rendered: Vec<Vec<Span>> = self
+            .entries
+            .iter()
+            .map(|e| match e {
+                Entry::Tool(line) => line_spans(line),
+                Entry::Text(text) => vec![Span::plain(text.clone())],
+                Entry::Note(note) => vec![Span::italic(note.clone())],
+            })
+            .collect();
         let mut kept: Vec<Vec<Span>> = Vec::new();
         let mut len = 0;
         for spans in rendered.iter().rev() {
@@ -203,6 +237,16 @@ fn ok_summary(lines: u64, bytes: u64) -> String {
         (0 | 1, b) => format!("ok {b} bytes"),
         (n, _) => format!("ok {n} lines"),
     }
+}
+
+/// `s` in at most `max` characters (with an ellipsis when cut).
+fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_owned();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
 }
 
 /// The first line of `s`, at most `max` characters (with an ellipsis when cut).
@@ -300,6 +344,37 @@ mod tests {
         );
         assert_eq!(v.status().blocks.len(), 1);
         assert!(v.has_tools());
+    }
+
+    /// What the model says before its calls stays in the status, in its place; the answer
+    /// after the last call streams below.
+    #[test]
+    fn text_before_a_tool_call_stays_above_it() {
+        let mut v = LiveView::new(4096);
+        v.apply(&AgentEvent::StepStarted { step: 1, max_steps: 5 });
+        v.apply(&AgentEvent::TextDelta { text: "Let me look ".into() });
+        v.apply(&AgentEvent::TextDelta { text: "around first.".into() });
+        v.apply(&AgentEvent::ToolCall {
+            id: "c1".into(),
+            name: "list_files".into(),
+            args: json!({"path": "."}),
+        });
+        v.apply(&result("c1", 2, 20));
+        v.apply(&AgentEvent::StepStarted { step: 2, max_steps: 5 });
+        v.apply(&AgentEvent::TextDelta { text: "Now the notes.".into() });
+        v.apply(&AgentEvent::ToolCall {
+            id: "c2".into(),
+            name: "read_file".into(),
+            args: json!({"path": "n.md"}),
+        });
+        v.apply(&result("c2", 1, 5));
+        v.apply(&AgentEvent::StepStarted { step: 3, max_steps: 5 });
+        v.apply(&AgentEvent::TextDelta { text: "Two files.".into() });
+        assert_eq!(
+            v.status().plain_text(),
+            "Let me look around first.\n✅ list_files . → ok 2 lines\nNow the notes.\n✅ read_file n.md → ok 5 bytes"
+        );
+        assert!(v.render().plain_text().ends_with("✅ read_file n.md → ok 5 bytes\n\nTwo files."));
     }
 
     #[test]

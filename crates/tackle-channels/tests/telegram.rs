@@ -413,6 +413,59 @@ async fn a_429_is_retried_after_its_retry_after_and_network_errors_are_retried()
     bot.stop(Duration::from_secs(5)).await;
 }
 
+/// The typing indicator and the command menu are optional: failing (500) or never answered,
+/// they are tried once and neither the start nor the turn waits for them. The model's text before
+/// its tool call stays in the status message, above the call.
+#[tokio::test]
+async fn failing_optional_calls_delay_nothing_and_text_before_a_call_is_shown() {
+    let script = Script::new(vec![
+        Turn::text("Let me look around first.").with_call("list_files", r#"{"path":"."}"#),
+        Turn::text("Two files."),
+    ]);
+    let Some(s) = Setup::new(script).await else { return };
+    std::fs::write(s.workspace.path().join("a.txt"), "a").unwrap();
+    s.emulator.fault("setMyCommands", "500", 0, 100).await;
+    s.emulator.fault("sendChatAction", "hang", 0, 100).await;
+    let bot = s.bot(BotSetup::default()).await;
+    s.emulator.say(ANN.private(), ANN, "what is here?").await;
+    s.wait_for(ANN.private(), "Two files.").await;
+    assert_eq!(s.emulator.calls_of("setMyCommands").await.len(), 1, "tried once, not retried");
+    let typing = s.emulator.calls_of("sendChatAction").await;
+    assert!(!typing.is_empty() && typing.iter().all(|c| c["status"].is_null()), "asked, never answered");
+
+    let shown = s.shown(ANN.private()).await;
+    let status = shown[0].last().unwrap();
+    assert!(status.contains("Let me look around first."), "{shown:#?}");
+    let (said, call) = (status.find("Let me look around").unwrap(), status.find("list_files .").unwrap());
+    assert!(said < call, "the text is above its call: {status}");
+    assert_eq!(shown.last().unwrap(), &vec!["Two files.".to_owned()]);
+    bot.stop(Duration::from_secs(5)).await;
+}
+
+/// `/stop` while a confirmation waits: the turn stops and the confirmation loses its buttons.
+#[tokio::test]
+async fn stop_while_a_confirmation_waits_removes_its_buttons() {
+    let script =
+        Script::new(vec![Turn::call("shell", r#"{"command":"touch never.txt"}"#), Turn::text("unused")]);
+    let Some(s) = Setup::new(script).await else { return };
+    let bot = s.bot(BotSetup::default()).await;
+    let chat = ANN.private();
+    s.emulator.say(chat, ANN, "touch it").await;
+    let confirmation = wait_for_buttons(&s, chat).await;
+    s.emulator.say(chat, ANN, "/stop").await;
+    s.wait_for(chat, "⏹ Stopped.").await;
+    until("the confirmation edited", || async {
+        message(&s, confirmation["message_id"].as_i64().unwrap()).await["reply_markup"].is_null()
+    })
+    .await;
+    let after = message(&s, confirmation["message_id"].as_i64().unwrap()).await;
+    assert!(visible(after["text"].as_str().unwrap()).contains("No longer needed"), "{after}");
+    assert!(!s.workspace.path().join("never.txt").exists());
+    assert_eq!(s.fake.requests().len(), 1, "the stopped turn asked the model nothing more");
+    s.assert_all_accepted().await;
+    bot.stop(Duration::from_secs(5)).await;
+}
+
 #[tokio::test]
 async fn commands_new_stop_compact_context_and_tools() {
     let mut script = Script::new(vec![Turn::text("slow answer")]);

@@ -8,18 +8,18 @@ use anyhow::Result;
 use tackle_agent::{Agent, Session, ToolMask, TurnInput};
 use tackle_protocol::ContextReport;
 use tackle_store::{SessionFilter, SessionUpdate};
-use tackle_tools::{ApprovalMode, EventSink};
+use tackle_tools::{ApprovalMode, ApprovalPolicy, EventSink};
 use tokio_util::sync::CancellationToken;
 
 use crate::approver::TerminalApprover;
 use crate::cli::ChatArgs;
 use crate::render::{TerminalRenderer, TextOutput, sink, thousands};
 use crate::runtime::{
-    Approvals, ModelProvider, build_agent, open_or_create, open_store, provider_for, settings_for, tool_mask,
-    workspace_dir,
+    Approvals, ModelProvider, YES_HINT, build_agent, open_or_create, open_store, provider_for, settings_for,
+    tool_mask, workspace_dir,
 };
 use crate::screen::Screen;
-use crate::style::{Style, color_allowed};
+use crate::style::{Style, color_allowed, wrap};
 use crate::terminal::{Input, Terminal};
 
 const HELP: &str = "\
@@ -54,6 +54,8 @@ struct ChatState {
     mask: Option<ToolMask>,
     /// The approver, unless `--yes` approves everything.
     approver: Option<Arc<TerminalApprover>>,
+    /// Nobody can be asked (input is piped) and --yes was not given: confirmations are refused.
+    nobody_to_ask: bool,
     screen: Screen,
     style: Style,
     /// The `[[hooks]]` entries, for `/hooks`.
@@ -73,12 +75,17 @@ pub async fn run(args: ChatArgs) -> Result<ExitCode> {
     let terminal = Terminal::start(history);
     let style = Style::stderr();
     let screen = Screen::new(color_allowed(std::io::stderr().is_terminal()));
-    let approver = (!args.turn.yes)
+    // Lines piped in are messages and commands, never answers to a question nobody saw: without
+    // a terminal, calls that need confirmation are refused without asking (unless --yes).
+    let interactive = std::io::stdin().is_terminal();
+    let approver = (!args.turn.yes && interactive)
         .then(|| Arc::new(TerminalApprover::new(terminal.clone(), screen.clone(), workspace.clone())));
-    let approvals = match &approver {
-        Some(a) => Approvals::Ask(a.clone()),
-        None => Approvals::Auto,
+    let approvals = match (&approver, args.turn.yes) {
+        (_, true) => Approvals::Auto,
+        (Some(a), _) => Approvals::Ask(a.clone()),
+        (None, false) => Approvals::Deny,
     };
+    let nobody_to_ask = matches!(approvals, Approvals::Deny);
     let ModelProvider { provider, kind, .. } =
         provider_for(&settings, &workspace, &approvals, ApprovalMode::Interactive)?;
     let store = open_store(&settings).await?;
@@ -89,7 +96,10 @@ pub async fn run(args: ChatArgs) -> Result<ExitCode> {
     if let Some(mode) = args.turn.mode {
         session.set_mode(mode).await.map_err(|e| crate::UsageError(e.to_string()))?;
     }
-    let renderer = TerminalRenderer::new(TextOutput::Stdout, &workspace, screen.clone());
+    let mut renderer = TerminalRenderer::new(TextOutput::Stdout, &workspace, screen.clone());
+    if nobody_to_ask {
+        renderer = renderer.with_unconfirmable_hint(YES_HINT);
+    }
     let (events, _) = sink(Some(renderer), None);
     eprintln!(
         "{} · {} · session {} · {}",
@@ -98,6 +108,15 @@ pub async fn run(args: ChatArgs) -> Result<ExitCode> {
         short(session.id()),
         style.dim("/help for commands, Ctrl-D to leave")
     );
+    if nobody_to_ask {
+        eprintln!(
+            "{}",
+            style.yellow(
+                "standard input is not a terminal: calls that need confirmation are refused without asking \
+                 (pass --yes to allow them)"
+            )
+        );
+    }
     let mut interrupts = Interrupts::new()?;
     let mut state = ChatState {
         agent,
@@ -106,6 +125,7 @@ pub async fn run(args: ChatArgs) -> Result<ExitCode> {
         max_steps: args.model.max_steps,
         mask,
         approver,
+        nobody_to_ask,
         screen,
         style,
         hooks: settings.hooks.clone(),
@@ -323,6 +343,9 @@ async fn run_turn(state: &mut ChatState, line: &str, events: &EventSink, interru
     }
     let mut input = TurnInput::new(line).with_mask(state.mask.clone());
     input.max_steps = state.max_steps;
+    if state.nobody_to_ask {
+        input.approval = Some(ApprovalPolicy::Deny);
+    }
     let screen = state.screen.clone();
     let style = state.style;
     let turn = state.session.run_turn(input, events, &cancel);
@@ -342,33 +365,48 @@ async fn run_turn(state: &mut ChatState, line: &str, events: &EventSink, interru
     }
 }
 
-/// `/context`: the budget of the next request, and what "conversation" means.
-fn context_lines(r: &ContextReport, encoding: &str) -> String {
-    let mut out = format!(
-        "  {} of {} tokens used ({:.1}%), {} reserved for the answer, {} left\n",
-        thousands(r.used),
-        thousands(r.window),
-        r.percent,
-        thousands(r.reserved_output),
-        thousands(r.remaining)
-    );
-    out.push_str(&format!(
-        "  system {} · skills {} · tools {} · conversation {}\n",
-        thousands(r.system),
-        thousands(r.skills),
-        thousands(r.tools),
-        thousands(r.conversation)
-    ));
-    out.push_str(&format!(
-        "  conversation = the session's messages as the next request sends them, counted with {encoding};\n  /compact reports its before and after in the same figure"
-    ));
+/// `/context`: the budget of the next request, and what "conversation" means, each paragraph
+/// wrapped at word boundaries to `width`.
+fn context_lines(r: &ContextReport, encoding: &str, width: Option<usize>) -> String {
+    let mut paragraphs = vec![
+        format!(
+            "{} of {} tokens used ({:.1}%), {} reserved for the answer, {} left",
+            thousands(r.used),
+            thousands(r.window),
+            r.percent,
+            thousands(r.reserved_output),
+            thousands(r.remaining)
+        ),
+        format!(
+            "system {} · skills {} · tools {} · conversation {}",
+            thousands(r.system),
+            thousands(r.skills),
+            thousands(r.tools),
+            thousands(r.conversation)
+        ),
+        format!(
+            "conversation = the session's messages as the next request sends them, counted with {encoding}; \
+             /compact reports its before and after in the same figure"
+        ),
+    ];
     if let Some(reported) = r.reported_input {
-        out.push_str(&format!(
-            "\n  used starts from the provider's count of the last request ({} input tokens) plus what\n  was added since, so it can differ from the sum of the parts",
+        paragraphs.push(format!(
+            "used starts from the provider's count of the last request ({} input tokens) plus what was added \
+             since, so it can differ from the sum of the parts",
             thousands(reported)
         ));
     }
-    out
+    paragraphs.iter().map(|p| wrap("  ", p, width, "  ")).collect::<Vec<_>>().join("\n")
+}
+
+/// A `/tools` row: name, status, and the description's first line wrapped under itself.
+fn tool_row(name: &str, status: &str, description: &str, width: Option<usize>) -> String {
+    let head = format!("  {name:<16} {status:<13} ");
+    let indent = match width {
+        Some(w) if w < head.chars().count() + 24 => "    ".to_owned(),
+        _ => " ".repeat(head.chars().count()),
+    };
+    wrap(&head, description, width, &indent).trim_end().to_owned()
 }
 
 async fn slash(command: &str, state: &mut ChatState, events: &EventSink) -> Result<Flow> {
@@ -378,6 +416,7 @@ async fn slash(command: &str, state: &mut ChatState, events: &EventSink) -> Resu
         "help" | "?" => eprintln!("{HELP}"),
         "quit" | "exit" | "q" => return Ok(Flow::Quit),
         "tools" => {
+            let width = crate::style::stderr_columns();
             let step = state.session.step_tools(state.mask.as_ref(), false).await?;
             let gated = state.session.skills().gated_tools();
             for spec in state.session.catalog().specs().iter() {
@@ -389,7 +428,7 @@ async fn slash(command: &str, state: &mut ChatState, events: &EventSink) -> Resu
                     "masked"
                 };
                 let first = spec.description.lines().next().unwrap_or("");
-                eprintln!("  {:<16} {status:<13} {first}", spec.name);
+                eprintln!("{}", tool_row(&spec.name, status, first, width));
             }
             if let Some(deferred) = state.agent.deferred() {
                 let found = state.session.found_tools().await?;
@@ -399,7 +438,7 @@ async fn slash(command: &str, state: &mut ChatState, events: &EventSink) -> Resu
                         .get(&name)
                         .and_then(|s| s.description.lines().next().map(str::to_owned))
                         .unwrap_or_default();
-                    eprintln!("  {name:<16} {status:<13} {first}");
+                    eprintln!("{}", tool_row(&name, status, &first, width));
                 }
             }
         }
@@ -475,6 +514,39 @@ async fn slash(command: &str, state: &mut ChatState, events: &EventSink) -> Resu
             if arg.is_empty() {
                 eprintln!("model {} ({})", state.agent.config().model, state.agent.provider().name());
             } else {
+                match check_model(state.agent.provider().as_ref(), arg).await {
+                    ModelCheck::Listed => {}
+                    ModelCheck::NotListed { listed, similar } => {
+                        let hint = if similar.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" (did you mean {}?)", similar.join(", "))
+                        };
+                        eprintln!(
+                            "{}",
+                            state.style.red(&format!(
+                                "unknown model {arg}: {} lists {listed} models, not this one{hint}; the model stays {}",
+                                state.agent.provider().name(),
+                                state.agent.config().model
+                            ))
+                        );
+                        return Ok(Flow::Continue);
+                    }
+                    ModelCheck::Unchecked { why, window } => {
+                        let window = match window {
+                            Some(w) => format!("its context window is {} tokens", thousands(w)),
+                            None => format!(
+                                "Tackle does not know it, so its context window is taken as {} tokens (set [context] window \
+                                 if it differs)",
+                                thousands(tackle_context::DEFAULT_WINDOW)
+                            ),
+                        };
+                        eprintln!(
+                            "{}",
+                            state.style.yellow(&format!("{arg} is not checked ({why}); {window}"))
+                        );
+                    }
+                }
                 let id = state.session.id().to_owned();
                 let agent = state.agent.with_model(arg);
                 let mut session = agent.open_session(&id).await?;
@@ -492,6 +564,11 @@ async fn slash(command: &str, state: &mut ChatState, events: &EventSink) -> Resu
             }
         }
         "approvals" => match (&state.approver, arg) {
+            (None, _) if state.nobody_to_ask => {
+                eprintln!(
+                    "calls that need confirmation are refused: nobody can be asked (pass --yes to allow them)"
+                )
+            }
             (None, _) => eprintln!("every call is approved (--yes)"),
             (Some(a), "") => {
                 let always = a.always();
@@ -528,10 +605,19 @@ async fn slash(command: &str, state: &mut ChatState, events: &EventSink) -> Resu
             } else {
                 "a similar tokenizer, calibrated to the provider's reports"
             };
-            eprintln!("{}", context_lines(&r, &format!("{} ({exact})", encoding.name())));
+            let width = crate::style::stderr_columns();
+            eprintln!("{}", context_lines(&r, &format!("{} ({exact})", encoding.name()), width));
         }
         "compact" => {
-            let report = state.session.compact_now(&EventSink::discard()).await?;
+            // Its own line says what compaction did; a warning (a failed summary) shows as the
+            // turn's warnings do.
+            let style = state.style;
+            let warnings = EventSink::new(move |event| {
+                if let tackle_protocol::AgentEvent::Warning { message, .. } = event {
+                    eprintln!("{}", style.yellow(&format!("warning: {}", crate::style::sanitize(&message))));
+                }
+            });
+            let report = state.session.compact_now(&warnings).await?;
             if report.strategies.is_empty() {
                 eprintln!("nothing to compact (the last turn is always kept as it is)");
             } else {
@@ -567,6 +653,47 @@ async fn slash(command: &str, state: &mut ChatState, events: &EventSink) -> Resu
         other => eprintln!("unknown command /{other}; /help lists them"),
     }
     Ok(Flow::Continue)
+}
+
+/// What the provider says of a model name.
+enum ModelCheck {
+    /// Its listing has the model.
+    Listed,
+    /// Its listing has `listed` models, not this one; `similar` are names close to it.
+    NotListed { listed: usize, similar: Vec<String> },
+    /// No listing to check against (`why`); the window Tackle knows for the name, if any.
+    Unchecked { why: String, window: Option<u64> },
+}
+
+/// Checks `name` against the provider's model listing where it has one.
+async fn check_model(provider: &dyn tackle_provider::Provider, name: &str) -> ModelCheck {
+    let unchecked =
+        |why: String| ModelCheck::Unchecked { why, window: tackle_context::known_context_window(name) };
+    let listing = tokio::time::timeout(std::time::Duration::from_secs(15), provider.list_models()).await;
+    match listing {
+        Ok(Ok(Some(ids))) if ids.iter().any(|id| id == name) => ModelCheck::Listed,
+        Ok(Ok(Some(ids))) if ids.is_empty() => unchecked(format!("{} lists no models", provider.name())),
+        Ok(Ok(Some(ids))) => ModelCheck::NotListed { listed: ids.len(), similar: similar_names(name, &ids) },
+        Ok(Ok(None)) => unchecked(format!("{} has no model listing", provider.name())),
+        Ok(Err(e)) => unchecked(format!("listing {}'s models failed: {e}", provider.name())),
+        Err(_) => unchecked(format!("{} did not list its models within 15 s", provider.name())),
+    }
+}
+
+/// At most three listed names close to `name`: containing it, contained in it, or sharing its
+/// first word.
+fn similar_names(name: &str, ids: &[String]) -> Vec<String> {
+    let lower = name.to_ascii_lowercase();
+    let stem = lower.split(['-', '.', ':', '/']).next().unwrap_or(&lower);
+    let mut close: Vec<&String> = ids
+        .iter()
+        .filter(|id| {
+            let id = id.to_ascii_lowercase();
+            id.contains(&lower) || lower.contains(&id) || (stem.len() >= 3 && id.starts_with(stem))
+        })
+        .collect();
+    close.sort_by_key(|id| (id.len().abs_diff(name.len()), id.as_str()));
+    close.into_iter().take(3).cloned().collect()
 }
 
 fn short(id: &str) -> &str {

@@ -24,7 +24,7 @@ pub enum Command {
     Run(RunArgs),
     /// Chat in a REPL (/help lists the commands).
     Chat(ChatArgs),
-    /// List, show or delete stored sessions.
+    /// Stored sessions: list, show, compact, export, import or delete them.
     Sessions {
         /// What to do.
         #[command(subcommand)]
@@ -248,10 +248,15 @@ pub enum SessionsCommand {
         #[arg(long, short, value_name = "FILE")]
         output: Option<PathBuf>,
     },
-    /// Create a session from a JSON export (`tackle sessions export ID --format json`).
+    /// Create a session from a JSON export (`tackle sessions export ID --format json`). An
+    /// export imported before is refused (the message names the session it became) unless
+    /// --duplicate asks for another copy.
     Import {
         /// The export file, or `-` for stdin.
         file: String,
+        /// Import it even though it was imported before, as one more session.
+        #[arg(long)]
+        duplicate: bool,
         /// Print JSON.
         #[arg(long)]
         json: bool,

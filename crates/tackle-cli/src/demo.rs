@@ -175,8 +175,9 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
     };
     let style = Style::stderr();
     let screen = Screen::new(!events_to_stdout && color_allowed(std::io::stderr().is_terminal()));
-    let renderer = (!events_to_stdout)
-        .then(|| TerminalRenderer::new(TextOutput::Stdout, workspace.path(), screen.clone()));
+    let renderer = (!events_to_stdout).then(|| {
+        TerminalRenderer::new(TextOutput::Stdout, workspace.path(), screen.clone()).with_simulated_usage()
+    });
     let (events, _) = sink(renderer, Some(watch));
     if !events_to_stdout {
         eprintln!(

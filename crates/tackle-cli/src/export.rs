@@ -68,8 +68,9 @@ pub async fn export(store: &Store, record: &SessionRecord) -> Result<Export, tac
 }
 
 /// Creates a new session holding the exported messages (with their turns and hidden flags);
-/// returns its id. Nothing is written when the file is not a valid export.
-pub async fn import(store: &Store, text: &str) -> anyhow::Result<SessionRecord> {
+/// returns its id. Nothing is written when the file is not a valid export, nor when it was
+/// imported before, unless `duplicate` asks for another copy.
+pub async fn import(store: &Store, text: &str, duplicate: bool) -> anyhow::Result<SessionRecord> {
     let export: Export = serde_json::from_str(text).map_err(|e| {
         UsageError(format!(
             "not a Tackle session export ({e}); make one with `tackle sessions export ID --format json`"
@@ -83,6 +84,14 @@ pub async fn import(store: &Store, text: &str) -> anyhow::Result<SessionRecord> 
         .into());
     }
     let s = &export.session;
+    if !duplicate && let Some(first) = store.sessions_imported_from(&s.id).await?.first() {
+        return Err(UsageError(format!(
+            "this export (session {}) was imported before, as session {first}: resume it with `tackle chat \
+             --session {first}`, or pass --duplicate to import another copy",
+            s.id
+        ))
+        .into());
+    }
     let record = store
         .create_session(NewSession {
             owner: "local".to_owned(),

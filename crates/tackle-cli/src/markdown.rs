@@ -1,34 +1,92 @@
 //! Assistant markdown for the terminal, rendered as it streams: each complete line is styled
 //! (headings, lists, quotes, code blocks, emphasis, inline code, links) as soon as its newline
-//! arrives. Without colour the text passes through unchanged, so pipes and `NO_COLOR` get
-//! exactly what the model wrote.
+//! arrives; a table is held until its last row and drawn as a grid. On a terminal without colour
+//! (`NO_COLOR`, `TERM=dumb`) the same rendering is plain text: no markers, no escape codes. Off a
+//! terminal (a pipe, a file) the text passes through unchanged, so programs get exactly what the
+//! model wrote.
 
-use crate::style::{Style, sanitize};
+use crate::style::{Style, sanitize, strip_ansi};
+
+/// How markdown reaches the reader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkdownMode {
+    /// As the model wrote it (a pipe or a file).
+    Raw,
+    /// Rendered for a person, without escape codes (a terminal with `NO_COLOR`).
+    Plain,
+    /// Rendered with colours and styles.
+    Styled,
+}
 
 /// A streaming renderer for one answer.
 ///
 /// ```ignore
 /// let mut md = MarkdownStream::new(Style::plain());
 /// assert_eq!(md.push("**hi**\nthere"), "**hi**\nthere");
+/// let mut md = MarkdownStream::plain_text();
+/// assert_eq!(md.push("**hi**\nthere"), "hi\n");
 /// ```
 #[derive(Debug)]
 pub struct MarkdownStream {
+    mode: MarkdownMode,
     style: Style,
-    /// Text after the last newline, waiting for its end (colour mode only).
+    /// Columns available for a table (none: as wide as it needs).
+    width: Option<usize>,
+    /// Text after the last newline, waiting for its end (rendering modes only).
     pending: String,
     /// Inside a fenced code block: the fence that closes it.
     fence: Option<String>,
+    /// A line that may be a table's header, waiting for the next line to tell.
+    header: Option<String>,
+    /// A table being read: held until its last row.
+    table: Option<Table>,
+}
+
+/// A markdown table as read so far.
+#[derive(Debug)]
+struct Table {
+    header: Vec<String>,
+    align: Vec<Align>,
+    rows: Vec<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Align {
+    Left,
+    Center,
+    Right,
 }
 
 impl MarkdownStream {
+    /// Styled when `style` writes colour, else raw: the text passes through.
+    #[cfg(test)]
     pub fn new(style: Style) -> Self {
-        Self { style, pending: String::new(), fence: None }
+        let mode = if style.is_color() { MarkdownMode::Styled } else { MarkdownMode::Raw };
+        Self::with_mode(mode)
+    }
+
+    /// Rendered as plain text: markers removed, code and tables drawn, no escape codes.
+    #[cfg(test)]
+    pub fn plain_text() -> Self {
+        Self::with_mode(MarkdownMode::Plain)
+    }
+
+    /// A renderer in `mode`.
+    pub fn with_mode(mode: MarkdownMode) -> Self {
+        let style = if mode == MarkdownMode::Styled { Style::colored() } else { Style::plain() };
+        Self { mode, style, width: None, pending: String::new(), fence: None, header: None, table: None }
+    }
+
+    /// Tables wider than `columns` are shown as one record per row instead of a grid.
+    pub fn with_width(mut self, columns: Option<usize>) -> Self {
+        self.width = columns.filter(|&c| c > 0);
+        self
     }
 
     /// Adds streamed text; returns what can be shown now.
     pub fn push(&mut self, text: &str) -> String {
         let text = sanitize(text);
-        if !self.style.is_color() {
+        if self.mode == MarkdownMode::Raw {
             return text;
         }
         self.pending.push_str(&text);
@@ -36,22 +94,141 @@ impl MarkdownStream {
         let complete: String = self.pending.drain(..=cut).collect();
         let mut out = String::new();
         for line in complete.split_terminator('\n') {
-            out.push_str(&self.line(line));
-            out.push('\n');
+            self.complete_line(line, &mut out);
         }
         out
     }
 
-    /// Whether a partial line is held back.
+    /// Whether anything is held back (a partial line, a table not ended yet).
     pub fn has_pending(&self) -> bool {
-        !self.pending.is_empty()
+        !self.pending.is_empty() || self.header.is_some() || self.table.is_some()
     }
 
-    /// Ends the answer: the held-back partial line, rendered (without a newline).
+    /// Ends the answer: whatever was held back, rendered (without a final newline).
     pub fn finish(&mut self) -> String {
         let rest = std::mem::take(&mut self.pending);
-        let out = if rest.is_empty() { String::new() } else { self.line(&rest) };
+        let mut out = String::new();
+        if !rest.is_empty() && self.fence.is_none() && self.table.is_some() && is_row(&rest) {
+            // The table's last row, without its newline.
+            self.complete_line(&rest, &mut out);
+            self.end_table(&mut out);
+        } else {
+            self.end_table(&mut out);
+            if !rest.is_empty() {
+                out.push_str(&self.line(&rest));
+            }
+        }
+        if out.ends_with('\n') {
+            out.pop();
+        }
         self.fence = None;
+        out
+    }
+
+    /// One complete line: tables are gathered, everything else rendered at once.
+    fn complete_line(&mut self, line: &str, out: &mut String) {
+        if self.fence.is_none() {
+            if let Some(table) = &mut self.table {
+                if is_row(line) {
+                    let mut cells = split_row(line);
+                    cells.resize(table.header.len(), String::new());
+                    table.rows.push(cells);
+                    return;
+                }
+                self.end_table(out);
+            }
+            if let Some(header) = self.header.take() {
+                let cells = split_row(&header);
+                match delimiter_row(line) {
+                    Some(align) if align.len() == cells.len() => {
+                        self.table = Some(Table { header: cells, align, rows: Vec::new() });
+                        return;
+                    }
+                    _ => {
+                        out.push_str(&self.line(&header));
+                        out.push('\n');
+                    }
+                }
+            }
+            if is_row(line) {
+                self.header = Some(line.to_owned());
+                return;
+            }
+        }
+        out.push_str(&self.line(line));
+        out.push('\n');
+    }
+
+    /// Draws the table being read, and a header that turned out not to be one.
+    fn end_table(&mut self, out: &mut String) {
+        if let Some(table) = self.table.take() {
+            out.push_str(&self.draw(&table));
+        }
+        if let Some(header) = self.header.take() {
+            out.push_str(&self.line(&header));
+            out.push('\n');
+        }
+    }
+
+    /// A table as a grid of box-drawing lines, or as records when the grid is too wide.
+    fn draw(&self, table: &Table) -> String {
+        let s = self.style;
+        let render = |cell: &str| self.inline(cell.trim());
+        let header: Vec<String> = table.header.iter().map(|c| render(c)).collect();
+        let rows: Vec<Vec<String>> =
+            table.rows.iter().map(|r| r.iter().map(|c| render(c)).collect()).collect();
+        let width = |text: &str| strip_ansi(text).chars().count();
+        let mut widths: Vec<usize> = header.iter().map(|h| width(h).max(1)).collect();
+        for row in &rows {
+            for (w, cell) in widths.iter_mut().zip(row) {
+                *w = (*w).max(width(cell));
+            }
+        }
+        let total = widths.iter().sum::<usize>() + 3 * widths.len() + 1;
+        if self.width.is_some_and(|max| total > max) {
+            // Too wide for the terminal: one record per row, `header: value` lines.
+            let names: Vec<String> = header.iter().map(|h| strip_ansi(h)).collect();
+            let mut out = String::new();
+            for (i, row) in rows.iter().enumerate() {
+                if i > 0 {
+                    out.push('\n');
+                }
+                for (name, cell) in names.iter().zip(row) {
+                    out.push_str(&format!("{} {cell}\n", s.bold(&format!("{name}:"))));
+                }
+            }
+            return out;
+        }
+        let rule = |left: &str, mid: &str, right: &str| {
+            let parts: Vec<String> = widths.iter().map(|w| "─".repeat(w + 2)).collect();
+            s.dim(&format!("{left}{}{right}", parts.join(mid)))
+        };
+        let line = |cells: &[String], bold: bool| {
+            let mut out = s.dim("│");
+            for (i, w) in widths.iter().enumerate() {
+                let cell = cells.get(i).map(String::as_str).unwrap_or("");
+                let pad = w.saturating_sub(width(cell));
+                let (before, after) = match table.align.get(i).copied().unwrap_or(Align::Left) {
+                    Align::Left => (0, pad),
+                    Align::Right => (pad, 0),
+                    Align::Center => (pad / 2, pad - pad / 2),
+                };
+                let text = if bold { s.bold(&strip_ansi(cell)) } else { cell.to_owned() };
+                out.push_str(&format!(" {}{text}{} {}", " ".repeat(before), " ".repeat(after), s.dim("│")));
+            }
+            out
+        };
+        let mut out = rule("┌", "┬", "┐") + "\n";
+        out.push_str(&line(&header, true));
+        out.push('\n');
+        out.push_str(&rule("├", "┼", "┤"));
+        out.push('\n');
+        for row in &rows {
+            out.push_str(&line(row, false));
+            out.push('\n');
+        }
+        out.push_str(&rule("└", "┴", "┘"));
+        out.push('\n');
         out
     }
 
@@ -89,12 +266,6 @@ impl MarkdownStream {
             });
             let (check, rest) = task.unwrap_or(("", rest));
             return format!("{indent}{} {check}{}", s.cyan(&bullet), self.inline(rest));
-        }
-        if trimmed.starts_with('|') && trimmed.trim_end().ends_with('|') {
-            if trimmed.chars().all(|c| "|-: ".contains(c)) {
-                return s.dim(line);
-            }
-            return line.split('|').map(|cell| self.inline(cell)).collect::<Vec<_>>().join(&s.dim("|"));
         }
         self.inline(line)
     }
@@ -161,6 +332,63 @@ impl MarkdownStream {
         flush(&mut plain, &mut out);
         out
     }
+}
+
+/// Whether `line` can be a table row: it has a cell separator (GFM's leading and trailing
+/// pipes are optional, but a row must have one somewhere).
+fn is_row(line: &str) -> bool {
+    let t = line.trim();
+    (t.starts_with('|') && t.len() > 1) || split_row(t).len() > 1
+}
+
+/// The cells of a table row: split on `|` outside code spans and not escaped, the outer pipes
+/// dropped.
+fn split_row(line: &str) -> Vec<String> {
+    let t = line.trim();
+    let t = t.strip_prefix('|').unwrap_or(t);
+    let mut cells = Vec::new();
+    let mut cell = String::new();
+    let mut in_code = false;
+    let mut chars = t.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&'|') => {
+                cell.push('|');
+                chars.next();
+            }
+            '`' => {
+                in_code = !in_code;
+                cell.push(c);
+            }
+            '|' if !in_code => cells.push(std::mem::take(&mut cell)),
+            _ => cell.push(c),
+        }
+    }
+    if !cell.trim().is_empty() || !t.ends_with('|') {
+        cells.push(cell);
+    }
+    cells.into_iter().map(|c| c.trim().to_owned()).collect()
+}
+
+/// The alignments of a delimiter row (`|---|:--:|--:|`), or `None` when `line` is not one.
+fn delimiter_row(line: &str) -> Option<Vec<Align>> {
+    if !line.contains('-') {
+        return None;
+    }
+    let cells = split_row(line);
+    cells
+        .iter()
+        .map(|c| {
+            let left = c.starts_with(':');
+            let right = c.ends_with(':') && c.len() > 1;
+            let dashes = c.trim_start_matches(':').trim_end_matches(':');
+            (!dashes.is_empty() && dashes.chars().all(|ch| ch == '-')).then_some(match (left, right) {
+                (true, true) => Align::Center,
+                (false, true) => Align::Right,
+                _ => Align::Left,
+            })
+        })
+        .collect()
 }
 
 fn opening_fence(line: &str) -> Option<String> {

@@ -70,6 +70,73 @@ fn escape_sequences_from_the_model_never_reach_the_terminal() {
     }
 }
 
+fn render_plain(text: &str, chunk: usize, width: Option<usize>) -> String {
+    let mut md = MarkdownStream::plain_text().with_width(width);
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::new();
+    for piece in chars.chunks(chunk.max(1)) {
+        out.push_str(&md.push(&piece.iter().collect::<String>()));
+    }
+    out.push_str(&md.finish());
+    out
+}
+
+const TABLE: &str = "Sizes:\n\n| file | lines | kind |\n|:-----|------:|:----:|\n| `a|b.rs` | 12 | **code** |\n| notes.md | 3 | text |\n\nDone.\n";
+
+#[test]
+fn a_table_is_drawn_as_a_grid_with_its_alignments_whatever_the_chunking() {
+    let expected = "Sizes:\n\n\
+┌──────────┬───────┬──────┐
+│ file     │ lines │ kind │
+├──────────┼───────┼──────┤
+│ a|b.rs   │    12 │ code │
+│ notes.md │     3 │ text │
+└──────────┴───────┴──────┘
+
+Done.";
+    for chunk in [1, 3, 7, 500] {
+        assert_eq!(strip_ansi(&render(TABLE, chunk)).trim_end(), expected, "chunk {chunk}");
+        assert_eq!(render_plain(TABLE, chunk, None).trim_end(), expected, "chunk {chunk}");
+    }
+    // The header is bold, the borders dim.
+    let styled = render(TABLE, 5);
+    assert!(styled.contains("\x1b[1mfile\x1b[0m") && styled.contains("\x1b[2m┌"), "{styled:?}");
+}
+
+#[test]
+fn a_table_ending_the_answer_or_too_wide_for_the_terminal() {
+    // The last row without a newline: drawn at the end.
+    let out = render_plain("| a | b |\n|---|---|\n| 1 | 2 |", 4, None);
+    assert_eq!(out, "┌───┬───┐\n│ a │ b │\n├───┼───┤\n│ 1 │ 2 │\n└───┴───┘");
+    // Wider than the terminal: one record per row.
+    let out = render_plain(
+        "| name | description |\n|---|---|\n| x | a long text |\n| y | another |\n",
+        6,
+        Some(12),
+    );
+    assert_eq!(out, "name: x\ndescription: a long text\n\nname: y\ndescription: another");
+}
+
+#[test]
+fn pipes_without_a_delimiter_row_are_ordinary_text() {
+    let out = render_plain("use a || b here\nor | this |\nplain\n", 3, None);
+    assert_eq!(out, "use a || b here\nor | this |\nplain\n");
+}
+
+#[test]
+fn plain_text_mode_removes_markers_and_frames_code_without_escape_codes() {
+    let out = render_plain(
+        "## Result\n\nThe file says **hi**; see `a.txt` and [docs](https://x.dev).\n\n- one\n\n```sh\ncat a.txt\n```\n",
+        4,
+        None,
+    );
+    assert!(!out.contains('\x1b'), "{out:?}");
+    assert_eq!(
+        out,
+        "Result\n\nThe file says hi; see a.txt and docs (https://x.dev).\n\n• one\n\n  ┌──── sh\n  │ cat a.txt\n  └────\n"
+    );
+}
+
 proptest::proptest! {
     /// Any text in any chunking renders without panicking, and stripped of styles it keeps
     /// every word of the input.

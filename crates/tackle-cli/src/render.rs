@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde_json::Value;
-use tackle_protocol::{AgentEvent, ToolCallId, TurnEnd, Usage, WarningCode};
+use tackle_protocol::{AgentEvent, ToolCallId, ToolOutcome, TurnEnd, Usage, WarningCode};
 use tackle_tools::EventSink;
 
-use crate::markdown::MarkdownStream;
+use crate::markdown::{MarkdownMode, MarkdownStream};
 use crate::screen::Screen;
 use crate::style::{Style, sanitize};
 use crate::tool_view::{Before, call_label, result_lines, snapshot};
@@ -44,23 +44,40 @@ pub struct TerminalRenderer {
     /// Whether the cursor is mid-line on stdout (so a status line starts on a new line).
     mid_line: bool,
     turn_started: Option<Instant>,
+    /// Said under a call denied because nobody could confirm it (how to allow such calls).
+    unconfirmable_hint: Option<&'static str>,
+    /// The turn line says its usage is simulated (the offline demo).
+    simulated_usage: bool,
 }
 
 impl TerminalRenderer {
     /// A renderer for tools working in `workspace`, drawing its spinner on `screen`.
     pub fn new(text: TextOutput, workspace: &Path, screen: Screen) -> Self {
-        let out = if text == TextOutput::Stdout { Style::stdout() } else { Style::plain() };
         Self {
             text,
             err: Style::stderr(),
-            markdown: MarkdownStream::new(out),
+            markdown: markdown_for(text),
             screen,
             verbose: crate::verbosity() > 0,
             workspace: workspace.to_owned(),
             calls: HashMap::new(),
             mid_line: false,
             turn_started: None,
+            unconfirmable_hint: None,
+            simulated_usage: false,
         }
+    }
+
+    /// Under a call refused because nobody could confirm it, says `hint` (e.g. "pass --yes").
+    pub fn with_unconfirmable_hint(mut self, hint: &'static str) -> Self {
+        self.unconfirmable_hint = Some(hint);
+        self
+    }
+
+    /// The turn line says its token figures are simulated (no provider was called).
+    pub fn with_simulated_usage(mut self) -> Self {
+        self.simulated_usage = true;
+        self
     }
 
     /// Writes status lines on stderr, after ending a partial answer line.
@@ -122,7 +139,13 @@ impl TerminalRenderer {
             }
             AgentEvent::ToolResult { id, name, .. } => {
                 let (label, before) = self.calls.remove(id).unwrap_or_else(|| (s.bold(name), None));
-                let lines = result_lines(s, &self.workspace, &label, event, before.as_ref());
+                let mut lines = result_lines(s, &self.workspace, &label, event, before.as_ref());
+                if let (Some(hint), AgentEvent::ToolResult { outcome: ToolOutcome::Error { envelope }, .. }) =
+                    (self.unconfirmable_hint, event)
+                    && envelope.message.contains(tackle_tools::NOBODY_TO_CONFIRM)
+                {
+                    lines.push(s.yellow(&format!("    {hint}")));
+                }
                 self.status(&lines);
                 self.spin_for_calls();
             }
@@ -201,13 +224,29 @@ impl TerminalRenderer {
             AgentEvent::TurnFinished { steps, usage, reason, .. } => {
                 self.screen.stop();
                 let elapsed = self.turn_started.take().map(|t| t.elapsed());
-                let line = turn_line(*steps, usage, *reason, elapsed);
+                let mut line = turn_line(*steps, usage, *reason, elapsed);
+                if self.simulated_usage {
+                    line.push_str(" · simulated usage");
+                }
                 self.calls.clear();
                 self.status(&[s.dim(&line)]);
             }
             _ => {}
         }
     }
+}
+
+/// How the answer's markdown is shown: styled on a colour terminal, rendered as plain text on a
+/// terminal without colour (`NO_COLOR`, `TERM=dumb`), as written anywhere else (a pipe, a file).
+fn markdown_for(text: TextOutput) -> MarkdownStream {
+    use std::io::IsTerminal;
+    let stdout = std::io::stdout();
+    let mode = match (text, stdout.is_terminal()) {
+        (TextOutput::Stdout, true) if crate::style::color_allowed(true) => MarkdownMode::Styled,
+        (TextOutput::Stdout, true) => MarkdownMode::Plain,
+        _ => MarkdownMode::Raw,
+    };
+    MarkdownStream::with_mode(mode).with_width(crate::style::columns_of(&stdout))
 }
 
 /// `─ 4 steps · 12,345 tokens in (85% cached) · 240 out · 4.2s`.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::Result;
 use tackle_agent::TurnInput;
 use tackle_protocol::TurnEnd;
-use tackle_tools::ApprovalMode;
+use tackle_tools::{ApprovalMode, ApprovalPolicy};
 use tokio_util::sync::CancellationToken;
 
 use crate::UsageError;
@@ -15,8 +15,8 @@ use crate::approver::TerminalApprover;
 use crate::cli::RunArgs;
 use crate::render::{JsonSink, TerminalRenderer, TextOutput, events_target, json_lines, sink};
 use crate::runtime::{
-    Approvals, ModelProvider, build_agent, open_or_create, open_store, provider_for, settings_for, tool_mask,
-    workspace_dir,
+    Approvals, ModelProvider, YES_HINT, build_agent, open_or_create, open_store, provider_for, settings_for,
+    tool_mask, workspace_dir,
 };
 use crate::screen::Screen;
 use crate::style::color_allowed;
@@ -45,6 +45,9 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         (Some(a), _) => Approvals::Ask(a.clone()),
         (None, _) => Approvals::Deny,
     };
+    // Nobody at a terminal and no --yes: calls that need confirmation are refused without
+    // asking anyone (the model is told nobody could confirm, not that someone said no).
+    let nobody_to_ask = matches!(approvals, Approvals::Deny);
     let ModelProvider { provider, kind, .. } =
         provider_for(&settings, &workspace, &approvals, ApprovalMode::Headless)?;
     let store = open_store(&settings).await?;
@@ -64,7 +67,10 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         }
         None => None,
     };
-    let renderer = (!events_to_stdout).then(|| TerminalRenderer::new(text, &workspace, screen.clone()));
+    let renderer = (!events_to_stdout).then(|| {
+        let r = TerminalRenderer::new(text, &workspace, screen.clone());
+        if nobody_to_ask { r.with_unconfirmable_hint(YES_HINT) } else { r }
+    });
     let (sink, _) = sink(renderer, json);
 
     let cancel = CancellationToken::new();
@@ -79,6 +85,9 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     });
     let mut input = TurnInput::new(prompt).with_mask(mask);
     input.max_steps = args.model.max_steps;
+    if nobody_to_ask {
+        input.approval = Some(ApprovalPolicy::Deny);
+    }
     let outcome = session.run_turn(input, &sink, &cancel).await;
     session.end("other", &sink).await;
     screen.stop();

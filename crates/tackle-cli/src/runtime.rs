@@ -86,6 +86,18 @@ pub async fn open_store(settings: &Settings) -> Result<Store> {
     Store::open(&path).await.with_context(|| format!("cannot open the session store {}", path.display()))
 }
 
+/// `[codex]` as Codex runs with it: unless `backend_retries` is set, Codex may retry its model
+/// backend as often as Tackle retries a provider (`[provider] max_retries`).
+pub fn codex_config(settings: &Settings) -> tackle_codex::CodexConfig {
+    let mut codex = settings.codex.clone();
+    if codex.backend_retries.is_none()
+        && let Ok(provider) = settings.provider_config(&env_lookup)
+    {
+        codex.backend_retries = Some(provider.retry.max_retries);
+    }
+    codex
+}
+
 /// The model provider of a command.
 pub struct ModelProvider {
     pub provider: Arc<dyn Provider>,
@@ -125,7 +137,7 @@ pub fn provider_for(
     let provider: Arc<dyn Provider> = match (kind, settings.openai_dialect) {
         (ProviderKind::Codex, _) => {
             settings.codex.validate().map_err(UsageError)?;
-            let server = CodexServer::new(settings.codex.clone());
+            let server = CodexServer::new(codex_config(settings));
             let (rules, _) = tackle_tools::split_hooks(&settings.hooks);
             let hooks = HookPolicy::new(rules, mode).map_err(|e| UsageError(e.to_string()))?;
             let approver = approver_for(approvals);
@@ -201,6 +213,10 @@ pub enum Approvals {
     /// A person decides.
     Ask(Arc<dyn Approver>),
 }
+
+/// What a person can do about calls refused because nobody could confirm them.
+pub const YES_HINT: &str = "nobody could be asked to confirm this call (standard input is not a terminal); \
+                            pass --yes to allow such calls";
 
 /// The approver behind `approvals`.
 fn approver_for(approvals: &Approvals) -> Arc<dyn Approver> {

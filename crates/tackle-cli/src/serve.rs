@@ -43,7 +43,8 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode> {
     // runs on Codex.
     if settings.codex.bridge || codex.is_some() {
         settings.codex.validate().map_err(UsageError)?;
-        let server = codex.unwrap_or_else(|| tackle_codex::CodexServer::new(settings.codex.clone()));
+        let server =
+            codex.unwrap_or_else(|| tackle_codex::CodexServer::new(crate::runtime::codex_config(&settings)));
         state = state
             .with_codex_bridge(Arc::new(tackle_codex::CodexBridge::new(server, Some(workspace.clone()))));
     }

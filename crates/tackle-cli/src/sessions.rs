@@ -1,4 +1,4 @@
-//! `tackle sessions list|show|rm`.
+//! `tackle sessions list|show|compact|export|import|rm`, and `tackle results show`.
 
 use std::process::ExitCode;
 
@@ -27,7 +27,8 @@ pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
             } else if sessions.is_empty() {
                 eprintln!("no sessions yet; try `tackle demo` or `tackle run \"...\"`");
             } else {
-                let rows: Vec<[String; 6]> = sessions
+                let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+                let rows: Vec<[String; 7]> = sessions
                     .iter()
                     .map(|s| {
                         [
@@ -36,11 +37,15 @@ pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
                             s.message_count.to_string(),
                             s.model.clone(),
                             age(s.updated_at),
+                            crate::style::sanitize(&short_path(&s.workspace, home.as_deref())),
                             crate::style::sanitize(&s.title).replace('\n', " "),
                         ]
                     })
                     .collect();
-                out!("{}", table(["id", "status", "msgs", "model", "updated", "title"], &rows, &[2]));
+                out!(
+                    "{}",
+                    table(["id", "status", "msgs", "model", "updated", "workspace", "title"], &rows, &[2])
+                );
             }
         }
         SessionsCommand::Show { id, json } => {
@@ -175,13 +180,13 @@ pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
                 None => out!("{text}"),
             }
         }
-        SessionsCommand::Import { file, json } => {
+        SessionsCommand::Import { file, duplicate, json } => {
             let text = if file == "-" {
                 std::io::read_to_string(std::io::stdin()).context("cannot read stdin")?
             } else {
                 std::fs::read_to_string(&file).map_err(|e| UsageError(format!("cannot read {file}: {e}")))?
             };
-            let record = crate::export::import(&store, &text).await?;
+            let record = crate::export::import(&store, &text, duplicate).await?;
             if json {
                 outln!("{}", json!({ "imported": record.id }));
             } else {
@@ -245,6 +250,16 @@ pub async fn show_result(locator: &str) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A workspace path as a person reads it: under the home directory as `~/…`.
+fn short_path(path: &str, home: Option<&std::path::Path>) -> String {
+    let rest = home.and_then(|h| std::path::Path::new(path).strip_prefix(h).ok());
+    match rest {
+        Some(r) if r.as_os_str().is_empty() => "~".to_owned(),
+        Some(r) => format!("~/{}", r.display()),
+        None => path.to_owned(),
+    }
+}
+
 /// `3m ago`, `2h ago`, `5d ago` from a Unix-millisecond time.
 fn age(ms: i64) -> String {
     let now = std::time::SystemTime::now()
@@ -293,6 +308,15 @@ pub fn table<const N: usize>(header: [&str; N], rows: &[[String; N]], right: &[u
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn workspaces_under_home_are_shown_from_tilde() {
+        let home = std::path::Path::new("/home/ann");
+        assert_eq!(short_path("/home/ann/src/app", Some(home)), "~/src/app");
+        assert_eq!(short_path("/home/ann", Some(home)), "~");
+        assert_eq!(short_path("/home/anna/x", Some(home)), "/home/anna/x");
+        assert_eq!(short_path("/srv/x", None), "/srv/x");
+    }
 
     #[test]
     fn table_columns_line_up_whatever_the_widths() {

@@ -28,8 +28,7 @@ impl Style {
         Self { color: false }
     }
 
-    /// Escape codes always (tests).
-    #[cfg(test)]
+    /// Escape codes always.
     pub fn colored() -> Self {
         Self { color: true }
     }
@@ -37,11 +36,6 @@ impl Style {
     /// For stderr: colour when it is a terminal and nothing forbids it.
     pub fn stderr() -> Self {
         Self { color: color_allowed(std::io::stderr().is_terminal()) }
-    }
-
-    /// For stdout: colour when it is a terminal and nothing forbids it.
-    pub fn stdout() -> Self {
-        Self { color: color_allowed(std::io::stdout().is_terminal()) }
     }
 
     /// Whether this style writes escape codes.
@@ -80,6 +74,58 @@ impl Style {
     pub fn bold_cyan(self, t: &str) -> String {
         self.paint("1;36", t)
     }
+}
+
+/// The width of the terminal `stream` is, in columns; `None` off a terminal.
+pub fn columns_of(stream: &impl std::os::fd::AsFd) -> Option<usize> {
+    terminal_size::terminal_size_of(stream).map(|(w, _)| usize::from(w.0)).filter(|&w| w > 0)
+}
+
+/// The width of stderr's terminal, where status lines and command output go.
+pub fn stderr_columns() -> Option<usize> {
+    columns_of(&std::io::stderr())
+}
+
+/// `text` wrapped at word boundaries to `width` columns: the first line starts with
+/// `first` (already counted), the next ones with `indent`. A word longer than a line is cut,
+/// the only case a word is. Without a width the text is one line.
+///
+/// ```ignore
+/// assert_eq!(wrap("  a ", "b c d", 7, "    "), "  a b c\n    d");
+/// ```
+pub fn wrap(first: &str, text: &str, width: Option<usize>, indent: &str) -> String {
+    let Some(width) = width else { return format!("{first}{text}") };
+    let mut out = first.to_owned();
+    let mut col = strip_ansi(first).chars().count();
+    let indent_cols = indent.chars().count();
+    let mut at_start = true;
+    for word in text.split_whitespace() {
+        let len = word.chars().count();
+        if !at_start && col + 1 + len > width {
+            out.push('\n');
+            out.push_str(indent);
+            col = indent_cols;
+            at_start = true;
+        }
+        if !at_start {
+            out.push(' ');
+            col += 1;
+        }
+        let mut rest: Vec<char> = word.chars().collect();
+        // A word wider than a whole line: cut where the line ends.
+        while col + rest.len() > width && width > col + 1 {
+            let take = width - col;
+            out.extend(&rest[..take]);
+            rest.drain(..take);
+            out.push('\n');
+            out.push_str(indent);
+            col = indent_cols;
+        }
+        out.extend(&rest);
+        col += rest.len();
+        at_start = false;
+    }
+    out
 }
 
 /// Removes ANSI escape sequences (CSI and OSC) from `text`: what a log file or a test sees.
@@ -130,6 +176,22 @@ pub fn sanitize(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wrapping_breaks_between_words_with_a_hanging_indent() {
+        assert_eq!(wrap("  a ", "b c d", Some(7), "    "), "  a b c\n    d");
+        assert_eq!(wrap("", "one two three", None, "  "), "one two three");
+        let text =
+            "Run a shell command with bash in the workspace and return its exit code, stdout and stderr.";
+        let wrapped = wrap("  shell   active  ", text, Some(40), "                  ");
+        for line in wrapped.lines() {
+            assert!(line.chars().count() <= 40, "{line:?}");
+        }
+        let words: Vec<&str> = wrapped.split_whitespace().skip(2).collect();
+        assert_eq!(words, text.split_whitespace().collect::<Vec<_>>(), "no word is cut");
+        // Only a word longer than a line is cut.
+        assert_eq!(wrap("", "abcdefghij", Some(4), ""), "abcd\nefgh\nij");
+    }
 
     #[test]
     fn plain_style_writes_no_escapes() {

@@ -278,10 +278,16 @@ fn first_lines(style: Style, preview: &str, n: usize, total: u64) -> Vec<String>
 /// code when it is not 0.
 fn shell_preview(style: Style, preview: &str, tail: Option<&str>, total: u64) -> Vec<String> {
     let mut out = Vec::new();
-    let code = preview.lines().next().and_then(|l| l.strip_prefix("exit code: ")).unwrap_or("?");
-    if code != "0" {
-        out.push(format!("    {}", style.yellow(&format!("exit code {code}"))));
+    // The first line, or the first of an offloaded output's preview (after the reference's
+    // header).
+    let code = preview.lines().take(3).find_map(|l| l.strip_prefix("exit code: "));
+    match code {
+        Some("0") => {}
+        Some(code) => out.push(format!("    {}", style.yellow(&format!("exit code {code}")))),
+        None => out.push(format!("    {}", style.yellow("exit code not shown"))),
     }
+    // An offloaded output: its preview is the reference, whose header counts the real lines.
+    let total = preview.lines().next().and_then(offloaded_lines).unwrap_or(total);
     let text = match tail {
         Some(t) => t.to_owned(),
         None => preview.to_owned(),
@@ -289,6 +295,7 @@ fn shell_preview(style: Style, preview: &str, tail: Option<&str>, total: u64) ->
     let body: Vec<&str> = text
         .lines()
         .filter(|l| !l.starts_with("exit code: ") && *l != "stdout:" && *l != "stderr:")
+        .filter(|l| !is_offload_scaffolding(l))
         .filter(|l| !l.trim().is_empty())
         .collect();
     let skipped = if tail.is_some() { total.saturating_sub(body.len() as u64 + 2) } else { 0 };
@@ -306,6 +313,25 @@ fn shell_preview(style: Style, preview: &str, tail: Option<&str>, total: u64) ->
         out.push(style.dim("    (no output)"));
     }
     out
+}
+
+/// The line count in an offloaded output's reference header (`[shell output stored outside the
+/// context: 18894 bytes, 3002 lines]`).
+fn offloaded_lines(header: &str) -> Option<u64> {
+    let (_, counts) = header.split_once(" output stored outside the context: ")?;
+    let lines = counts.trim_end_matches(']').split(", ").nth(1)?;
+    lines.strip_suffix(" lines")?.parse().ok()
+}
+
+/// Lines an offloaded output's reference adds around the output's own (its header, section
+/// markers, the locator and how to read more): the result line says where the output is.
+fn is_offload_scaffolding(line: &str) -> bool {
+    (line.starts_with('[') && line.contains(" output stored outside the context: "))
+        || line.starts_with("--- first ")
+        || line.starts_with("--- last ")
+        || line == "--- preview ---"
+        || line.starts_with("locator: ")
+        || line.starts_with("To read more, call read_result")
 }
 
 fn clip(s: &str, n: usize) -> String {

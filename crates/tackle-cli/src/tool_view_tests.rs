@@ -34,6 +34,24 @@ fn shell_results_show_their_output_and_a_failing_exit_code() {
     assert_eq!(lines[2], "    │ boom");
 }
 
+/// An offloaded output's preview is its reference: the exit code is read from the output's first
+/// lines inside it, the reference's own lines are not shown, and the count is the output's.
+#[test]
+fn offloaded_shell_output_shows_its_real_exit_code_and_last_lines() {
+    let ws = tempfile::tempdir().unwrap();
+    let preview = "[shell output stored outside the context: 18894 bytes, 3002 lines]\n--- first 20 lines ---\nexit code: 3\nstdout:\n1\n2\n";
+    let tail = "2999\n3000\nlocator: out_0123\nTo read more, call read_result with {\"locator\": \"out_0123\", \"offset\": 21, \"limit\": 200}; add \"pattern\" (a regex) to keep only matching lines.";
+    let e = result("shell", ok(preview, Some(tail)), 48);
+    let lines = result_lines(Style::plain(), ws.path(), "shell seq 1 3000", &e, None);
+    assert_eq!(lines[1], "    exit code 3", "{lines:?}");
+    assert_eq!(lines[2], "    … 2998 lines above", "{lines:?}");
+    assert_eq!(&lines[3..5], ["    │ 2999", "    │ 3000"], "{lines:?}");
+    assert!(!lines.iter().any(|l| l.contains("locator:") || l.contains("read_result")), "{lines:?}");
+    let e = result("shell", ok(&preview.replace("exit code: 3", "exit code: 0"), Some(tail)), 48);
+    let lines = result_lines(Style::plain(), ws.path(), "shell seq 1 3000", &e, None);
+    assert!(!lines.iter().any(|l| l.contains("exit code")), "{lines:?}");
+}
+
 #[test]
 fn long_shell_output_shows_its_last_lines() {
     let ws = tempfile::tempdir().unwrap();

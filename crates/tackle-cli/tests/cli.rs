@@ -70,6 +70,9 @@ async fn demo_runs_offline_and_stores_the_session() {
     );
     // Usage is simulated from the requests sent, and says so; the old scripted figures are gone.
     assert!(stderr.contains("simulated usage:") && !stderr.contains("27500"), "{stderr}");
+    // So does the per-turn line, whose figures are those same simulated ones.
+    let turn_line = stderr.lines().find(|l| l.starts_with("─ 9 steps")).expect("a turn line");
+    assert!(turn_line.ends_with("· simulated usage"), "{turn_line}");
     // The hint runs this very binary (not on PATH here).
     let hint = stderr.lines().find_map(|l| l.strip_prefix("see it again: ")).unwrap();
     let mut again = hint.split_whitespace();
@@ -266,6 +269,84 @@ async fn the_repl_reads_commands_and_messages_from_stdin() {
     assert!(stderr.contains("unknown command /nonsense"));
 }
 
+/// Lines piped into `tackle chat` are messages and commands: a call that needs confirmation is
+/// refused without asking (nobody could answer), so the next line stays a message instead of
+/// becoming the reason of a denial; the model is told nobody could confirm, not that someone said
+/// no. `/model` checks the name against the provider's model listing.
+#[tokio::test]
+async fn piped_chat_input_never_answers_an_approval_and_model_names_are_checked() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let fake = FakeModel::start(Script::new(vec![
+        Turn::call("write_file", r#"{"path": "a.txt", "content": "x"}"#),
+        Turn::text("I could not write it."),
+        Turn::text("Noted."),
+    ]))
+    .await
+    .unwrap();
+    let mut cmd = tackle(home.path());
+    with_fake(&mut cmd, "openai", &fake);
+    cmd.args(["chat", "--workspace"])
+        .arg(ws.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let out = tokio::task::spawn_blocking(move || {
+        let mut child = cmd.spawn().unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"/model gpt-4o-typo\n/model fake-model\nwrite a.txt\nthis line is a message\n/quit\n")
+            .unwrap();
+        child.wait_with_output().unwrap()
+    })
+    .await
+    .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("calls that need confirmation are refused without asking"), "{stderr}");
+    assert!(
+        stderr.contains("unknown model gpt-4o-typo: openai lists 1 models, not this one"),
+        "the listing of the fake server has only fake-model: {stderr}"
+    );
+    assert!(stderr.contains("model fake-model from the next message on"), "{stderr}");
+    assert!(!ws.path().join("a.txt").exists(), "nothing was written");
+    assert!(stderr.contains("pass --yes to allow such calls"), "{stderr}");
+
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 3, "the line after the refused call is a turn of its own");
+    assert_eq!(requests[0].body["model"], "fake-model");
+    let refused = requests[1].body.to_string();
+    assert!(refused.contains("nobody can give it here"), "{refused}");
+    assert!(!refused.contains("the user denied"), "nobody was asked: {refused}");
+    assert!(requests[2].body.to_string().contains("this line is a message"));
+}
+
+/// `tackle run` without a terminal and without --yes: the same refusal, never "the user denied".
+#[tokio::test]
+async fn a_run_nobody_can_answer_refuses_confirmations_without_blaming_the_user() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let fake = FakeModel::start(Script::new(vec![
+        Turn::call("write_file", r#"{"path": "a.txt", "content": "x"}"#),
+        Turn::text("I could not write it."),
+    ]))
+    .await
+    .unwrap();
+    let mut cmd = tackle(home.path());
+    with_fake(&mut cmd, "openai", &fake);
+    cmd.args(["run", "write a.txt", "--workspace"]).arg(ws.path());
+    let out = output(cmd).await;
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!ws.path().join("a.txt").exists());
+    assert!(stderr.contains("✗ write_file a.txt denied") && stderr.contains("pass --yes"), "{stderr}");
+    let refused = fake.requests()[1].body.to_string();
+    assert!(refused.contains("nobody can give it here"), "{refused}");
+    assert!(!refused.contains("the user denied"), "{refused}");
+}
+
 #[tokio::test]
 async fn a_process_killed_between_steps_resumes_with_every_committed_message() {
     let home = tempfile::tempdir().unwrap();
@@ -390,7 +471,14 @@ async fn bench_cache_reports_no_breaks_in_either_format() {
         assert!(r["prefix_ratios"].as_array().unwrap().iter().all(|x| x.as_f64().unwrap() >= 0.995));
         assert_eq!(r["tool_errors"], 2);
         assert!(r["cache_read_tokens"].as_u64().unwrap() > 0);
+        assert_eq!(r["simulated_usage"], true, "the token figures say they are simulated");
     }
+    let mut cmd = tackle(home.path());
+    cmd.args(["bench", "cache", "--steps", "12"]);
+    let out = output(cmd).await;
+    let table = text(&out.stdout);
+    assert!(table.contains("cache read / input tokens (simulated)"), "{table}");
+    assert!(table.contains("Token figures are simulated: no provider was called"), "{table}");
 
     // The replay of the OpenAI run holds what another framework needs to run the same scenario:
     // one allowed-tools list per step, the masks visible in them, every tool result.
@@ -661,6 +749,14 @@ async fn export_import_round_trips_and_offloaded_outputs_can_be_read() {
     let out = output(cmd).await;
     assert!(out.status.success(), "{}", text(&out.stderr));
     let id = serde_json::from_slice::<Value>(&out.stdout).unwrap()["session_id"].as_str().unwrap().to_owned();
+    // The result line of the offloaded output: its real exit code (0: not shown), its last lines,
+    // where the rest is; none of the reference's own lines.
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("✓ shell seq 1 3000"), "{stderr}");
+    assert!(!stderr.contains("exit code"), "exit code 0 is not shown: {stderr}");
+    assert!(stderr.contains("lines above") && stderr.contains("│ 3000"), "{stderr}");
+    assert!(stderr.contains("full output: tackle results show out_"), "{stderr}");
+    assert!(!stderr.contains("read_result"), "{stderr}");
 
     // The shell output was offloaded: `tackle results show` prints all of it, byte-exact.
     let locator = std::fs::read_to_string(&events)
@@ -704,6 +800,21 @@ async fn export_import_round_trips_and_offloaded_outputs_can_be_read() {
     let imported =
         serde_json::from_slice::<Value>(&out.stdout).unwrap()["imported"].as_str().unwrap().to_owned();
     assert_ne!(imported, id);
+    // The same file again: refused before anything is written, naming the session it became;
+    // --duplicate asks for another copy.
+    let mut cmd = tackle(home.path());
+    cmd.args(["sessions", "import"]).arg(&file);
+    let out = output(cmd).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&format!("imported before, as session {imported}")), "{stderr}");
+    assert!(stderr.contains("--duplicate"), "{stderr}");
+    let mut cmd = tackle(home.path());
+    cmd.args(["sessions", "import", "--duplicate", "--json"]).arg(&file);
+    let out = output(cmd).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let copy = serde_json::from_slice::<Value>(&out.stdout).unwrap()["imported"].as_str().unwrap().to_owned();
+    assert_ne!(copy, imported);
     let second = export(imported.clone()).await;
     assert_eq!(second["messages"], first["messages"]);
     assert_eq!(second["session"]["title"], first["session"]["title"]);
@@ -733,13 +844,17 @@ async fn export_import_round_trips_and_offloaded_outputs_can_be_read() {
     let mut cmd = tackle(home.path());
     cmd.args(["sessions", "list", "--json"]);
     let list: Value = serde_json::from_slice(&output(cmd).await.stdout).unwrap();
-    assert_eq!(list.as_array().unwrap().len(), 2);
+    assert_eq!(list.as_array().unwrap().len(), 3, "the original, the import and its copy");
 
-    // `sessions list` lines its columns up.
+    // `sessions list` lines its columns up, with each session's workspace.
     let mut cmd = tackle(home.path());
     cmd.args(["sessions", "list"]);
     let listing = text(&output(cmd).await.stdout);
     let lines: Vec<&str> = listing.lines().collect();
+    let workspace_at = lines[0].find("workspace").expect("a workspace column");
+    for line in &lines[1..] {
+        assert_eq!(line[workspace_at..].find(&ws.path().display().to_string()), Some(0), "{listing}");
+    }
     let title_at = lines[0].find("title").unwrap();
     for line in &lines[1..] {
         assert!(

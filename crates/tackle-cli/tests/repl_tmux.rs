@@ -160,7 +160,7 @@ fn keep_in_docs(name: &str, text: &str) {
     std::fs::write(&path, text).unwrap();
 }
 
-const ANSWER: &str = "## Result\n\nThe file says **hi there**; see `hello.txt`:\n\n- first point\n- second *point*\n\n```sh\ncat hello.txt\n```\n";
+const ANSWER: &str = "## Result\n\nThe file says **hi there**; see `hello.txt`:\n\n- first point\n- second *point*\n\n| file | lines |\n|---|--:|\n| hello.txt | 1 |\n\n```sh\ncat hello.txt\n```\n";
 
 #[test]
 fn a_tool_turn_renders_a_labelled_result_markdown_and_a_turn_line() {
@@ -190,6 +190,13 @@ fn a_tool_turn_renders_a_labelled_result_markdown_and_a_turn_line() {
     assert!(screen.contains("• first point") && screen.contains("• second point"), "{screen}");
     assert!(screen.contains("┌──── sh") && screen.contains("│ cat hello.txt"), "{screen}");
     assert!(!screen.contains("**"), "{screen}");
+    // The table as a grid, its number column right-aligned.
+    for row in
+        ["┌───────────┬───────┐", "│ file      │ lines │", "│ hello.txt │     1 │", "└───────────┴───────┘"]
+    {
+        assert!(screen.contains(row), "{row}: {screen}");
+    }
+    assert!(!screen.contains("|---"), "{screen}");
     let turn_line =
         regex::Regex::new(r"─ 2 steps · [\d,]+ tokens in \(\d+% cached\) · \d+ out · \d+\.\ds").unwrap();
     assert!(turn_line.is_match(&screen), "{screen}");
@@ -276,17 +283,93 @@ fn no_color_means_no_escape_codes_on_screen() {
     let fake = rt
         .block_on(FakeModel::start(Script::new(vec![
             Turn::call("list_files", r#"{"path": "."}"#),
-            Turn::text("**Plain** answer with `code`."),
+            Turn::text(
+                "**Plain** answer with `code`.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```sh\nls -la\n```\nEnd.",
+            ),
         ])))
         .unwrap();
     let repl = Repl::start(&fake, &[("NO_COLOR", "1")]);
     repl.line("list");
     let screen = repl.wait_for("─ 2 steps", Duration::from_secs(60));
-    // Markdown passes through as written; nothing is coloured.
-    assert!(screen.contains("**Plain** answer with `code`."), "{screen}");
+    // Markdown is rendered as plain text: no markers, no fences, a drawn table; no colour.
+    assert!(screen.contains("Plain answer with code."), "{screen}");
+    assert!(!screen.contains("**") && !screen.contains("```") && !screen.contains('`'), "{screen}");
+    assert!(screen.contains("┌──── sh") && screen.contains("│ ls -la"), "{screen}");
+    assert!(screen.contains("│ a │ b │") && screen.contains("│ 1 │ 2 │"), "{screen}");
     assert!(screen.contains("✓ list_files ."), "{screen}");
     let coloured = repl.screen_with_escapes();
     assert!(!coloured.contains('\x1b'), "escape codes with NO_COLOR: {coloured:?}");
+}
+
+/// `/tools` and `/context` wrap their long lines at word boundaries, under their column.
+#[test]
+fn tools_and_context_wrap_between_words() {
+    if !tmux_available() {
+        return;
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fake = rt.block_on(FakeModel::start(Script::new(vec![]))).unwrap();
+    let repl = Repl::start(&fake, &[]);
+    repl.line("/tools");
+    let screen = repl.wait_for("read_file", Duration::from_secs(60));
+    let description =
+        "Run a shell command with bash in the workspace and return its exit code, stdout and stderr.";
+    let words: std::collections::HashSet<&str> = description.split_whitespace().collect();
+    let lines: Vec<&str> = screen.lines().collect();
+    let at = lines.iter().position(|l| l.contains("Run a shell command")).expect("the shell row");
+    assert!(lines[at].trim_end().chars().count() <= 100, "{screen}");
+    let (end, next) = (lines[at].split_whitespace().last().unwrap(), lines[at + 1]);
+    assert!(words.contains(end), "the first line ends on a whole word, not {end:?}:\n{screen}");
+    let indent = lines[at].find("Run").unwrap();
+    assert_eq!(next.find(|c: char| c != ' '), Some(indent), "continued under its column:\n{screen}");
+    assert!(words.contains(next.split_whitespace().next().unwrap()), "{screen}");
+
+    repl.line("/clear");
+    repl.wait_for("new session", Duration::from_secs(60));
+    repl.line("/context");
+    let screen = repl.wait_for("/compact reports", Duration::from_secs(60));
+    // Joined back by single spaces, a word cut by the terminal would read as two.
+    let text: String = screen.split_whitespace().collect::<Vec<_>>().join(" ");
+    let paragraph = regex::Regex::new(
+        r"conversation = the session's messages as the next request sends them, counted with \S+ \((the model's own tokenizer|a similar tokenizer, calibrated to the provider's reports)\); /compact reports its before and after in the same figure",
+    )
+    .unwrap();
+    assert!(paragraph.is_match(&text), "{screen}");
+    let at = screen.lines().position(|l| l.contains("conversation = the")).unwrap();
+    let next = screen.lines().nth(at + 1).unwrap();
+    assert!(next.starts_with("  ") && !next.starts_with("   "), "continued under its paragraph:\n{screen}");
+}
+
+/// A summary that fails during /compact: the friendly warning and the compaction line, no raw log
+/// line (those wait for -v).
+#[test]
+fn a_failed_summary_shows_a_friendly_warning_and_no_log_lines() {
+    if !tmux_available() {
+        return;
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fake = rt
+        .block_on(FakeModel::start(Script::new(vec![
+            Turn::text("The first answer, long enough to be worth summarizing later on."),
+            Turn::text("The second answer."),
+        ])))
+        .unwrap();
+    let repl = Repl::start(&fake, &[]);
+    repl.line("a first question");
+    repl.wait_for("─ 1 step", Duration::from_secs(60));
+    repl.line("a second question");
+    repl.wait_for_count("─ 1 step", 2, Duration::from_secs(60));
+    // The summary request is refused by the provider.
+    fake.push_fault(Fault::status(400));
+    repl.line("/compact");
+    let screen = repl.wait_for("compacted:", Duration::from_secs(60));
+    assert!(
+        screen.contains("warning: summarizing the conversation failed")
+            && screen.contains("the oldest messages are dropped instead"),
+        "{screen}"
+    );
+    assert!(screen.contains("truncate"), "{screen}");
+    assert!(!screen.contains("WARN") && !screen.contains("summarization failed; truncating"), "{screen}");
 }
 
 /// A model call that is retried shows the friendly retry line, and no raw log line breaks into

@@ -225,8 +225,12 @@ async fn a_served_tool_turn_is_traced_to_an_otlp_collector_and_counted_in_metric
     assert_eq!(turn["end"], "completed", "{turn}");
     assert_eq!(turn["steps"], 2);
 
-    let spans = collector.wait_for(trace_id, &["invoke_agent", "request"]).await;
-    let agent = one(&spans, "invoke_agent");
+    let spans = collector.wait_for(trace_id, &["invoke_agent tackle", "request"]).await;
+    // Named `invoke_agent {gen_ai.agent.name}`, and no span carries the `tracing` target.
+    let agent = one(&spans, "invoke_agent tackle");
+    for span in &spans {
+        assert!(!attrs(span).contains_key("target"), "{}: {:?}", span.name, attrs(span));
+    }
     let tool = one(&spans, "execute_tool read_file");
     let chats: Vec<&Span> = spans.iter().filter(|s| s.name == "chat gpt-test").collect();
     assert_eq!(chats.len(), 2, "{:?}", spans.iter().map(|s| &s.name).collect::<Vec<_>>());

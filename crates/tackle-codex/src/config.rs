@@ -50,6 +50,11 @@ pub struct CodexConfig {
     pub tool_call_timeout_secs: u64,
     /// A running turn that sends no event for this many seconds fails.
     pub idle_timeout_secs: u64,
+    /// Times in a row Codex may try to reach its model backend again (its `Reconnecting...`
+    /// notices) before Tackle stops the turn with an error, so a backend that is down fails the
+    /// turn in seconds instead of after Codex's own retries (unbounded by default). Unset: the
+    /// provider's `max_retries`.
+    pub backend_retries: Option<u32>,
     /// Extra Codex configuration for every thread (`thread/start` `config`), e.g.
     /// `{ model_reasoning_effort = "high" }`.
     pub thread_config: BTreeMap<String, serde_json::Value>,
@@ -60,6 +65,9 @@ pub struct CodexConfig {
     /// model); any other name is accepted too.
     pub models: Vec<String>,
 }
+
+/// Backend retries when neither `[codex] backend_retries` nor the provider's `max_retries` says.
+const DEFAULT_BACKEND_RETRIES: u32 = 2;
 
 impl Default for CodexConfig {
     fn default() -> Self {
@@ -72,6 +80,7 @@ impl Default for CodexConfig {
             request_timeout_secs: 60,
             tool_call_timeout_secs: 900,
             idle_timeout_secs: 600,
+            backend_retries: None,
             thread_config: BTreeMap::new(),
             bridge: false,
             models: Vec::new(),
@@ -110,6 +119,11 @@ impl CodexConfig {
     /// [`CodexConfig::idle_timeout_secs`] as a duration.
     pub fn idle_timeout(&self) -> Duration {
         Duration::from_secs(self.idle_timeout_secs)
+    }
+
+    /// [`CodexConfig::backend_retries`], or the default of Tackle's providers (2) when unset.
+    pub fn backend_retries(&self) -> u32 {
+        self.backend_retries.unwrap_or(DEFAULT_BACKEND_RETRIES)
     }
 
     /// The command line, for messages.

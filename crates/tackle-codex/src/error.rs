@@ -71,6 +71,17 @@ pub enum CodexError {
         /// What was wrong.
         message: String,
     },
+    /// Codex could not reach its model backend and kept trying: the turn was stopped.
+    #[error(
+        "Codex cannot reach its model backend ({message}); the turn was stopped after {retries} retries \
+         (raise [codex] backend_retries or [provider] max_retries to wait longer)"
+    )]
+    BackendUnreachable {
+        /// Codex's last message about it.
+        message: String,
+        /// Retries Codex made before the turn was stopped.
+        retries: u32,
+    },
     /// The turn ended with an error reported by Codex (model failure, usage limit, ...).
     #[error("the Codex turn failed: {message}")]
     TurnFailed {
@@ -98,6 +109,8 @@ impl From<CodexError> for ProviderError {
         match e {
             // A lost process is restarted and the thread resumed on the next call: retryable.
             CodexError::Exited { .. } | CodexError::Spawn { .. } => ProviderError::Network { message },
+            // Retried already as often as allowed; a retried step fails at Codex's next notice.
+            CodexError::BackendUnreachable { .. } => ProviderError::Network { message },
             CodexError::Malformed { .. } | CodexError::Unexpected { .. } => {
                 ProviderError::Protocol { message }
             }

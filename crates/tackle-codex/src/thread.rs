@@ -149,6 +149,12 @@ pub struct CodexThread {
     turn: Option<TurnId>,
     batch: Batch,
     raw_usage: bool,
+    /// Answer text streamed so far, by `agentMessage` item id: the completed item supplies
+    /// what its deltas did not (all of it when the backend's stream carried none).
+    streamed: HashMap<String, String>,
+    /// Codex's notices, in a row, that it is trying its model backend again; reset when the
+    /// backend answers.
+    backend_retries: u32,
     ready: VecDeque<TurnEvent>,
     /// Dynamic tool calls the stored thread has results for (from `thread/resume`).
     completed_calls: HashSet<CallId>,
@@ -196,6 +202,8 @@ impl CodexThread {
             turn,
             batch: Batch::default(),
             raw_usage: false,
+            streamed: HashMap::new(),
+            backend_retries: 0,
             ready: VecDeque::new(),
             completed_calls,
         }
@@ -408,6 +416,20 @@ impl CodexThread {
             (Some(t), Some(active)) => &t != active,
             _ => false,
         };
+        if !for_other_turn
+            && matches!(
+                method_name,
+                method::AGENT_MESSAGE_DELTA
+                    | method::REASONING_SUMMARY_DELTA
+                    | method::REASONING_TEXT_DELTA
+                    | method::RAW_ITEM_COMPLETED
+                    | method::RAW_RESPONSE_COMPLETED
+                    | method::TOKEN_USAGE
+            )
+        {
+            // The backend answered.
+            self.backend_retries = 0;
+        }
         Ok(match method_name {
             method::TURN_STARTED => {
                 if self.turn.is_none() {
@@ -416,8 +438,13 @@ impl CodexThread {
                 None
             }
             method::AGENT_MESSAGE_DELTA if !for_other_turn => {
-                params.get("delta").and_then(Value::as_str).map(|d| TurnEvent::TextDelta(d.to_owned()))
+                let delta = params.get("delta").and_then(Value::as_str);
+                if let (Some(d), Some(item)) = (delta, params.get("itemId").and_then(Value::as_str)) {
+                    self.streamed.entry(item.to_owned()).or_default().push_str(d);
+                }
+                delta.map(|d| TurnEvent::TextDelta(d.to_owned()))
             }
+            method::ITEM_COMPLETED if !for_other_turn => self.completed_message(params.get("item")),
             method::REASONING_SUMMARY_DELTA | method::REASONING_TEXT_DELTA if !for_other_turn => {
                 params.get("delta").and_then(Value::as_str).map(|d| TurnEvent::ReasoningDelta(d.to_owned()))
             }
@@ -453,6 +480,7 @@ impl CodexThread {
             method::TURN_COMPLETED if !for_other_turn => {
                 let completed: wire::TurnStartResult = parse(method::TURN_COMPLETED, params)?;
                 self.turn = None;
+                self.streamed.clear();
                 self.release_all("the turn ended");
                 let collected = std::mem::take(&mut self.batch.calls);
                 if !collected.is_empty() {
@@ -471,10 +499,29 @@ impl CodexThread {
                     _ => Some(TurnEvent::Ended(TurnEnd::Completed)),
                 }
             }
-            method::ERROR => {
+            method::ERROR if !for_other_turn => {
                 let retry = params.get("willRetry").and_then(Value::as_bool).unwrap_or(false);
                 let message = params.pointer("/error/message").and_then(Value::as_str).unwrap_or_default();
-                tracing::warn!(thread = %self.id, retry, "{message}");
+                // Codex's retries are its business until they exceed Tackle's: then the turn
+                // stops, rather than waiting out Codex's backoff (unbounded by default).
+                if retry && self.turn.is_some() {
+                    self.backend_retries += 1;
+                    let limit = self.server.config().backend_retries();
+                    if self.backend_retries > limit {
+                        let details = params
+                            .pointer("/error/additionalDetails")
+                            .and_then(Value::as_str)
+                            .filter(|d| !d.is_empty())
+                            .unwrap_or(message);
+                        tracing::debug!(thread = %self.id, retries = self.backend_retries - 1, "{details}; stopping the turn");
+                        self.abandon_turn();
+                        return Err(CodexError::BackendUnreachable {
+                            message: details.to_owned(),
+                            retries: limit,
+                        });
+                    }
+                }
+                tracing::debug!(thread = %self.id, retry, "codex error: {message}");
                 None
             }
             method::WARNING => {
@@ -484,6 +531,27 @@ impl CodexThread {
             }
             _ => None,
         })
+    }
+
+    /// A completed `agentMessage`: the part of its text its deltas did not stream (all of it
+    /// when none came: a backend stream without `response.output_item.added` makes Codex send
+    /// the message only whole).
+    fn completed_message(&mut self, item: Option<&Value>) -> Option<TurnEvent> {
+        let item = item?;
+        if item.get("type").and_then(Value::as_str) != Some("agentMessage") {
+            return None;
+        }
+        let text = item.get("text").and_then(Value::as_str)?;
+        let id = item.get("id").and_then(Value::as_str).unwrap_or_default();
+        let streamed = self.streamed.remove(id).unwrap_or_default();
+        match text.strip_prefix(streamed.as_str()) {
+            Some(rest) if !rest.is_empty() => Some(TurnEvent::TextDelta(rest.to_owned())),
+            Some(_) => None,
+            None => {
+                tracing::debug!(thread = %self.id, item = id, "the completed message differs from its deltas; the deltas stand");
+                None
+            }
+        }
     }
 
     /// The call id of a raw `function_call` item of one of this thread's dynamic tools whose

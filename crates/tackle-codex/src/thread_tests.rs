@@ -152,6 +152,68 @@ async fn calls_of_one_response_come_out_as_one_batch_even_when_one_is_late() {
     assert!(!thread.turn_active());
 }
 
+/// A backend stream without `response.output_item.added` makes Codex send an answer only as a
+/// completed `agentMessage` item: its text counts, and only the part no delta streamed.
+#[tokio::test]
+async fn a_completed_message_supplies_the_text_its_deltas_did_not() {
+    let (mut thread, mut peer) = setup(CodexConfig::default(), &["a"]).await;
+    let delta = |item: &str, text: &str| json!({"method": "item/agentMessage/delta", "params": {"threadId": "th", "turnId": "tu", "itemId": item, "delta": text}});
+    let completed = |item: &str, text: &str| {
+        json!({"method": "item/completed", "params": {"threadId": "th", "turnId": "tu",
+            "item": {"type": "agentMessage", "id": item, "text": text, "phase": null}}})
+    };
+    peer.send(completed("m1", "All done.")).await;
+    peer.send(delta("m2", "Hel")).await;
+    peer.send(completed("m2", "Hello")).await;
+    peer.send(delta("m3", "whole")).await;
+    peer.send(completed("m3", "whole")).await;
+    peer.send(json!({"method": "item/completed", "params": {"threadId": "th", "turnId": "tu",
+        "item": {"type": "reasoning", "id": "r", "summary": []}}}))
+        .await;
+    peer.send(json!({"method": "turn/completed", "params": {"threadId": "th", "turn": {"id": "tu", "items": [], "status": "completed"}}})).await;
+    let mut texts = Vec::new();
+    loop {
+        match thread.next_event().await.unwrap() {
+            TurnEvent::TextDelta(t) => texts.push(t),
+            TurnEvent::Ended(TurnEnd::Completed) => break,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(texts, ["All done.", "Hel", "lo", "whole"]);
+}
+
+/// Codex retrying a backend that is down: its notices count, in a row, against
+/// `backend_retries`; one more stops the turn (interrupted at Codex) with an error that says so.
+/// An answer from the backend starts the count again.
+#[tokio::test]
+async fn a_backend_retried_more_often_than_allowed_stops_the_turn() {
+    let config = CodexConfig { backend_retries: Some(1), ..CodexConfig::default() };
+    let (mut thread, mut peer) = setup(config, &["a"]).await;
+    let reconnecting = |n: u32| {
+        json!({"method": "error", "params": {"threadId": "th", "turnId": "tu", "willRetry": true,
+            "error": {"message": format!("Reconnecting... {n}/5"), "additionalDetails": "Connection failed: error sending request",
+                "codexErrorInfo": {"responseStreamDisconnected": {"httpStatusCode": null}}}}})
+    };
+    peer.send(reconnecting(1)).await;
+    peer.send(json!({"method": "item/agentMessage/delta", "params": {"threadId": "th", "turnId": "tu", "itemId": "m", "delta": "Hi"}})).await;
+    assert!(matches!(thread.next_event().await.unwrap(), TurnEvent::TextDelta(t) if t == "Hi"));
+    peer.send(reconnecting(1)).await;
+    peer.send(reconnecting(2)).await;
+    let err = thread.next_event().await.unwrap_err();
+    assert!(matches!(err, CodexError::BackendUnreachable { retries: 1, .. }), "{err:?}");
+    let message = err.to_string();
+    assert!(
+        message.contains("Connection failed: error sending request") && message.contains("backend_retries"),
+        "{message}"
+    );
+    let interrupt = peer.recv().await;
+    assert_eq!(
+        (interrupt["method"].as_str(), &interrupt["params"]["turnId"]),
+        (Some("turn/interrupt"), &json!("tu"))
+    );
+    assert!(!thread.turn_active());
+}
+
 #[tokio::test]
 async fn without_raw_events_calls_close_after_a_quiet_moment() {
     let (mut thread, mut peer) = setup(CodexConfig::default(), &["a"]).await;

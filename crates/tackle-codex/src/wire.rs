@@ -451,6 +451,8 @@ pub mod method {
     pub const TURN_COMPLETED: &str = "turn/completed";
     /// Answer text.
     pub const AGENT_MESSAGE_DELTA: &str = "item/agentMessage/delta";
+    /// An item (an answer message, a tool call, ...) is complete.
+    pub const ITEM_COMPLETED: &str = "item/completed";
     /// Reasoning summary text.
     pub const REASONING_SUMMARY_DELTA: &str = "item/reasoning/summaryTextDelta";
     /// Raw reasoning text.

@@ -347,3 +347,78 @@ async fn codex_dying_mid_turn_is_retried_on_a_new_process_that_resumes_the_threa
     assert_eq!(user_turns, 1, "the prompt reached the resumed thread once");
     drop(session);
 }
+
+/// A backend stream that carries each item only whole (`response.output_item.done`, no `added`,
+/// no deltas): Codex sends the answer only as a completed `agentMessage`, and it is the answer.
+#[tokio::test]
+async fn an_answer_sent_only_as_a_completed_item_is_not_lost() {
+    let script = Script { whole_items: true, ..Script::new(vec![Turn::text("All done, no deltas.")]) };
+    let Some(setup) = Setup::new(script).await else {
+        return common::missing_peer("codex (npm @openai/codex)");
+    };
+    let (agent, _provider) = setup.agent(Vec::new()).await;
+    let mut session = setup.session(&agent).await;
+    let (outcome, events) = run(&mut session, "anything").await;
+    assert_eq!(outcome.end, TurnEnd::Completed, "{:?}", outcome.error);
+    assert_eq!(outcome.text, "All done, no deltas.");
+    let streamed: String = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::TextDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(streamed, "All done, no deltas.", "shown as it came");
+}
+
+/// Codex's model backend is down, with Codex's default arguments (it reconnects forever): the
+/// turn fails once Codex has retried as often as `backend_retries` allows, in seconds, with an
+/// error that says the backend cannot be reached, instead of waiting out the idle limit.
+#[tokio::test]
+async fn a_backend_that_is_down_fails_the_turn_after_the_allowed_retries() {
+    let Some(binary) = common::codex_binary() else {
+        return common::missing_peer("codex (npm @openai/codex)");
+    };
+    // A port nobody listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let home = tempfile::tempdir().unwrap();
+    common::codex_home(home.path(), &format!("http://127.0.0.1:{port}"));
+    let workspace = tempfile::tempdir().unwrap();
+    let config = tackle_codex::CodexConfig {
+        args: vec!["app-server".into()],
+        idle_timeout_secs: 600,
+        backend_retries: Some(1),
+        ..common::config(&binary, home.path())
+    };
+    let provider: Arc<dyn tackle_provider::Provider> =
+        Arc::new(CodexProvider::new(CodexServer::new(config), Some(workspace.path().to_owned())));
+    let agent = Agent::builder(provider)
+        .model("mock-model")
+        .store(Store::open(&workspace.path().join("tackle.db")).await.unwrap())
+        .workspace(workspace.path())
+        .skills(false)
+        .approver(AutoApprove)
+        .build()
+        .await
+        .unwrap();
+    let options = NewSessionOptions { workspace: workspace.path().to_owned(), ..Default::default() };
+    let mut session = agent.create_session(options).await.unwrap();
+    let started = std::time::Instant::now();
+    let (sink, _) = recorder();
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(90),
+        session.run_turn(TurnInput::new("hi"), &sink, &CancellationToken::new()),
+    )
+    .await
+    .expect("the turn waited on a backend that is down");
+    let error = match outcome {
+        Ok(o) => {
+            assert_eq!(o.end, TurnEnd::Failed, "{o:?}");
+            o.error.unwrap_or_default()
+        }
+        Err(e) => e.to_string(),
+    };
+    assert!(error.contains("Codex cannot reach its model backend"), "{error}");
+    assert!(error.contains("after 1 retries"), "{error}");
+    eprintln!("failed after {:?}: {error}", started.elapsed());
+}

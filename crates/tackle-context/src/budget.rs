@@ -29,13 +29,22 @@ pub const DEFAULT_WINDOW: u64 = 128_000;
 /// assert_eq!(tackle_context::context_window("my-local-llama"), tackle_context::DEFAULT_WINDOW);
 /// ```
 pub fn context_window(model: &str) -> u64 {
+    known_context_window(model).unwrap_or(DEFAULT_WINDOW)
+}
+
+/// The context window of `model` when it belongs to a family the table knows.
+///
+/// ```
+/// assert_eq!(tackle_context::known_context_window("gpt-4.1-mini"), Some(1_047_576));
+/// assert_eq!(tackle_context::known_context_window("my-local-llama"), None);
+/// ```
+pub fn known_context_window(model: &str) -> Option<u64> {
     let m = model.to_ascii_lowercase();
     WINDOWS
         .iter()
         .filter(|(prefix, _)| m.starts_with(prefix))
         .max_by_key(|(prefix, _)| prefix.len())
         .map(|(_, w)| *w)
-        .unwrap_or(DEFAULT_WINDOW)
 }
 
 /// Tokens used by each part of a request.

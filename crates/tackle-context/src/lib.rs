@@ -30,6 +30,7 @@ mod vocab_table;
 
 pub use budget::{
     Components, ContextBudget, CountSource, DEFAULT_WINDOW, Pressure, Thresholds, context_window,
+    known_context_window,
 };
 pub use compaction::{
     CLEARED_PREFIX, ClearTarget, MIN_CLEAR_BYTES, SUMMARY_INSTRUCTIONS, apply_clear, cleared_stub,

@@ -113,6 +113,52 @@ pub(crate) async fn post_with_retry(
     }
 }
 
+/// Most pages of a model listing read (Anthropic pages by 1000).
+const MAX_MODEL_PAGES: usize = 10;
+
+/// The model ids at `path` (`{"data": [{"id": …}], "has_more", "last_id"}`: OpenAI's shape,
+/// Anthropic's with pages), without retries: a listing is a check, not a task.
+pub(crate) async fn list_model_ids(
+    client: &reqwest::Client,
+    config: &ProviderConfig,
+    headers: &HeaderMap,
+    path: &str,
+) -> Result<Vec<String>, ProviderError> {
+    let mut headers = headers.clone();
+    headers.insert(http::header::ACCEPT, http::HeaderValue::from_static("application/json"));
+    headers.remove(http::header::CONTENT_TYPE);
+    let mut ids = Vec::new();
+    let mut after: Option<String> = None;
+    for _ in 0..MAX_MODEL_PAGES {
+        let mut url = config.endpoint(path);
+        if let Some(a) = &after {
+            url.push(if url.contains('?') { '&' } else { '?' });
+            url.push_str(&format!("after_id={a}&limit=1000"));
+        }
+        let response =
+            client.get(&url).headers(headers.clone()).send().await.map_err(ProviderError::from_reqwest)?;
+        let status = response.status().as_u16();
+        let resp_headers = response.headers().clone();
+        let text = response.text().await.map_err(ProviderError::from_reqwest)?;
+        if !(200..300).contains(&status) {
+            return Err(classify_http_error(status, &resp_headers, &text));
+        }
+        let page: Value = serde_json::from_str(&text).map_err(|e| {
+            ProviderError::protocol(format!("the model listing is not JSON ({e}): {}", snippet(&text)))
+        })?;
+        let data = page.get("data").and_then(Value::as_array).ok_or_else(|| {
+            ProviderError::protocol(format!("the model listing has no data array: {}", snippet(&text)))
+        })?;
+        ids.extend(data.iter().filter_map(|m| m.get("id").and_then(Value::as_str)).map(str::to_owned));
+        let more = page.get("has_more").and_then(Value::as_bool).unwrap_or(false);
+        match page.get("last_id").and_then(Value::as_str) {
+            Some(last) if more => after = Some(last.to_owned()),
+            _ => break,
+        }
+    }
+    Ok(ids)
+}
+
 /// Maps a failed HTTP response to a [`ProviderError`], reading both providers' error shapes
 /// (`{"error":{"type","message","code"}}`) and recognizing HTML pages from proxies.
 pub(crate) fn classify_http_error(status: u16, headers: &HeaderMap, body: &str) -> ProviderError {

@@ -126,6 +126,12 @@ pub trait Provider: Send + Sync {
         self.send(encoded, options).await
     }
 
+    /// The ids of the models the provider's endpoint lists (`GET …/models`), or `None` where the
+    /// provider has no listing. Used to check a model name before it is used (`/model`).
+    async fn list_models(&self) -> Result<Option<Vec<String>>, ProviderError> {
+        Ok(None)
+    }
+
     /// Sends a request and waits for the whole response.
     async fn complete(
         &self,

@@ -1,5 +1,5 @@
-//! Bridge mode of `/v1/chat/completions`: models `codex/<model>` run on the real
-//! `codex app-server` (npm `@openai/codex`, pinned) against the testkit's fake Responses
+//! Bridge mode of `/v1/chat/completions` and `/v1/responses`: models `codex/<model>` run on the
+//! real `codex app-server` (npm `@openai/codex`, pinned) against the testkit's fake Responses
 //! server, driven by the official `openai` Python SDK (both installed by scripts/test-deps.sh).
 
 mod common;
@@ -164,6 +164,63 @@ async fn the_official_openai_python_sdk_drives_codex_through_the_bridge() {
     let mut parallel = outputs(&r[9]);
     parallel.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(parallel, [("call_p1".to_owned(), json!("rain")), ("call_p2".to_owned(), json!("noon"))]);
+}
+
+/// A Codex model on /v1/responses: the SDK's tool loop, continued by `previous_response_id`,
+/// whole and streamed.
+#[tokio::test]
+async fn the_openai_python_sdk_runs_codex_models_on_the_responses_api() {
+    let Some(python) = venv_python() else { return missing_peer("the openai Python SDK") };
+    let script = Script::new(vec![
+        Turn::default().with_call_id("call_r1", "get_weather", r#"{"city":"Oslo"}"#),
+        Turn::text("It rains in Oslo."),
+        Turn::default().with_call_id("call_r2", "get_weather", r#"{"city":"Bergen"}"#),
+        Turn::text("Bergen is sunny."),
+    ]);
+    let codex_home = tempfile::tempdir().unwrap();
+    let Some(h) = harness(script, &codex_home).await else {
+        return missing_peer("codex (npm @openai/codex)");
+    };
+    let base = h.listen().await;
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/codex_responses.py");
+    let out = tokio::process::Command::new(python).arg(script).arg(&base).arg(ALICE).output().await.unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the SDK script failed:\n{stderr}");
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        seen["json_call"],
+        json!({"name": "get_weather", "arguments": {"city": "Oslo"}, "status": "completed", "model": "codex/mock-model"})
+    );
+    assert_eq!(seen["json_answer"], json!({"text": "It rains in Oslo.", "status": "completed"}));
+    assert_eq!(
+        seen["stream_call"],
+        json!({"name": "get_weather", "arguments": {"city": "Bergen"}, "completed": true})
+    );
+    assert_eq!(seen["stream_answer"], "Bergen is sunny.");
+    let r = h.fake.requests();
+    assert!(r[0].body["input"].to_string().contains("You answer weather questions."), "the instructions");
+    assert_eq!(outputs(&r[1]), [("call_r1".to_owned(), json!("rain, 8 C"))]);
+    assert_eq!(outputs(&r[3]), [("call_r2".to_owned(), json!("sun"))]);
+}
+
+/// Without a bridge, a Codex model on either OpenAI route says how to serve it (not that the
+/// operator should list it in `[server] models`).
+#[tokio::test]
+async fn a_codex_model_without_the_bridge_says_how_to_serve_it() {
+    let h = Harness::with(Script::new(vec![]), tokens()).await;
+    for (path, body) in [
+        ("/v1/responses", json!({"model": "codex/default", "input": "hi"})),
+        (
+            "/v1/chat/completions",
+            json!({"model": "codex/default", "messages": [{"role": "user", "content": "hi"}]}),
+        ),
+    ] {
+        let (status, body) = h.call(Method::POST, path, Some(ALICE), Some(body)).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");
+        assert_eq!(body["error"]["code"], "model_not_found", "{path}: {body}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains("--provider codex") && !message.contains("[server] models"), "{message}");
+    }
 }
 
 #[tokio::test]

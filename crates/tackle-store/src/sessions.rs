@@ -369,6 +369,24 @@ impl Store {
         })
     }
 
+    /// Sessions whose metadata says they were imported from the exported session `source`
+    /// (`{"imported_from": source}`, as `tackle sessions import` records it), oldest first.
+    pub async fn sessions_imported_from(&self, source: &str) -> Result<Vec<String>, StoreError> {
+        on_db!(self, pool => {
+            // Metadata is stored as compact JSON; the key and its string value are matched as
+            // written, every LIKE wildcard in them escaped.
+            let needle = format!("\"imported_from\":{}", serde_json::to_string(source)?);
+            let escaped = needle.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
+            let rows = sqlx::query(
+                "SELECT id FROM sessions WHERE metadata LIKE $1 ESCAPE '\\' ORDER BY created_at, id",
+            )
+            .bind(format!("%{escaped}%"))
+            .fetch_all(pool)
+            .await?;
+            rows.iter().map(|r| r.try_get("id")).collect()
+        })
+    }
+
     /// Sessions, most recently active first.
     pub async fn list_sessions(&self, filter: SessionFilter) -> Result<Vec<SessionSummary>, StoreError> {
         on_db!(self, pool => {

@@ -120,6 +120,23 @@ both! {
         assert!(err.to_string().contains("not found"), "{err}");
     }
 
+    async fn imported_sessions_are_found_by_their_source(db) {
+        let store = db.open().await;
+        let imported = |source: &str| NewSession {
+            metadata: json!({ "imported_from": source, "note": "x" }),
+            ..new_session("local")
+        };
+        let a = store.create_session(imported("0198-abc")).await.unwrap();
+        let b = store.create_session(imported("0198-abc")).await.unwrap();
+        store.create_session(imported("0198-abcd")).await.unwrap();
+        store.create_session(imported("0198_ab%")).await.unwrap();
+        store.create_session(new_session("local")).await.unwrap();
+        assert_eq!(store.sessions_imported_from("0198-abc").await.unwrap(), [a.id.to_string(), b.id.to_string()]);
+        assert!(store.sessions_imported_from("0198-ab").await.unwrap().is_empty(), "whole ids only");
+        assert!(store.sessions_imported_from("0198_ab_").await.unwrap().is_empty(), "wildcards are escaped");
+        assert_eq!(store.sessions_imported_from("0198_ab%").await.unwrap().len(), 1);
+    }
+
     async fn prefixes_resolve_like_git(db) {
         let store = db.open().await;
         let a = store.create_session(new_session("u")).await.unwrap();

@@ -5,7 +5,7 @@
 //!
 //! | span | OpenTelemetry name | kind | one per |
 //! |---|---|---|---|
-//! | [`INVOKE_AGENT`] | `invoke_agent` | internal | turn |
+//! | [`INVOKE_AGENT`] | `invoke_agent {gen_ai.agent.name}` (`invoke_agent tackle`) | internal | turn |
 //! | [`CHAT`] | `chat {gen_ai.request.model}` | client | model call |
 //! | [`EXECUTE_TOOL`] | `execute_tool {gen_ai.tool.name}` | internal | tool call |
 //!

@@ -191,6 +191,8 @@ impl TraceExporter {
             .with_threads(false)
             .with_location(false)
             .with_level(false)
+            // The `tracing` target is no OpenTelemetry attribute; the GenAI conventions say what a span carries.
+            .with_target(false)
             .with_filter(filter)
     }
 

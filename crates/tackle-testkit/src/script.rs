@@ -144,6 +144,10 @@ pub struct Script {
     /// [`crate::SimulatedCache`]).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub simulate_cache: bool,
+    /// Responses stream: each output item only as `response.output_item.done`, without its
+    /// `added` event or deltas (as some compatible servers and proxies send it).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub whole_items: bool,
 }
 
 impl Default for Script {
@@ -155,6 +159,7 @@ impl Default for Script {
             model: None,
             latency_ms: None,
             simulate_cache: false,
+            whole_items: false,
         }
     }
 }

@@ -386,7 +386,7 @@ async fn handle(State(inner): State<Shared>, headers: HeaderMap, raw: Bytes, wir
     if let Some(ms) = latency {
         tokio::time::sleep(Duration::from_millis(ms)).await;
     }
-    let (turn, index, chunk, model) = {
+    let (turn, index, chunk, model, whole_items) = {
         let mut state = lock(&inner);
         let requested = body.get("model").and_then(Value::as_str).unwrap_or_default();
         let exhausted = |n: usize| {
@@ -423,7 +423,7 @@ async fn handle(State(inner): State<Shared>, headers: HeaderMap, raw: Bytes, wir
         if state.script.simulate_cache {
             turn.usage = state.cache.usage(wire, &body, turn.usage.output_tokens);
         }
-        (turn, index, state.script.chunk_chars, model)
+        (turn, index, state.script.chunk_chars, model, state.script.whole_items)
     };
     let include_usage =
         body.get("stream_options").and_then(|o| o.get("include_usage")).and_then(Value::as_bool)
@@ -442,7 +442,17 @@ async fn handle(State(inner): State<Shared>, headers: HeaderMap, raw: Bytes, wir
     let frames = match wire {
         WireFormat::OpenAiChat => wire::openai_chat::stream(&turn, &ctx),
         WireFormat::AnthropicMessages => wire::anthropic::stream(&turn, &ctx),
-        WireFormat::OpenAiResponses => wire::responses::stream(&turn, &ctx, &asked),
+        WireFormat::OpenAiResponses => {
+            let mut frames = wire::responses::stream(&turn, &ctx, &asked);
+            if whole_items {
+                frames.retain(|f| {
+                    !matches!(f.event, Some(e) if e.starts_with("response.") && e != "response.output_item.done"
+                        && e != "response.created" && e != "response.in_progress" && e != "response.completed"
+                        && e != "response.incomplete")
+                });
+            }
+            frames
+        }
     };
     sse_response(frames, stream_fault)
 }

@@ -4,7 +4,10 @@
 use futures::FutureExt as _;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// tokio's clock, so a test with paused time sees the waits it skips.
+use tokio::time::Instant;
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -109,9 +112,16 @@ pub struct CallReport {
     pub truncated: bool,
     /// Locator of the full output when it was offloaded.
     pub locator: Option<String>,
-    /// Wall time, including any wait for approval.
+    /// Wall time of the call, without the wait for approval (a person's thinking is not the
+    /// tool's time).
     pub duration: Duration,
+    /// How long the call waited for a decision on its approval (zero when none was asked).
+    pub approval_wait: Duration,
 }
+
+/// The words of a denial under the approval policy `deny`: nobody was asked, because nobody
+/// could answer (a front end recognizes such denials by them, to say how to allow the call).
+pub const NOBODY_TO_CONFIRM: &str = "nobody can give it here (approval policy `deny`)";
 
 /// Runs tool calls safely. Cheap to share behind an `Arc`.
 pub struct ToolExecutor {
@@ -203,8 +213,9 @@ impl ToolExecutor {
     pub async fn execute(&self, call: &ToolUse, ctx: ToolContext, opts: &CallOptions<'_>) -> CallReport {
         let started = Instant::now();
         let mut notes = Vec::new();
-        let outcome = self.run(call, &ctx, opts, &mut notes).await;
-        let mut report = self.report(call, &ctx, outcome, started).await;
+        let mut approval_wait = Duration::ZERO;
+        let outcome = self.run(call, &ctx, opts, &mut notes, &mut approval_wait).await;
+        let mut report = self.report(call, &ctx, outcome, started, approval_wait).await;
         if !notes.is_empty() && !report.result.is_error {
             // Hook feedback goes after whatever the model sees of the output (an offload
             // reference included).
@@ -225,6 +236,7 @@ impl ToolExecutor {
         ctx: &ToolContext,
         opts: &CallOptions<'_>,
         notes: &mut Vec<String>,
+        approval_wait: &mut Duration,
     ) -> Result<ToolOutput, ToolError> {
         let name = call.name.as_str();
         let registry = self.registry();
@@ -329,7 +341,10 @@ impl ToolExecutor {
             _ => Some(decision.rule.clone()),
         };
         if let Some(rule) = confirm_rule {
-            self.confirm(call, ctx, &args, &rule, mode).await?;
+            let asked = Instant::now();
+            let confirmed = self.confirm(call, ctx, &args, &rule, mode).await;
+            *approval_wait = asked.elapsed();
+            confirmed?;
         } else if decision.action == HookAction::Log || decision.action == HookAction::Confirm {
             tracing::info!(tool = name, call_id = %call.id, arg_bytes = size, %mode, "tool call");
         }
@@ -436,9 +451,7 @@ impl ToolExecutor {
                 return Err(ToolError::new(
                     &call.name,
                     ErrorCategory::Denied,
-                    format!(
-                        "this call needs a person's confirmation ({rule}) and nobody can give it here (approval policy `deny`)"
-                    ),
+                    format!("this call needs a person's confirmation ({rule}) and {NOBODY_TO_CONFIRM}"),
                 )
                 .with_hint(
                     "do not retry it; finish the task without it, or tell the user which call to run or approve themselves",
@@ -547,6 +560,7 @@ impl ToolExecutor {
         ctx: &ToolContext,
         outcome: Result<ToolOutput, ToolError>,
         started: Instant,
+        approval_wait: Duration,
     ) -> CallReport {
         let (result, bytes, lines, truncated, locator) = match &outcome {
             Ok(output) => {
@@ -605,7 +619,8 @@ impl ToolExecutor {
             lines,
             truncated,
             locator,
-            duration: started.elapsed(),
+            duration: started.elapsed().saturating_sub(approval_wait),
+            approval_wait,
         }
     }
 }

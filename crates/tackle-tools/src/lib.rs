@@ -69,7 +69,9 @@ pub use approval::{
 pub use context::{ProgressSink, ToolContext, ToolProgress, TurnState};
 pub use doc::ToolDoc;
 pub use events::EventSink;
-pub use executor::{CallOptions, CallReport, ExecLimits, HookStop, Offloaded, OutputOffloader, ToolExecutor};
+pub use executor::{
+    CallOptions, CallReport, ExecLimits, HookStop, NOBODY_TO_CONFIRM, Offloaded, OutputOffloader, ToolExecutor,
+};
 pub use failure::ToolFailure;
 pub use function::{FnTool, IntoTool, IntoToolResult, tool_fn};
 pub use hooks::{AnnotationMatch, ApprovalMode, HookAction, HookDecision, HookError, HookPolicy, HookRule};

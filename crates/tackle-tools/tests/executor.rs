@@ -355,6 +355,28 @@ async fn the_turns_approval_policy_bounds_the_wait() {
     assert_eq!(task.await.unwrap().result.content, "destroyed");
 }
 
+/// Decides after a person's thinking time.
+struct SlowPerson(Duration);
+
+#[async_trait]
+impl Approver for SlowPerson {
+    async fn decide(&self, _request: tackle_tools::ApprovalRequest) -> tackle_tools::ApprovalDecision {
+        tokio::time::sleep(self.0).await;
+        tackle_tools::ApprovalDecision::approve()
+    }
+}
+
+/// A call's time is the tool's, not the time a person took to approve it: the wait is reported
+/// apart.
+#[tokio::test(start_paused = true)]
+async fn a_calls_time_excludes_the_wait_for_approval() {
+    let ex = executor(Arc::new(SlowPerson(Duration::from_secs(30))), vec![]);
+    let r = ex.execute(&call("destroy", json!({})), ctx(), &CallOptions::default()).await;
+    assert_eq!(r.result.content, "destroyed");
+    assert_eq!(r.approval_wait, Duration::from_secs(30));
+    assert!(r.duration < Duration::from_secs(1), "{:?}", r.duration);
+}
+
 #[tokio::test]
 async fn a_denial_is_an_envelope_with_the_reason() {
     let ex = executor(Arc::new(DenyAll::new("re-run with --yes to allow it")), vec![]);

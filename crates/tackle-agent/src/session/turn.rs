@@ -156,6 +156,8 @@ impl Session {
         // The turn's span (OpenTelemetry GenAI `invoke_agent`); disabled, and free, unless a
         // subscriber collects the `gen_ai` target.
         let span = tracing::info_span!(target: "gen_ai", "invoke_agent",
+            // `invoke_agent {gen_ai.agent.name}`, as the GenAI conventions name it.
+            "otel.name" = "invoke_agent tackle",
             "otel.status_code" = Empty,
             "gen_ai.operation.name" = "invoke_agent",
             "gen_ai.agent.name" = "tackle",

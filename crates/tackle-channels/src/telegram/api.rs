@@ -1,6 +1,6 @@
 //! [`BotApi`]: Bot API calls over reqwest, with Telegram's retry rules: a `429` waits the
 //! `retry_after` it names, network errors and `5xx` are retried with backoff, anything else is an
-//! error at once. The token is in every URL, so no URL ever reaches an error, a log or `Debug`.
+//! error at once. Optional calls ([`BotApi::call_once`]) get one attempt and a short limit. The token is in every URL, so no URL ever reaches an error, a log or `Debug`.
 
 use std::path::Path;
 use std::time::Duration;
@@ -90,6 +90,24 @@ impl BotApi {
                     tracing::info!(method, attempt, wait_ms = wait.as_millis() as u64, reason = %why, "retrying a Telegram call");
                     tokio::time::sleep(wait).await;
                 }
+            }
+        }
+    }
+
+    /// Calls `method` once, without retries, within `timeout`: for optional calls (the typing
+    /// indicator, the command menu) whose failure must never delay the bot.
+    pub async fn call_once<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &Value,
+        timeout: Duration,
+    ) -> Result<T, ChannelError> {
+        match self.attempt(method, params, timeout).await {
+            Attempt::Done(v) => serde_json::from_value(v)
+                .map_err(|e| self.error(method, format!("unexpected result: {e}"), None)),
+            Attempt::Fail(e) => Err(e),
+            Attempt::Retry(_, why) => {
+                Err(self.error(method, format!("{why} (not retried: the call is optional)"), None))
             }
         }
     }

@@ -43,6 +43,9 @@ pub const WEBHOOK_PATH: &str = "/channels/telegram/webhook";
 pub const SECRET_HEADER: &str = "x-telegram-bot-api-secret-token";
 /// Updates the bot asks for.
 const ALLOWED_UPDATES: [&str; 2] = ["message", "callback_query"];
+/// Time limit of an optional call (the typing indicator, the command menu): one attempt, never
+/// retried, so a failing or slow Bot API never delays the bot's start or a turn.
+const OPTIONAL_CALL_TIMEOUT: Duration = Duration::from_secs(5);
 /// Status is written to the store at most this often.
 const STATUS_EVERY: Duration = Duration::from_secs(5);
 
@@ -242,9 +245,13 @@ impl Channel for TelegramChannel {
             {"command": "tools", "description": "the tools the agent can use"},
             {"command": "help", "description": "the commands"},
         ]});
-        if let Err(e) = self.api.call::<Value>("setMyCommands", &commands, None).await {
-            tracing::warn!(error = %e, "cannot register the bot's commands (the menu stays empty)");
-        }
+        // The menu is a convenience: registered beside the start, never before it.
+        let api = self.api.clone();
+        tokio::spawn(async move {
+            if let Err(e) = api.call_once::<Value>("setMyCommands", &commands, OPTIONAL_CALL_TIMEOUT).await {
+                tracing::info!(error = %e, "cannot register the bot's commands (the menu stays empty)");
+            }
+        });
         match self.config.mode {
             TelegramMode::Polling => {
                 // Telegram refuses getUpdates while a webhook is set.
@@ -344,7 +351,7 @@ impl Channel for TelegramChannel {
 
     async fn typing(&self, chat: &ChatId) -> Result<(), ChannelError> {
         let params = json!({ "chat_id": Self::chat_id(chat), "action": "typing" });
-        self.api.call::<Value>("sendChatAction", &params, None).await.map(|_| ())
+        self.api.call_once::<Value>("sendChatAction", &params, OPTIONAL_CALL_TIMEOUT).await.map(|_| ())
     }
 
     async fn download(

@@ -9,7 +9,8 @@
 //   on unknown messages and on "message is not modified", and removing buttons it is not given;
 // - sendChatAction, setMyCommands, getFile and file downloads;
 // - webhooks that send the secret token header and deliver again until the bot answers 2xx;
-// - faults on demand (429 with retry_after, dropped connections, 500) and a log of every call.
+// - faults on demand (429 with retry_after, dropped connections, 500, calls never answered) and a
+//   log of every call.
 //
 // Usage: TACKLE_NODE_MODULES=... node telegram_emulator.cjs  -> prints {"port": N}; exits when
 // stdin closes.
@@ -150,6 +151,8 @@ ext.all('/bot:token/:method', (req, res, next) => {
       return req.socket.destroy();
     }
     if (fault.kind === '500') return fail(res, 500, 'Internal Server Error');
+    // Never answered: the call waits until the bot gives up on it.
+    if (fault.kind === 'hang') return undefined;
   }
   next();
 });

@@ -568,6 +568,7 @@ mod tests {
             ("server.workspaces", r#"{"docs": "/srv/docs"}"#),
             ("mcp.servers", r#"{"files": {"command": "mcp-files"}}"#),
             ("codex.thread_config", r#"{"model_reasoning_effort": "high"}"#),
+            ("codex.backend_retries", "3"),
             ("responses.reasoning_effort", "high"),
             ("builtins.shell_env", r#"{"LOG_LEVEL": "warn"}"#),
             ("sandbox.mode", "read-only"),

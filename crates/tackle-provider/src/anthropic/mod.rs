@@ -101,6 +101,11 @@ impl Provider for Anthropic {
         })
     }
 
+    async fn list_models(&self) -> Result<Option<Vec<String>>, ProviderError> {
+        let headers = self.headers(&[])?;
+        crate::http::list_model_ids(&self.client, &self.config, &headers, "/v1/models").await.map(Some)
+    }
+
     async fn send(
         &self,
         encoded: EncodedRequest,

@@ -180,6 +180,11 @@ impl Provider for OpenAiResponses {
         })
     }
 
+    async fn list_models(&self) -> Result<Option<Vec<String>>, ProviderError> {
+        let headers = stream_headers(&self.config, None)?;
+        crate::http::list_model_ids(&self.client, &self.config, &headers, "/models").await.map(Some)
+    }
+
     async fn send(
         &self,
         encoded: EncodedRequest,

@@ -1,5 +1,6 @@
-//! Bridge mode of `POST /v1/chat/completions`: models `codex/<model>` run on Codex's
-//! app-server with the client's tools (see [`tackle_codex::CodexBridge`]).
+//! Bridge mode of `POST /v1/chat/completions` and `POST /v1/responses`: models
+//! `codex/<model>` run on Codex's app-server with the client's tools (see
+//! [`tackle_codex::CodexBridge`]).
 //!
 //! The client's tools become the Codex thread's dynamic tools (`tool_choice: "none"` sends
 //! none, a named function only that one). When Codex calls one, the response ends with
@@ -34,24 +35,42 @@ pub(crate) fn model_ids(state: &AppState) -> Vec<String> {
         .collect()
 }
 
+/// The bridge, or the error a `codex/…` model gets when the server runs none.
+fn bridge_for(state: &AppState, model: &str) -> Result<std::sync::Arc<tackle_codex::CodexBridge>, ApiError> {
+    state.inner.codex.clone().ok_or_else(|| ApiError {
+        status: StatusCode::NOT_FOUND,
+        code: "model_not_found",
+        message: format!(
+            "model {model:?} is not served: Codex models need `tackle serve --provider codex` or [codex] bridge = true"
+        ),
+        field: Some("model".into()),
+    })
+}
+
+/// Starts a Codex turn, or continues the one whose calls `request` answers, for either OpenAI
+/// route; `at` names where the client sent a tool call id (for errors).
+pub(crate) async fn turn(
+    state: &AppState,
+    request: BridgeRequest,
+    requested_model: &str,
+    at: impl Fn(&str) -> String,
+) -> Result<tackle_provider::EventStream, OpenAiError> {
+    let bridge = bridge_for(state, requested_model)?;
+    bridge.turn(request).await.map_err(|e| bridge_error(e, at))
+}
+
+/// The Codex model a `codex/<model>` name asks for.
+pub(crate) fn codex_model(requested: &str) -> Option<&str> {
+    requested.strip_prefix(MODEL_PREFIX)
+}
+
 /// Serves one chat completion on Codex.
 pub(crate) async fn chat_completions(
     state: AppState,
     user: String,
     chat: ChatRequest,
 ) -> Result<Response, OpenAiError> {
-    let Some(bridge) = state.inner.codex.clone() else {
-        return Err(ApiError {
-            status: StatusCode::NOT_FOUND,
-            code: "model_not_found",
-            message: format!(
-                "model {:?} is not served: Codex models need `tackle serve --provider codex` or [codex] bridge = true",
-                chat.model
-            ),
-            field: Some("model".into()),
-        }
-        .into());
-    };
+    bridge_for(&state, &chat.model)?;
     let (system, messages) = convert_messages(&chat.messages)?;
     let tools = convert_tools(&chat.tools)?;
     let tool_choice = convert_tool_choice(chat.tool_choice.as_ref(), &tools)?;
@@ -65,7 +84,14 @@ pub(crate) async fn chat_completions(
         tools,
         tool_choice,
     };
-    let events = bridge.turn(request).await.map_err(|e| bridge_error(e, &chat))?;
+    let at = |id: &str| {
+        chat.messages
+            .iter()
+            .position(|m| m.role() == "tool" && m.tool_call_id() == Some(id))
+            .map(|i| format!("messages[{i}].tool_call_id"))
+            .unwrap_or_else(|| "messages".into())
+    };
+    let events = turn(&state, request, &chat.model, at).await?;
     let id = completion_id();
     let created = now_secs();
     if chat.stream {
@@ -82,16 +108,10 @@ pub(crate) async fn chat_completions(
     Ok(Json(completion_body(&id, created, &chat.model, &acc.finish())).into_response())
 }
 
-/// A bridge failure in OpenAI's error shape, naming the client's message where it can.
-fn bridge_error(e: BridgeError, chat: &ChatRequest) -> OpenAiError {
+/// A bridge failure in OpenAI's error shape, naming the client's field (`at` a call id) where
+/// it can.
+fn bridge_error(e: BridgeError, at: impl Fn(&str) -> String) -> OpenAiError {
     let message = e.to_string();
-    let at = |id: &str| {
-        chat.messages
-            .iter()
-            .position(|m| m.role() == "tool" && m.tool_call_id() == Some(id))
-            .map(|i| format!("messages[{i}].tool_call_id"))
-            .unwrap_or_else(|| "messages".into())
-    };
     let conflict = |code: &'static str, field: Option<String>| ApiError {
         status: StatusCode::CONFLICT,
         code,
@@ -103,12 +123,12 @@ fn bridge_error(e: BridgeError, chat: &ChatRequest) -> OpenAiError {
             ApiError { code: "unknown_tool_call", ..ApiError::invalid_field(at(id), message) }
         }
         BridgeError::MissingToolResult { .. } => {
-            ApiError { code: "missing_tool_result", ..ApiError::invalid_field("messages", message) }
+            ApiError { code: "missing_tool_result", ..ApiError::invalid_field(at(""), message) }
         }
         BridgeError::ConversationMismatch => {
-            ApiError { code: "conversation_mismatch", ..ApiError::invalid_field("messages", message) }
+            ApiError { code: "conversation_mismatch", ..ApiError::invalid_field(at(""), message) }
         }
-        BridgeError::Invalid(_) => ApiError::invalid_field("messages", message),
+        BridgeError::Invalid(_) => ApiError::invalid_field(at(""), message),
         BridgeError::ExpiredToolCall { id, .. } => conflict("tool_call_expired", Some(at(id))),
         BridgeError::AlreadyAnswered { id } => conflict("tool_call_answered", Some(at(id))),
         BridgeError::Busy => conflict("busy", None),

@@ -582,7 +582,11 @@ async fn gateway(
         .collect();
     let tools = compat::function_tools(&tools, "name")?;
     let tool_choice = compat::tool_choice(request.tool_choice.as_ref(), &tools)?;
-    compat::check_gateway_model(&state, &request.model)?;
+    // `codex/<model>` runs on Codex through the bridge, as on /v1/chat/completions.
+    let codex = super::codex_bridge::codex_model(&request.model).map(str::to_owned);
+    if codex.is_none() {
+        compat::check_gateway_model(&state, &request.model)?;
+    }
     let mut system: Vec<SystemSection> =
         request.instructions.iter().map(|t| SystemSection::cacheable("instructions", t.clone())).collect();
     system.extend(input.system);
@@ -598,23 +602,17 @@ async fn gateway(
         prompt_cache_key: request.prompt_cache_key.clone(),
     }
     .into_request();
-    let provider = state.agent().provider().clone();
+    let source = Upstream { state: state.clone(), codex, owner: header.user.clone() };
     let mut added = input.messages;
     if !request.stream {
-        let response = provider
-            .complete(&model_request, &CallOptions::default())
-            .await
-            .map_err(|e| ApiError::upstream(e.to_string()))?;
+        let response = source.complete(&model_request, &request.input).await?;
         let end = End::from_stop(&response.stop_reason);
         let output = output_items(&response.content, end.item_status());
         added.push(response.clone().into_message());
         header.keep(&state, None, &added, &output).await?;
         return Ok(Json(header.object(end.status(), &end, output, Some(&response.usage))).into_response());
     }
-    let mut events = provider
-        .stream(&model_request, &CallOptions::default())
-        .await
-        .map_err(|e| ApiError::upstream(e.to_string()))?;
+    let mut events = source.stream(&model_request, &request.input).await?;
     let stream = async_stream(move |tx| async move {
         let mut out = EventWriter::new(tx, header.clone());
         let mut acc = ResponseAccumulator::default();
@@ -647,6 +645,64 @@ async fn gateway(
         out.end(&end, Some(&usage));
     });
     Ok(Sse::new(stream).into_response())
+}
+
+/// Where a gateway request goes: the server's provider, or Codex through the bridge.
+struct Upstream {
+    state: AppState,
+    /// The Codex model of a `codex/<model>` request.
+    codex: Option<String>,
+    owner: String,
+}
+
+impl Upstream {
+    async fn stream(
+        &self,
+        request: &tackle_protocol::ModelRequest,
+        input: &Value,
+    ) -> Result<tackle_provider::EventStream, OpenAiError> {
+        let Some(model) = &self.codex else {
+            let provider = self.state.agent().provider().clone();
+            return provider
+                .stream(request, &CallOptions::default())
+                .await
+                .map_err(|e| ApiError::upstream(e.to_string()).into());
+        };
+        let instructions: Vec<&str> = request.system.iter().map(|s| s.text.as_str()).collect();
+        let bridged = tackle_codex::BridgeRequest {
+            owner: self.owner.clone(),
+            model: model.clone(),
+            instructions: (!instructions.is_empty()).then(|| instructions.join("\n\n")),
+            messages: request.messages.as_ref().clone(),
+            tools: request.tools.to_vec(),
+            tool_choice: request.tool_choice.clone(),
+        };
+        // A call id the client sent: the `function_call_output` item that carries it.
+        let at = |id: &str| {
+            input
+                .as_array()
+                .and_then(|items| {
+                    items.iter().position(|i| !id.is_empty() && str_at(i, "call_id") == Some(id))
+                })
+                .map(|i| format!("input[{i}].call_id"))
+                .unwrap_or_else(|| "input".into())
+        };
+        let requested = format!("{}{model}", super::codex_bridge::MODEL_PREFIX);
+        super::codex_bridge::turn(&self.state, bridged, &requested, at).await
+    }
+
+    async fn complete(
+        &self,
+        request: &tackle_protocol::ModelRequest,
+        input: &Value,
+    ) -> Result<ModelResponse, OpenAiError> {
+        let mut events = self.stream(request, input).await?;
+        let mut acc = ResponseAccumulator::default();
+        while let Some(event) = events.next().await {
+            acc.push(&event.map_err(|e| ApiError::upstream(e.to_string()))?);
+        }
+        Ok(acc.finish())
+    }
 }
 
 /// Runs Tackle's own agent: the last user message is the turn; earlier messages are the history
