@@ -13,10 +13,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::approver::TerminalApprover;
 use crate::cli::ChatArgs;
+use crate::elicitor::TerminalElicitor;
 use crate::render::{TerminalRenderer, TextOutput, sink, thousands};
 use crate::runtime::{
-    Approvals, ModelProvider, build_agent, open_or_create, open_store, provider_for, settings_for, tool_mask,
-    workspace_dir,
+    Approvals, ModelProvider, ServerQuestions, build_agent_with, open_or_create, open_store, provider_for,
+    settings_for, tool_mask, workspace_dir,
 };
 use crate::screen::Screen;
 use crate::style::{Style, color_allowed};
@@ -49,6 +50,8 @@ struct ChatState {
     mask: Option<ToolMask>,
     /// The approver, unless `--yes` approves everything.
     approver: Option<Arc<TerminalApprover>>,
+    /// Who answers MCP servers' questions, unless `--yes` takes their defaults.
+    elicitor: Option<Arc<TerminalElicitor>>,
     screen: Screen,
     style: Style,
 }
@@ -67,12 +70,27 @@ pub async fn run(args: ChatArgs) -> Result<ExitCode> {
         Some(a) => Approvals::Ask(a.clone()),
         None => Approvals::Auto,
     };
+    let elicitor =
+        (!args.turn.yes).then(|| Arc::new(TerminalElicitor::new(terminal.clone(), screen.clone())));
+    let mut questions = ServerQuestions::for_approvals(
+        &approvals,
+        elicitor.clone().map(|e| e as Arc<dyn tackle_tools::Elicitor>),
+    );
+    questions.sign_in = crate::mcp_cmd::can_sign_in();
     let ModelProvider { provider, kind, .. } =
         provider_for(&settings, &workspace, &approvals, ApprovalMode::Interactive)?;
     let store = open_store(&settings).await?;
-    let agent =
-        build_agent(&settings, &workspace, provider, kind, store, approvals, ApprovalMode::Interactive)
-            .await?;
+    let agent = build_agent_with(
+        &settings,
+        &workspace,
+        provider,
+        kind,
+        store,
+        approvals,
+        ApprovalMode::Interactive,
+        questions,
+    )
+    .await?;
     let session = open_or_create(&agent, args.turn.session.as_deref(), &workspace).await?;
     let renderer = TerminalRenderer::new(TextOutput::Stdout, &workspace, screen.clone());
     let (events, _) = sink(Some(renderer), None);
@@ -91,6 +109,7 @@ pub async fn run(args: ChatArgs) -> Result<ExitCode> {
         max_steps: args.model.max_steps,
         mask,
         approver,
+        elicitor,
         screen,
         style,
     };
@@ -154,6 +173,9 @@ async fn run_turn(state: &mut ChatState, line: &str, events: &EventSink, interru
     let cancel = CancellationToken::new();
     if let Some(a) = &state.approver {
         a.set_turn(cancel.clone());
+    }
+    if let Some(e) = &state.elicitor {
+        e.set_turn(cancel.clone());
     }
     let mut input = TurnInput::new(line).with_mask(state.mask.clone());
     input.max_steps = state.max_steps;

@@ -179,8 +179,39 @@ fn approver_for(approvals: &Approvals) -> Arc<dyn Approver> {
     }
 }
 
+/// Who answers what MCP servers ask in a front end: their questions (elicitation) and their
+/// sign-ins (OAuth).
+#[derive(Clone, Default)]
+pub struct ServerQuestions {
+    /// Who is asked (a terminal form, a queue the web page answers).
+    pub elicitor: Option<Arc<dyn tackle_tools::Elicitor>>,
+    /// What happens to questions by default.
+    pub policy: Option<tackle_tools::ElicitationPolicy>,
+    /// Whether a person can sign in to a server in a browser from here.
+    pub sign_in: bool,
+}
+
+impl ServerQuestions {
+    /// What matches a front end's approvals: `--yes` takes a form's defaults, nobody at a
+    /// terminal declines, a person is asked through `elicitor`.
+    pub fn for_approvals(approvals: &Approvals, elicitor: Option<Arc<dyn tackle_tools::Elicitor>>) -> Self {
+        let policy = match approvals {
+            Approvals::Auto => Some(tackle_tools::ElicitationPolicy::Defaults),
+            Approvals::Deny => Some(tackle_tools::ElicitationPolicy::Decline(
+                "the MCP server asked the user a question and nobody is at a terminal to answer; the user can \
+                 re-run with --yes to accept the server's defaults"
+                    .to_owned(),
+            )),
+            Approvals::Ask(_) => None,
+        };
+        Self { elicitor, policy, sign_in: false }
+    }
+}
+
 /// Builds the agent the settings describe: builtins, the agent's own tools, skills of the
 /// workspace (and the server's named workspaces), MCP servers (deferred when over budget).
+/// MCP servers' questions follow `approvals` ([`ServerQuestions::for_approvals`]), and nobody
+/// signs in interactively.
 pub async fn build_agent(
     settings: &Settings,
     workspace: &Path,
@@ -189,6 +220,22 @@ pub async fn build_agent(
     store: Store,
     approvals: Approvals,
     mode: ApprovalMode,
+) -> Result<Agent> {
+    let questions = ServerQuestions::for_approvals(&approvals, None);
+    build_agent_with(settings, workspace, provider, kind, store, approvals, mode, questions).await
+}
+
+/// [`build_agent`] with who answers the MCP servers' questions and sign-ins.
+#[allow(clippy::too_many_arguments)]
+pub async fn build_agent_with(
+    settings: &Settings,
+    workspace: &Path,
+    provider: Arc<dyn Provider>,
+    kind: ProviderKind,
+    store: Store,
+    approvals: Approvals,
+    mode: ApprovalMode,
+    questions: ServerQuestions,
 ) -> Result<Agent> {
     let approver = approver_for(&approvals);
     let limits = ExecLimits {
@@ -213,12 +260,19 @@ pub async fn build_agent(
         .builtins(settings.builtins.clone())
         .sandbox(sandbox_for(settings, workspace))
         .mcp(settings.mcp.clone())
+        .mcp_options(crate::mcp_cmd::mcp_options(settings, questions.sign_in))
         .hooks(settings.hooks.clone(), mode)
         .shared_approver(approver)
         .limits(limits)
         .offload(settings.recoverable_compression);
     if let Some(dir) = user_config_dir() {
         builder = builder.skill_root(dir);
+    }
+    if let Some(elicitor) = questions.elicitor {
+        builder = builder.elicitor(elicitor);
+    }
+    if let Some(policy) = questions.policy {
+        builder = builder.elicitation_policy(policy);
     }
     if let Some(max) = settings.max_output_tokens {
         builder = builder.max_output_tokens(max);

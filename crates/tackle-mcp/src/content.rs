@@ -84,6 +84,42 @@ pub fn map_call_result(result: CallToolResult) -> Result<ToolOutput, ToolFailure
     Ok(if data.is_empty() { output } else { output.with_data(Value::Object(data)) })
 }
 
+/// What a person (or the model) reads of a resource's contents: its text, or a description of a
+/// binary blob (`[mime, N bytes: uri]`), never the blob itself.
+pub fn resource_text(contents: &ResourceContents) -> String {
+    match contents {
+        ResourceContents::TextResourceContents { text, .. } => text.clone(),
+        ResourceContents::BlobResourceContents { uri, mime_type, blob, .. } => {
+            describe_blob(mime_type.as_deref().unwrap_or("application/octet-stream"), blob, Some(uri))
+        }
+        _ => "[unsupported resource contents]".to_owned(),
+    }
+}
+
+/// One content block as text: text as is, embedded resources by [`resource_text`], links and
+/// media described.
+pub fn block_text(block: &ContentBlock) -> String {
+    match block {
+        ContentBlock::Text(text) => text.text.clone(),
+        ContentBlock::Image(image) => describe_blob(&image.mime_type, &image.data, None),
+        ContentBlock::Audio(audio) => describe_blob(&audio.mime_type, &audio.data, None),
+        ContentBlock::Resource(embedded) => resource_text(&embedded.resource),
+        ContentBlock::ResourceLink(link) => format!("resource: {} ({})", link.uri, link.name),
+        _ => "[unsupported content block]".to_owned(),
+    }
+}
+
+/// A prompt message as `role: text`.
+pub fn prompt_message_text(message: &rmcp::model::PromptMessage) -> String {
+    let role = match message.role {
+        rmcp::model::Role::User => "user",
+        rmcp::model::Role::Assistant => "assistant",
+        #[allow(unreachable_patterns)]
+        _ => "other",
+    };
+    format!("{role}: {}", block_text(&message.content))
+}
+
 fn keep(kept: &mut Vec<Value>, block: &ContentBlock) {
     match serde_json::to_value(block) {
         Ok(value) => kept.push(value),

@@ -26,12 +26,18 @@ mod content;
 mod error;
 mod manager;
 mod naming;
+pub mod oauth;
+mod options;
+mod routes;
 mod tool;
 
-pub use config::{ConfigError, McpConfig, McpServerConfig, McpTransportConfig};
-pub use connection::McpConnection;
-pub use content::map_call_result;
+pub use config::{
+    ConfigError, McpConfig, McpProtocol, McpServerConfig, McpTransportConfig, OAuthClientSettings,
+};
+pub use connection::{CallOutcome, McpConnection};
+pub use content::{block_text, map_call_result, prompt_message_text, resource_text};
 pub use error::McpError;
 pub use manager::{McpManager, McpServerInfo, McpServerStatus};
 pub use naming::{MAX_TOOL_NAME_LEN, NAMESPACE_SEPARATOR, namespace_all, namespaced_name, sanitize};
+pub use options::McpOptions;
 pub use tool::{McpTool, failure_from_error, map_annotations, spec_from_mcp};

@@ -17,6 +17,7 @@ use crate::config::McpServerConfig;
 use crate::connection::McpConnection;
 use crate::error::McpError;
 use crate::naming::namespace_all;
+use crate::options::McpOptions;
 use crate::tool::McpTool;
 use tackle_tools::ToolSearchIndex;
 
@@ -62,6 +63,10 @@ pub struct McpServerInfo {
     /// Bytes of the JSON of those tools' definitions (name, description, input schema): what
     /// they cost in every request's context.
     pub definitions_bytes: usize,
+    /// The protocol revision spoken with the server (`2026-07-28`, `2025-11-25`, ...) while it
+    /// is connected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
 }
 
 /// All configured MCP servers and the catalog of their tools.
@@ -97,8 +102,13 @@ impl McpManager {
     /// Starts every enabled server in parallel (each within its start timeout) and lists its
     /// tools. Servers that fail are reported in [`Self::statuses`] and skipped.
     pub async fn connect(configs: &BTreeMap<String, McpServerConfig>) -> Self {
+        Self::connect_with(configs, &McpOptions::default()).await
+    }
+
+    /// Like [`Self::connect`], with where OAuth credentials live and how a person signs in.
+    pub async fn connect_with(configs: &BTreeMap<String, McpServerConfig>, options: &McpOptions) -> Self {
         let starts = configs.iter().map(|(name, config)| async move {
-            let outcome = if config.enabled { Some(start(name, config).await) } else { None };
+            let outcome = if config.enabled { Some(start(name, config, options).await) } else { None };
             (name.clone(), config.clone(), outcome)
         });
         let servers = join_all(starts)
@@ -167,6 +177,7 @@ impl McpManager {
                     status,
                     tool_count: tools.len(),
                     definitions_bytes,
+                    protocol: server.connection.as_ref().and_then(|c| c.protocol()),
                 }
             })
             .collect()
@@ -262,8 +273,9 @@ impl tackle_tools::ToolSource for McpManager {
 async fn start(
     name: &str,
     config: &McpServerConfig,
+    options: &McpOptions,
 ) -> Result<(Arc<McpConnection>, Vec<McpToolDef>), McpError> {
-    let connection = McpConnection::connect(name, config.clone()).await?;
+    let connection = McpConnection::connect_with(name, config.clone(), options).await?;
     match connection.list_tools().await {
         Ok(mut tools) => {
             tools.sort_by(|a, b| a.name.cmp(&b.name));

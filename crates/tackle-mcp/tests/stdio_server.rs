@@ -103,7 +103,8 @@ async fn maps_rich_content_errors_and_timeouts() {
 #[tokio::test]
 async fn unknown_remote_tool_is_reported() {
     let connection = McpConnection::connect("t", test_server_config()).await.unwrap();
-    let err = connection.call_tool("nope", None, &Default::default()).await.unwrap_err();
+    let ctx = tackle_tools::ToolContext::new("s", "c", std::env::temp_dir());
+    let err = connection.call_tool("nope", None, &ctx, "t__nope").await.unwrap_err();
     let failure = tackle_mcp::failure_from_error(err, "t");
     assert_eq!(failure.category, ErrorCategory::NotFound, "{failure:?}");
     connection.shutdown().await;

@@ -39,6 +39,15 @@ pub(crate) struct AgentInner {
     pub(crate) workspace: PathBuf,
     /// Skills per workspace, discovered once each.
     pub(crate) skills: Arc<SkillLibrary>,
+    /// Who answers questions tools ask (MCP elicitation), and what happens to them by default.
+    pub(crate) elicitation: Elicitation,
+}
+
+/// Who answers the questions tools ask in this agent's turns, and the default policy.
+#[derive(Clone, Default)]
+pub(crate) struct Elicitation {
+    pub(crate) elicitor: Option<Arc<dyn tackle_tools::Elicitor>>,
+    pub(crate) policy: Option<tackle_tools::ElicitationPolicy>,
 }
 
 /// Expired outputs are purged at most this often (a server opens a session per request).
@@ -114,8 +123,14 @@ impl Agent {
                 catalog: Arc::default(),
                 workspace,
                 skills,
+                elicitation: Elicitation::default(),
             }),
         }
+    }
+
+    /// The same agent with `elicitation` answering the questions tools ask.
+    pub(crate) fn with_elicitation(self, elicitation: Elicitation) -> Self {
+        self.derive(|inner| inner.elicitation = elicitation)
     }
 
     /// Runs one turn of `prompt` in a new session (in the default workspace) and returns how
