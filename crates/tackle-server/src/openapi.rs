@@ -10,7 +10,9 @@ use utoipa::{Modify, OpenApi};
 
 use crate::AppState;
 use crate::extract::is_openai_path;
-use crate::routes::{approvals, health, messages, metrics, openai, responses, results, sessions};
+use crate::routes::{
+    approvals, elicitations, health, messages, metrics, openai, responses, results, sessions,
+};
 
 /// The API description served at `/openapi.json`.
 #[derive(OpenApi)]
@@ -26,6 +28,7 @@ use crate::routes::{approvals, health, messages, metrics, openai, responses, res
         sessions::create, sessions::list, sessions::show, sessions::update, sessions::delete, sessions::tools, sessions::context,
         messages::send, messages::events, messages::cancel, messages::compact,
         approvals::list, approvals::decide,
+        elicitations::list, elicitations::answer,
         results::read,
         openai::chat_completions, openai::models, responses::create,
     ),
@@ -35,6 +38,7 @@ use crate::routes::{approvals, health, messages, metrics, openai, responses, res
         (name = "sessions", description = "Conversations owned by the caller"),
         (name = "turns", description = "Sending messages, cancelling, compacting"),
         (name = "approvals", description = "Confirmations of tool calls"),
+        (name = "elicitations", description = "Questions MCP servers ask the person behind a turn"),
         (name = "results", description = "Restoring tool outputs offloaded behind locators"),
         (name = "openai", description = "OpenAI-compatible endpoints"),
         (name = "health", description = "Probes"),
