@@ -207,6 +207,58 @@ async fn a_servers_question_is_answered_through_the_sessions_api() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_servers_question_is_answered_in_the_web_page() {
+    let Some(script) = everything() else { return };
+    let Some(browser) = peers::or_skip(peers::chromium()) else { return };
+    let Some(_) = peers::or_skip(peers::npm_package("playwright-core")) else { return };
+    let fake = FakeModel::start(Script::new(vec![
+        Turn::call("everything__trigger-elicitation-request", "{}"),
+        Turn::text("Thanks, noted."),
+    ]))
+    .await
+    .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let mut child = tackle(home.path(), &fake)
+        .env("TACKLE_MCP_SERVERS", servers(&script))
+        .args(["serve", "--bind", "127.0.0.1:0", "--workspace"])
+        .arg(ws.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    let base = first.trim().strip_prefix("tackle serving on ").expect(&first).to_owned();
+    let _server = Server(child, base.clone());
+    let shots = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/screens");
+    let out = tokio::process::Command::new("node")
+        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/web_question.mjs"))
+        .arg(&base)
+        .env("TACKLE_NODE_MODULES", peers::node_modules())
+        .env("CHROMIUM", &browser)
+        .env("SCREENSHOT_DIR", &shots)
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the browser run failed:\n{stderr}");
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(seen["errors"], json!([]), "no script errors in the page");
+    assert!(seen["asks"].as_str().unwrap().starts_with("everything asks: Please provide inputs"), "{seen}");
+    assert_eq!(seen["status"], "waiting for an answer");
+    let fields = seen["fields"].as_array().unwrap();
+    assert!(fields.len() >= 10 && fields.contains(&json!("email")), "{seen}");
+    assert_eq!(seen["defaults"], json!({"integer": "42", "friend": "Monica", "hero": "Superman"}), "{seen}");
+    assert!(seen["problem"].as_str().unwrap().contains("name"), "the server's refusal is shown: {seen}");
+    let output = seen["output"].as_str().unwrap();
+    assert!(output.contains("Name: Ada Lovelace") && output.contains("Agreed to terms: true"), "{output}");
+    assert_eq!(seen["answered"], true);
+    let sent = fake.requests().last().unwrap().body.to_string();
+    assert!(sent.contains("hero-3"), "the titled choice sent its value: {sent}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unattended_run_declines_questions_it_cannot_answer_and_says_why() {
     let Some(script) = everything() else { return };
     let fake = FakeModel::start(Script::stateless(vec![
