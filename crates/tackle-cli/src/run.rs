@@ -16,8 +16,8 @@ use crate::cli::RunArgs;
 use crate::elicitor::TerminalElicitor;
 use crate::render::{JsonSink, TerminalRenderer, TextOutput, events_target, json_lines, sink};
 use crate::runtime::{
-    Approvals, ModelProvider, ServerQuestions, build_agent_with, open_or_create, open_store, provider_for,
-    settings_for, tool_mask, workspace_dir,
+    Approvals, ModelProvider, ServerQuestions, attach_resources, build_agent_with, open_or_create,
+    open_store, provider_for, settings_for, tool_mask, workspace_dir,
 };
 use crate::screen::Screen;
 use crate::style::color_allowed;
@@ -53,6 +53,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         elicitor.clone().map(|e| e as Arc<dyn tackle_tools::Elicitor>),
     );
     questions.sign_in = crate::mcp_cmd::can_sign_in();
+    let attach_ctx = questions.context(&workspace);
     let agent = build_agent_with(
         &settings,
         &workspace,
@@ -64,6 +65,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         questions,
     )
     .await?;
+    let prompt = attach_resources(&agent, prompt, &attach_ctx).await?;
     let mut session = open_or_create(&agent, args.turn.session.as_deref(), &workspace).await?;
 
     let text = if args.json || events_to_stdout { TextOutput::Hidden } else { TextOutput::Stdout };

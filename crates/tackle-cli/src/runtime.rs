@@ -208,6 +208,37 @@ impl ServerQuestions {
     }
 }
 
+impl ServerQuestions {
+    /// A context for MCP requests made outside a turn (a resource attached to the prompt): the
+    /// server's questions go where a turn's would.
+    pub fn context(&self, workspace: &Path) -> tackle_tools::ToolContext {
+        let ctx = tackle_tools::ToolContext::new("cli", "attach", workspace.to_owned());
+        if let Some(policy) = &self.policy {
+            ctx.turn.insert(policy.clone());
+        }
+        if let Some(elicitor) = &self.elicitor {
+            ctx.turn.insert(tackle_tools::TurnElicitor(elicitor.clone()));
+        }
+        ctx
+    }
+}
+
+/// `message` with the MCP resources it mentions (`@server:uri`) attached; an unreadable one is a
+/// usage error naming it.
+pub async fn attach_resources(
+    agent: &Agent,
+    message: String,
+    ctx: &tackle_tools::ToolContext,
+) -> Result<String> {
+    let Some(mcp) = agent.mcp() else { return Ok(message) };
+    if tackle_mcp::attach::mentions(&message, &mcp.server_names()).is_empty() {
+        return Ok(message);
+    }
+    mcp.attach_resources(&message, &[], ctx)
+        .await
+        .map_err(|(m, e)| UsageError(format!("cannot attach @{}:{}: {e}", m.server, m.uri)).into())
+}
+
 /// Builds the agent the settings describe: builtins, the agent's own tools, skills of the
 /// workspace (and the server's named workspaces), MCP servers (deferred when over budget).
 /// MCP servers' questions follow `approvals` ([`ServerQuestions::for_approvals`]), and nobody

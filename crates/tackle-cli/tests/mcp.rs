@@ -91,6 +91,7 @@ async fn a_servers_question_is_answered_through_the_sessions_api() {
     let fake = FakeModel::start(Script::new(vec![
         Turn::call("everything__trigger-elicitation-request", "{}"),
         Turn::text("Thanks, noted."),
+        Turn::text("Read it."),
     ]))
     .await
     .unwrap();
@@ -204,6 +205,35 @@ async fn a_servers_question_is_answered_through_the_sessions_api() {
         .await
         .unwrap();
     assert_eq!(again.status(), 404, "answered once");
+
+    // A resource attached through the API's field; an unreadable one is refused before the turn.
+    let attach = |uri: &str| json!({"message": "what is in it?", "stream": false, "resources": [{"server": "everything", "uri": uri}]});
+    let refused = client
+        .post(url(&format!("/v1/sessions/{id}/messages")))
+        .bearer_auth(TOKEN)
+        .json(&attach("demo://resource/static/document/nope.md"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 400);
+    let problem = refused.text().await.unwrap();
+    assert!(
+        problem.contains("cannot attach @everything:demo://resource/static/document/nope.md"),
+        "{problem}"
+    );
+    let done: Value = client
+        .post(url(&format!("/v1/sessions/{id}/messages")))
+        .bearer_auth(TOKEN)
+        .json(&attach("demo://resource/static/document/features.md"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(done["text"], "Read it.", "{done}");
+    let sent = fake.requests().last().unwrap().body.to_string();
+    assert!(sent.contains("# Everything Server - Features"), "{sent}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

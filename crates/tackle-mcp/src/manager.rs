@@ -152,6 +152,82 @@ impl McpManager {
         self.servers.iter().find(|s| s.name == server).and_then(|s| s.connection.clone())
     }
 
+    /// The names of the configured servers, in order.
+    pub fn server_names(&self) -> Vec<&str> {
+        self.servers.iter().map(|s| s.name.as_str()).collect()
+    }
+
+    /// The connection to `server`, or why there is none.
+    fn live(&self, server: &str) -> Result<Arc<McpConnection>, McpError> {
+        let found = self
+            .servers
+            .iter()
+            .find(|s| s.name == server)
+            .ok_or_else(|| McpError::Unavailable(format!("no MCP server `{server}` is configured")))?;
+        match (&found.connection, &lock(&found.state).failure) {
+            (Some(connection), _) => Ok(Arc::clone(connection)),
+            (None, Some(failure)) => {
+                Err(McpError::Unavailable(format!("`{server}` did not start: {failure}")))
+            }
+            (None, None) => Err(McpError::Unavailable(format!("`{server}` is disabled"))),
+        }
+    }
+
+    /// The prompts of `server`.
+    pub async fn prompts(&self, server: &str) -> Result<Vec<rmcp::model::Prompt>, McpError> {
+        self.live(server)?.list_prompts().await
+    }
+
+    /// The resources of `server`.
+    pub async fn resources(&self, server: &str) -> Result<Vec<rmcp::model::Resource>, McpError> {
+        self.live(server)?.list_resources().await
+    }
+
+    /// Prompt `name` of `server` with `arguments`; the server's questions go through `ctx`.
+    pub async fn get_prompt(
+        &self,
+        server: &str,
+        name: &str,
+        arguments: Option<serde_json::Map<String, serde_json::Value>>,
+        ctx: &tackle_tools::ToolContext,
+    ) -> Result<rmcp::model::GetPromptResult, McpError> {
+        self.live(server)?.get_prompt(name, arguments, ctx).await
+    }
+
+    /// Reads `uri` of `server`; the server's questions go through `ctx`.
+    pub async fn read_resource(
+        &self,
+        server: &str,
+        uri: &str,
+        ctx: &tackle_tools::ToolContext,
+    ) -> Result<rmcp::model::ReadResourceResult, McpError> {
+        self.live(server)?.read_resource(uri, ctx).await
+    }
+
+    /// `message` with the resources it mentions (`@server:uri`) and `more` attached after it
+    /// (see [`crate::attach`]); the first resource that cannot be read is the error.
+    pub async fn attach_resources(
+        &self,
+        message: &str,
+        more: &[crate::attach::ResourceMention],
+        ctx: &tackle_tools::ToolContext,
+    ) -> Result<String, (crate::attach::ResourceMention, McpError)> {
+        let mut wanted = crate::attach::mentions(message, &self.server_names());
+        for m in more {
+            if !wanted.contains(m) {
+                wanted.push(m.clone());
+            }
+        }
+        let mut read = Vec::with_capacity(wanted.len());
+        for mention in wanted {
+            match self.read_resource(&mention.server, &mention.uri, ctx).await {
+                Ok(contents) => read.push((mention, contents)),
+                Err(e) => return Err((mention, e)),
+            }
+        }
+        Ok(crate::attach::attach(message, &read))
+    }
+
     /// One row per configured server, by name.
     pub fn statuses(&self) -> Vec<McpServerInfo> {
         let catalog = self.read_catalog();

@@ -403,8 +403,11 @@ impl AgentBuilder {
         registry.register(typed(CompactContext))?;
 
         let mut sources = self.sources;
+        let mut mcp = None;
         if !self.mcp.servers.is_empty() {
-            sources.push(Arc::new(McpManager::connect_with(&self.mcp.servers, &self.mcp_options).await));
+            let manager = Arc::new(McpManager::connect_with(&self.mcp.servers, &self.mcp_options).await);
+            sources.push(Arc::clone(&manager) as Arc<dyn ToolSource>);
+            mcp = Some(manager);
         }
         let mut deferrable = Vec::new();
         for source in &sources {
@@ -442,7 +445,8 @@ impl AgentBuilder {
         let mut agent =
             Agent::from_parts(self.provider, Arc::new(executor), store, config, workspace, skills)
                 .with_deferred(deferred)
-                .with_elicitation(self.elicitation);
+                .with_elicitation(self.elicitation)
+                .with_mcp(mcp);
         for source in sources {
             agent = agent.with_tool_source(source);
         }

@@ -41,6 +41,9 @@ pub(crate) struct AgentInner {
     pub(crate) skills: Arc<SkillLibrary>,
     /// Who answers questions tools ask (MCP elicitation), and what happens to them by default.
     pub(crate) elicitation: Elicitation,
+    /// The MCP servers configured with [`crate::AgentBuilder::mcp`], for their prompts and
+    /// resources.
+    pub(crate) mcp: Option<Arc<tackle_mcp::McpManager>>,
 }
 
 /// Who answers the questions tools ask in this agent's turns, and the default policy.
@@ -124,8 +127,20 @@ impl Agent {
                 workspace,
                 skills,
                 elicitation: Elicitation::default(),
+                mcp: None,
             }),
         }
+    }
+
+    /// The same agent with its MCP servers reachable through [`Agent::mcp`].
+    pub(crate) fn with_mcp(self, mcp: Option<Arc<tackle_mcp::McpManager>>) -> Self {
+        self.derive(|inner| inner.mcp = mcp)
+    }
+
+    /// The MCP servers the agent was built with (their prompts and resources; their tools are in
+    /// the catalog already), when there are any.
+    pub fn mcp(&self) -> Option<&Arc<tackle_mcp::McpManager>> {
+        self.inner.mcp.as_ref()
     }
 
     /// The same agent with `elicitation` answering the questions tools ask.
