@@ -414,6 +414,9 @@ function onEvent(name, e) {
     case "approval_requested": approvalButtons(e.call_id, e.approval_id, e.tool, e.args); break;
     case "elicitation_requested": questionForm(e); break;
     case "elicitation_resolved": closeQuestion(e.elicitation_id, e.action); break;
+    case "custom":
+      if (e.name === "tool_progress" && e.data) { const c = state.cards.get(e.data.call_id); if (c && c.status.className === "status") c.status.textContent = String(e.data.message); }
+      break;
     case "tool_result":
       finishCard(e.id, e.outcome.status, e.outcome.status === "ok" ? e.outcome.preview + (e.outcome.tail ? "\n…\n" + e.outcome.tail : "") : e.outcome.envelope, e.locator || null);
       break;
