@@ -254,7 +254,26 @@ impl Authorizer {
             request = request.with_challenge(challenge);
         }
         let mut state = OAuthState::Unauthorized(self.manager().await?);
-        state.start_authorization(request).await.map_err(|e| self.failed(e))?;
+        if let Err(e) = state.start_authorization(request.clone()).await {
+            // A 2025-03-26 server that is its own authorization server may publish metadata at
+            // its root whose `issuer` carries a path: accepted only when it and every endpoint
+            // are on the server's own origin (see `same_origin_legacy_metadata`).
+            let Some(metadata) = (match &e {
+                rmcp::transport::auth::AuthError::AuthorizationServerMismatch { .. } => {
+                    same_origin_legacy_metadata(&self.url).await
+                }
+                _ => None,
+            }) else {
+                return Err(self.failed(e));
+            };
+            tracing::info!(server = %self.server, "using the server's own 2025-03-26 authorization metadata");
+            let mut manager = self.manager().await?;
+            manager.set_metadata(metadata);
+            let session = rmcp::transport::auth::AuthorizationSession::new(manager, request)
+                .await
+                .map_err(|(_, e)| self.failed(e))?;
+            state = OAuthState::Session(session);
+        }
         let url = state.get_authorization_url().await.map_err(|e| self.failed(e))?;
         tracing::info!(server = %self.server, "waiting for the sign-in in the browser");
         sign_in.show(&self.server, &url);
@@ -303,6 +322,30 @@ impl Authorizer {
             }
         }
     }
+}
+
+/// The authorization server metadata a 2025-03-26 MCP server publishes for itself at the root of
+/// its origin, when rmcp refused it only because its `issuer` differs from the origin (RFC 8414
+/// wants them equal): used when the issuer and every endpoint are on the MCP server's own
+/// origin, so no other party is involved and the mix-up the issuer check prevents cannot happen.
+async fn same_origin_legacy_metadata(url: &str) -> Option<rmcp::transport::auth::AuthorizationMetadata> {
+    let base = url::Url::parse(url).ok()?;
+    let mut well_known = base.clone();
+    well_known.set_path("/.well-known/oauth-authorization-server");
+    well_known.set_query(None);
+    let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).timeout(Duration::from_secs(10)).build().ok()?;
+    let response = client.get(well_known).send().await.ok()?;
+    if !response.status().is_success() {
+        return None;
+    }
+    let metadata: rmcp::transport::auth::AuthorizationMetadata = response.json().await.ok()?;
+    let same_origin = |candidate: &str| {
+        url::Url::parse(candidate).is_ok_and(|u| u.origin() == base.origin())
+    };
+    let endpoints_local = same_origin(&metadata.authorization_endpoint)
+        && same_origin(&metadata.token_endpoint)
+        && metadata.registration_endpoint.as_deref().is_none_or(same_origin);
+    (endpoints_local && metadata.issuer.as_deref().is_some_and(same_origin)).then_some(metadata)
 }
 
 /// The Streamable HTTP client of an OAuth-protected server: rmcp's [`AuthClient`] (the stored
