@@ -356,6 +356,16 @@ pub struct McpAddArgs {
     /// the client ID by authorization servers that accept them.
     #[arg(long, value_name = "URL")]
     pub client_metadata_url: Option<String>,
+    /// OAuth: `authorization-code` (a person signs in; default) or `client-credentials` (the
+    /// client's own secret or key, no person).
+    #[arg(long, value_name = "GRANT", value_parser = ["authorization-code", "client-credentials"])]
+    pub grant: Option<String>,
+    /// OAuth client credentials with `private_key_jwt`: the variable holding the PEM key.
+    #[arg(long, value_name = "VAR", requires = "client_id")]
+    pub private_key_env: Option<String>,
+    /// The key's algorithm: ES256 (default), ES384, RS256, RS384, RS512.
+    #[arg(long, value_name = "ALG", requires = "private_key_env")]
+    pub signing_algorithm: Option<String>,
     /// Write to the user's tackle.toml instead of the workspace's.
     #[arg(long)]
     pub user: bool,

@@ -297,3 +297,33 @@ async fn every_client_scenario_of_the_2025_11_25_suite_passes() {
 async fn every_2026_07_28_client_scenario_passes() {
     run_suite(SUITE_2026, Some("2026-07-28"), cases_2026(), Some("2026-07-28")).await;
 }
+
+/// The extension scenarios of 0.2.0-alpha.12 whose mechanism rmcp implements: OAuth client
+/// credentials (SEP-1046) with a client secret (`client_secret_basic`) and with a signed JWT
+/// (`private_key_jwt`), machine to machine. The others (enterprise-managed authorization, DPoP,
+/// workload identity JWT bearer, the skills extension) are not implemented by rmcp 3.9 on the
+/// client side, nor by Tackle.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_client_credentials_extension_scenarios_pass() {
+    let Some(suite) = suite(SUITE_2026) else { return };
+    let extensions: Vec<String> = suite
+        .client_scenarios(None)
+        .into_iter()
+        .filter(|(_, tags)| tags == "extension")
+        .map(|(name, _)| name)
+        .collect();
+    for name in ["auth/client-credentials-basic", "auth/client-credentials-jwt"] {
+        assert!(extensions.iter().any(|e| e == name), "{name} is an extension scenario of the pinned suite: {extensions:?}");
+    }
+    let mut failures = Vec::new();
+    for scenario in ["auth/client-credentials-basic", "auth/client-credentials-jwt"] {
+        match run_case(&suite, None, &case(scenario, &[])).await {
+            Ok(line) => eprintln!("ok    {line}"),
+            Err(report) => {
+                eprintln!("FAIL  {report}");
+                failures.push(scenario);
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:?}");
+}

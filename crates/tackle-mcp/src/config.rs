@@ -279,9 +279,56 @@ pub struct OAuthClientSettings {
     /// unset: any free port. Set it when a pre-registered client allows one redirect URI only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub redirect_port: Option<u16>,
+    /// How tokens are obtained: `authorization_code` (a person signs in in a browser) or
+    /// `client_credentials` (machine to machine, with the client's own secret or key; no person).
+    #[serde(skip_serializing_if = "OAuthGrant::is_default")]
+    pub grant: OAuthGrant,
+    /// `client_credentials` with `private_key_jwt`: a PEM file holding the client's private key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub private_key_file: Option<PathBuf>,
+    /// ... or the environment variable holding it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub private_key_env: Option<String>,
+    /// The key's signing algorithm: `ES256` (default), `ES384`, `RS256`, `RS384` or `RS512`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signing_algorithm: Option<String>,
+}
+
+/// How OAuth tokens are obtained for a server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OAuthGrant {
+    /// A person signs in in a browser (`tackle mcp login`).
+    #[default]
+    AuthorizationCode,
+    /// The client's own credentials, no person (SEP-1046): for unattended use and servers.
+    ClientCredentials,
+}
+
+impl OAuthGrant {
+    fn is_default(&self) -> bool {
+        *self == Self::AuthorizationCode
+    }
 }
 
 impl OAuthClientSettings {
+    /// The PEM private key of a `private_key_jwt` client: `private_key_file`, else the variable
+    /// `private_key_env` names.
+    pub fn private_key(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Vec<u8>>, ConfigError> {
+        if let Some(path) = &self.private_key_file {
+            return std::fs::read(path)
+                .map(Some)
+                .map_err(|e| ConfigError::Unreadable { key: "private_key_file", reason: e.to_string() });
+        }
+        match &self.private_key_env {
+            None => Ok(None),
+            Some(var) => match env(var).filter(|v| !v.is_empty()) {
+                Some(pem) => Ok(Some(pem.into_bytes())),
+                None => Err(ConfigError::MissingSecretEnv(var.clone())),
+            },
+        }
+    }
+
     /// The client secret: `client_secret`, else the variable `client_secret_env` names (read
     /// through `env`).
     pub fn secret(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Option<String>, ConfigError> {
@@ -307,6 +354,10 @@ impl fmt::Debug for OAuthClientSettings {
             .field("scopes", &self.scopes)
             .field("client_metadata_url", &self.client_metadata_url)
             .field("redirect_port", &self.redirect_port)
+            .field("grant", &self.grant)
+            .field("private_key_file", &self.private_key_file)
+            .field("private_key_env", &self.private_key_env)
+            .field("signing_algorithm", &self.signing_algorithm)
             .finish()
     }
 }
@@ -361,6 +412,23 @@ pub enum ConfigError {
     /// Both `client_secret` and `client_secret_env` were given.
     #[error("`oauth` takes `client_secret` or `client_secret_env`, not both")]
     AmbiguousSecret,
+    /// A file the configuration names cannot be read.
+    #[error("`{key}` cannot be read: {reason}")]
+    Unreadable {
+        /// The key.
+        key: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// `grant = "client_credentials"` without a client ID, or without a secret or key.
+    #[error(
+        "`grant = \"client_credentials\"` needs `client_id` and a `client_secret`/`client_secret_env` or a \
+         `private_key_file`/`private_key_env`"
+    )]
+    IncompleteClientCredentials,
+    /// A signing algorithm Tackle does not know.
+    #[error("`signing_algorithm` {0:?} is not one of ES256, ES384, RS256, RS384, RS512")]
+    UnknownSigningAlgorithm(String),
     /// A client secret without a client ID.
     #[error("`oauth.client_secret` needs `oauth.client_id` (a secret belongs to a registered client)")]
     SecretWithoutClientId,

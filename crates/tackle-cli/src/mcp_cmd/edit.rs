@@ -112,7 +112,11 @@ fn server_table(args: &McpAddArgs) -> Result<Table> {
                 )
                 .into());
             }
-            if args.client_id.is_some() || !args.scopes.is_empty() || args.client_metadata_url.is_some() {
+            if args.client_id.is_some()
+                || !args.scopes.is_empty()
+                || args.client_metadata_url.is_some()
+                || args.grant.is_some()
+            {
                 return Err(UsageError("OAuth options are for HTTP servers (--url)".into()).into());
             }
             table.insert("command", value(command.as_str()));
@@ -141,8 +145,18 @@ fn server_table(args: &McpAddArgs) -> Result<Table> {
         || args.client_secret_env.is_some()
         || !args.scopes.is_empty()
         || args.client_metadata_url.is_some()
+        || args.grant.is_some()
     {
         let mut oauth = Table::new();
+        if let Some(grant) = &args.grant {
+            oauth.insert("grant", value(grant.replace('-', "_")));
+        }
+        if let Some(var) = &args.private_key_env {
+            oauth.insert("private_key_env", value(var.as_str()));
+        }
+        if let Some(alg) = &args.signing_algorithm {
+            oauth.insert("signing_algorithm", value(alg.as_str()));
+        }
         if let Some(url) = &args.client_metadata_url {
             let parsed = url::Url::parse(url)
                 .map_err(|e| UsageError(format!("--client-metadata-url {url:?}: {e}")))?;
@@ -251,6 +265,9 @@ mod tests {
             client_secret_env: None,
             scopes: vec![],
             client_metadata_url: None,
+            grant: None,
+            private_key_env: None,
+            signing_algorithm: None,
             user: false,
             force: false,
             place: McpWhere { workspace: None },

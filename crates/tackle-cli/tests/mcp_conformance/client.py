@@ -44,6 +44,13 @@ if CONTEXT.get("client_id"):
     if CONTEXT.get("client_secret"):
         os.environ["CONFORMANCE_CLIENT_SECRET"] = CONTEXT["client_secret"]
         add += ["--client-secret-env", "CONFORMANCE_CLIENT_SECRET"]
+    if CONTEXT.get("private_key_pem"):
+        os.environ["CONFORMANCE_PRIVATE_KEY"] = CONTEXT["private_key_pem"]
+        add += ["--private-key-env", "CONFORMANCE_PRIVATE_KEY"]
+        add += ["--signing-algorithm", CONTEXT.get("signing_algorithm") or "ES256"]
+if SCENARIO.startswith("auth/client-credentials"):
+    # Machine to machine: the client's own credentials, no browser.
+    add += ["--grant", "client-credentials"]
 tackle(*add)
 
 if SCENARIO.startswith("auth/"):

@@ -98,6 +98,8 @@ pub struct Authorizer {
     url: String,
     settings: OAuthClientSettings,
     secret: Option<String>,
+    /// The PEM key of a `private_key_jwt` client.
+    private_key: Option<Vec<u8>>,
     store: Option<CredentialFile>,
     sign_in: Option<Arc<dyn SignIn>>,
     /// One sign-in at a time; its value counts the sign-ins done, so a request that waited for
@@ -137,6 +139,7 @@ impl Authorizer {
             url: url.to_owned(),
             settings,
             secret,
+            private_key: None,
             store,
             sign_in,
             signing_in: tokio::sync::Mutex::new(0),
@@ -146,9 +149,70 @@ impl Authorizer {
         }
     }
 
-    /// Whether a person can sign in here.
+    /// The client's private key, for `grant = "client_credentials"` with `private_key_jwt`.
+    pub fn with_private_key(mut self, pem: Option<Vec<u8>>) -> Self {
+        self.private_key = pem;
+        self
+    }
+
+    /// Whether tokens come from the client's own credentials (no person).
+    fn machine(&self) -> bool {
+        self.settings.grant == crate::config::OAuthGrant::ClientCredentials
+    }
+
+    /// Whether this process can get a new token when the server asks: a person can sign in here,
+    /// or the client uses its own credentials.
     pub fn interactive(&self) -> bool {
-        self.sign_in.is_some()
+        self.sign_in.is_some() || self.machine()
+    }
+
+    /// Gets a token with the client's own credentials (client credentials grant, SEP-1046):
+    /// `client_secret_basic`/`_post` with a secret, `private_key_jwt` with a key.
+    async fn client_credentials(&self) -> Result<AuthorizationManager, OAuthError> {
+        use rmcp::transport::auth::{ClientCredentialsConfig, JwtSigningAlgorithm};
+        let client_id = self.settings.client_id.clone().ok_or_else(|| self.failed("no client_id is configured"))?;
+        let scopes = self.settings.scopes.clone();
+        let config = match (&self.private_key, &self.secret) {
+            (Some(key), _) => {
+                let algorithm = match self.settings.signing_algorithm.as_deref().unwrap_or("ES256") {
+                    "ES384" => JwtSigningAlgorithm::ES384,
+                    "RS256" => JwtSigningAlgorithm::RS256,
+                    "RS384" => JwtSigningAlgorithm::RS384,
+                    "RS512" => JwtSigningAlgorithm::RS512,
+                    _ => JwtSigningAlgorithm::ES256,
+                };
+                ClientCredentialsConfig::PrivateKeyJwt {
+                    client_id,
+                    signing_key: key.clone(),
+                    signing_algorithm: algorithm,
+                    token_endpoint_audience: None,
+                    scopes,
+                    resource: None,
+                }
+            }
+            (None, Some(secret)) => {
+                ClientCredentialsConfig::ClientSecret { client_id, client_secret: secret.clone(), scopes, resource: None }
+            }
+            (None, None) => return Err(self.failed("no client secret or private key is configured")),
+        };
+        let manager = self.manager().await?;
+        // rmcp's client-credentials future is not `Send` (it holds a form serializer across an
+        // await), and the transport's requests must be: it runs to completion on a blocking
+        // thread, on this runtime (whose own thread drives the IO meanwhile).
+        let handle = tokio::runtime::Handle::current();
+        let outcome = tokio::task::spawn_blocking(move || {
+            handle.block_on(async move {
+                let mut state = OAuthState::Unauthorized(manager);
+                state.authenticate_client_credentials(config).await.map_err(|e| e.to_string())?;
+                state.into_authorization_manager().ok_or_else(|| "no token was issued".to_owned())
+            })
+        })
+        .await
+        .map_err(|e| self.failed(e))?;
+        let manager = outcome.map_err(|e| self.failed(e))?;
+        *self.last_failure.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        tracing::info!(server = %self.server, "authorized with the client's own credentials");
+        Ok(manager)
     }
 
     /// How long a person gets to sign in (zero when nobody can).
@@ -228,6 +292,9 @@ impl Authorizer {
     /// `WWW-Authenticate`), registration, the page shown through [`SignIn`], the code received on
     /// the loopback listener, `iss` checked, the code exchanged. The credentials are stored.
     pub async fn sign_in(&self, challenge: Option<&str>) -> Result<AuthorizationManager, OAuthError> {
+        if self.machine() {
+            return self.client_credentials().await;
+        }
         let Some(sign_in) = self.sign_in.clone() else {
             return Err(self.fail(OAuthError::NeedsLogin { server: self.server.clone() }));
         };
