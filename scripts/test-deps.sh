@@ -103,7 +103,7 @@ done
 
 # npm packages, pinned by the lock file in scripts/test-deps/.
 if [ ! -f "$deps/node/.installed" ] || ! cmp -s scripts/test-deps/package-lock.json "$deps/node/.installed"; then
-  echo "test-deps: installing npm test peers (playwright-core, MCP reference servers, aimock, codex, telegram-test-api)"
+  echo "test-deps: installing npm test peers (playwright-core, MCP reference servers, aimock, codex, telegram-test-api, the AI SDK)"
   mkdir -p "$deps/node"
   cp scripts/test-deps/package.json scripts/test-deps/package-lock.json "$deps/node/"
   (cd "$deps/node" && npm ci --no-audit --no-fund --loglevel=error)

@@ -306,6 +306,15 @@ impl TypedTool for Shell {
         };
         let mut note = None;
         if !matches!(end, End::Exited(_)) {
+            // The sandbox's helper, asked to stop, kills everything below it, detached
+            // processes included (which a process group does not reach); then the group goes.
+            if let Ok(pid) = i32::try_from(pgid) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGTERM,
+                );
+            }
+            let _ = tokio::time::timeout(PIPE_GRACE, child.wait()).await;
             kill_group(pgid);
             let _ = child.wait().await;
         }

@@ -328,24 +328,26 @@ pub async fn run(args: BenchCacheArgs) -> Result<ExitCode> {
         reports.push(report);
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&reports)?);
+        outln!("{}", serde_json::to_string_pretty(&reports)?);
     } else {
         for r in &reports {
-            println!(
+            outln!(
                 "{} — {} steps in {} turns (mask changes every turn, 2 skill activations, 2 tool errors)",
-                r.format, r.steps, r.turns
+                r.format,
+                r.steps,
+                r.turns
             );
             let ratios: Vec<String> = r.prefix_ratios.iter().map(|x| format!("{:.2}", x * 100.0)).collect();
-            println!("  prefix ratio per step after the first (%): {}", ratios.join(" "));
-            println!();
+            outln!("  prefix ratio per step after the first (%): {}", ratios.join(" "));
+            outln!();
         }
-        println!(
+        outln!(
             "| format | steps | min prefix ratio | cache breaks | cache read / input tokens | tool success | avg steps per turn |"
         );
-        println!("|---|---|---|---|---|---|---|");
+        outln!("|---|---|---|---|---|---|---|");
         for r in &reports {
             let calls = r.tool_ok + r.tool_errors;
-            println!(
+            outln!(
                 "| {} | {} | {:.2}% | {} | {} / {} ({:.1}%) | {}/{} ({:.0}%) | {:.2} |",
                 r.format,
                 r.steps,
@@ -362,7 +364,7 @@ pub async fn run(args: BenchCacheArgs) -> Result<ExitCode> {
         }
         for r in &reports {
             for b in &r.cache_breaks {
-                println!("cache break ({}): {b}", r.format);
+                outln!("cache break ({}): {b}", r.format);
             }
         }
     }

@@ -22,7 +22,7 @@ pub async fn status(args: ChannelsStatusArgs) -> Result<ExitCode> {
     let settings = Settings::load(&workspace).map_err(|e| UsageError(e.to_string()))?.settings;
     let Some(telegram) = &settings.channels.telegram else {
         if args.json {
-            println!("[]");
+            outln!("[]");
         } else {
             eprintln!(
                 "no channels configured: add [channels.telegram] with token_file and allowed_users to tackle.toml \
@@ -56,7 +56,7 @@ pub async fn status(args: ChannelsStatusArgs) -> Result<ExitCode> {
         "server": recorded,
     });
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&json!([row]))?);
+        outln!("{}", serde_json::to_string_pretty(&json!([row]))?);
     } else {
         print_text(telegram, &row, check.as_ref(), recorded.as_ref());
     }
@@ -89,20 +89,20 @@ fn print_text(
             format!("webhook {}", telegram.webhook_url.as_deref().unwrap_or("(no webhook_url)"))
         }
     };
-    println!("telegram  {mode}  {}", telegram.api_url);
-    println!("  token          {}", row["token"].as_str().unwrap_or_default());
+    outln!("telegram  {mode}  {}", telegram.api_url);
+    outln!("  token          {}", row["token"].as_str().unwrap_or_default());
     match check {
-        Some(Ok(bot)) => println!("  check          ok: @{bot}"),
-        Some(Err(e)) => println!("  check          FAILED: {e}"),
-        None => println!("  check          skipped (--offline)"),
+        Some(Ok(bot)) => outln!("  check          ok: @{bot}"),
+        Some(Err(e)) => outln!("  check          FAILED: {e}"),
+        None => outln!("  check          skipped (--offline)"),
     }
     let users: Vec<String> = telegram.allowed_users.iter().map(i64::to_string).collect();
-    println!(
+    outln!(
         "  allowed users  {}",
         if users.is_empty() { "none (everyone is refused)".into() } else { users.join(", ") }
     );
     let s = &row["store"];
-    println!(
+    outln!(
         "  store          offset {}, {} queued, {} running, {} handled, {} chat sessions, last update {}",
         s["offset"].as_i64().map_or("none".into(), |o| o.to_string()),
         s["queued"],
@@ -112,13 +112,13 @@ fn print_text(
         ago(s["last_received_at"].as_i64())
     );
     match recorded {
-        Some(r) => println!(
+        Some(r) => outln!(
             "  server         {}, last contact {}{}",
             if r.running { "receiving" } else { "stopped" },
             ago(r.last_contact_at),
             r.last_error.as_deref().map(|e| format!(", last error: {e}")).unwrap_or_default()
         ),
-        None => println!("  server         never ran (`tackle serve` starts the channels)"),
+        None => outln!("  server         never ran (`tackle serve` starts the channels)"),
     }
 }
 

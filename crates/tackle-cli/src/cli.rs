@@ -118,9 +118,9 @@ pub struct BenchCacheArgs {
 /// Options shared by commands that talk to a model.
 #[derive(Debug, Clone, Args)]
 pub struct ModelArgs {
-    /// Model provider: openai (Chat Completions), openai-responses (the Responses API) or
-    /// anthropic (default: the one whose API key is set).
-    #[arg(long, value_parser = parse_provider)]
+    /// Model provider: openai (Chat Completions), openai-responses (the Responses API),
+    /// anthropic, or codex (Codex as the model) (default: the one whose API key is set).
+    #[arg(long, value_parser = provider_parser(), ignore_case = true)]
     pub provider: Option<ProviderKind>,
     /// Model name.
     #[arg(long)]
@@ -152,8 +152,18 @@ pub struct TurnArgs {
     pub tool_mask: Option<String>,
 }
 
-fn parse_provider(s: &str) -> Result<ProviderKind, String> {
-    s.parse()
+/// The `--provider` values, listed in `--help` and offered by shell completion.
+fn provider_parser() -> impl clap::builder::TypedValueParser<Value = ProviderKind> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser as _};
+    PossibleValuesParser::new([
+        PossibleValue::new("openai").help("OpenAI Chat Completions, or any compatible server"),
+        PossibleValue::new("openai-responses")
+            .alias("openai_responses")
+            .help("OpenAI's Responses API (reasoning models)"),
+        PossibleValue::new("anthropic").help("Anthropic Messages"),
+        PossibleValue::new("codex").help("Codex's app-server as the model, with Codex's login"),
+    ])
+    .try_map(|s| s.parse::<ProviderKind>())
 }
 
 /// `tackle run`.

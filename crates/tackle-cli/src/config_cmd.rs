@@ -231,7 +231,7 @@ pub async fn run(args: ConfigArgs) -> Result<ExitCode> {
             },
             "settings": settings_value,
         });
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        outln!("{}", serde_json::to_string_pretty(&value)?);
         return Ok(ExitCode::SUCCESS);
     }
     let mut out = comment(&format!(
@@ -264,7 +264,7 @@ pub async fn run(args: ConfigArgs) -> Result<ExitCode> {
         _ => toml::Table::new(),
     };
     out += &toml::to_string_pretty(&table)?;
-    print!("{out}");
+    out!("{out}");
     Ok(ExitCode::SUCCESS)
 }
 

@@ -18,7 +18,7 @@ use crate::runtime::workspace_dir;
 const NOTES: &[(&str, &str)] = &[
     (
         "provider",
-        "Model provider: \"openai\" or \"anthropic\". Unset: the one whose API key is set (OPENAI_API_KEY, ANTHROPIC_API_KEY). Env: TACKLE_PROVIDER.",
+        "Model provider: \"openai\", \"openai-responses\", \"anthropic\" or \"codex\". Unset: the one whose API key is set (OPENAI_API_KEY, ANTHROPIC_API_KEY). Env: TACKLE_PROVIDER.",
     ),
     ("model", "Model name; unset, a default per provider. Env: TACKLE_MODEL."),
     (
@@ -63,7 +63,6 @@ const NOTES: &[(&str, &str)] = &[
 /// Example values of settings that are unset by default.
 const EXAMPLES: &[(&str, &str)] = &[
     ("provider", "\"openai\""),
-    ("model", "\"gpt-4o\""),
     ("base_url", "\"http://localhost:11434/v1\""),
     ("openai_dialect", "\"compatible\""),
     ("max_output_tokens", "8192"),
@@ -81,6 +80,8 @@ pub fn template() -> Result<String> {
     let note = |key: &str| NOTES.iter().find(|(k, _)| *k == key).map(|(_, n)| *n);
     // Top-level keys unset by default do not serialize: show an example.
     let mut top = Vec::new();
+    let model = crate::settings::default_model(tackle_provider::ProviderKind::Openai);
+    top.push(("model".to_owned(), format!("model = \"{model}\"")));
     for (key, example) in EXAMPLES {
         top.push((key.to_string(), format!("{key} = {example}")));
     }
@@ -152,7 +153,7 @@ fn target(args: &ConfigInitArgs) -> Result<PathBuf> {
 pub async fn run(args: ConfigInitArgs) -> Result<ExitCode> {
     let text = template()?;
     if args.stdout {
-        print!("{text}");
+        out!("{text}");
         return Ok(ExitCode::SUCCESS);
     }
     let path = target(&args)?;
@@ -190,13 +191,15 @@ fn write_new(path: &Path, text: &str, force: bool) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tackle_provider::ProviderKind;
 
     /// Uncommenting every setting line gives a file that loads, with the defaults: every key in
     /// the template is real (settings deny unknown fields) and no default is misstated.
     #[test]
     fn the_template_uncommented_loads_as_the_defaults() {
         let text = template().unwrap();
-        let skip_examples: Vec<String> = EXAMPLES.iter().map(|(k, v)| format!("# {k} = {v}")).collect();
+        let mut skip_examples: Vec<String> = EXAMPLES.iter().map(|(k, v)| format!("# {k} = {v}")).collect();
+        skip_examples.push(format!("# model = \"{}\"", crate::settings::default_model(ProviderKind::Openai)));
         let uncommented: String = text
             .lines()
             .filter(|l| !skip_examples.iter().any(|e| e == l))

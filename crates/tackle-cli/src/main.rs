@@ -1,5 +1,8 @@
 //! The `tackle` command.
 
+#[macro_use]
+mod output;
+
 mod approver;
 mod bench;
 mod channels_cmd;
@@ -104,7 +107,10 @@ fn main() -> ExitCode {
     if matches!(cli.command, Command::Serve(_)) {
         let _ = METRICS.set(Metrics::new());
     }
-    let exporter = match init_logging(cli.verbose, runtime.handle()) {
+    // The server's log is its operators' view: warnings show. A terminal front end shows what
+    // matters as its own lines (a retry, a compaction), so its raw log lines wait for `-v`.
+    let quiet = if matches!(cli.command, Command::Serve(_)) { "warn" } else { "error" };
+    let exporter = match init_logging(cli.verbose, quiet, runtime.handle()) {
         Ok(exporter) => exporter,
         Err(e) => {
             eprintln!("error: {e}");
@@ -131,7 +137,10 @@ fn main() -> ExitCode {
             }
             Command::Completions { shell } => {
                 let mut command = <Cli as clap::CommandFactory>::command();
-                clap_complete::generate(shell, &mut command, "tackle", &mut std::io::stdout());
+                // Generated whole, then written: clap_complete panics when its writer fails.
+                let mut script = Vec::new();
+                clap_complete::generate(shell, &mut command, "tackle", &mut script);
+                output::write_all(&script);
                 Ok(ExitCode::SUCCESS)
             }
             Command::Sandbox { command: cli::SandboxCommand::Check(args) } => sandbox_cmd::check(args).await,
@@ -166,15 +175,16 @@ fn main() -> ExitCode {
     }
 }
 
-/// Logs to stderr (`RUST_LOG`, `-v`), plus, each with its own filter: OTLP trace export when
+/// Logs to stderr (`RUST_LOG`, `-v`; `quiet` is the level without them), plus, each with its own filter: OTLP trace export when
 /// `OTEL_EXPORTER_OTLP_ENDPOINT` is set, and the `/metrics` registry of `tackle serve`. Without
 /// either, the GenAI spans stay disabled and cost nothing. An unusable `OTEL_*` setting is an error.
 fn init_logging(
     verbose: u8,
+    quiet: &str,
     runtime: &tokio::runtime::Handle,
 ) -> Result<Option<TraceExporter>, tackle_telemetry::otlp::TelemetryError> {
     let default = match verbose {
-        0 => "warn",
+        0 => quiet,
         1 => "info,tackle=info",
         _ => "debug",
     };

@@ -70,7 +70,7 @@ impl TerminalRenderer {
         self.mid_line = false;
         self.screen.write(|| {
             if end_line {
-                println!("{partial}");
+                outln!("{partial}");
             }
             let mut err = std::io::stderr().lock();
             for line in lines {
@@ -86,7 +86,7 @@ impl TerminalRenderer {
         let shown = self.markdown.push(text);
         if !shown.is_empty() {
             self.mid_line = !shown.ends_with('\n');
-            self.screen.write(|| print!("{shown}"));
+            self.screen.write(|| out!("{shown}"));
         }
         if self.markdown.has_pending() || self.mid_line {
             self.screen.spin("writing");
@@ -235,11 +235,7 @@ pub fn json_lines(target: EventsTarget) -> impl Fn(&AgentEvent) + Send + Sync + 
         let Ok(line) = serde_json::to_string(event) else { return };
         let mut t = target.lock().unwrap_or_else(|p| p.into_inner());
         match &mut *t {
-            EventsTarget::Stdout => {
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{line}");
-                let _ = out.flush();
-            }
+            EventsTarget::Stdout => crate::output::write_all(format!("{line}\n").as_bytes()),
             EventsTarget::File(f) => {
                 let _ = writeln!(f, "{line}");
                 let _ = f.flush();

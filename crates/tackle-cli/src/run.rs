@@ -102,7 +102,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     agent.store().close().await;
     let outcome = outcome?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&outcome)?);
+        outln!("{}", serde_json::to_string_pretty(&outcome)?);
     }
     if !args.json && !events_to_stdout {
         eprintln!("session {}", outcome.session_id);

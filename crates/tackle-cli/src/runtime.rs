@@ -76,7 +76,12 @@ pub async fn open_store(settings: &Settings) -> Result<Store> {
             .recursive(true)
             .mode(0o700)
             .create(dir)
-            .with_context(|| format!("cannot create the data directory {}", dir.display()))?;
+            .map_err(|e| {
+                UsageError(format!(
+                    "cannot create the data directory {}: {e}; point TACKLE_HOME (or data_dir) at a directory this user can write",
+                    dir.display()
+                ))
+            })?;
     }
     Store::open(&path).await.with_context(|| format!("cannot open the session store {}", path.display()))
 }
@@ -100,6 +105,22 @@ pub fn provider_for(
     let config: ProviderConfig =
         settings.provider_config(&env_lookup).map_err(|e| UsageError(e.to_string()))?;
     let kind = config.kind;
+    // An official API without a key refuses every request: say so before anything is created
+    // (a session) or sent. A server of one's own (another base URL) may need no key.
+    if kind != ProviderKind::Codex
+        && config.api_key.is_none()
+        && config.base_url.trim_end_matches('/') == kind.default_base_url()
+    {
+        let (key, url) = match kind {
+            ProviderKind::Anthropic => ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
+            _ => ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+        };
+        return Err(UsageError(format!(
+            "the {} provider has no API key: set {key} (or point {url} at a server that needs none)",
+            kind.as_str()
+        ))
+        .into());
+    }
     let mut codex = None;
     let provider: Arc<dyn Provider> = match (kind, settings.openai_dialect) {
         (ProviderKind::Codex, _) => {

@@ -22,6 +22,13 @@ pub async fn check(args: SandboxCheckArgs) -> Result<ExitCode> {
     .await?;
     let config = &sandbox;
     let usable = !matches!(sandbox.status(), SandboxStatus::Unavailable { .. });
+    // What blocks a UNIX socket out of the sandbox (a database's socket directory, /run): on
+    // both backends, seccomp refuses to create one while the network is off.
+    let unix_sockets = if config.network() {
+        "allowed (the network is on)"
+    } else {
+        "refused by seccomp: socket(AF_UNIX) fails with EACCES, pathname and abstract alike (socketpair stays allowed)"
+    };
     if args.json {
         let value = json!({
             "namespaces": { "available": support.namespaces.is_ok(), "reason": support.namespaces.as_ref().err() },
@@ -35,11 +42,12 @@ pub async fn check(args: SandboxCheckArgs) -> Result<ExitCode> {
             "status": sandbox.status(),
             "in_force": sandbox.describe(),
             "hidden": sandbox.hidden(),
+            "unix_sockets": unix_sockets,
         });
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        outln!("{}", serde_json::to_string_pretty(&value)?);
     } else {
         let line = |ok: bool, what: String| format!("{} {what}", if ok { "yes" } else { "no " });
-        println!(
+        outln!(
             "{}",
             line(
                 support.namespaces.is_ok(),
@@ -49,7 +57,7 @@ pub async fn check(args: SandboxCheckArgs) -> Result<ExitCode> {
                 }
             )
         );
-        println!(
+        outln!(
             "{}",
             line(
                 support.landlock.is_ok(),
@@ -59,9 +67,10 @@ pub async fn check(args: SandboxCheckArgs) -> Result<ExitCode> {
                 }
             )
         );
-        println!("sandbox: {}", sandbox.describe());
+        outln!("sandbox: {}", sandbox.describe());
+        outln!("UNIX sockets: {unix_sockets}");
         for path in sandbox.hidden() {
-            println!("hidden from commands: {}", path.display());
+            outln!("hidden from commands: {}", path.display());
         }
     }
     Ok(if usable { ExitCode::SUCCESS } else { ExitCode::from(1) })

@@ -79,10 +79,10 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode> {
         state.add_addon(Arc::new(ChannelsAddon(channels.clone())));
     }
     // The first line on stdout is the address, so scripts (and tests) can use port 0.
-    println!("tackle serving on http://{local}");
+    outln!("tackle serving on http://{local}");
     for status in channels.status() {
         let bot = status.bot.as_deref().map(|b| format!(" @{b}")).unwrap_or_default();
-        println!("{} bot{bot} receiving by {}", status.channel, status.mode);
+        outln!("{} bot{bot} receiving by {}", status.channel, status.mode);
     }
     tackle_server::serve_on(listener, state, shutdown_signal()).await?;
     Ok(ExitCode::SUCCESS)

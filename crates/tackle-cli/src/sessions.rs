@@ -23,7 +23,7 @@ pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
             let sessions =
                 store.list_sessions(SessionFilter { limit: Some(limit), ..SessionFilter::default() }).await?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&sessions)?);
+                outln!("{}", serde_json::to_string_pretty(&sessions)?);
             } else if sessions.is_empty() {
                 eprintln!("no sessions yet; try `tackle demo` or `tackle run \"...\"`");
             } else {
@@ -40,7 +40,7 @@ pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
                         ]
                     })
                     .collect();
-                print!("{}", table(["id", "status", "msgs", "model", "updated", "title"], &rows, &[2]));
+                out!("{}", table(["id", "status", "msgs", "model", "updated", "title"], &rows, &[2]));
             }
         }
         SessionsCommand::Show { id, json } => {
@@ -51,9 +51,9 @@ pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
             if json {
                 let value =
                     json!({ "session": record, "messages": messages, "tool_calls": calls, "steps": steps });
-                println!("{}", serde_json::to_string_pretty(&value)?);
+                outln!("{}", serde_json::to_string_pretty(&value)?);
             } else {
-                println!(
+                outln!(
                     "session   {}\ntitle     {}\nstatus    {}\nmodel     {} ({})\nworkspace {}\nmessages  {}\ntool calls {}",
                     record.id,
                     record.title,
@@ -64,18 +64,25 @@ pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
                     messages.len(),
                     calls.len()
                 );
-                println!();
+                outln!();
                 if !steps.is_empty() {
-                    println!(
+                    outln!(
                         "{:>4} {:>4}  {:<11} {:>8} {:>8} {:>8} {:>7}  {:<13} cache break",
-                        "turn", "step", "stop", "input", "cached", "written", "prefix", "tools"
+                        "turn",
+                        "step",
+                        "stop",
+                        "input",
+                        "cached",
+                        "written",
+                        "prefix",
+                        "tools"
                     );
                     for st in &steps {
                         let ratio = st
                             .prefix_ratio
                             .map(|r| format!("{:.1}%", r * 100.0))
                             .unwrap_or_else(|| "-".into());
-                        println!(
+                        outln!(
                             "{:>4} {:>4}  {:<11} {:>8} {:>8} {:>8} {:>7}  {:<13} {}",
                             st.turn,
                             st.step,
@@ -88,7 +95,7 @@ pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
                             st.cache_break.as_deref().unwrap_or("")
                         );
                     }
-                    println!();
+                    outln!();
                 }
                 for m in &messages {
                     let who = match m.message.role {
@@ -114,7 +121,7 @@ pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
                             }
                             ContentBlock::Reasoning(_) => "(reasoning)".to_owned(),
                         };
-                        println!("{:>4} {:<9} {line}", m.seq, who);
+                        outln!("{:>4} {:<9} {line}", m.seq, who);
                     }
                 }
             }
@@ -137,7 +144,7 @@ pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
             let mut session = agent.open_session(&record.id).await?;
             let report = session.compact_now(&tackle_tools::EventSink::discard()).await?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                outln!("{}", serde_json::to_string_pretty(&report)?);
             } else if report.strategies.is_empty() {
                 eprintln!("nothing to compact in session {}", record.id);
             } else {
@@ -165,7 +172,7 @@ pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
                         .with_context(|| format!("cannot write {}", path.display()))?;
                     eprintln!("wrote session {} to {}", record.id, path.display());
                 }
-                None => print!("{text}"),
+                None => out!("{text}"),
             }
         }
         SessionsCommand::Import { file, json } => {
@@ -176,7 +183,7 @@ pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
             };
             let record = crate::export::import(&store, &text).await?;
             if json {
-                println!("{}", json!({ "imported": record.id }));
+                outln!("{}", json!({ "imported": record.id }));
             } else {
                 eprintln!(
                     "imported as session {} (resume it: tackle chat --session {})",
@@ -188,7 +195,7 @@ pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
             let record = store.find_session_by_prefix(&id).await.map_err(|e| UsageError(e.to_string()))?;
             store.delete_session(&record.id).await?;
             if json {
-                println!("{}", json!({ "deleted": record.id }));
+                outln!("{}", json!({ "deleted": record.id }));
             } else {
                 eprintln!("deleted session {}", record.id);
             }
@@ -223,10 +230,7 @@ pub async fn show_result(locator: &str) -> Result<ExitCode> {
         "{locator}: {} output of session {}, {} bytes, {} lines",
         blob.meta.tool, session, blob.meta.raw_bytes, blob.meta.lines
     );
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    out.write_all(&blob.data)?;
-    out.flush()?;
+    crate::output::write_all(&blob.data);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -609,6 +609,26 @@ async fn completions_for_bash_zsh_and_fish() {
             assert!(script.contains(word), "{shell} completion lacks {word}");
         }
     }
+    // --provider completes to the providers, codex included (not to file names), and the help of
+    // every command that takes it lists them.
+    let mut cmd = tackle(home.path());
+    cmd.args(["completions", "bash"]);
+    let bash = text(&output(cmd).await.stdout);
+    let offered = r#"compgen -W "openai openai-responses anthropic codex""#;
+    let after_flag = bash.split("--provider)").skip(1).collect::<Vec<_>>();
+    assert!(after_flag.len() >= 3, "run, chat and serve take --provider");
+    assert!(after_flag.iter().all(|rest| rest.trim_start().starts_with(&format!("COMPREPLY=($({offered}"))));
+    for command in ["run", "chat", "serve"] {
+        let mut cmd = tackle(home.path());
+        cmd.args([command, "--help"]);
+        let help = text(&output(cmd).await.stdout);
+        assert!(help.contains("codex") && help.contains("openai-responses"), "{command}: {help}");
+    }
+    let mut cmd = tackle(home.path());
+    cmd.args(["run", "hi", "--provider", "bogus"]);
+    let out = output(cmd).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("codex"), "the error lists the providers: {}", text(&out.stderr));
     // The bash script is valid bash.
     let mut cmd = tackle(home.path());
     cmd.args(["completions", "bash"]);
@@ -748,7 +768,20 @@ async fn config_init_writes_a_commented_file_that_loads() {
     let out = output(cmd).await;
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(serde_json::from_slice::<Value>(&out.stdout).unwrap()["settings"]["max_steps"], 7);
+    // The template's example data_dir, uncommented, is in the home directory: no directory
+    // named `~` appears where Tackle runs. Its example model is the default model.
+    assert!(written.contains("# model = \"gpt-4.1\""), "{written}");
+    let line = written.lines().find(|l| l.starts_with("# data_dir = ")).unwrap();
+    std::fs::write(ws.path().join("tackle.toml"), line.trim_start_matches("# ")).unwrap();
+    let mut cmd = tackle(home.path());
+    cmd.env_remove("TACKLE_HOME").current_dir(ws.path()).args(["sessions", "list"]);
+    let out = output(cmd).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!ws.path().join("~").exists(), "a literal ~ directory was created");
+    let data = line.trim_start_matches("# data_dir = ").trim_matches('"').trim_start_matches("~/");
+    assert!(home.path().join(data).join("tackle.db").is_file(), "the store is under HOME/{data}");
     // An existing file is kept.
+    std::fs::write(ws.path().join("tackle.toml"), &written).unwrap();
     let mut cmd = tackle(home.path());
     cmd.args(["config", "init", "--workspace"]).arg(ws.path());
     let out = output(cmd).await;
@@ -796,6 +829,10 @@ async fn bad_input_exits_2_before_any_session_request_or_file() {
         (vec!["run", "hi"], vec![("TACKLE_MAX_STEPS", "lots")], "TACKLE_MAX_STEPS"),
         (vec!["serve", "--session", "abc"], vec![], "--session"),
         (vec!["serve", "--tool-mask", "{}"], vec![], "--tool-mask"),
+        // The chosen provider's official API without its key: nothing is created or sent.
+        (vec!["run", "--provider", "anthropic", "hi"], vec![], "ANTHROPIC_API_KEY"),
+        // A data directory that cannot be created.
+        (vec!["run", "hi"], vec![("TACKLE_HOME", "/proc/tackle-x")], "/proc/tackle-x"),
     ];
     for (args, env, says) in cases {
         let mut cmd = tackle(home.path());
@@ -826,4 +863,59 @@ async fn run_dash_reads_the_prompt_from_stdin() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let body = fake.requests()[0].body.to_string();
     assert!(body.contains("the task from a pipe") && !body.contains("\"-\""), "{body}");
+}
+
+/// `tackle CMD | head -1`: every command that prints, its reader gone before it writes (the read
+/// end of its stdout closed at once, so the write fails every time, not by timing), exits as it
+/// does when read to the end, without a panic.
+#[tokio::test]
+async fn every_printing_command_survives_a_closed_pipe() {
+    let home = tempfile::tempdir().unwrap();
+    let fake = FakeModel::start(Script::stateless(vec![Turn::text("the answer")])).await.unwrap();
+    let mut cmd = tackle(home.path());
+    with_fake(&mut cmd, "openai", &fake);
+    cmd.args(["run", "remember this", "--json", "--workspace"]).arg(home.path());
+    let out = output(cmd).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let id = serde_json::from_slice::<Value>(&out.stdout).unwrap()["session_id"].as_str().unwrap().to_owned();
+    let ws = home.path().to_str().unwrap().to_owned();
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["completions", "bash"],
+        vec!["completions", "zsh"],
+        vec!["completions", "fish"],
+        vec!["--help"],
+        vec!["sessions", "list"],
+        vec!["sessions", "list", "--json"],
+        vec!["sessions", "show", &id],
+        vec!["sessions", "show", &id, "--json"],
+        vec!["sessions", "export", &id, "--format", "md"],
+        vec!["sessions", "export", &id, "--format", "json"],
+        vec!["config"],
+        vec!["config", "init", "--stdout"],
+        vec!["sandbox", "check"],
+        vec!["bench", "cache", "--steps", "4"],
+        vec!["bench", "cache", "--steps", "4", "--json"],
+        vec!["run", "again", "--workspace", &ws],
+        vec!["run", "again", "--json", "--workspace", &ws],
+        vec!["run", "again", "--events", "-", "--workspace", &ws],
+    ];
+    for args in commands {
+        let run = |closed: bool| {
+            let mut cmd = tackle(home.path());
+            with_fake(&mut cmd, "openai", &fake);
+            cmd.args(&args).env("RUST_BACKTRACE", "1");
+            if closed {
+                let (reader, writer) = std::io::pipe().unwrap();
+                drop(reader);
+                cmd.stdout(writer);
+            }
+            output(cmd)
+        };
+        let read = run(false).await;
+        assert!(!read.stdout.is_empty(), "{args:?} prints: {}", text(&read.stderr));
+        let closed = run(true).await;
+        let stderr = text(&closed.stderr);
+        assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{args:?}: {stderr}");
+        assert_eq!(closed.status.code(), read.status.code(), "{args:?}: {stderr}");
+    }
 }

@@ -27,6 +27,17 @@ struct Instance {
 
 impl Instance {
     fn start(name: &str, home: &Path, ws: &Path, fake: &FakeModel, database: &str) -> Self {
+        Self::start_with_hooks(name, home, ws, fake, database, r#"[{"tools": "shell", "action": "confirm"}]"#)
+    }
+
+    fn start_with_hooks(
+        name: &str,
+        home: &Path,
+        ws: &Path,
+        fake: &FakeModel,
+        database: &str,
+        hooks: &str,
+    ) -> Self {
         let mut cmd = Command::new(BIN);
         cmd.env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -40,7 +51,7 @@ impl Instance {
             .env("OPENAI_BASE_URL", format!("{}/v1", fake.base_url()))
             .env("TACKLE_SERVER_TOKENS", format!("alice:{TOKEN}"))
             .env("TACKLE_SERVER_LEASE_SECS", LEASE_SECS.to_string())
-            .env("TACKLE_HOOKS", r#"[{"tools": "shell", "action": "confirm"}]"#)
+            .env("TACKLE_HOOKS", hooks)
             .args(["serve", "--bind", "127.0.0.1:0", "--workspace"])
             .arg(ws)
             .stdin(Stdio::null())
@@ -85,37 +96,55 @@ struct Sse {
 
 /// Reads SSE events from `response` until `stop` says so (inclusive) or the stream ends.
 async fn read_events(response: reqwest::Response, stop: impl Fn(&Sse) -> bool) -> Vec<Sse> {
-    assert_eq!(response.status(), 200);
-    let mut body = response.bytes_stream();
-    let mut buffer = String::new();
-    let mut events = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while let Some(chunk) =
-        tokio::time::timeout_at(deadline.into(), body.next()).await.expect("events in time")
-    {
-        buffer.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
-        while let Some(end) = buffer.find("\n\n") {
-            let block: String = buffer.drain(..end + 2).collect();
-            let (mut id, mut name, mut data) = (None, None, String::new());
-            for line in block.lines() {
-                if let Some(v) = line.strip_prefix("id:") {
-                    id = Some(v.trim().parse::<i64>().unwrap());
-                } else if let Some(v) = line.strip_prefix("event:") {
-                    name = Some(v.trim().to_owned());
-                } else if let Some(v) = line.strip_prefix("data:") {
-                    data.push_str(v.trim_start());
+    SseReader::new(response).until(stop).await
+}
+
+/// An SSE stream read in parts.
+struct SseReader {
+    body: futures::stream::BoxStream<'static, reqwest::Result<Vec<u8>>>,
+    buffer: String,
+}
+
+impl SseReader {
+    fn new(response: reqwest::Response) -> Self {
+        assert_eq!(response.status(), 200);
+        let body = response.bytes_stream().map(|chunk| chunk.map(|b| b.to_vec())).boxed();
+        Self { body, buffer: String::new() }
+    }
+
+    /// The next events, until `stop` says so (inclusive) or the stream ends.
+    async fn until(&mut self, stop: impl Fn(&Sse) -> bool) -> Vec<Sse> {
+        let mut events = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            while let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let (mut id, mut name, mut data) = (None, None, String::new());
+                for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("id:") {
+                        id = Some(v.trim().parse::<i64>().unwrap());
+                    } else if let Some(v) = line.strip_prefix("event:") {
+                        name = Some(v.trim().to_owned());
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        data.push_str(v.trim_start());
+                    }
+                }
+                let (Some(id), Some(name)) = (id, name) else { continue }; // a heartbeat
+                let event = Sse { id, name, data: serde_json::from_str(&data).unwrap() };
+                let done = stop(&event);
+                events.push(event);
+                if done {
+                    return events;
                 }
             }
-            let (Some(id), Some(name)) = (id, name) else { continue }; // a heartbeat
-            let event = Sse { id, name, data: serde_json::from_str(&data).unwrap() };
-            let done = stop(&event);
-            events.push(event);
-            if done {
-                return events;
+            let next = tokio::time::timeout_at(deadline.into(), self.body.next()).await;
+            let next = next.unwrap_or_else(|_| panic!("events in time; so far: {events:?}"));
+            match next {
+                Some(chunk) => self.buffer.push_str(&String::from_utf8_lossy(&chunk.unwrap())),
+                None => return events,
             }
         }
     }
-    events
 }
 
 async fn post(client: &reqwest::Client, url: String, body: Value) -> reqwest::Response {
@@ -258,6 +287,22 @@ async fn two_instances_share_sessions_turns_approvals_cancels_and_streams() {
     let outcome =
         tokio::time::timeout(Duration::from_secs(10), waiting).await.expect("A's turn stopped").unwrap();
     assert_eq!(outcome["end"], "cancelled", "{outcome}");
+    // Its replay, on either instance, ends with its last event (the stream closes).
+    for instance in [&a, &b] {
+        let replay = client
+            .get(instance.url(&format!("/v1/sessions/{id}/events")))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap();
+        let replay = SseReader::new(replay).until(|_| false).await;
+        let last = replay.last().unwrap();
+        assert_eq!(
+            (last.name.as_str(), &last.data["reason"]),
+            ("turn_finished", &json!("cancelled")),
+            "{replay:?}"
+        );
+    }
     assert_eq!(
         std::fs::read_to_string(ws.path().join("marker.txt")).unwrap(),
         "once\n",
@@ -346,4 +391,130 @@ async fn two_instances_share_sessions_turns_approvals_cancels_and_streams() {
     assert_eq!(turn["text"], "recovered again", "{turn}");
     let last = fake.requests().last().unwrap().body.to_string();
     assert!(last.contains("interrupted"), "the killed call was answered interrupted: {last}");
+}
+
+/// [fenced-turns] A stalled instance is fenced. A 10-step turn runs on A; A is stopped (SIGSTOP,
+/// as a long pause, a frozen VM or a partition would); once A's lease has expired by the
+/// database's clock, B takes the session over and runs "continue" to its final answer; then A
+/// is continued. A's turn stops at its next write: nothing of it lands after B's turn, no call id
+/// repeats, every call's side effect happened at most once, and A's client is told why.
+async fn a_stalled_instance_is_fenced(database: &str, home: &Path) {
+    let ws = tempfile::tempdir().unwrap();
+    const STEPS: usize = 9;
+    let mut turns: Vec<Turn> = (0..STEPS)
+        .map(|k| Turn::call("shell", shell(&format!("echo {k} >> steps.txt; sleep 0.4"))))
+        .collect();
+    turns.push(Turn::text("counted"));
+    // Stateless: a request carrying k tool results gets turn k, whichever instance sends it.
+    let fake = FakeModel::start(Script::stateless(turns)).await.unwrap();
+    let run = r#"[{"tools": "shell", "action": "log"}]"#;
+    let a = Instance::start_with_hooks("a", home, ws.path(), &fake, database, run);
+    let b = Instance::start_with_hooks("b", home, ws.path(), &fake, database, run);
+    let client = reqwest::Client::new();
+    let session: Value = post(&client, a.url("/v1/sessions"), json!({})).await.json().await.unwrap();
+    let id = session["id"].as_str().unwrap().to_owned();
+
+    // A's turn reaches its third call; B's replay shows that A stored every event so far, so
+    // A is stopped while its call sleeps, between two writes.
+    let stream = post(
+        &client,
+        a.url(&format!("/v1/sessions/{id}/messages")),
+        json!({"message": "count", "maxSteps": 12}),
+    )
+    .await;
+    let third = |e: &Sse| {
+        e.name == "tool_call" && e.data["args"]["command"].as_str().is_some_and(|c| c.starts_with("echo 2"))
+    };
+    let mut stream = SseReader::new(stream);
+    let mut a_events = stream.until(third).await;
+    let stored =
+        client.get(b.url(&format!("/v1/sessions/{id}/events"))).bearer_auth(TOKEN).send().await.unwrap();
+    let stored = read_events(stored, third).await;
+    assert_eq!(stored.last().map(|e| e.id), a_events.last().map(|e| e.id), "A stored its events");
+    a.signal("-STOP");
+
+    // B: busy while A's lease is live, then it takes the session over and finishes the count.
+    let frozen = Instant::now();
+    let continued = loop {
+        let r = post(
+            &client,
+            b.url(&format!("/v1/sessions/{id}/messages")),
+            json!({"message": "continue", "stream": false, "maxSteps": 12}),
+        )
+        .await;
+        if r.status() != 409 {
+            break r;
+        }
+        assert!(frozen.elapsed() < Duration::from_secs(LEASE_SECS * 5), "B never took the session over");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(continued.status(), 200);
+    let continued: Value = continued.json().await.unwrap();
+    assert_eq!(continued["text"], "counted", "{continued}");
+    assert_eq!(continued["end"], "completed", "{continued}");
+    let after_b = get(&client, b.url(&format!("/v1/sessions/{id}"))).await;
+
+    // A wakes up: its turn ends at its next write, and its client is told so.
+    a.signal("-CONT");
+    a_events.extend(stream.until(|e| e.name == "error" || e.name == "turn_finished").await);
+    let last = a_events.last().unwrap();
+    assert_eq!(
+        (last.name.as_str(), last.data["code"].as_str()),
+        ("error", Some("lease_lost")),
+        "{a_events:?}"
+    );
+
+    // Nothing of A's turn after B's: the conversation is exactly what it was when B finished.
+    let session = get(&client, b.url(&format!("/v1/sessions/{id}"))).await;
+    assert_eq!(session["messages"], after_b["messages"], "the stalled turn wrote after the takeover");
+    assert_eq!(session["status"], "idle", "{session}");
+    let messages = session["messages"].as_array().unwrap();
+    assert_eq!(messages.last().unwrap()["content"][0]["text"], "counted", "B's answer is the last message");
+    // No call id twice, and every call answered once.
+    let mut uses = Vec::new();
+    let mut results = Vec::new();
+    for block in messages.iter().flat_map(|m| m["content"].as_array().unwrap()) {
+        match block["type"].as_str() {
+            Some("tool_use") => uses.push(block["id"].as_str().unwrap().to_owned()),
+            Some("tool_result") => results.push(block["tool_use_id"].as_str().unwrap().to_owned()),
+            _ => {}
+        }
+    }
+    let mut unique = uses.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), uses.len(), "a call id repeats: {uses:?}");
+    assert_eq!(results, uses, "each call answered once, in order");
+    // Every side effect at most once, and B's part of the count complete.
+    let steps = std::fs::read_to_string(ws.path().join("steps.txt")).unwrap();
+    let lines: Vec<usize> = steps.lines().map(|l| l.parse().unwrap()).collect();
+    let mut seen = lines.clone();
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), lines.len(), "a call ran twice: {lines:?}");
+    assert!(
+        lines.windows(2).all(|w| w[0] < w[1]),
+        "the stalled turn ran a call after the takeover: {lines:?}"
+    );
+    assert_eq!(lines.last(), Some(&(STEPS - 1)), "{lines:?}");
+    // B's turn replays to its end; A's stale events are not in it.
+    let replay =
+        client.get(b.url(&format!("/v1/sessions/{id}/events"))).bearer_auth(TOKEN).send().await.unwrap();
+    let replay = read_events(replay, |e| e.name == "turn_finished").await;
+    assert_eq!(replay.last().unwrap().data["reason"], "completed", "{replay:?}");
+    assert!(!replay.iter().any(|e| e.name == "error"), "{replay:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_instance_is_fenced_on_postgres() {
+    let Some(database) = peers::or_skip(postgres::fresh_database().await) else { return };
+    let home = tempfile::tempdir().unwrap();
+    a_stalled_instance_is_fenced(&database, home.path()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_instance_is_fenced_on_sqlite() {
+    let home = tempfile::tempdir().unwrap();
+    let database = format!("sqlite:{}", home.path().join("shared.db").display());
+    a_stalled_instance_is_fenced(&database, home.path()).await;
 }

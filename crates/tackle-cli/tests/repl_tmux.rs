@@ -1,7 +1,9 @@
 //! The REPL on a real terminal: `tackle chat` inside tmux (Debian's, installed by
 //! scripts/test-deps.sh) against the fake model, read back with `capture-pane`. A tool turn
 //! with markdown, an approval answered "always", Ctrl-C while waiting, /clear, and NO_COLOR.
-//! The tool turn's screen is kept in docs/screens/repl-turn.txt (rewritten when it changes).
+//! The tool turn's screen is written under the target directory, and to
+//! docs/screens/repl-turn.txt only on request (`TACKLE_UPDATE_SCREENS=1`), so the suite leaves the
+//! tree as it found it.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -144,12 +146,18 @@ fn normalize(screen: &str, repl: &Repl) -> String {
     s.lines().map(str::trim_end).collect::<Vec<_>>().join("\n").trim_end().to_owned() + "\n"
 }
 
+/// Keeps a screen: under the target directory, and in docs/screens only on request
+/// (`TACKLE_UPDATE_SCREENS=1`). Not compared: whether a turn line shows a duration, or the next
+/// prompt is drawn yet, depends on timing.
 fn keep_in_docs(name: &str, text: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/screens").join(name);
-    if std::fs::read_to_string(&path).ok().as_deref() != Some(text) {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, text).unwrap();
-    }
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/screens").join(name);
+    let path = if std::env::var_os("TACKLE_UPDATE_SCREENS").is_some_and(|v| v == "1") {
+        docs
+    } else {
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(name)
+    };
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, text).unwrap();
 }
 
 const ANSWER: &str = "## Result\n\nThe file says **hi there**; see `hello.txt`:\n\n- first point\n- second *point*\n\n```sh\ncat hello.txt\n```\n";
@@ -355,4 +363,22 @@ fn an_mcp_prompt_resource_and_question_in_the_repl() {
         answered.contains("Name: Ada Lovelace") && answered.contains("Favorite Integer: 42"),
         "{answered}"
     );
+}
+
+/// A model call that is retried shows the friendly retry line, and no raw log line breaks into
+/// the display (those wait for `-v`).
+#[test]
+fn a_retry_shows_one_friendly_line_and_no_log_lines() {
+    if !tmux_available() {
+        return;
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fake = rt.block_on(FakeModel::start(Script::new(vec![Turn::text("Back again.")]))).unwrap();
+    let repl = Repl::start(&fake, &[]);
+    fake.push_fault(Fault::status(500));
+    repl.line("hello?");
+    let screen = repl.wait_for("─ 1 step", Duration::from_secs(60));
+    assert!(screen.contains("Back again."), "{screen}");
+    assert!(screen.contains("retry 2 in"), "the friendly line: {screen}");
+    assert!(!screen.contains("WARN") && !screen.contains("retrying model request"), "{screen}");
 }

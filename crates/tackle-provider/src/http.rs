@@ -289,6 +289,24 @@ mod tests {
         assert!(matches!(classify_http_error(503, &h, ""), ProviderError::Server { status: 503, .. }));
     }
 
+    /// A connection that fails names the URL it failed on, never its query or credentials.
+    #[tokio::test]
+    async fn connection_errors_name_the_url() {
+        // A port that refuses: bound, then closed.
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let mut config = ProviderConfig::new(crate::ProviderKind::Openai);
+        config.retry = crate::RetryPolicy::none();
+        let url = format!("http://user:pw@127.0.0.1:{port}/v1/chat/completions?api-key=secret");
+        let client = reqwest::Client::new();
+        let e =
+            post_with_retry(&client, &config, &url, &HeaderMap::new(), Bytes::new(), &CallOptions::default())
+                .await
+                .unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains(&format!("http://127.0.0.1:{port}/v1/chat/completions")), "{text}");
+        assert!(!text.contains("secret") && !text.contains("pw"), "{text}");
+    }
+
     #[test]
     fn html_pages_are_named_as_such() {
         let body =

@@ -292,3 +292,56 @@ fn a_prefetched_probe_gives_the_same_backend() {
     let ws = test_dir();
     assert!(text(&run(&sb, ws.path(), "touch x; echo rc=$?")).contains("rc=0"));
 }
+
+/// With the network off, a UNIX socket outside the workspace (a database's socket directory, a
+/// service in `/run` or `/opt`) cannot be reached on either backend; with it on (the positive
+/// control) the same connect succeeds.
+#[test]
+fn without_network_a_unix_socket_outside_the_workspace_is_unreachable() {
+    let outside = test_dir();
+    let path = outside.path().join("service.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let script = format!(
+        "python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.connect(\"{}\"); print(\"connected\")'; \
+         python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.connect(\"\\0tackle-abstract\"); print(\"abstract\")'",
+        path.display()
+    );
+    for backend in BACKENDS {
+        let ws = test_dir();
+        let off = run(&sandbox(backend, SandboxMode::WorkspaceWrite, false, &[]), ws.path(), &script);
+        assert!(!text(&off).contains("connected"), "{backend:?}: {}", text(&off));
+        assert!(text(&off).contains("Permission denied"), "{backend:?}: refused by seccomp: {}", text(&off));
+        let on = run(&sandbox(backend, SandboxMode::WorkspaceWrite, true, &[]), ws.path(), &script);
+        assert!(text(&on).contains("connected"), "{backend:?} with the network on: {}", text(&on));
+    }
+}
+
+/// Processes whose command line holds `marker`.
+fn processes_named(marker: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(marker) && !c.contains("bash -c"))
+        .collect()
+}
+
+/// Whatever a command starts dies with it on both backends: detached (`setsid nohup`),
+/// backgrounded and double-forked processes alike.
+#[test]
+fn processes_a_command_leaves_behind_die_with_it() {
+    for backend in BACKENDS {
+        let ws = test_dir();
+        let marker = format!("tackle-left-behind-{}-{backend:?}", std::process::id());
+        let script = format!(
+            "(setsid nohup bash -c 'exec -a {marker} sleep 3600' >/dev/null 2>&1 &); \
+             for i in $(seq 1 50); do (bash -c 'exec -a {marker} sleep 3600' >/dev/null 2>&1 &); done; \
+             until [ $(pgrep -c -f '^{marker}') -ge 51 ]; do sleep 0.05; done; echo started"
+        );
+        let out = run(&sandbox(backend, SandboxMode::WorkspaceWrite, false, &[]), ws.path(), &script);
+        assert!(text(&out).contains("started"), "{backend:?}: {}", text(&out));
+        let left = processes_named(&marker);
+        assert!(left.is_empty(), "{backend:?}: {} processes outlived the command: {left:?}", left.len());
+    }
+}

@@ -170,6 +170,8 @@ impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::NotFound { what, id } => Self::not_found(what, &id),
+            // Another instance took the session over while this turn stalled.
+            e @ StoreError::LeaseLost { .. } => Self::new(StatusCode::CONFLICT, "lease_lost", e.to_string()),
             other => Self::internal(other.to_string()),
         }
     }

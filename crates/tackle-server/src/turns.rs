@@ -97,6 +97,12 @@ pub(crate) struct TurnGuard {
 }
 
 impl TurnGuard {
+    /// The turn's lease in the store: its session's writes are fenced by it
+    /// (`Session::hold_lease`).
+    pub(crate) fn lease(&self) -> Option<&Lease> {
+        self.lease.as_ref()
+    }
+
     /// The id of the session's last streamed event before this turn.
     pub(crate) fn event_base(&self) -> i64 {
         self.lease.as_ref().map_or(0, |l| l.event_base)

@@ -210,6 +210,33 @@ async fn agent_mode_runs_tackles_own_tools_and_streams_the_answer() {
     assert_eq!(ids, ["tackle-agent", "model-x", "model-y"]);
 }
 
+/// A turn whose steps both say something answers with both, as paragraphs, streaming or not:
+/// the two modes agree, and markdown that starts a step starts a line.
+#[tokio::test]
+async fn agent_mode_answers_every_step_the_same_streaming_or_not() {
+    let steps = || {
+        [
+            Turn::text("Let me look first.").with_call("list_files", r#"{"path":"."}"#),
+            Turn::text("## Summary\nOne file."),
+        ]
+    };
+    let script = Script::new(steps().into_iter().chain(steps()).collect());
+    let h = Harness::new(script).await;
+    let messages = json!([{"role": "user", "content": "what is here?"}]);
+    let request = |stream: bool| json!({"model": "tackle-agent", "stream": stream, "messages": messages});
+    let (status, body) = h.call(Method::POST, "/v1/chat/completions", None, Some(request(false))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let whole = body["choices"][0]["message"]["content"].as_str().unwrap().to_owned();
+    let (status, body) = h.call(Method::POST, "/v1/chat/completions", None, Some(request(true))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let streamed: String = parse_sse(body.as_str().unwrap())
+        .iter()
+        .filter_map(|c| c.data["choices"][0]["delta"]["content"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(whole, "Let me look first.\n\n## Summary\nOne file.");
+    assert_eq!(streamed, whole);
+}
+
 #[tokio::test]
 async fn the_official_openai_python_sdk_works_against_the_endpoint() {
     let Some(python) = peers::or_skip(peers::venv_python("openai")) else { return };

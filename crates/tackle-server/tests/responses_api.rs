@@ -239,6 +239,34 @@ async fn agent_mode_streams_and_continues_its_session() {
     );
 }
 
+/// Agent mode answers with one message item per step that said something, streaming or not.
+#[tokio::test]
+async fn agent_mode_answers_every_step_the_same_streaming_or_not() {
+    let steps = || {
+        [
+            Turn::text("Looking.").with_call("list_files", r#"{"path":"."}"#),
+            Turn::text("## Summary\nOne file."),
+        ]
+    };
+    let h = Harness::new(Script::new(steps().into_iter().chain(steps()).collect())).await;
+    let texts = |output: &Value| -> Vec<String> {
+        output
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["content"][0]["text"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (status, whole) = post(&h, None, json!({"model": "tackle-agent", "input": "what is here?"})).await;
+    assert_eq!(status, StatusCode::OK, "{whole}");
+    let (status, body) =
+        post(&h, None, json!({"model": "tackle-agent", "stream": true, "input": "what is here?"})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, done) = events(&body);
+    assert_eq!(texts(&whole["output"]), ["Looking.", "## Summary\nOne file."]);
+    assert_eq!(texts(&done["output"]), texts(&whole["output"]));
+}
+
 /// With the Responses provider behind the gateway, the model's reasoning item reaches the client
 /// verbatim, and comes back to the API unchanged whether the client resends it or names the
 /// stored response (the fake rejects an altered one).
@@ -321,4 +349,63 @@ async fn the_openai_python_sdk_and_the_agents_sdk_use_the_endpoint() {
     let requests = h.fake.requests();
     let last = requests.last().unwrap().body["messages"].to_string();
     assert!(last.contains("sunny, 24 C") && last.contains("Paris"), "{last}");
+}
+
+/// The Vercel AI SDK's default OpenAI provider (Responses API, `store` true) names its earlier
+/// output by `item_reference` from the second step of a tool loop on: `generateText` and
+/// `streamText` both run their loops to the answer, and a reference is resolved only for the
+/// user whose response made the item.
+#[tokio::test]
+async fn the_ai_sdk_runs_tool_loops_with_item_references() {
+    use tackle_testkit::peers;
+    let Some(node) = peers::or_skip(peers::node()) else { return };
+    let Some(_) = peers::or_skip(peers::npm_package("@ai-sdk/openai")) else { return };
+    let script = Script::new(vec![
+        Turn::text("Let me check.").with_call("get_weather", r#"{"city":"Oslo"}"#),
+        Turn::text("Rainy in Oslo."),
+        Turn::text("Looking it up.").with_call("get_weather", r#"{"city":"Bergen"}"#),
+        Turn::text("Rainy in Bergen."),
+        Turn::text("Referenced."),
+    ]);
+    let h = Harness::with(script, tokens()).await;
+    let base = h.listen().await;
+    let out = tokio::process::Command::new(node)
+        .arg(std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/ai_sdk_responses.mjs"))
+        .arg(&base)
+        .arg(ALICE)
+        .env("TACKLE_NODE_MODULES", peers::node_modules())
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the AI SDK run failed:\n{stderr}");
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(seen["generate"], json!({"text": "Rainy in Oslo.", "steps": 2, "finish": "stop"}), "{seen}");
+    assert_eq!(
+        seen["stream"],
+        json!({"text": "Looking it up.Rainy in Bergen.", "steps": 2, "finish": "stop", "errors": []}),
+        "{seen}"
+    );
+    assert_eq!(seen["runs"], json!(["Oslo", "Bergen"]));
+    let references = seen["references"].as_array().unwrap();
+    assert_eq!(references.len(), 2, "the SDK named the text before each call by reference: {seen}");
+    // What the model saw on the second step: the referenced text, then the call and its output.
+    let second = h.fake.requests()[1].body["messages"].to_string();
+    assert!(second.contains("Let me check.") && second.contains("rain, 8 C in Oslo"), "{second}");
+
+    // The reference is Alice's: Bob gets a 404 naming the item, as for an unknown id; Alice's
+    // own request resolves it.
+    let input = json!([{"type": "message", "role": "user", "content": "Weather?"},
+                       {"type": "item_reference", "id": references[0]}]);
+    for (token, id) in [(BOB, references[0].clone()), (ALICE, json!("msg_unknown"))] {
+        let mut input = input.clone();
+        input[1]["id"] = id;
+        let (status, body) = post(&h, Some(token), json!({"model": "model-x", "input": input})).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+        assert_eq!(body["error"]["param"], "input[1].id", "{body}");
+    }
+    let (status, body) = post(&h, Some(ALICE), json!({"model": "model-x", "input": input})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let last = h.fake.requests().last().unwrap().body["messages"].to_string();
+    assert!(last.contains("Let me check."), "{last}");
 }

@@ -367,6 +367,22 @@ async fn a_busy_session_answers_409_and_cancel_stops_the_turn() {
     assert_eq!(last.data["reason"], "cancelled", "{events:?}");
     let (_, body) = h.call(Method::POST, &format!("/v1/sessions/{id}/cancel"), None, None).await;
     assert_eq!(body["cancelled"], false, "nothing runs any more");
+    // The cancelled turn's replay ends with its last event, with or without Last-Event-ID.
+    for after in [None, Some(1usize)] {
+        let mut request = client.get(format!("{base}/v1/sessions/{id}/events"));
+        if let Some(after) = after {
+            request = request.header("Last-Event-ID", after.to_string());
+        }
+        let replay = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+            request.send().await.unwrap().text().await.unwrap()
+        })
+        .await
+        .expect("the replay of a cancelled turn ends");
+        let replay = parse_sse(&replay);
+        assert_eq!(replay.len(), events.len() - after.unwrap_or(0), "{replay:?}");
+        assert_eq!(replay.last().unwrap().event, "turn_finished", "{replay:?}");
+        assert_eq!(replay.last().unwrap().data["reason"], "cancelled", "{replay:?}");
+    }
 }
 
 async fn pending(h: &Harness, id: &str) -> Value {

@@ -7,6 +7,7 @@ use crate::db::{DbRow, on_db, session_fk};
 use serde::{Deserialize, Serialize};
 
 use crate::db::now_ms;
+use crate::fence::CheckFence;
 use crate::frames;
 use crate::{Store, StoreError};
 
@@ -114,6 +115,7 @@ impl Store {
             let ttl_ms = i64::try_from(new.ttl.as_millis()).unwrap_or(i64::MAX);
             let meta = BlobMeta { expires_at: meta.created_at.saturating_add(ttl_ms), ..meta };
             let compressed = compressed?;
+            let mut tx = pool.begin().await?;
             sqlx::query(
                 "INSERT INTO blobs (locator, session_id, tool, call_id, digest, raw_bytes, lines, data, created_at, expires_at)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
@@ -128,9 +130,11 @@ impl Store {
             .bind(compressed)
             .bind(meta.created_at)
             .bind(meta.expires_at)
-            .execute(pool)
+            .execute(&mut *tx)
             .await
             .map_err(|e| session_fk(e, session_id))?;
+            tx.check_fence(&self.epoch_for(session_id)).await?;
+            tx.commit().await?;
             // The row holds exactly these values; reading them back would cost a query.
             Ok(meta)
         })

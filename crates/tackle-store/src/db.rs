@@ -30,7 +30,9 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
     (4, "session runner", include_str!("../migrations/0004_session_runner.sql")),
     (5, "responses", include_str!("../migrations/0005_responses.sql")),
     (6, "instances", include_str!("../migrations/0006_instances.sql")),
-    (9, "elicitations", include_str!("../migrations/0009_elicitations.sql")),
+    (7, "fencing", include_str!("../migrations/0007_fencing.sql")),
+    (8, "response items", include_str!("../migrations/0008_response_items.sql")),
+    (10, "elicitations", include_str!("../migrations/0010_elicitations.sql")),
 ];
 
 /// The same schema for PostgreSQL: same versions and descriptions, PostgreSQL's dialect.
@@ -41,7 +43,9 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (4, "session runner", include_str!("../migrations/postgres/0004_session_runner.sql")),
     (5, "responses", include_str!("../migrations/postgres/0005_responses.sql")),
     (6, "instances", include_str!("../migrations/postgres/0006_instances.sql")),
-    (9, "elicitations", include_str!("../migrations/postgres/0009_elicitations.sql")),
+    (7, "fencing", include_str!("../migrations/postgres/0007_fencing.sql")),
+    (8, "response items", include_str!("../migrations/postgres/0008_response_items.sql")),
+    (10, "elicitations", include_str!("../migrations/postgres/0010_elicitations.sql")),
 ];
 
 fn migrator(migrations: &'static [(i64, &'static str, &'static str)]) -> Migrator {

@@ -55,6 +55,17 @@ pub enum StoreError {
     /// The SQLite database failed (on the writer's connection, `writer.rs`).
     #[error("database error: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// A fenced write ([`crate::Store::fenced`]) found that its turn's lease had moved on:
+    /// another turn took the session over (this instance stalled past the lease), or the lease
+    /// expired or was released. Nothing of the write was committed.
+    #[error(
+        "the turn lost its lease on session {session} (another turn took the session over, or the lease expired); \
+         nothing more of this turn was written: read the session's messages and send the next message"
+    )]
+    LeaseLost {
+        /// The session.
+        session: String,
+    },
     /// The store was closed; open it again.
     #[error("the store is closed; open it again")]
     Closed,

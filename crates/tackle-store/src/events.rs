@@ -2,6 +2,7 @@
 //! connection can reconnect with `Last-Event-ID`, on any instance, and get what it missed.
 
 use crate::db::{DbRow, on_db};
+use crate::fence::CheckFence;
 use crate::{Store, StoreError, now_ms};
 
 /// One streamed event.
@@ -19,8 +20,11 @@ pub struct StoredEvent {
 const BATCH: usize = 200;
 
 impl Store {
-    /// Appends events of the running turn.
+    /// Appends events of the running turn. A fenced store ([`Store::fenced`]) appends them only
+    /// while the turn holds its lease: a turn that lost it streams nothing more into the
+    /// session's replay.
     pub async fn append_events(&self, session_id: &str, events: &[StoredEvent]) -> Result<(), StoreError> {
+        let epoch = self.epoch_for(session_id);
         for chunk in events.chunks(BATCH) {
             let rows = (0..chunk.len())
                 .map(|i| {
@@ -46,7 +50,10 @@ impl Store {
                 for event in chunk {
                     query = query.bind(session_id).bind(event.seq).bind(&event.name).bind(&event.data).bind(now);
                 }
-                query.execute(pool).await?;
+                let mut tx = pool.begin().await?;
+                query.execute(&mut *tx).await?;
+                tx.check_fence(&epoch).await?;
+                tx.commit().await?;
             });
         }
         Ok(())

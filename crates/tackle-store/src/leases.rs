@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use crate::db::{DbRow, on_db};
 use crate::sessions::turn_alive;
-use crate::{Store, StoreError, now_ms};
+use crate::{Store, StoreError};
 
 /// A held lease on a session's turn.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,6 +26,9 @@ pub struct Lease {
     /// The id of the session's last streamed event before this turn: the turn's events are
     /// numbered from `event_base + 1`.
     pub event_base: i64,
+    /// How many leases the session has had, this one included: the fence every write of the
+    /// turn checks ([`Store::fenced`]).
+    pub epoch: i64,
 }
 
 /// Why a lease could not be taken.
@@ -50,7 +53,10 @@ impl Store {
         ttl: Duration,
     ) -> Result<Result<Lease, LeaseRefusal>, StoreError> {
         on_db!(self, pool => {
-            let row = sqlx::query("SELECT status, runner, lease_id, lease_until, event_seq FROM sessions WHERE id = $1")
+            let row = sqlx::query(
+                "SELECT status, runner, lease_id, lease_until, event_seq, (SELECT now_ms FROM db_clock) AS db_now
+                 FROM sessions WHERE id = $1",
+            )
                 .bind(session_id)
                 .fetch_optional(pool)
                 .await?
@@ -60,46 +66,54 @@ impl Store {
             let lease_id: Option<String> = row.try_get("lease_id")?;
             let lease_until: Option<i64> = row.try_get("lease_until")?;
             let event_base: i64 = row.try_get("event_seq")?;
-            let now = now_ms();
+            // Expiry by the database's clock: instances' clocks may disagree.
+            let now: i64 = row.try_get("db_now")?;
             if status == "running" && turn_alive(runner.as_deref(), lease_until, now) {
                 return Ok(Err(LeaseRefusal::Busy));
             }
             let token = uuid::Uuid::new_v4().simple().to_string();
             let mut tx = pool.begin().await?;
             // Compare and set: another instance that read the same row and took the lease first
-            // changed `lease_id`, and this update then matches nothing.
+            // changed `lease_id`, and this update then matches nothing. The new epoch fences
+            // every write of the turn this lease ends, should it wake up (`fence.rs`).
             let taken = sqlx::query(
-                "UPDATE sessions SET status = 'running', runner = $1, lease_id = $2, lease_until = $3,
-                     cancel_requested = 0
+                "UPDATE sessions SET status = 'running', runner = $1, lease_id = $2,
+                     lease_until = (SELECT now_ms FROM db_clock) + $3, cancel_requested = 0,
+                     lease_epoch = lease_epoch + 1
                  WHERE id = $4 AND status = $5 AND runner IS NOT DISTINCT FROM $6
-                     AND lease_id IS NOT DISTINCT FROM $7 AND lease_until IS NOT DISTINCT FROM $8",
+                     AND lease_id IS NOT DISTINCT FROM $7 AND lease_until IS NOT DISTINCT FROM $8
+                 RETURNING lease_epoch",
             )
             .bind(crate::runner::current_id())
             .bind(&token)
-            .bind(now.saturating_add(millis(ttl)))
+            .bind(millis(ttl))
             .bind(session_id)
             .bind(&status)
             .bind(&runner)
             .bind(&lease_id)
             .bind(lease_until)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-            if taken == 0 {
+            .fetch_optional(&mut *tx)
+            .await?;
+            let Some(taken) = taken else {
                 return Ok(Err(LeaseRefusal::Busy));
-            }
+            };
+            let epoch: i64 = taken.try_get("lease_epoch")?;
             sqlx::query("DELETE FROM approvals WHERE session_id = $1").bind(session_id).execute(&mut *tx).await?;
             sqlx::query("DELETE FROM session_events WHERE session_id = $1").bind(session_id).execute(&mut *tx).await?;
             tx.commit().await?;
-            Ok(Ok(Lease { session_id: session_id.to_owned(), token, event_base }))
+            Ok(Ok(Lease { session_id: session_id.to_owned(), token, event_base, epoch }))
         })
     }
 
-    /// Pushes the expiry of every lease this process holds to `ttl` from now; returns how many.
+    /// Pushes the expiry of every lease this process holds to `ttl` from now (the database's
+    /// clock); returns how many.
     pub async fn renew_leases(&self, ttl: Duration) -> Result<u64, StoreError> {
         on_db!(self, pool => {
-            Ok(sqlx::query("UPDATE sessions SET lease_until = $1 WHERE runner = $2 AND lease_id IS NOT NULL")
-                .bind(now_ms().saturating_add(millis(ttl)))
+            Ok(sqlx::query(
+                "UPDATE sessions SET lease_until = (SELECT now_ms FROM db_clock) + $1
+                 WHERE runner = $2 AND lease_id IS NOT NULL",
+            )
+                .bind(millis(ttl))
                 .bind(crate::runner::current_id())
                 .execute(pool)
                 .await?
@@ -133,10 +147,10 @@ impl Store {
         on_db!(self, pool => {
             let n = sqlx::query(
                 "UPDATE sessions SET cancel_requested = 1
-                 WHERE id = $1 AND status = 'running' AND lease_id IS NOT NULL AND lease_until > $2",
+                 WHERE id = $1 AND status = 'running' AND lease_id IS NOT NULL
+                     AND lease_until > (SELECT now_ms FROM db_clock)",
             )
             .bind(session_id)
-            .bind(now_ms())
             .execute(pool)
             .await?
             .rows_affected();

@@ -32,6 +32,7 @@ mod db;
 mod elicitations;
 mod error;
 mod events;
+mod fence;
 mod frames;
 mod leases;
 mod messages;
@@ -85,6 +86,8 @@ pub struct Store {
     /// The directory of a throwaway store ([`Store::open_in_memory`]), removed with the last
     /// clone (after the connections above, which are dropped first).
     _scratch: Option<std::sync::Arc<tempfile::TempDir>>,
+    /// The lease whose session's writes are checked ([`Store::fenced`]); `None`: unchecked.
+    fence: Option<std::sync::Arc<fence::Fence>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -98,7 +101,12 @@ impl Store {
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
         let sqlite = db::open_file(path).await?;
         let checkpointer = checkpoint::spawn(sqlite.pool.clone(), checkpoint::CHECKPOINT_EVERY);
-        Ok(Self { db: db::Db::Sqlite(sqlite), _checkpointer: Some(checkpointer), _scratch: None })
+        Ok(Self {
+            db: db::Db::Sqlite(sqlite),
+            _checkpointer: Some(checkpointer),
+            _scratch: None,
+            fence: None,
+        })
     }
 
     /// Opens the store at `url`: `postgres://user:password@host:port/database` (or
@@ -117,6 +125,7 @@ impl Store {
                 db: db::Db::Postgres(db::open_postgres(&url).await?),
                 _checkpointer: None,
                 _scratch: None,
+                fence: None,
             }),
             StoreUrl::Sqlite(path) => Self::open(&path).await,
         }

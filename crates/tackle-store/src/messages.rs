@@ -3,6 +3,7 @@
 use rusqlite::ToSql;
 
 use crate::db::{Db, DbRow, on_db, retry_on_conflict, session_fk};
+use crate::fence::{self, CheckFence};
 use crate::writer::{self, not_found_if_no_session};
 use serde::{Deserialize, Serialize};
 use tackle_protocol::{ContentBlock, Message, Role};
@@ -151,12 +152,16 @@ impl Store {
         token_count: Option<i64>,
     ) -> Result<i64, StoreError> {
         let row = MessageRow::new(message, token_count)?;
+        let epoch = self.epoch_for(session_id);
         match &self.db {
             Db::Sqlite(sqlite) => {
                 let session = session_id.to_owned();
-                sqlite.writer.call(move |conn| row.insert_on(conn, &session, turn)).await
+                sqlite.writer.write(epoch, move |conn| row.insert_on(conn, &session, turn)).await
             }
-            Db::Postgres(pool) => row.insert_postgres(&mut *pool.acquire().await?, session_id, turn).await,
+            Db::Postgres(pool) => {
+                fence::pg_write(pool, &epoch, async |conn| row.insert_postgres(conn, session_id, turn).await)
+                    .await
+            }
         }
     }
 
@@ -177,12 +182,14 @@ impl Store {
         messages: &[Message],
     ) -> Result<Vec<i64>, StoreError> {
         let rows = messages.iter().map(|m| MessageRow::new(m, None)).collect::<Result<Vec<_>, _>>()?;
+        let epoch = self.epoch_for(session_id);
         match &self.db {
             Db::Sqlite(sqlite) => {
                 let session = session_id.to_owned();
                 sqlite
                     .writer
                     .transaction(move |tx| {
+                        fence::check_on(tx, &epoch)?;
                         let seqs = rows
                             .iter()
                             .map(|row| row.insert_on(tx, &session, turn))
@@ -193,6 +200,7 @@ impl Store {
             }
             Db::Postgres(pool) => {
                 let mut tx = pool.begin().await?;
+                tx.check_fence(&epoch).await?;
                 let mut seqs = Vec::with_capacity(rows.len());
                 for row in &rows {
                     seqs.push(row.insert_postgres(&mut tx, session_id, turn).await?);
@@ -254,6 +262,9 @@ impl Store {
                     .await?
                     .rows_affected();
             }
+            // After the writes: on SQLite the first write takes the write lock (a read first
+            // could not upgrade if another connection wrote meanwhile).
+            tx.check_fence(&self.epoch_for(session_id)).await?;
             tx.commit().await?;
             Ok(n)
         })
@@ -285,6 +296,7 @@ impl Store {
                     .execute(&mut *tx)
                     .await?;
             }
+            tx.check_fence(&self.epoch_for(session_id)).await?;
             tx.commit().await?;
             Ok(())
         })

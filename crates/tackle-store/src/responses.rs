@@ -28,6 +28,8 @@ pub struct NewResponse<'a> {
     pub session_id: Option<&'a str>,
     /// What its request added to the conversation, then its answer.
     pub messages: &'a [Message],
+    /// Its output items as the client saw them (each with an `id`), for `item_reference`.
+    pub items: &'a [serde_json::Value],
 }
 
 /// A conversation rebuilt from a chain of responses.
@@ -48,9 +50,9 @@ impl Store {
     /// use tackle_store::{NewResponse, Store};
     /// let store = Store::open_in_memory().await.unwrap();
     /// let first = [Message::user("hi"), Message::assistant("hello")];
-    /// store.put_response(NewResponse { id: "resp_1", owner: "ann", previous_id: None, session_id: None, messages: &first }).await.unwrap();
+    /// store.put_response(NewResponse { id: "resp_1", owner: "ann", previous_id: None, session_id: None, messages: &first, items: &[] }).await.unwrap();
     /// let next = [Message::user("and?"), Message::assistant("that's all")];
-    /// store.put_response(NewResponse { id: "resp_2", owner: "ann", previous_id: Some("resp_1"), session_id: None, messages: &next }).await.unwrap();
+    /// store.put_response(NewResponse { id: "resp_2", owner: "ann", previous_id: Some("resp_1"), session_id: None, messages: &next, items: &[] }).await.unwrap();
     /// assert_eq!(store.response_chain("resp_2", "ann").await.unwrap().messages.len(), 4);
     /// assert!(store.response_chain("resp_2", "bob").await.is_err(), "other users see nothing");
     /// # });
@@ -86,8 +88,54 @@ impl Store {
             .bind(now.saturating_add(ttl))
             .execute(&mut *tx)
             .await?;
+            for item in response.items {
+                let Some(item_id) = item.get("id").and_then(serde_json::Value::as_str) else { continue };
+                // An id seen before keeps its first item (ids are the server's, or the provider's).
+                sqlx::query(
+                    "INSERT INTO response_items (owner, id, response_id, item) VALUES ($1, $2, $3, $4)
+                     ON CONFLICT (owner, id) DO NOTHING",
+                )
+                .bind(response.owner)
+                .bind(item_id)
+                .bind(response.id)
+                .bind(item.to_string())
+                .execute(&mut *tx)
+                .await?;
+            }
             tx.commit().await?;
             Ok(())
+        })
+    }
+
+    /// The output item `id` of a response `owner` made that has not expired, as it was sent
+    /// (what `{"type": "item_reference", "id"}` names); `NotFound` otherwise, other users' items
+    /// included.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use tackle_protocol::Message;
+    /// use tackle_store::{NewResponse, Store};
+    /// let store = Store::open_in_memory().await.unwrap();
+    /// let items = [serde_json::json!({"id": "msg_1", "type": "message", "role": "assistant", "content": []})];
+    /// let messages = [Message::user("hi"), Message::assistant("")];
+    /// store.put_response(NewResponse { id: "resp_1", owner: "ann", previous_id: None, session_id: None, messages: &messages, items: &items }).await.unwrap();
+    /// assert_eq!(store.response_item("msg_1", "ann").await.unwrap(), items[0]);
+    /// assert!(store.response_item("msg_1", "bob").await.is_err(), "other users see nothing");
+    /// # });
+    /// ```
+    pub async fn response_item(&self, id: &str, owner: &str) -> Result<serde_json::Value, StoreError> {
+        on_db!(self, pool => {
+            let row = sqlx::query(
+                "SELECT i.item FROM response_items i JOIN responses r ON r.id = i.response_id
+                 WHERE i.owner = $1 AND i.id = $2 AND r.expires_at > $3",
+            )
+            .bind(owner)
+            .bind(id)
+            .bind(now_ms())
+            .fetch_optional(pool)
+            .await?;
+            let Some(row) = row else { return Err(StoreError::not_found("response item", id)) };
+            Ok(serde_json::from_str(&row.try_get::<String>("item")?)?)
         })
     }
 
@@ -146,7 +194,7 @@ mod tests {
         previous: Option<&'a str>,
         messages: &'a [Message],
     ) -> NewResponse<'a> {
-        NewResponse { id, owner, previous_id: previous, session_id: None, messages }
+        NewResponse { id, owner, previous_id: previous, session_id: None, messages, items: &[] }
     }
 
     /// A fresh store of each backend: SQLite in memory, and a database on the PostgreSQL test
@@ -191,6 +239,7 @@ mod tests {
                 previous_id: Some("r2"),
                 session_id: Some(&session.id),
                 messages: &a,
+                items: &[],
             };
             store.put_response(r).await.unwrap();
             assert_eq!(
@@ -200,6 +249,44 @@ mod tests {
             store.delete_session(&session.id).await.unwrap();
             let chain = store.response_chain("r4", "ann").await.unwrap();
             assert_eq!((chain.session_id, chain.messages.len()), (None, 6));
+        }
+    }
+
+    #[tokio::test]
+    async fn output_items_are_found_by_id_for_their_owner_until_the_response_expires() {
+        for store in stores().await {
+            let a = [Message::user("one"), Message::assistant("1")];
+            let items = [
+                serde_json::json!({"id": "msg_1", "type": "message", "role": "assistant"}),
+                serde_json::json!({"id": "fc_1", "type": "function_call", "call_id": "c1", "name": "f"}),
+                serde_json::json!({"type": "reasoning", "summary": []}),
+            ];
+            let r = NewResponse { items: &items, ..put("r1", "ann", None, &a) };
+            store.put_response(r).await.unwrap();
+            assert_eq!(store.response_item("msg_1", "ann").await.unwrap(), items[0]);
+            assert_eq!(store.response_item("fc_1", "ann").await.unwrap(), items[1]);
+            for (id, owner) in [("msg_1", "bob"), ("nope", "ann")] {
+                assert!(matches!(
+                    store.response_item(id, owner).await,
+                    Err(StoreError::NotFound { what: "response item", .. })
+                ));
+            }
+            // Another user's item of the same id is theirs alone.
+            let other =
+                [serde_json::json!({"id": "msg_1", "type": "message", "role": "assistant", "by": "bob"})];
+            store.put_response(NewResponse { items: &other, ..put("r2", "bob", None, &a) }).await.unwrap();
+            assert_eq!(store.response_item("msg_1", "bob").await.unwrap(), other[0]);
+            assert_eq!(store.response_item("msg_1", "ann").await.unwrap(), items[0]);
+            crate::db::on_db!(store, pool => {
+                sqlx::query("UPDATE responses SET expires_at = 0 WHERE id = 'r1'").execute(pool).await.map(|_| ())
+            })
+            .unwrap();
+            assert!(store.response_item("msg_1", "ann").await.is_err(), "expired with its response");
+            store.put_response(put("r3", "ann", None, &a)).await.unwrap();
+            let left: i64 = crate::db::on_db!(store, pool => {
+                sqlx::query("SELECT COUNT(*) AS n FROM response_items").fetch_one(pool).await.unwrap().try_get("n").unwrap()
+            });
+            assert_eq!(left, 1, "the expired response's items were removed with it");
         }
     }
 

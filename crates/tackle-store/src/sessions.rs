@@ -5,6 +5,7 @@ use std::fmt;
 use rusqlite::ToSql;
 
 use crate::db::{Db, DbRow, on_db, retry_on_conflict};
+use crate::fence::{self, CheckFence};
 use crate::messages::MessageRow;
 use crate::writer;
 use serde::{Deserialize, Serialize};
@@ -154,17 +155,19 @@ pub struct SessionSummary {
 
 macro_rules! session_columns {
     () => {
-        "id, owner, title, provider, model, workspace, status, runner, lease_until, metadata, created_at, updated_at"
+        "id, owner, title, provider, model, workspace, status, runner, lease_until, metadata, created_at, updated_at, \
+         (SELECT now_ms FROM db_clock) AS db_now"
     };
 }
 
-/// The stored status, with a running turn whose process is gone, or whose lease expired (its
-/// instance stopped renewing it), reported as interrupted.
+/// The stored status, with a running turn whose process is gone, or whose lease expired by the
+/// database's clock (`db_now`: its instance stopped renewing it), reported as interrupted.
 fn status_of(row: &impl DbRow) -> Result<SessionStatus, StoreError> {
     let status = SessionStatus::parse(row.try_get::<&str>("status")?)?;
     let runner: Option<&str> = row.try_get("runner")?;
     let lease_until: Option<i64> = row.try_get("lease_until")?;
-    Ok(if status == SessionStatus::Running && !turn_alive(runner, lease_until, now_ms()) {
+    let now: i64 = row.try_get("db_now")?;
+    Ok(if status == SessionStatus::Running && !turn_alive(runner, lease_until, now) {
         SessionStatus::Interrupted
     } else {
         status
@@ -371,6 +374,7 @@ impl Store {
         on_db!(self, pool => {
             let rows = sqlx::query(
                 "SELECT s.id, s.owner, s.title, s.provider, s.model, s.workspace, s.status, s.runner, s.lease_until, s.created_at, s.updated_at,
+                    (SELECT now_ms FROM db_clock) AS db_now,
                     (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS message_count
              FROM sessions s
              WHERE ($1 IS NULL OR s.owner = $1)
@@ -404,19 +408,21 @@ impl Store {
     /// Applies `update` and returns the new record.
     pub async fn update_session(&self, id: &str, update: SessionUpdate) -> Result<SessionRecord, StoreError> {
         let row = UpdateRow::new(update)?;
+        let epoch = self.epoch_for(id);
         match &self.db {
             Db::Sqlite(sqlite) => {
                 let id = id.to_owned();
                 sqlite
                     .writer
                     .transaction(move |tx| {
+                        fence::check_on(tx, &epoch)?;
                         row.run_on(tx, &id)?;
                         get_on(tx, &id)
                     })
                     .await
             }
             Db::Postgres(pool) => {
-                row.run_on_postgres(&mut *pool.acquire().await?, id).await?;
+                fence::pg_write(pool, &epoch, async |conn| row.run_on_postgres(conn, id).await).await?;
                 self.get_session(id).await
             }
         }
@@ -435,12 +441,14 @@ impl Store {
     ) -> Result<(SessionRecord, i64), StoreError> {
         let row = UpdateRow::new(update)?;
         let message = MessageRow::new(message, token_count)?;
+        let epoch = self.epoch_for(id);
         match &self.db {
             Db::Sqlite(sqlite) => {
                 let id = id.to_owned();
                 sqlite
                     .writer
                     .transaction(move |tx| {
+                        fence::check_on(tx, &epoch)?;
                         row.run_on(tx, &id)?;
                         let seq = message.insert_on(tx, &id, turn)?;
                         Ok((get_on(tx, &id)?, seq))
@@ -450,6 +458,7 @@ impl Store {
             Db::Postgres(pool) => {
                 let seq = retry_on_conflict(|| async {
                     let mut tx = pool.begin().await?;
+                    tx.check_fence(&epoch).await?;
                     row.run_on_postgres(&mut tx, id).await?;
                     let seq = message.insert_postgres(&mut tx, id, turn).await?;
                     tx.commit().await?;

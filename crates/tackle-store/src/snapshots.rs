@@ -7,6 +7,7 @@ use serde_json::Value;
 use tackle_protocol::Message;
 
 use crate::db::now_ms;
+use crate::fence::CheckFence;
 use crate::{Store, StoreError, StoredMessage};
 
 /// A stored snapshot.
@@ -65,6 +66,7 @@ impl Store {
         stats: &Value,
     ) -> Result<Snapshot, StoreError> {
         on_db!(self, pool => {
+            let mut tx = pool.begin().await?;
             let row = sqlx::query(
                 "INSERT INTO snapshots (session_id, created_at, upto_seq, messages, stats) VALUES ($1, $2, $3, $4, $5)
                  RETURNING id, session_id, created_at, upto_seq, messages, stats",
@@ -74,9 +76,11 @@ impl Store {
             .bind(upto_seq)
             .bind(serde_json::to_string(messages)?)
             .bind(serde_json::to_string(stats)?)
-            .fetch_one(pool)
+            .fetch_one(&mut *tx)
             .await
             .map_err(|e| session_fk(e, session_id))?;
+            tx.check_fence(&self.epoch_for(session_id)).await?;
+            tx.commit().await?;
             snapshot(&row)
         })
     }

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use rusqlite::ToSql;
 
 use crate::db::{Db, DbRow, on_db, session_fk};
+use crate::fence::{self, CheckFence};
 use crate::writer::{self, not_found_if_no_session};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -81,12 +82,13 @@ impl Store {
              ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at"
         );
         let now = now_ms();
+        let epoch = self.epoch_for(session_id);
         match &self.db {
             Db::Sqlite(sqlite) => {
                 let session = session_id.to_owned();
                 sqlite
                     .writer
-                    .call(move |conn| {
+                    .write(epoch, move |conn| {
                         let mut params: Vec<&dyn ToSql> = Vec::with_capacity(4 * values.len());
                         for (key, value) in &values {
                             params.extend([&session as &dyn ToSql, key, value, &now]);
@@ -102,8 +104,11 @@ impl Store {
                 for (key, value) in values {
                     query = query.bind(session_id).bind(key).bind(value).bind(now);
                 }
-                query.execute(pool).await.map_err(|e| session_fk(e, session_id))?;
-                Ok(())
+                fence::pg_write(pool, &epoch, async |conn| {
+                    query.execute(conn).await.map_err(|e| session_fk(e, session_id))?;
+                    Ok(())
+                })
+                .await
             }
         }
     }
@@ -140,11 +145,14 @@ impl Store {
     /// Removes the value under `key`.
     pub async fn delete_state(&self, session_id: &str, key: &str) -> Result<(), StoreError> {
         on_db!(self, pool => {
+            let mut tx = pool.begin().await?;
             sqlx::query("DELETE FROM session_state WHERE session_id = $1 AND key = $2")
                 .bind(session_id)
                 .bind(key)
-                .execute(pool)
+                .execute(&mut *tx)
                 .await?;
+            tx.check_fence(&self.epoch_for(session_id)).await?;
+            tx.commit().await?;
             Ok(())
         })
     }

@@ -7,6 +7,7 @@ use tackle_protocol::Message;
 use crate::ToolCallFinish;
 
 use crate::db::{Db, DbRow, on_db, retry_on_conflict, session_fk};
+use crate::fence::{self, CheckFence};
 use crate::messages::MessageRow;
 use crate::writer::{self, not_found_if_no_session};
 use serde::{Deserialize, Serialize};
@@ -121,24 +122,28 @@ fn to_i64(v: u64) -> i64 {
 impl Store {
     /// Records a step (replacing a row of the same turn and step).
     pub async fn record_step(&self, session_id: &str, step: &StepRecord) -> Result<(), StoreError> {
+        let epoch = self.epoch_for(session_id);
         match &self.db {
             Db::Sqlite(sqlite) => {
                 let session = session_id.to_owned();
                 let step = step.clone();
                 sqlite
                     .writer
-                    .call(move |conn| {
+                    .write(epoch, move |conn| {
                         record_on(conn, &session, &step).map_err(|e| not_found_if_no_session(e, &session))?;
                         Ok(())
                     })
                     .await
             }
             Db::Postgres(pool) => {
-                bind_step(sqlx::query(RECORD), session_id, step)
-                    .execute(pool)
-                    .await
-                    .map_err(|e| session_fk(e, session_id))?;
-                Ok(())
+                fence::pg_write(pool, &epoch, async |conn| {
+                    bind_step(sqlx::query(RECORD), session_id, step)
+                        .execute(conn)
+                        .await
+                        .map_err(|e| session_fk(e, session_id))?;
+                    Ok(())
+                })
+                .await
             }
         }
     }
@@ -157,6 +162,7 @@ impl Store {
             return Ok(None);
         }
         let message = message.map(|(m, tokens)| MessageRow::new(m, tokens)).transpose()?;
+        let epoch = self.epoch_for(session_id);
         match &self.db {
             Db::Sqlite(sqlite) => {
                 let session = session_id.to_owned();
@@ -164,6 +170,7 @@ impl Store {
                 sqlite
                     .writer
                     .transaction(move |tx| {
+                        fence::check_on(tx, &epoch)?;
                         for (call, finish) in &finished {
                             if finish.run_on(tx, &session, call)? == 0 {
                                 return Err(StoreError::not_found("tool call", call.as_str()));
@@ -179,6 +186,7 @@ impl Store {
             Db::Postgres(pool) => {
                 retry_on_conflict(|| async {
                     let mut tx = pool.begin().await?;
+                    tx.check_fence(&epoch).await?;
                     for (call, finish) in &finished {
                         if finish.run_on_postgres(&mut tx, session_id, call).await? == 0 {
                             return Err(StoreError::not_found("tool call", call.as_str()));

@@ -5,6 +5,7 @@ use crate::writer;
 use serde::{Deserialize, Serialize};
 
 use crate::db::now_ms;
+use crate::fence::CheckFence;
 use crate::{Store, StoreError};
 
 /// State of a todo item.
@@ -94,6 +95,7 @@ impl Store {
     async fn try_add_todo(&self, session_id: &str, text: &str) -> Result<TodoItem, StoreError> {
         on_db!(self, pool => {
             let now = now_ms();
+            let mut tx = pool.begin().await?;
             let row = sqlx::query(
                 "INSERT INTO todos (session_id, id, text, status, position, created_at, updated_at)
              VALUES ($1,
@@ -104,9 +106,11 @@ impl Store {
             .bind(session_id)
             .bind(text)
             .bind(now)
-            .fetch_one(pool)
+            .fetch_one(&mut *tx)
             .await
             .map_err(|e| session_fk(e, session_id))?;
+            tx.check_fence(&self.epoch_for(session_id)).await?;
+            tx.commit().await?;
             item(&row)
         })
     }
@@ -119,6 +123,7 @@ impl Store {
         update: TodoUpdate,
     ) -> Result<TodoItem, StoreError> {
         on_db!(self, pool => {
+            let mut tx = pool.begin().await?;
             let row = sqlx::query(
                 "UPDATE todos SET text = COALESCE($1, text), status = COALESCE($2, status), updated_at = $3
                  WHERE session_id = $4 AND id = $5 RETURNING id, text, status, created_at, updated_at",
@@ -128,9 +133,11 @@ impl Store {
             .bind(now_ms())
             .bind(session_id)
             .bind(id)
-            .fetch_optional(pool)
+            .fetch_optional(&mut *tx)
             .await?
             .ok_or_else(|| StoreError::not_found("todo item", id.to_string()))?;
+            tx.check_fence(&self.epoch_for(session_id)).await?;
+            tx.commit().await?;
             item(&row)
         })
     }
@@ -138,14 +145,17 @@ impl Store {
     /// Removes an item and returns it.
     pub async fn remove_todo(&self, session_id: &str, id: i64) -> Result<TodoItem, StoreError> {
         on_db!(self, pool => {
+            let mut tx = pool.begin().await?;
             let row = sqlx::query(
                 "DELETE FROM todos WHERE session_id = $1 AND id = $2 RETURNING id, text, status, created_at, updated_at",
             )
             .bind(session_id)
             .bind(id)
-            .fetch_optional(pool)
+            .fetch_optional(&mut *tx)
             .await?
             .ok_or_else(|| StoreError::not_found("todo item", id.to_string()))?;
+            tx.check_fence(&self.epoch_for(session_id)).await?;
+            tx.commit().await?;
             item(&row)
         })
     }

@@ -7,6 +7,7 @@ use rusqlite::ToSql;
 
 use crate::db::retry_on_conflict;
 use crate::db::{Db, DbRow, on_db};
+use crate::fence::{self, CheckFence};
 use crate::messages::MessageRow;
 use crate::writer::{self, not_found_if_no_session};
 use serde::{Deserialize, Serialize};
@@ -284,12 +285,14 @@ impl Store {
                 _ => BeginOutcome::AlreadyFinished(existing),
             })
         };
+        let epoch = self.epoch_for(session_id);
         match &self.db {
             Db::Sqlite(sqlite) => {
                 let (session, call, name) = (session_id.to_owned(), call_id.to_owned(), name.to_owned());
                 let existing = sqlite
                     .writer
                     .transaction(move |tx| {
+                        fence::check_on(tx, &epoch)?;
                         let params: [&dyn ToSql; 5] = [&session, &call, &name, &args, &now_ms()];
                         let inserted = writer::execute(tx, BEGIN, &params)
                             .map_err(|e| not_found_if_no_session(e, &session))?;
@@ -303,15 +306,18 @@ impl Store {
                 }
             }
             Db::Postgres(pool) => {
-                let inserted = sqlx::query(BEGIN)
-                    .bind(session_id)
-                    .bind(call_id)
-                    .bind(name)
-                    .bind(args)
-                    .bind(now_ms())
-                    .execute(pool)
-                    .await?
-                    .rows_affected();
+                let inserted = fence::pg_write(pool, &epoch, async |conn| {
+                    Ok(sqlx::query(BEGIN)
+                        .bind(session_id)
+                        .bind(call_id)
+                        .bind(name)
+                        .bind(args)
+                        .bind(now_ms())
+                        .execute(conn)
+                        .await?
+                        .rows_affected())
+                })
+                .await?;
                 if inserted == 1 {
                     return Ok(BeginOutcome::Started);
                 }
@@ -337,12 +343,14 @@ impl Store {
             .iter()
             .map(|c| Ok((c.call_id.to_owned(), c.name.to_owned(), serde_json::to_string(c.args)?)))
             .collect::<Result<Vec<_>, StoreError>>()?;
+        let epoch = self.epoch_for(session_id);
         let (seq, existing) = match &self.db {
             Db::Sqlite(sqlite) => {
                 let session = session_id.to_owned();
                 sqlite
                     .writer
                     .transaction(move |tx| {
+                        fence::check_on(tx, &epoch)?;
                         let seq = row.insert_on(tx, &session, turn)?;
                         let mut existing = Vec::with_capacity(starts.len());
                         for (call, name, args) in &starts {
@@ -362,6 +370,7 @@ impl Store {
             Db::Postgres(pool) => {
                 retry_on_conflict(|| async {
                     let mut tx = pool.begin().await?;
+                    tx.check_fence(&epoch).await?;
                     let seq = row.insert_postgres(&mut tx, session_id, turn).await?;
                     let mut existing = Vec::with_capacity(starts.len());
                     for (call, name, args) in &starts {
@@ -407,14 +416,17 @@ impl Store {
         call_id: &str,
         finish: ToolCallFinish,
     ) -> Result<(), StoreError> {
+        let epoch = self.epoch_for(session_id);
         let changed = match &self.db {
             Db::Sqlite(sqlite) => {
                 let (session, call) = (session_id.to_owned(), call_id.to_owned());
-                sqlite.writer.call(move |conn| finish.run_on(conn, &session, &call)).await?
+                sqlite.writer.write(epoch, move |conn| finish.run_on(conn, &session, &call)).await?
             }
             Db::Postgres(pool) => {
-                let mut conn = pool.acquire().await?;
-                finish.run_on_postgres(&mut conn, session_id, call_id).await?
+                fence::pg_write(pool, &epoch, async |conn| {
+                    finish.run_on_postgres(conn, session_id, call_id).await
+                })
+                .await?
             }
         };
         if changed == 0 {
@@ -455,12 +467,13 @@ impl Store {
 
     /// Marks calls left running (by a crash) as interrupted; returns their ids.
     pub async fn mark_running_as_interrupted(&self, session_id: &str) -> Result<Vec<String>, StoreError> {
+        let epoch = self.epoch_for(session_id);
         match &self.db {
             Db::Sqlite(sqlite) => {
                 let session = session_id.to_owned();
                 sqlite
                     .writer
-                    .call(move |conn| {
+                    .write(epoch, move |conn| {
                         writer::query(conn, INTERRUPT, &[&now_ms(), &session], |row| {
                             row.try_get::<String>("call_id")
                         })
@@ -468,8 +481,11 @@ impl Store {
                     .await
             }
             Db::Postgres(pool) => {
-                let rows = sqlx::query(INTERRUPT).bind(now_ms()).bind(session_id).fetch_all(pool).await?;
-                rows.iter().map(|r| r.try_get("call_id")).collect()
+                fence::pg_write(pool, &epoch, async |conn| {
+                    let rows = sqlx::query(INTERRUPT).bind(now_ms()).bind(session_id).fetch_all(conn).await?;
+                    rows.iter().map(|r| r.try_get("call_id")).collect()
+                })
+                .await
             }
         }
     }

@@ -593,6 +593,111 @@ both! {
     }
 }
 
+both! {
+    // [fenced-turns]: a turn whose lease moved on (it expired by the database's clock, and
+    // another instance took the session over) writes nothing more, whatever it writes; the
+    // turn that holds the lease writes as usual.
+    async fn a_turn_that_lost_its_lease_writes_nothing(db) {
+        let a = db.open().await;
+        let b = db.open().await; // another instance
+        let s = a.create_session(new_session("u")).await.unwrap();
+        let other = a.create_session(new_session("u")).await.unwrap();
+        let lease = a.acquire_lease(&s.id, Duration::from_millis(400)).await.unwrap().unwrap();
+        assert_eq!(lease.epoch, 1);
+        let turn = a.fenced(&lease);
+        assert!(turn.is_fenced(&s.id) && !turn.is_fenced(&other.id));
+        let args = json!({"command": "true"});
+        let finish = || ToolCallFinish {
+            status: ToolCallStatus::Ok,
+            result: ToolResult::ok("c1", "done"),
+            envelope: None,
+            bytes: 4,
+            truncated: false,
+            locator: None,
+            duration_ms: 1,
+        };
+        // While it holds the lease, the turn writes.
+        let update = SessionUpdate { status: Some(SessionStatus::Running), ..SessionUpdate::default() };
+        turn.start_turn(&s.id, update, 1, &Message::user("go"), None).await.unwrap();
+        let call = CallStart { call_id: "c1", name: "shell", args: &args };
+        turn.append_with_calls(&s.id, 1, &Message::assistant("calling"), None, &[call]).await.unwrap();
+        turn.finish_tool_call(&s.id, "c1", finish()).await.unwrap();
+        turn.set_state(&s.id, "k", &1).await.unwrap();
+        turn.add_todo(&s.id, "t").await.unwrap();
+        turn.append_events(&s.id, &[StoredEvent { seq: 1, name: "step_started".into(), data: "{}".into() }]).await.unwrap();
+        turn.check_lease(&s.id).await.unwrap();
+
+        // The lease expires (nobody renews it): by the database's clock the session is free,
+        // and the turn may no longer write even before anyone takes it over.
+        let expired = std::time::Instant::now();
+        while b.get_session(&s.id).await.unwrap().status != SessionStatus::Interrupted {
+            assert!(expired.elapsed() < Duration::from_secs(10), "the lease never expired");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(matches!(turn.append_message(&s.id, 1, &Message::user("late")).await, Err(StoreError::LeaseLost { .. })));
+        // Another instance takes it over: a new epoch.
+        let taken = b.acquire_lease(&s.id, Duration::from_secs(60)).await.unwrap().unwrap();
+        assert_eq!(taken.epoch, 2);
+        let messages_before = b.message_count(&s.id).await.unwrap();
+        let todos_before = b.list_todos(&s.id, 0, 10).await.unwrap().total_count;
+
+        let lost = |r: Result<(), StoreError>, what: &str| match r {
+            Err(StoreError::LeaseLost { session }) => assert_eq!(session, s.id.to_string(), "{what}"),
+            other => panic!("{what}: {other:?}"),
+        };
+        lost(turn.check_lease(&s.id).await, "check");
+        lost(turn.append_message(&s.id, 1, &Message::user("x")).await.map(drop), "append_message");
+        lost(turn.append_messages(&s.id, 1, &[Message::user("x")]).await.map(drop), "append_messages");
+        let update = SessionUpdate { status: Some(SessionStatus::Idle), ..SessionUpdate::default() };
+        lost(turn.start_turn(&s.id, update.clone(), 2, &Message::user("x"), None).await.map(drop), "start_turn");
+        lost(turn.update_session(&s.id, update).await.map(drop), "update_session");
+        let call = CallStart { call_id: "c2", name: "shell", args: &args };
+        lost(turn.append_with_calls(&s.id, 1, &Message::assistant("x"), None, &[call]).await.map(drop), "append_with_calls");
+        lost(turn.begin_tool_call(&s.id, "c3", "shell", &args).await.map(drop), "begin_tool_call");
+        lost(turn.finish_tool_call(&s.id, "c1", finish()).await, "finish_tool_call");
+        let step = StepRecord { turn: 1, step: 2, stop_reason: "tool_use".into(), ..StepRecord::default() };
+        let results = Message::tool_results(vec![ToolResult::ok("c1", "again")]);
+        let commit = StepCommit { turn: 1, message: Some((&results, None)), finished: vec![("c1".into(), finish())], step: &step };
+        lost(turn.commit_step(&s.id, commit).await.map(drop), "commit_step");
+        lost(turn.record_step(&s.id, &step).await, "record_step");
+        lost(turn.mark_running_as_interrupted(&s.id).await.map(drop), "mark_running_as_interrupted");
+        lost(turn.set_state(&s.id, "k", &2).await, "set_state");
+        lost(turn.delete_state(&s.id, "k").await, "delete_state");
+        lost(turn.add_todo(&s.id, "u").await.map(drop), "add_todo");
+        lost(turn.update_todo(&s.id, 1, TodoUpdate { text: Some("v".into()), status: None }).await.map(drop), "update_todo");
+        lost(turn.remove_todo(&s.id, 1).await.map(drop), "remove_todo");
+        let blob = NewBlob { tool: "shell", call_id: "c1", bytes: b"out", ttl: Duration::from_secs(60) };
+        lost(turn.put_blob(&s.id, blob).await.map(drop), "put_blob");
+        lost(turn.save_snapshot(&s.id, 0, &[Message::user("x")], &json!({})).await.map(drop), "save_snapshot");
+        lost(turn.hide_messages(&s.id, &[0]).await.map(drop), "hide_messages");
+        lost(turn.set_token_counts(&s.id, &[(0, 5)]).await, "set_token_counts");
+        let late = StoredEvent { seq: 2, name: "text_delta".into(), data: "{}".into() };
+        lost(turn.append_events(&s.id, std::slice::from_ref(&late)).await, "append_events");
+
+        // Nothing of it landed; the lease is the new turn's.
+        assert_eq!(b.message_count(&s.id).await.unwrap(), messages_before);
+        assert_eq!(b.list_todos(&s.id, 0, 10).await.unwrap().total_count, todos_before);
+        assert_eq!(b.get_state::<i64>(&s.id, "k").await.unwrap(), Some(1));
+        assert_eq!(b.get_tool_call(&s.id, "c1").await.unwrap().unwrap().result, Some(ToolResult::ok("c1", "done")));
+        assert!(b.get_tool_call(&s.id, "c3").await.unwrap().is_none());
+        assert!(b.list_steps(&s.id).await.unwrap().is_empty());
+        assert!(b.events_after(&s.id, 0, 10).await.unwrap().is_empty(), "the takeover cleared the old turn's events");
+        assert!(b.load_messages(&s.id, MessageFilter { include_hidden: true }).await.unwrap().iter().all(|m| !m.hidden));
+        assert_eq!(b.get_session(&s.id).await.unwrap().status, SessionStatus::Running);
+        // Other sessions are not fenced by this lease.
+        turn.append_message(&other.id, 1, &Message::user("elsewhere")).await.unwrap();
+        // The new turn writes; the old lease renews nothing of it and releases nothing.
+        let current = b.fenced(&taken);
+        current.append_message(&s.id, 2, &Message::user("continue")).await.unwrap();
+        a.release_lease(&lease, 0).await.unwrap();
+        current.append_events(&s.id, &[late]).await.unwrap();
+        b.release_lease(&taken, 2).await.unwrap();
+        // Released: even the turn that held it writes no more.
+        lost(current.append_message(&s.id, 2, &Message::user("after")).await.map(drop), "after release");
+        assert_eq!(b.message_count(&s.id).await.unwrap(), messages_before + 1);
+    }
+}
+
 /// A PostgreSQL server that cannot be reached is reported as such right away (not as a pool
 /// timeout half a minute later), and the password stays out of the message.
 #[tokio::test]

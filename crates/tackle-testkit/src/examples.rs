@@ -23,8 +23,12 @@ pub enum ExampleError {
 }
 
 /// The path of `example` of `package` in the profile the calling test was built with, after
-/// `cargo build -p package --example example` (nextest builds test binaries, not other crates'
-/// examples; cargo makes this a no-op when the binary is up to date, and rebuilds a stale one).
+/// `cargo build --workspace --examples` (nextest builds test binaries, not other crates'
+/// examples). The whole workspace's examples, with the workspace's features: the dependencies
+/// the test binaries were built with are reused (`-p package` would resolve other features and
+/// rebuild them inside the test, minutes against the test's time limit). `cargo test` and
+/// nextest build the workspace's examples with the test binaries, before any test runs, so here
+/// cargo finds them up to date (and rebuilds a stale one).
 ///
 /// Call it from integration tests only: it relies on the test binary living in
 /// `target/<profile>/deps`.
@@ -40,7 +44,7 @@ pub fn example_binary(package: &str, example: &str) -> Result<PathBuf, ExampleEr
     };
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut command = Command::new(cargo);
-    command.args(["build", "-p", package, "--example", example]);
+    command.args(["build", "--workspace", "--examples", "--locked"]);
     if profile_dir.file_name().is_some_and(|p| p == "release") {
         command.arg("--release");
     }

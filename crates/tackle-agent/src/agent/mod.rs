@@ -240,6 +240,14 @@ impl Agent {
         self.derive(|inner| inner.config.model = model.into())
     }
 
+    /// The same agent writing under `lease` ([`Store::fenced`]): a session opened with it checks
+    /// every write of its turns against the lease, so a turn whose instance stalled while
+    /// another took the session over stops at its next write ([`tackle_store::StoreError::LeaseLost`])
+    /// and appends nothing after the new turn. Servers open each leased turn's session this way.
+    pub fn under_lease(&self, lease: &tackle_store::Lease) -> Self {
+        self.derive(|inner| inner.store = inner.store.fenced(lease))
+    }
+
     /// The store sessions are kept in.
     pub fn store(&self) -> &Store {
         &self.inner.store

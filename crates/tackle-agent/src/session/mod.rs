@@ -207,6 +207,14 @@ impl Session {
         Ok(())
     }
 
+    /// Writes this session's next turns under `lease` (see [`Agent::under_lease`]): once the
+    /// lease moves on (another instance took the session over), the turn stops at its next
+    /// write with [`tackle_store::StoreError::LeaseLost`], having written nothing after the
+    /// takeover.
+    pub fn hold_lease(&mut self, lease: &tackle_store::Lease) {
+        self.agent = self.agent.under_lease(lease);
+    }
+
     /// The tool catalog of the session.
     pub fn catalog(&self) -> &ToolCatalog {
         self.tools.catalog()

@@ -162,6 +162,8 @@ impl Session {
 
         let mut guard = LoopGuard::new(config.loop_guard.clone());
         let turn_state = TurnState::default();
+        // Tools that keep session state write through the turn's (possibly fenced) store.
+        turn_state.insert(crate::tools::TurnStore(self.agent.store().clone()));
         if let Some(policy) = input.approval {
             turn_state.insert(policy);
         }

@@ -236,18 +236,15 @@ impl TypedTool for ToolSearch {
                 .with_hint("try other words, e.g. the service or the object the tool works on"));
         }
         let internal = |e: tackle_store::StoreError| ToolFailure::internal(e.to_string());
-        let mut found: FoundTools = self
-            .store
-            .get_state(&ctx.session_id, FOUND_TOOLS_KEY)
-            .await
-            .map_err(internal)?
-            .unwrap_or_default();
+        let store = super::store_for(&ctx, &self.store);
+        let mut found: FoundTools =
+            store.get_state(&ctx.session_id, FOUND_TOOLS_KEY).await.map_err(internal)?.unwrap_or_default();
         for spec in &hits {
             if !found.0.contains(&spec.name) {
                 found.0.push(spec.name.clone());
             }
         }
-        self.store.set_state(&ctx.session_id, FOUND_TOOLS_KEY, &found).await.map_err(internal)?;
+        store.set_state(&ctx.session_id, FOUND_TOOLS_KEY, &found).await.map_err(internal)?;
         let to_text =
             |v: Value| serde_json::to_string_pretty(&v).map_err(|e| ToolFailure::internal(e.to_string()));
         if self.deferred.mode() == DeferralMode::Native {

@@ -26,3 +26,18 @@ pub(crate) use sources::ToolSources;
 pub(crate) use step::{Availability, resolve_step};
 pub use step::{MaskStrategy, StepTools};
 pub(crate) use todo::TodoTool;
+
+/// The store the current turn writes through, in its [`tackle_tools::TurnState`]: fenced by the
+/// turn's lease when it holds one ([`crate::Agent::under_lease`]). Tools that keep session state
+/// (todo, skills, found tools) write through it rather than the store they were built with, so
+/// their writes are fenced like the loop's.
+#[derive(Clone)]
+pub(crate) struct TurnStore(pub(crate) tackle_store::Store);
+
+/// The store a tool call writes through: the turn's, or `built_with` outside a turn.
+pub(crate) fn store_for(
+    ctx: &tackle_tools::ToolContext,
+    built_with: &tackle_store::Store,
+) -> tackle_store::Store {
+    ctx.turn.get::<TurnStore>().map_or_else(|| built_with.clone(), |s| s.0)
+}

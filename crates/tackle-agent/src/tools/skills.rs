@@ -308,14 +308,11 @@ impl TypedTool for ActivateSkill {
             .with_hint(format!("available skills: {list}")));
         };
         let internal = |e: tackle_store::StoreError| ToolFailure::internal(e.to_string());
-        let mut active: ActiveSkills = self
-            .store
-            .get_state(&ctx.session_id, ACTIVE_SKILLS_KEY)
-            .await
-            .map_err(internal)?
-            .unwrap_or_default();
+        let store = super::store_for(&ctx, &self.store);
+        let mut active: ActiveSkills =
+            store.get_state(&ctx.session_id, ACTIVE_SKILLS_KEY).await.map_err(internal)?.unwrap_or_default();
         let evicted = active.activate(&skill.name);
-        self.store.set_state(&ctx.session_id, ACTIVE_SKILLS_KEY, &active).await.map_err(internal)?;
+        store.set_state(&ctx.session_id, ACTIVE_SKILLS_KEY, &active).await.map_err(internal)?;
         let mut out = format!("Skill {} is active.", skill.name);
         if !skill.tools.is_empty() {
             out.push_str(&format!(" Tools available from the next step: {}.", skill.tools.join(", ")));

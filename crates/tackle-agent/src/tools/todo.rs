@@ -109,6 +109,7 @@ impl TypedTool for TodoTool {
 
     async fn run(&self, args: TodoArgs, ctx: ToolContext) -> Result<ToolOutput, ToolFailure> {
         let sid = &ctx.session_id;
+        let store = super::store_for(&ctx, &self.store);
         let line = |verb: &str, item: &tackle_store::TodoItem| {
             format!("{verb} {}. {} [{}]", item.id, item.text, status_name(item.status))
         };
@@ -117,14 +118,14 @@ impl TypedTool for TodoTool {
                 if text.trim().is_empty() {
                     return Err(ToolFailure::invalid_args("text is empty; describe the item"));
                 }
-                let item = self.store.add_todo(sid, text.trim()).await.map_err(store_failure)?;
+                let item = store.add_todo(sid, text.trim()).await.map_err(store_failure)?;
                 return Ok(ToolOutput::text(line("added", &item)));
             }
             TodoArgs::Update { id, text, status } => {
                 if text.is_none() && status.is_none() {
                     return Err(ToolFailure::invalid_args("update needs text or status"));
                 }
-                self.store.update_todo(sid, id, TodoUpdate { text, status }).await.map_err(store_failure)?
+                store.update_todo(sid, id, TodoUpdate { text, status }).await.map_err(store_failure)?
             }
             TodoArgs::Complete { id } => self
                 .store
@@ -138,13 +139,13 @@ impl TypedTool for TodoTool {
                     )
                     .with_hint("use action complete for finished items"));
                 }
-                let item = self.store.remove_todo(sid, id).await.map_err(store_failure)?;
+                let item = store.remove_todo(sid, id).await.map_err(store_failure)?;
                 return Ok(ToolOutput::text(line("removed", &item)));
             }
             TodoArgs::List { offset, limit } => {
                 let offset = offset.unwrap_or(0);
                 let limit = limit.unwrap_or(20).clamp(1, 100);
-                let page = self.store.list_todos(sid, offset, limit).await.map_err(store_failure)?;
+                let page = store.list_todos(sid, offset, limit).await.map_err(store_failure)?;
                 let has_more = u64::from(offset) + (page.items.len() as u64) < page.total_count;
                 return Ok(ToolOutput::text(
                     json!({ "items": page.items, "total_count": page.total_count, "has_more": has_more })

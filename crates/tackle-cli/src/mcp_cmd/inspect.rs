@@ -59,34 +59,34 @@ pub async fn get(args: McpNameArgs) -> Result<ExitCode> {
     };
     if args.json {
         let out = json!({"name": args.name, "config": shown, "state": state, "details": details, "sign_in": sign_in});
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!("{}", args.name);
-    println!("  transport  {} {}", config.transport.kind(), config.transport.display_target());
-    println!("  state      {state}");
+    outln!("{}", args.name);
+    outln!("  transport  {} {}", config.transport.kind(), config.transport.display_target());
+    outln!("  state      {state}");
     let count = |v: &Value| match v {
         Value::Object(m) if m.contains_key("Ok") => m["Ok"].to_string(),
         Value::Object(m) if m.contains_key("Err") => format!("error: {}", m["Err"].as_str().unwrap_or("")),
         other => other.to_string(),
     };
     if let Value::Object(d) = &details {
-        println!("  protocol   {}", d["protocol"].as_str().unwrap_or("-"));
+        outln!("  protocol   {}", d["protocol"].as_str().unwrap_or("-"));
         if let Some(s) = d["server"].as_object() {
-            println!(
+            outln!(
                 "  server     {} {}",
                 s["name"].as_str().unwrap_or(""),
                 s["version"].as_str().unwrap_or("")
             );
         }
-        println!("  tools      {}", count(&d["tools"]));
-        println!("  resources  {}", count(&d["resources"]));
-        println!("  prompts    {}", count(&d["prompts"]));
+        outln!("  tools      {}", count(&d["tools"]));
+        outln!("  resources  {}", count(&d["resources"]));
+        outln!("  prompts    {}", count(&d["prompts"]));
     } else {
-        println!("  protocol   {} (configured)", config.protocol);
+        outln!("  protocol   {} (configured)", config.protocol);
     }
     match &sign_in {
-        Some(s) => println!(
+        Some(s) => outln!(
             "  sign-in    {} as {}{}{}",
             s.issuer.as_deref().unwrap_or("stored"),
             s.client_id,
@@ -94,11 +94,11 @@ pub async fn get(args: McpNameArgs) -> Result<ExitCode> {
             if s.refreshable { ", refreshable" } else { "" }
         ),
         None if matches!(config.transport, McpTransportConfig::Http { .. }) => {
-            println!("  sign-in    none stored")
+            outln!("  sign-in    none stored")
         }
         None => {}
     }
-    println!(
+    outln!(
         "  settings   {}",
         toml::to_string(&shown).unwrap_or_default().trim().replace('\n', "\n             ")
     );
@@ -114,12 +114,12 @@ pub async fn tools(args: McpNameArgs) -> Result<ExitCode> {
     let mut tools = listed?;
     tools.sort_by(|a, b| a.name.cmp(&b.name));
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&tools)?);
+        outln!("{}", serde_json::to_string_pretty(&tools)?);
         return Ok(ExitCode::SUCCESS);
     }
     for tool in &tools {
         let description = tool.description.as_deref().unwrap_or("").lines().next().unwrap_or("");
-        println!("{}  {}", tool.name, description);
+        outln!("{}  {}", tool.name, description);
         let schema = Value::Object((*tool.input_schema).clone());
         if let Some(props) = schema.get("properties").and_then(Value::as_object) {
             let required: Vec<&str> = schema
@@ -133,7 +133,7 @@ pub async fn tools(args: McpNameArgs) -> Result<ExitCode> {
                     .map(|t| t.as_str().map(str::to_owned).unwrap_or_else(|| t.to_string()))
                     .unwrap_or_default();
                 let mark = if required.contains(&name.as_str()) { "*" } else { "" };
-                println!("    {name}{mark}: {kind}");
+                outln!("    {name}{mark}: {kind}");
             }
         }
     }
@@ -216,10 +216,10 @@ pub async fn call(args: McpCallArgs) -> Result<ExitCode> {
     connection.shutdown().await;
     let outcome = outcome?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&outcome.result)?);
+        outln!("{}", serde_json::to_string_pretty(&outcome.result)?);
     } else {
         match tackle_mcp::map_call_result(outcome.result.clone()) {
-            Ok(out) => println!("{}", out.text),
+            Ok(out) => outln!("{}", out.text),
             Err(failure) => eprintln!("the tool failed: {}", failure.message),
         }
     }
@@ -238,10 +238,10 @@ pub async fn resources(args: McpResourcesArgs) -> Result<ExitCode> {
             let ctx = call_context(&workspace, false);
             let read = connection.read_resource(uri, &ctx).await?;
             if args.json {
-                println!("{}", serde_json::to_string_pretty(&read)?);
+                outln!("{}", serde_json::to_string_pretty(&read)?);
             } else {
                 for contents in &read.contents {
-                    println!("{}", tackle_mcp::resource_text(contents));
+                    outln!("{}", tackle_mcp::resource_text(contents));
                 }
             }
             return Ok::<_, anyhow::Error>(());
@@ -249,7 +249,7 @@ pub async fn resources(args: McpResourcesArgs) -> Result<ExitCode> {
         let resources = connection.list_resources().await?;
         let templates = connection.list_resource_templates().await?;
         if args.json {
-            println!(
+            outln!(
                 "{}",
                 serde_json::to_string_pretty(&json!({"resources": resources, "templates": templates}))?
             );
@@ -257,10 +257,10 @@ pub async fn resources(args: McpResourcesArgs) -> Result<ExitCode> {
         }
         for r in &resources {
             let mime = r.mime_type.as_deref().unwrap_or("");
-            println!("{}  {}  {mime}", r.uri, r.name);
+            outln!("{}  {}  {mime}", r.uri, r.name);
         }
         for t in &templates {
-            println!("{}  {}  (template)", t.uri_template, t.name);
+            outln!("{}  {}  (template)", t.uri_template, t.name);
         }
         if resources.is_empty() && templates.is_empty() {
             eprintln!("`{}` offers no resources", args.name);
@@ -285,17 +285,17 @@ pub async fn prompts(args: McpPromptsArgs) -> Result<ExitCode> {
                 arguments.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
             let got = connection.get_prompt(name, (!map.is_empty()).then_some(map), &ctx).await?;
             if args.json {
-                println!("{}", serde_json::to_string_pretty(&got)?);
+                outln!("{}", serde_json::to_string_pretty(&got)?);
             } else {
                 for message in &got.messages {
-                    println!("{}", tackle_mcp::prompt_message_text(message));
+                    outln!("{}", tackle_mcp::prompt_message_text(message));
                 }
             }
             return Ok::<_, anyhow::Error>(());
         }
         let prompts = connection.list_prompts().await?;
         if args.json {
-            println!("{}", serde_json::to_string_pretty(&prompts)?);
+            outln!("{}", serde_json::to_string_pretty(&prompts)?);
             return Ok(());
         }
         for p in &prompts {
@@ -305,7 +305,7 @@ pub async fn prompts(args: McpPromptsArgs) -> Result<ExitCode> {
                 .flatten()
                 .map(|a| if a.required == Some(true) { format!("{}*", a.name) } else { a.name.clone() })
                 .collect();
-            println!(
+            outln!(
                 "/{}:{}  {}  {}",
                 args.name,
                 p.name,

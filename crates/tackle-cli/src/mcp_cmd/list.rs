@@ -14,7 +14,7 @@ pub async fn list(args: McpListArgs) -> Result<ExitCode> {
     let settings = settings_for(&workspace, &args.model)?;
     if settings.mcp.servers.is_empty() {
         if args.json {
-            println!("[]");
+            outln!("[]");
         } else {
             eprintln!(
                 "no MCP servers configured: add [mcp.servers.<name>] with `command` or `url` to tackle.toml"
@@ -46,9 +46,9 @@ pub async fn list(args: McpListArgs) -> Result<ExitCode> {
                 row
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        outln!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
-        println!(
+        outln!(
             "{:<20} {:<6} {:<14} {:<10} {:>6} {:>8}  target",
             "server", "kind", "status", "protocol", "tools", "tokens"
         );
@@ -59,7 +59,7 @@ pub async fn list(args: McpListArgs) -> Result<ExitCode> {
                 McpServerStatus::Failed { error } => format!("failed: {error}"),
                 McpServerStatus::Disabled => "disabled".to_owned(),
             };
-            println!(
+            outln!(
                 "{:<20} {:<6} {:<14} {:<10} {:>6} {:>8}  {}",
                 info.name,
                 info.transport,

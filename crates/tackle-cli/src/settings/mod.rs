@@ -269,10 +269,11 @@ impl Settings {
         Ok(LoadedSettings { settings, sources })
     }
 
-    /// The data directory: `TACKLE_HOME`, the configured one, or the platform data dir.
+    /// The data directory: `TACKLE_HOME`, the configured one, or the platform data dir. A leading
+    /// `~/` is the home directory, as in a shell (never a directory named `~`).
     pub fn data_dir(&self) -> Result<PathBuf, SettingsError> {
         let dir = match &self.data_dir {
-            Some(d) => d.clone(),
+            Some(d) => tackle_sandbox::expand_home(d, dirs::home_dir().as_deref()),
             None => dirs::data_dir().map(|d| d.join("tackle")).ok_or(SettingsError::NoDataDir)?,
         };
         // Checked before anything is created in it.

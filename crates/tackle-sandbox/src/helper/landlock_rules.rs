@@ -20,9 +20,7 @@
 //! `ps` (their command lines stay readable, as for any process of the machine).
 
 use std::ffi::OsString;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr,
@@ -178,8 +176,113 @@ pub(super) fn exec_restricted(policy: &SandboxPolicy, command: &[OsString]) -> R
         return Ok(0);
     }
     let (program, args) = command.split_first().ok_or_else(|| HelperError("no command given".into()))?;
-    let error = Command::new(program).args(args).exec();
-    Err(HelperError::new(format!("cannot run {}", program.to_string_lossy()), error))
+    reaper::run(program, args)
+}
+
+/// The helper stays as the command's reaper, so that everything the command starts dies with it
+/// (the namespace backend gets this from its PID namespace).
+///
+/// The helper is a child subreaper: a process the command leaves behind, detached or not
+/// (`setsid`, `nohup`, a double fork), is re-parented to it rather than to the machine's init.
+/// When the command exits, when the helper is asked to stop (`SIGTERM`, `SIGINT`, `SIGHUP`: how
+/// Tackle ends a call that timed out or was cancelled), or when its parent dies, it kills every
+/// process below it and reaps them, then exits with the command's status.
+mod reaper {
+    use std::ffi::{OsStr, OsString};
+    use std::process::Command;
+    use std::time::Duration;
+
+    use nix::errno::Errno;
+    use nix::sys::signal::{Signal, kill};
+    use nix::sys::signalfd::{SfdFlags, SigSet, SignalFd};
+    use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+    use nix::unistd::{Pid, getppid};
+
+    use crate::helper::HelperError;
+
+    /// How often the helper looks for exits, stop signals and its parent.
+    const TICK: Duration = Duration::from_millis(20);
+
+    pub(super) fn run(program: &OsStr, args: &[OsString]) -> Result<i32, HelperError> {
+        nix::sys::prctl::set_child_subreaper(true)
+            .map_err(|e| HelperError::new("cannot become the command's reaper", e))?;
+        let parent = getppid();
+        let mut stops = SigSet::empty();
+        for signal in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+            stops.add(signal);
+        }
+        // Blocked here and read from a descriptor; the command starts with an empty mask.
+        stops.thread_block().map_err(|e| HelperError::new("cannot block the stop signals", e))?;
+        let signals = SignalFd::with_flags(&stops, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
+            .map_err(|e| HelperError::new("cannot watch the stop signals", e))?;
+        let child = Command::new(program)
+            .args(args)
+            .spawn()
+            .map_err(|e| HelperError::new(format!("cannot run {}", program.to_string_lossy()), e))?;
+        let main = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+        let code = loop {
+            if let Some(code) = reap(main) {
+                break code;
+            }
+            if let Ok(Some(info)) = signals.read_signal() {
+                kill_descendants();
+                break 128 + i32::try_from(info.ssi_signo).unwrap_or(0);
+            }
+            if getppid() != parent {
+                // Tackle is gone: nobody waits for the command any more.
+                kill_descendants();
+                break 128 + Signal::SIGKILL as i32;
+            }
+            std::thread::sleep(TICK);
+        };
+        kill_descendants();
+        Ok(code)
+    }
+
+    /// Reaps every child that exited; the command's exit code once it has.
+    fn reap(main: Pid) -> Option<i32> {
+        let mut code = None;
+        loop {
+            match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::Exited(pid, c)) if pid == main => code = Some(c),
+                Ok(WaitStatus::Signaled(pid, signal, _)) if pid == main => code = Some(128 + signal as i32),
+                Ok(WaitStatus::StillAlive) | Err(_) => return code,
+                Ok(_) => {}
+            }
+        }
+    }
+
+    /// The children of this process (its own and those re-parented to it).
+    fn children() -> Vec<Pid> {
+        let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return Vec::new() };
+        tasks
+            .flatten()
+            .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+            .flat_map(|list| list.split_whitespace().filter_map(|p| p.parse().ok()).collect::<Vec<i32>>())
+            .map(Pid::from_raw)
+            .collect()
+    }
+
+    /// Kills every process below this one: children are killed and reaped, their own children
+    /// are re-parented here and killed in the next round, until none is left.
+    fn kill_descendants() {
+        loop {
+            let children = children();
+            for &child in &children {
+                let _ = kill(child, Signal::SIGKILL);
+            }
+            // Wait for one to go (re-parenting its children here), or for none being left.
+            match waitpid(None, None) {
+                Err(Errno::ECHILD) if children.is_empty() => return,
+                Err(Errno::ECHILD) => {}
+                _ => {}
+            }
+            if children.is_empty() && matches!(waitpid(None, Some(WaitPidFlag::WNOHANG)), Err(Errno::ECHILD))
+            {
+                return;
+            }
+        }
+    }
 }
 
 #[cfg(test)]

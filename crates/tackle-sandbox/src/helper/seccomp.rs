@@ -6,6 +6,11 @@
 //! - Landlock with the network off: Landlock only governs TCP, so creating any IPv4, IPv6,
 //!   packet or vsock socket fails with `EACCES` (UDP and raw sockets included). With
 //!   namespaces the empty network namespace does that.
+//! - Either backend with the network off: creating a UNIX socket fails with `EACCES`. A
+//!   pathname socket is reachable through any mount that shows it (a database's socket
+//!   directory, `/run`, `/opt`): neither a read-only mount nor an empty network namespace
+//!   stops a `connect`, and Landlock (up to ABI 6) does not govern it. `socketpair` stays
+//!   allowed: a connected pair reaches nothing outside the command's own processes.
 //!
 //! A filter is tied to the native architecture: system calls of another ABI (32-bit x86 from
 //! a 64-bit process) kill the process, so a filter cannot be bypassed through them.
@@ -75,10 +80,10 @@ pub(crate) fn hardening_filter() -> Result<BpfProgram, HelperError> {
     compile(rules, libc::EPERM)
 }
 
-/// The filter that refuses network sockets.
-pub(crate) fn network_filter() -> Result<BpfProgram, HelperError> {
+/// The filter that refuses sockets of `families`.
+fn socket_filter(families: &[libc::c_int]) -> Result<BpfProgram, HelperError> {
     let mut rules = Vec::new();
-    for family in NETWORK_FAMILIES {
+    for &family in families {
         let condition = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, family as u64)
             .map_err(|e| HelperError::new("invalid seccomp condition", e))?;
         rules.push(
@@ -89,6 +94,16 @@ pub(crate) fn network_filter() -> Result<BpfProgram, HelperError> {
     compile(map, libc::EACCES)
 }
 
+/// The filter that refuses network sockets.
+pub(crate) fn network_filter() -> Result<BpfProgram, HelperError> {
+    socket_filter(&NETWORK_FAMILIES)
+}
+
+/// The filter that refuses UNIX sockets (pathname and abstract alike).
+pub(crate) fn unix_socket_filter() -> Result<BpfProgram, HelperError> {
+    socket_filter(&[libc::AF_UNIX])
+}
+
 /// Installs the filters `policy` needs on this process (inherited by what it executes).
 /// `no_new_privs` must be set first.
 pub(crate) fn apply(policy: &SandboxPolicy, backend: Backend) -> Result<(), HelperError> {
@@ -97,6 +112,10 @@ pub(crate) fn apply(policy: &SandboxPolicy, backend: Backend) -> Result<(), Help
     if backend == Backend::Landlock && !policy.network {
         seccompiler::apply_filter(&network_filter()?)
             .map_err(|e| HelperError::new("cannot install the network seccomp filter", e))?;
+    }
+    if !policy.network {
+        seccompiler::apply_filter(&unix_socket_filter()?)
+            .map_err(|e| HelperError::new("cannot install the UNIX socket seccomp filter", e))?;
     }
     Ok(())
 }
@@ -109,5 +128,6 @@ mod tests {
     fn filters_compile_for_this_architecture() {
         assert!(hardening_filter().unwrap().len() > DENIED.len());
         assert!(network_filter().unwrap().len() > NETWORK_FAMILIES.len());
+        assert!(!unix_socket_filter().unwrap().is_empty());
     }
 }

@@ -295,6 +295,73 @@ pub(crate) async fn new_agent_session(
     Ok(state.agent().create_session(options).await?)
 }
 
+/// The answer of an agent turn, step by step: each step that said something is one text. Both
+/// endpoints build their answer from these, streaming or not, so the two modes agree: chat
+/// completions joins the steps as paragraphs, responses makes one message item of each.
+#[derive(Debug, Default)]
+pub(crate) struct StepTexts {
+    steps: Vec<String>,
+    /// A step started since the last text: the next text opens a new one.
+    new_step: bool,
+}
+
+impl StepTexts {
+    /// Takes the turn's next event; returns what it adds to the joined answer (a step's first
+    /// text comes after a paragraph break).
+    pub(crate) fn observe(&mut self, event: &AgentEvent) -> Option<String> {
+        match event {
+            AgentEvent::StepStarted { .. } => {
+                self.new_step = true;
+                None
+            }
+            AgentEvent::TextDelta { text } if !text.is_empty() => {
+                let mut added = String::new();
+                if self.new_step || self.steps.is_empty() {
+                    if let Some(last) = self.steps.last() {
+                        added.push_str(paragraph_break(last));
+                    }
+                    self.steps.push(String::new());
+                    self.new_step = false;
+                }
+                added.push_str(text);
+                if let Some(last) = self.steps.last_mut() {
+                    last.push_str(text);
+                }
+                Some(added)
+            }
+            _ => None,
+        }
+    }
+
+    /// The steps' texts joined as paragraphs.
+    pub(crate) fn joined(&self) -> String {
+        let mut out = String::new();
+        for (i, step) in self.steps.iter().enumerate() {
+            if i > 0 {
+                out.push_str(paragraph_break(&self.steps[i - 1]));
+            }
+            out.push_str(step);
+        }
+        out
+    }
+
+    /// Each step's text.
+    pub(crate) fn steps(&self) -> &[String] {
+        &self.steps
+    }
+}
+
+/// What separates a text ending like `before` from the next paragraph.
+fn paragraph_break(before: &str) -> &'static str {
+    if before.ends_with("\n\n") {
+        ""
+    } else if before.ends_with('\n') {
+        "\n"
+    } else {
+        "\n\n"
+    }
+}
+
 /// A turn of the agent running for an OpenAI-compatible request.
 pub(crate) struct AgentTurn {
     /// The turn; it goes on (and is stored) if the client leaves.
@@ -314,6 +381,9 @@ impl AgentTurn {
             return Err(ApiError::shutting_down());
         }
         let guard = state.start_turn(session.id()).await?;
+        if let Some(lease) = guard.lease() {
+            session.hold_lease(lease);
+        }
         let mut input = TurnInput::new(prompt);
         // OpenAI clients cannot see approvals: by default a call needing one is denied at once
         // and the model told; with `wait`, a client that knows Tackle finds it under the
@@ -371,6 +441,25 @@ impl AgentTurn {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn step_texts_stream_what_they_join() {
+        let step = || AgentEvent::StepStarted { step: 1, max_steps: 8 };
+        let text = |t: &str| AgentEvent::TextDelta { text: t.into() };
+        let events =
+            [step(), text("first"), text("."), step(), step(), text("## Summary\n"), text("ok"), step()];
+        let mut texts = StepTexts::default();
+        let streamed: String = events.iter().filter_map(|e| texts.observe(e)).collect();
+        assert_eq!(streamed, "first.\n\n## Summary\nok");
+        assert_eq!(texts.joined(), streamed);
+        assert_eq!(texts.steps(), ["first.", "## Summary\nok"]);
+        let mut texts = StepTexts::default();
+        let streamed: String = [text("a\n"), step(), text("b\n\n"), step(), text("c")]
+            .iter()
+            .filter_map(|e| texts.observe(e))
+            .collect();
+        assert_eq!((streamed.as_str(), texts.joined().as_str()), ("a\n\nb\n\nc", "a\n\nb\n\nc"));
+    }
 
     fn spec(name: &str) -> ToolSpec {
         ToolSpec::new(name, "", json!({"type": "object"}))

@@ -200,6 +200,11 @@ pub async fn send(
     let message = with_resources(&state, &id, body.message, &body.resources).await?;
     let guard = state.start_turn(&id).await?;
     let mut session = state.agent_for(&record.model).open_session(&id).await?;
+    // Every write of the turn is fenced by its lease: should this instance stall while another
+    // takes the session over, the turn stops at its next write.
+    if let Some(lease) = guard.lease() {
+        session.hold_lease(lease);
+    }
     let mut input = TurnInput::new(message);
     input.max_steps = body.max_steps;
     input.tool_mask = body.tool_mask.map(tackle_agent::ToolMask::new);
@@ -207,8 +212,12 @@ pub async fn send(
 
     // Every event is numbered after the session's last one and stored, so a client that loses
     // the stream reconnects (`GET /v1/sessions/{id}/events`, `Last-Event-ID`) on any instance.
-    let recorder =
-        Arc::new(EventRecorder::start(state.agent().store().clone(), id.clone(), guard.event_base()));
+    // A turn that lost its lease stores no more events.
+    let events_store = match guard.lease() {
+        Some(lease) => state.agent().store().fenced(lease),
+        None => state.agent().store().clone(),
+    };
+    let recorder = Arc::new(EventRecorder::start(events_store, id.clone(), guard.event_base()));
     let (tx, rx) = mpsc::unbounded_channel::<(i64, String, AgentEvent)>();
     let sink = EventSink::new({
         let recorder = recorder.clone();
@@ -224,7 +233,13 @@ pub async fn send(
             let outcome = session.run_turn(input, &sink, &cancel).await;
             if let Err(e) = &outcome {
                 tracing::error!(session = %session.id(), error = %e, "turn failed");
-                sink.emit(AgentEvent::Error { code: "internal".into(), message: e.to_string() });
+                let code = match e {
+                    tackle_agent::AgentError::Store(tackle_store::StoreError::LeaseLost { .. }) => {
+                        "lease_lost"
+                    }
+                    _ => "internal",
+                };
+                sink.emit(AgentEvent::Error { code: code.into(), message: e.to_string() });
             }
             // The session is free (lease released, events stored) before the client's stream
             // ends, so a client that got `turn_finished` may send the next message at once.
@@ -292,6 +307,9 @@ pub async fn compact(
     let guard = state.start_turn(&id).await?;
     let base = guard.event_base();
     let mut session = state.agent_for(&record.model).open_session(&id).await?;
+    if let Some(lease) = guard.lease() {
+        session.hold_lease(lease);
+    }
     let report = session.compact_now(&EventSink::discard()).await;
     guard.finish(base).await;
     Ok(Json(report?.into()))
@@ -306,8 +324,10 @@ pub struct ReplayHeaders {
     pub last_event_id: Option<i64>,
 }
 
-/// Event names after which a turn sends nothing more.
-const LAST_EVENTS: &[&str] = &["turn_finished", "error"];
+/// Event names after which a turn sends nothing more. (An `error` is not one: a cancelled or
+/// failed turn sends `turn_finished` after it; a turn that ended on an internal error sends no
+/// `turn_finished`, and its replay ends when its session is no longer running.)
+const LAST_EVENTS: &[&str] = &["turn_finished"];
 
 /// Stored events read per query while replaying.
 const REPLAY_PAGE: u32 = 500;

@@ -161,9 +161,14 @@ async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<R
     if !chat.stream {
         let (outcome, events) = turn.finish().await?;
         let mut extension = TackleExtension::new(session_id);
-        events.iter().for_each(|e| extension.observe(e));
+        let mut texts = compat::StepTexts::default();
+        for e in &events {
+            extension.observe(e);
+            texts.observe(e);
+        }
+        // Every step's text, as streaming sends it (not only the last step's).
         let response = ModelResponse {
-            content: vec![ContentBlock::text(outcome.text)],
+            content: vec![ContentBlock::text(texts.joined())],
             usage: outcome.usage,
             stop_reason: StopReason::EndTurn,
         };
@@ -179,13 +184,15 @@ async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<R
         let mut usage = Usage::default();
         let mut finish = "stop";
         let mut extension = TackleExtension::new(session_id);
+        let mut texts = compat::StepTexts::default();
         while let Some(event) = events.next().await {
             extension.observe(&event);
+            // Only the answer is streamed, its steps as paragraphs; tool activity stays inside
+            // the agent.
+            if let Some(text) = texts.observe(&event) {
+                out.delta(json!({"content": text}), None);
+            }
             match event {
-                // Only the answer is streamed; tool activity stays inside the agent.
-                AgentEvent::TextDelta { text } => {
-                    out.delta(json!({"content": text}), None);
-                }
                 AgentEvent::TurnFinished { usage: u, reason, .. } => {
                     usage = u;
                     if reason == tackle_protocol::TurnEnd::MaxSteps {

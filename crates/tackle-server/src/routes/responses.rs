@@ -88,8 +88,9 @@ pub async fn create(
     User(user): User,
     body: Result<ValidJson<ResponsesRequest>, ApiError>,
 ) -> Result<Response, OpenAiError> {
-    let ValidJson(request) = body?;
+    let ValidJson(mut request) = body?;
     let agent = request.tools.is_empty() && request.model == state.config().agent_model;
+    resolve_references(&state, &user, &mut request.input).await?;
     let input = read_input(&request.input, agent)?;
     let previous = match &request.previous_response_id {
         Some(id) => Some(state.agent().store().response_chain(id, &user).await.map_err(|e| match e {
@@ -171,12 +172,14 @@ impl Header {
         v
     }
 
-    /// Keeps the response for `previous_response_id`, unless the request said `store: false`.
+    /// Keeps the response for `previous_response_id`, and its output `items` for
+    /// `item_reference`, unless the request said `store: false`.
     async fn keep(
         &self,
         state: &AppState,
         session: Option<&str>,
         messages: &[Message],
+        items: &[Value],
     ) -> Result<(), ApiError> {
         if !self.store {
             return Ok(());
@@ -187,6 +190,7 @@ impl Header {
             previous_id: self.previous.as_deref(),
             session_id: session,
             messages,
+            items,
         };
         state.agent().store().put_response(response).await.map_err(|e| {
             tracing::error!(error = %e, response = %self.id, "cannot store a response");
@@ -322,6 +326,36 @@ fn content_text(content: Option<&Value>, at: &str) -> Result<String, ApiError> {
     }
 }
 
+/// Replaces each `{"type": "item_reference", "id"}` of `input` by the output item it names: an
+/// item of a response this user stored (messages, function calls and reasoning are resolvable),
+/// as OpenAI does while `store` is true. Any other id is a 404, other users' included.
+async fn resolve_references(state: &AppState, user: &str, input: &mut Value) -> Result<(), ApiError> {
+    let Value::Array(items) = input else { return Ok(()) };
+    for (i, item) in items.iter_mut().enumerate() {
+        if str_at(item, "type") != Some("item_reference") {
+            continue;
+        }
+        let Some(id) = str_at(item, "id").map(str::to_owned) else {
+            return Err(ApiError::invalid_field(format!("input[{i}].id"), "id is required"));
+        };
+        *item = state.agent().store().response_item(&id, user).await.map_err(|e| match e {
+            tackle_store::StoreError::NotFound { .. } => ApiError {
+                status: axum::http::StatusCode::NOT_FOUND,
+                code: "not_found",
+                ..ApiError::invalid_field(
+                    format!("input[{i}].id"),
+                    format!(
+                        "Item with id '{id}' not found: only output items of responses you made through this \
+                         server in the last 30 days, without store: false, can be referenced"
+                    ),
+                )
+            },
+            other => other.into(),
+        })?;
+    }
+    Ok(())
+}
+
 /// Reads `input`. In agent mode only messages are accepted: the agent runs its own tools.
 fn read_input(input: &Value, agent: bool) -> Result<Input, ApiError> {
     let mut out = Input::default();
@@ -404,12 +438,6 @@ fn read_input(input: &Value, agent: bool) -> Result<Input, ApiError> {
                     data: item.clone(),
                 };
                 out.message_for(Role::Assistant, i).content.push(ContentBlock::Reasoning(reasoning));
-            }
-            "item_reference" => {
-                return Err(ApiError::invalid_field(
-                    format!("{at}.type"),
-                    "item_reference is not supported: send the item itself, or continue with previous_response_id",
-                ));
             }
             "" => return Err(ApiError::invalid_field(format!("{at}.type"), "type is required")),
             other => {
@@ -576,7 +604,7 @@ async fn gateway(
         let end = End::from_stop(&response.stop_reason);
         let output = output_items(&response.content, end.item_status());
         added.push(response.clone().into_message());
-        header.keep(&state, None, &added).await?;
+        header.keep(&state, None, &added, &output).await?;
         return Ok(Json(header.object(end.status(), &end, output, Some(&response.usage))).into_response());
     }
     let mut events = provider
@@ -607,7 +635,8 @@ async fn gateway(
         let response: ModelResponse = acc.finish();
         let (end, usage) = (End::from_stop(&response.stop_reason), response.usage);
         added.push(response.into_message());
-        let end = match header.keep(&state, None, &added).await {
+        out.settle(end.item_status());
+        let end = match header.keep(&state, None, &added, &out.output).await {
             Ok(()) => end,
             Err(e) => End::Failed("server_error", format!("the response could not be stored: {}", e.message)),
         };
@@ -652,12 +681,18 @@ async fn run_agent(
     let session_id = session.id().to_owned();
     let turn = AgentTurn::start(&state, session, prompt.clone()).await?;
     if !request.stream {
-        let outcome = turn.outcome().await?;
+        let (outcome, events) = turn.finish().await?;
         let end =
             if outcome.end == TurnEnd::MaxSteps { End::Incomplete("max_steps") } else { End::Completed };
-        let output = vec![message_item(&new_id("msg"), &outcome.text, end.item_status())];
-        let added = [Message::user(prompt), Message::assistant(outcome.text.clone())];
-        header.keep(&state, Some(&session_id), &added).await?;
+        // One message item per step that said something, as streaming sends them.
+        let mut texts = compat::StepTexts::default();
+        for e in &events {
+            texts.observe(e);
+        }
+        let output: Vec<Value> =
+            texts.steps().iter().map(|t| message_item(&new_id("msg"), t, end.item_status())).collect();
+        let added = [Message::user(prompt), Message::assistant(texts.joined())];
+        header.keep(&state, Some(&session_id), &added, &output).await?;
         return Ok(Json(header.object(end.status(), &end, output, Some(&outcome.usage))).into_response());
     }
     let stream = async_stream(move |tx| async move {
@@ -665,7 +700,9 @@ async fn run_agent(
         let mut events = UnboundedReceiverStream::new(turn.events);
         let mut usage = Usage::default();
         let mut end = End::Completed;
+        let mut texts = compat::StepTexts::default();
         while let Some(event) = events.next().await {
+            texts.observe(&event);
             match event {
                 // Only the answer is streamed, one message item per step; tool activity stays
                 // inside the agent.
@@ -683,20 +720,15 @@ async fn run_agent(
                 _ => {}
             }
         }
-        let text = match turn.task.await {
-            Ok(Ok(outcome)) => outcome.text,
-            Ok(Err(e)) => {
-                end = End::Failed("server_error", e.to_string());
-                String::new()
-            }
-            Err(e) => {
-                end = End::Failed("server_error", format!("the agent stopped unexpectedly: {e}"));
-                String::new()
-            }
-        };
+        match turn.task.await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => end = End::Failed("server_error", e.to_string()),
+            Err(e) => end = End::Failed("server_error", format!("the agent stopped unexpectedly: {e}")),
+        }
         if !matches!(end, End::Failed(..)) {
-            let added = [Message::user(prompt), Message::assistant(text)];
-            if let Err(e) = header.keep(&state, Some(&session_id), &added).await {
+            let added = [Message::user(prompt), Message::assistant(texts.joined())];
+            out.settle(end.item_status());
+            if let Err(e) = header.keep(&state, Some(&session_id), &added, &out.output).await {
                 end = End::Failed("server_error", format!("the response could not be stored: {}", e.message));
             }
         }
@@ -951,9 +983,8 @@ impl EventWriter {
         }
     }
 
-    /// Finishes every item and sends the terminal event.
-    fn end(mut self, end: &End, usage: Option<&Usage>) {
-        let status = end.item_status();
+    /// Finishes every item, with item status `status` for those still open.
+    fn settle(&mut self, status: &str) {
         loop {
             self.close(None, status);
             if self.queue.is_empty() {
@@ -961,6 +992,11 @@ impl EventWriter {
             }
             self.advance();
         }
+    }
+
+    /// Finishes every item and sends the terminal event.
+    fn end(mut self, end: &End, usage: Option<&Usage>) {
+        self.settle(end.item_status());
         let object = self.header.object(end.status(), end, std::mem::take(&mut self.output), usage);
         self.emit(end.event(), json!({"response": object}));
     }

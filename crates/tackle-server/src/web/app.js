@@ -382,18 +382,26 @@ function stopWaiting() {
 }
 
 // ---- a turn ----
-let pendingRender = null;
+// An answer renders once per frame while it streams; when it ends (a tool call, a new step, the
+// turn's end) it renders at once, so its text shows even if no frame came (a busy or hidden tab).
 function appendAnswer(text) {
-  if (!state.answer) { const div = el("div", "msg assistant"); state.answer = { div, text: "" }; log(div); }
-  state.answer.text += text;
-  if (pendingRender) return;
+  if (!state.answer) { const div = el("div", "msg assistant"); state.answer = { div, text: "", frame: null }; log(div); }
+  const answer = state.answer;
+  answer.text += text;
+  if (answer.frame) return;
   const stick = nearBottom();
-  pendingRender = requestAnimationFrame(() => {
-    pendingRender = null;
-    if (!state.answer) return;
-    state.answer.div.replaceChildren(TackleMarkdown.render(state.answer.text, document));
+  answer.frame = requestAnimationFrame(() => {
+    answer.frame = null;
+    answer.div.replaceChildren(TackleMarkdown.render(answer.text, document));
     scrollDown(stick);
   });
+}
+function endAnswer() {
+  const answer = state.answer;
+  state.answer = null;
+  if (!answer) return;
+  if (answer.frame) { cancelAnimationFrame(answer.frame); answer.frame = null; }
+  answer.div.replaceChildren(TackleMarkdown.render(answer.text, document));
 }
 
 function usageLine(e) {
@@ -410,7 +418,7 @@ function usageLine(e) {
 function onEvent(name, e) {
   switch (name) {
     case "text_delta": stopWaiting(); appendAnswer(e.text); break;
-    case "tool_call": stopWaiting(); state.answer = null; toolCard(e.id, e.name, e.args); startWaiting("Running " + e.name + "…"); break;
+    case "tool_call": stopWaiting(); endAnswer(); toolCard(e.id, e.name, e.args); startWaiting("Running " + e.name + "…"); break;
     case "approval_requested": approvalButtons(e.call_id, e.approval_id, e.tool, e.args); break;
     case "elicitation_requested": questionForm(e); break;
     case "elicitation_resolved": closeQuestion(e.elicitation_id, e.action); break;
@@ -420,12 +428,12 @@ function onEvent(name, e) {
     case "tool_result":
       finishCard(e.id, e.outcome.status, e.outcome.status === "ok" ? e.outcome.preview + (e.outcome.tail ? "\n…\n" + e.outcome.tail : "") : e.outcome.envelope, e.locator || null);
       break;
-    case "step_started": state.answer = null; startWaiting(); break;
+    case "step_started": endAnswer(); startWaiting(); break;
     case "warning": note(e.message, "warn"); break;
     case "error": stopWaiting(); note(e.message, "err"); break;
     case "catalog_changed": note("tools changed: +" + (e.added.join(", ") || "none") + " −" + (e.removed.join(", ") || "none")); loadTools(); break;
     case "context_compacted": note("context compacted: conversation " + fmt(e.tokens_before) + " → " + fmt(e.tokens_after) + " tokens"); break;
-    case "turn_finished": stopWaiting(); note(usageLine(e), "usage"); break;
+    case "turn_finished": stopWaiting(); endAnswer(); note(usageLine(e), "usage"); break;
   }
 }
 
@@ -462,6 +470,7 @@ async function send(text) {
       }
     }
   } catch (err) { note(String(err.message || err), "err"); }
+  endAnswer();
   stopWaiting();
   state.busy = false; $("send").disabled = false; $("stop").disabled = true;
   loadSessions();

@@ -29,11 +29,18 @@ function layout() {
 }
 
 const out = {};
+const poll = { polling: 50 };
 try {
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   const errors = [];
   page.on("pageerror", (e) => errors.push(String(e)));
   page.on("dialog", (d) => d.accept());
+  // Frames come late, as in a busy or hidden tab: what the page shows cannot depend on one
+  // coming between two events. (So waits poll on a timer, not on frames.)
+  await page.addInitScript(() => {
+    window.requestAnimationFrame = (f) => setTimeout(() => f(performance.now()), 60000);
+    window.cancelAnimationFrame = (id) => clearTimeout(id);
+  });
   await page.goto(base + "/");
   await page.waitForSelector("#toollist input[data-tool=shell]");
   out.tools = await page.$$eval("#toollist input", (xs) => xs.map((x) => x.dataset.tool));
@@ -58,14 +65,14 @@ try {
   out.writePlan = await page.$eval(".tool .plan:not([hidden])", (e) => e.textContent);
   await page.click(".tool .actions button.approve");
   // shell: approve, then its long output is collapsed.
-  await page.waitForFunction(() => document.querySelectorAll(".tool .plan:not([hidden])").length === 1 && document.querySelector(".tool .plan:not([hidden])").textContent.includes("seq 1 40"));
+  await page.waitForFunction(() => document.querySelectorAll(".tool .plan:not([hidden])").length === 1 && document.querySelector(".tool .plan:not([hidden])").textContent.includes("seq 1 40"), undefined, poll);
   out.shellPlan = await page.$eval(".tool .plan:not([hidden])", (e) => e.textContent);
   await page.click(".tool .actions button.approve:not([disabled])");
   // The last shell call: denied with a reason.
-  await page.waitForFunction(() => { const p = document.querySelector(".tool .plan:not([hidden])"); return p && p.textContent.includes("rm -rf"); });
+  await page.waitForFunction(() => { const p = document.querySelector(".tool .plan:not([hidden])"); return p && p.textContent.includes("rm -rf"); }, undefined, poll);
   await page.fill(".tool .actions input:not([disabled])", "not in this workspace");
   await page.click(".tool .actions button.deny:not([disabled])");
-  await page.waitForFunction(() => [...document.querySelectorAll(".note")].some((n) => n.textContent.startsWith("done")));
+  await page.waitForFunction(() => [...document.querySelectorAll(".note")].some((n) => n.textContent.startsWith("done")), undefined, poll);
   const cards = () => page.$$eval(".tool", (cards) => cards.map((c) => ({
     name: c.querySelector(".name").textContent,
     summary: c.querySelector(".summary").textContent,
@@ -102,15 +109,15 @@ try {
   await page.click(".session.active button.rename");
   await page.fill(".session input", "Renamed in the page");
   await page.press(".session input", "Enter");
-  await page.waitForFunction(() => document.querySelector(".session.active a span")?.textContent === "Renamed in the page");
+  await page.waitForFunction(() => document.querySelector(".session.active a span")?.textContent === "Renamed in the page", undefined, poll);
   out.title = await page.$eval("#title", (e) => e.textContent);
 
   // A second, empty session, deleted again.
   await page.click("#new");
-  await page.waitForFunction(() => document.querySelectorAll(".session").length === 2);
+  await page.waitForFunction(() => document.querySelectorAll(".session").length === 2, undefined, poll);
   const second = await page.evaluate(() => location.pathname);
   await page.click(".session.active button.delete");
-  await page.waitForFunction(() => location.pathname === "/" && document.querySelectorAll(".session").length === 1);
+  await page.waitForFunction(() => location.pathname === "/" && document.querySelectorAll(".session").length === 1, undefined, poll);
   out.deleted = second;
 
   // A phone: one column, nothing off-screen, the sessions panel on demand.

@@ -1,0 +1,166 @@
+//! Fencing: the writes of a turn are refused by the database once the turn's lease has moved on.
+//!
+//! A turn that holds a lease ([`crate::Lease`]) writes through a fenced store
+//! ([`Store::fenced`]): every write it makes on its session (messages, tool-call starts and
+//! ends, steps, session state and status, todos, offloaded outputs, snapshots, streamed events)
+//! checks, in the same transaction, that the session's lease is still this turn's: same epoch
+//! (no other turn took it since), not released, and not expired by the database's clock
+//! (`db_clock`, never the instance's). A write that fails the check commits nothing and returns
+//! [`StoreError::LeaseLost`]; the turn stops there.
+//!
+//! On PostgreSQL the check locks the session row (`FOR SHARE`) until the write commits, so a
+//! takeover (which updates that row) waits for a write already checked, and a write that comes
+//! after a takeover sees the new epoch. SQLite runs one write transaction at a time across every
+//! process on the file, so the check and the write are never separated by a takeover there.
+
+use std::sync::Arc;
+
+use crate::writer::{self, SqliteWriter};
+use crate::{Lease, Store, StoreError};
+
+/// The lease a fenced store writes under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Fence {
+    session_id: String,
+    epoch: i64,
+}
+
+/// The session's lease is `$2`'s, live by the database's clock. PostgreSQL locks the row (see
+/// the module's documentation).
+macro_rules! check_sql {
+    () => {
+        "SELECT lease_epoch FROM sessions WHERE id = $1 AND lease_epoch = $2 AND lease_id IS NOT NULL
+             AND lease_until > (SELECT now_ms FROM db_clock)"
+    };
+}
+const CHECK: &str = check_sql!();
+const CHECK_POSTGRES: &str = concat!(check_sql!(), " FOR SHARE OF sessions");
+
+/// The lease of one session's turn that a write checks: `None` when the store is not fenced, or
+/// fenced to another session.
+pub(crate) type Epoch = Option<(String, i64)>;
+
+fn lost(session: &str) -> StoreError {
+    StoreError::LeaseLost { session: session.to_owned() }
+}
+
+/// Checks `epoch` on the writer's connection, inside the caller's write transaction.
+pub(crate) fn check_on(conn: &rusqlite::Connection, epoch: &Epoch) -> Result<(), StoreError> {
+    let Some((session, epoch)) = epoch else { return Ok(()) };
+    let params: [&dyn rusqlite::ToSql; 2] = [session, epoch];
+    let found = writer::query_optional(conn, CHECK, &params, |_| Ok(()))?;
+    found.ok_or_else(|| lost(session))
+}
+
+/// A connection of either sqlx backend that can check a fence inside its transaction.
+pub(crate) trait CheckFence {
+    /// Fails with [`StoreError::LeaseLost`] unless `epoch` holds.
+    fn check_fence(&mut self, epoch: &Epoch) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
+
+impl CheckFence for sqlx::SqliteConnection {
+    async fn check_fence(&mut self, epoch: &Epoch) -> Result<(), StoreError> {
+        let Some((session, e)) = epoch else { return Ok(()) };
+        let row = sqlx::query(CHECK).bind(session).bind(e).fetch_optional(self).await?;
+        row.map(|_| ()).ok_or_else(|| lost(session))
+    }
+}
+
+impl CheckFence for sqlx::PgConnection {
+    async fn check_fence(&mut self, epoch: &Epoch) -> Result<(), StoreError> {
+        let Some((session, e)) = epoch else { return Ok(()) };
+        let row = sqlx::query(CHECK_POSTGRES).bind(session).bind(e).fetch_optional(self).await?;
+        row.map(|_| ()).ok_or_else(|| lost(session))
+    }
+}
+
+impl SqliteWriter {
+    /// Runs `work` on the writer: as one call when `epoch` is `None`, else in a write
+    /// transaction that checks it first.
+    pub(crate) async fn write<T, F>(&self, epoch: Epoch, mut work: F) -> Result<T, StoreError>
+    where
+        F: FnMut(&rusqlite::Connection) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        match epoch {
+            None => self.call(move |conn| work(conn)).await,
+            Some(_) => {
+                self.transaction(move |tx| {
+                    check_on(tx, &epoch)?;
+                    work(tx)
+                })
+                .await
+            }
+        }
+    }
+}
+
+impl Store {
+    /// This store, with every write on `lease`'s session checked against the lease: once another
+    /// turn took the session over, or the lease expired by the database's clock, such writes
+    /// fail with [`StoreError::LeaseLost`] and commit nothing. Reads and other sessions' writes
+    /// are unchanged. Clones share the connections.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::time::Duration;
+    /// use tackle_store::{NewSession, Store, StoreError};
+    /// let store = Store::open_in_memory().await.unwrap();
+    /// let s = store.create_session(NewSession { owner: "local".into(), ..Default::default() }).await.unwrap();
+    /// let lease = store.acquire_lease(&s.id, Duration::from_secs(30)).await.unwrap().unwrap();
+    /// let turn = store.fenced(&lease);
+    /// turn.append_message(&s.id, 1, &tackle_protocol::Message::user("hi")).await.unwrap();
+    /// store.release_lease(&lease, 0).await.unwrap();
+    /// let late = turn.append_message(&s.id, 1, &tackle_protocol::Message::user("late")).await;
+    /// assert!(matches!(late, Err(StoreError::LeaseLost { .. })));
+    /// # });
+    /// ```
+    pub fn fenced(&self, lease: &Lease) -> Store {
+        Store {
+            fence: Some(Arc::new(Fence { session_id: lease.session_id.clone(), epoch: lease.epoch })),
+            ..self.clone()
+        }
+    }
+
+    /// The epoch a write on `session_id` must check, if this store is fenced to that session.
+    pub(crate) fn epoch_for(&self, session_id: &str) -> Epoch {
+        self.fence.as_ref().filter(|f| f.session_id == session_id).map(|f| (f.session_id.clone(), f.epoch))
+    }
+
+    /// Whether this store is fenced to `session_id`'s lease.
+    pub fn is_fenced(&self, session_id: &str) -> bool {
+        self.epoch_for(session_id).is_some()
+    }
+
+    /// Checks the lease of a fenced store without writing: [`StoreError::LeaseLost`] when it
+    /// moved on; `Ok` when it holds or the store is not fenced to `session_id`. A turn asks this
+    /// before it starts tool calls, so a stalled turn that lost its session runs nothing more.
+    pub async fn check_lease(&self, session_id: &str) -> Result<(), StoreError> {
+        let epoch = self.epoch_for(session_id);
+        if epoch.is_none() {
+            return Ok(());
+        }
+        match &self.db {
+            crate::db::Db::Sqlite(sqlite) => sqlite.writer.call(move |conn| check_on(conn, &epoch)).await,
+            crate::db::Db::Postgres(pool) => pool.acquire().await?.check_fence(&epoch).await,
+        }
+    }
+}
+
+/// Runs `work` on a PostgreSQL connection of `pool`: as it is when `epoch` is `None`, else in a
+/// transaction that checks it first (and holds the session row until the write commits).
+pub(crate) async fn pg_write<T>(
+    pool: &sqlx::PgPool,
+    epoch: &Epoch,
+    work: impl AsyncFnOnce(&mut sqlx::PgConnection) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    if epoch.is_none() {
+        let mut conn = pool.acquire().await?;
+        return work(&mut conn).await;
+    }
+    let mut tx = pool.begin().await?;
+    tx.check_fence(epoch).await?;
+    let done = work(&mut tx).await?;
+    tx.commit().await?;
+    Ok(done)
+}
