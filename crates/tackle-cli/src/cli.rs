@@ -374,7 +374,8 @@ pub struct McpAddArgs {
     #[arg(long, value_name = "VAR", requires = "client_id")]
     pub private_key_env: Option<String>,
     /// The key's algorithm: ES256 (default), ES384, RS256, RS384, RS512.
-    #[arg(long, value_name = "ALG", requires = "private_key_env")]
+    #[arg(long, value_name = "ALG", requires = "private_key_env",
+          value_parser = ["ES256", "ES384", "RS256", "RS384", "RS512"])]
     pub signing_algorithm: Option<String>,
     /// Write to the user's tackle.toml instead of the workspace's.
     #[arg(long)]

@@ -313,7 +313,10 @@ async fn the_client_credentials_extension_scenarios_pass() {
         .map(|(name, _)| name)
         .collect();
     for name in ["auth/client-credentials-basic", "auth/client-credentials-jwt"] {
-        assert!(extensions.iter().any(|e| e == name), "{name} is an extension scenario of the pinned suite: {extensions:?}");
+        assert!(
+            extensions.iter().any(|e| e == name),
+            "{name} is an extension scenario of the pinned suite: {extensions:?}"
+        );
     }
     let mut failures = Vec::new();
     for scenario in ["auth/client-credentials-basic", "auth/client-credentials-jwt"] {

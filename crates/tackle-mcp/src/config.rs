@@ -291,7 +291,38 @@ pub struct OAuthClientSettings {
     pub private_key_env: Option<String>,
     /// The key's signing algorithm: `ES256` (default), `ES384`, `RS256`, `RS384` or `RS512`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub signing_algorithm: Option<String>,
+    pub signing_algorithm: Option<SigningAlgorithm>,
+}
+
+/// The algorithm a `private_key_jwt` client signs its assertions with (RFC 7523).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SigningAlgorithm {
+    /// ECDSA with P-256 and SHA-256.
+    #[default]
+    ES256,
+    /// ECDSA with P-384 and SHA-384.
+    ES384,
+    /// RSASSA-PKCS1-v1_5 with SHA-256.
+    RS256,
+    /// RSASSA-PKCS1-v1_5 with SHA-384.
+    RS384,
+    /// RSASSA-PKCS1-v1_5 with SHA-512.
+    RS512,
+}
+
+impl std::str::FromStr for SigningAlgorithm {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.trim().to_ascii_uppercase().as_str() {
+            "ES256" => Ok(Self::ES256),
+            "ES384" => Ok(Self::ES384),
+            "RS256" => Ok(Self::RS256),
+            "RS384" => Ok(Self::RS384),
+            "RS512" => Ok(Self::RS512),
+            other => Err(format!("{other:?} is not one of ES256, ES384, RS256, RS384, RS512")),
+        }
+    }
 }
 
 /// How OAuth tokens are obtained for a server.
@@ -324,7 +355,7 @@ impl OAuthClientSettings {
             None => Ok(None),
             Some(var) => match env(var).filter(|v| !v.is_empty()) {
                 Some(pem) => Ok(Some(pem.into_bytes())),
-                None => Err(ConfigError::MissingSecretEnv(var.clone())),
+                None => Err(ConfigError::MissingKeyEnv(var.clone())),
             },
         }
     }
@@ -409,6 +440,9 @@ pub enum ConfigError {
     /// `client_secret_env` names a variable that is not set.
     #[error("the environment variable {0} (`client_secret_env`) is not set")]
     MissingSecretEnv(String),
+    /// `private_key_env` names a variable that is not set.
+    #[error("the environment variable {0} (`private_key_env`) is not set")]
+    MissingKeyEnv(String),
     /// Both `client_secret` and `client_secret_env` were given.
     #[error("`oauth` takes `client_secret` or `client_secret_env`, not both")]
     AmbiguousSecret,
@@ -426,9 +460,14 @@ pub enum ConfigError {
          `private_key_file`/`private_key_env`"
     )]
     IncompleteClientCredentials,
-    /// A signing algorithm Tackle does not know.
-    #[error("`signing_algorithm` {0:?} is not one of ES256, ES384, RS256, RS384, RS512")]
-    UnknownSigningAlgorithm(String),
+    /// Both `private_key_file` and `private_key_env` were given.
+    #[error("`oauth` takes `private_key_file` or `private_key_env`, not both")]
+    AmbiguousPrivateKey,
+    /// A private key or signing algorithm without `grant = "client_credentials"`.
+    #[error(
+        "`private_key_file`, `private_key_env` and `signing_algorithm` need `grant = \"client_credentials\"`"
+    )]
+    KeyWithoutClientCredentials,
     /// A client secret without a client ID.
     #[error("`oauth.client_secret` needs `oauth.client_id` (a secret belongs to a registered client)")]
     SecretWithoutClientId,
@@ -528,6 +567,23 @@ impl TryFrom<RawServerConfig> for McpServerConfig {
                 && oauth.client_id.is_none()
             {
                 return Err(ConfigError::SecretWithoutClientId);
+            }
+            if oauth.private_key_file.is_some() && oauth.private_key_env.is_some() {
+                return Err(ConfigError::AmbiguousPrivateKey);
+            }
+            let has_key = oauth.private_key_file.is_some() || oauth.private_key_env.is_some();
+            match oauth.grant {
+                OAuthGrant::ClientCredentials => {
+                    let has_secret = oauth.client_secret.is_some() || oauth.client_secret_env.is_some();
+                    if oauth.client_id.is_none() || !(has_secret || has_key) {
+                        return Err(ConfigError::IncompleteClientCredentials);
+                    }
+                }
+                OAuthGrant::AuthorizationCode => {
+                    if has_key || oauth.signing_algorithm.is_some() {
+                        return Err(ConfigError::KeyWithoutClientCredentials);
+                    }
+                }
             }
         }
         Ok(Self {
@@ -661,6 +717,42 @@ mod tests {
         ];
         for (body, needle) in cases {
             let err = parse(&format!("[mcp.servers.x]\n{body}\n")).unwrap_err();
+            assert!(err.contains(needle), "{body}: {err}");
+        }
+    }
+
+    #[test]
+    fn client_credentials_settings_are_checked() {
+        let server = |oauth: &str| {
+            format!("[mcp.servers.x]\nurl = \"http://h/mcp\"\n[mcp.servers.x.oauth]\n{oauth}\n")
+        };
+        let ok = parse(&server(
+            "grant = \"client_credentials\"\nclient_id = \"c\"\nprivate_key_env = \"K\"\nsigning_algorithm = \"RS256\"",
+        ))
+        .unwrap();
+        let oauth = ok.servers["x"].oauth.clone().unwrap();
+        assert_eq!(oauth.grant, OAuthGrant::ClientCredentials);
+        assert_eq!(oauth.signing_algorithm, Some(SigningAlgorithm::RS256));
+        assert_eq!(oauth.private_key(&|_| Some("PEM".into())).unwrap().as_deref(), Some(&b"PEM"[..]));
+        assert!(matches!(oauth.private_key(&|_| None), Err(ConfigError::MissingKeyEnv(v)) if v == "K"));
+        parse(&server("grant = \"client_credentials\"\nclient_id = \"c\"\nclient_secret_env = \"S\""))
+            .unwrap();
+        let cases = [
+            ("grant = \"client_credentials\"\nprivate_key_env = \"K\"", "needs `client_id`"),
+            ("grant = \"client_credentials\"\nclient_id = \"c\"", "needs `client_id` and a"),
+            ("grant = \"password\"", "unknown variant"),
+            ("client_id = \"c\"\nprivate_key_env = \"K\"", "need `grant = \"client_credentials\"`"),
+            (
+                "grant = \"client_credentials\"\nclient_id = \"c\"\nprivate_key_env = \"K\"\nprivate_key_file = \"/k\"",
+                "not both",
+            ),
+            (
+                "grant = \"client_credentials\"\nclient_id = \"c\"\nprivate_key_env = \"K\"\nsigning_algorithm = \"HS256\"",
+                "unknown variant",
+            ),
+        ];
+        for (body, needle) in cases {
+            let err = parse(&server(body)).unwrap_err();
             assert!(err.contains(needle), "{body}: {err}");
         }
     }

@@ -50,7 +50,12 @@ pub async fn list(args: McpListArgs) -> Result<ExitCode> {
     } else {
         outln!(
             "{:<20} {:<6} {:<14} {:<10} {:>6} {:>8}  target",
-            "server", "kind", "status", "protocol", "tools", "tokens"
+            "server",
+            "kind",
+            "status",
+            "protocol",
+            "tools",
+            "tokens"
         );
         for (info, n) in statuses.iter().zip(&tokens) {
             let status = match &info.status {

@@ -37,7 +37,7 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::Sse;
 
-use crate::config::OAuthClientSettings;
+use crate::config::{OAuthClientSettings, OAuthGrant, SigningAlgorithm};
 use loopback::Loopback;
 use store::CredentialFile;
 
@@ -157,7 +157,7 @@ impl Authorizer {
 
     /// Whether tokens come from the client's own credentials (no person).
     fn machine(&self) -> bool {
-        self.settings.grant == crate::config::OAuthGrant::ClientCredentials
+        self.settings.grant == OAuthGrant::ClientCredentials
     }
 
     /// Whether this process can get a new token when the server asks: a person can sign in here,
@@ -170,29 +170,33 @@ impl Authorizer {
     /// `client_secret_basic`/`_post` with a secret, `private_key_jwt` with a key.
     async fn client_credentials(&self) -> Result<AuthorizationManager, OAuthError> {
         use rmcp::transport::auth::{ClientCredentialsConfig, JwtSigningAlgorithm};
-        let client_id = self.settings.client_id.clone().ok_or_else(|| self.failed("no client_id is configured"))?;
+        let client_id =
+            self.settings.client_id.clone().ok_or_else(|| self.failed("no client_id is configured"))?;
         let scopes = self.settings.scopes.clone();
+        // The MCP specification wants the `resource` parameter on every token request: the
+        // server's URL, as in the authorization code flow.
+        let resource = Some(self.url.clone());
         let config = match (&self.private_key, &self.secret) {
-            (Some(key), _) => {
-                let algorithm = match self.settings.signing_algorithm.as_deref().unwrap_or("ES256") {
-                    "ES384" => JwtSigningAlgorithm::ES384,
-                    "RS256" => JwtSigningAlgorithm::RS256,
-                    "RS384" => JwtSigningAlgorithm::RS384,
-                    "RS512" => JwtSigningAlgorithm::RS512,
-                    _ => JwtSigningAlgorithm::ES256,
-                };
-                ClientCredentialsConfig::PrivateKeyJwt {
-                    client_id,
-                    signing_key: key.clone(),
-                    signing_algorithm: algorithm,
-                    token_endpoint_audience: None,
-                    scopes,
-                    resource: None,
-                }
-            }
-            (None, Some(secret)) => {
-                ClientCredentialsConfig::ClientSecret { client_id, client_secret: secret.clone(), scopes, resource: None }
-            }
+            (Some(key), _) => ClientCredentialsConfig::PrivateKeyJwt {
+                client_id,
+                signing_key: key.clone(),
+                signing_algorithm: match self.settings.signing_algorithm.unwrap_or_default() {
+                    SigningAlgorithm::ES256 => JwtSigningAlgorithm::ES256,
+                    SigningAlgorithm::ES384 => JwtSigningAlgorithm::ES384,
+                    SigningAlgorithm::RS256 => JwtSigningAlgorithm::RS256,
+                    SigningAlgorithm::RS384 => JwtSigningAlgorithm::RS384,
+                    SigningAlgorithm::RS512 => JwtSigningAlgorithm::RS512,
+                },
+                token_endpoint_audience: None,
+                scopes,
+                resource,
+            },
+            (None, Some(secret)) => ClientCredentialsConfig::ClientSecret {
+                client_id,
+                client_secret: secret.clone(),
+                scopes,
+                resource,
+            },
             (None, None) => return Err(self.failed("no client secret or private key is configured")),
         };
         let manager = self.manager().await?;
@@ -400,15 +404,17 @@ async fn same_origin_legacy_metadata(url: &str) -> Option<rmcp::transport::auth:
     let mut well_known = base.clone();
     well_known.set_path("/.well-known/oauth-authorization-server");
     well_known.set_query(None);
-    let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).timeout(Duration::from_secs(10)).build().ok()?;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(10))
+        .build()
+        .ok()?;
     let response = client.get(well_known).send().await.ok()?;
     if !response.status().is_success() {
         return None;
     }
     let metadata: rmcp::transport::auth::AuthorizationMetadata = response.json().await.ok()?;
-    let same_origin = |candidate: &str| {
-        url::Url::parse(candidate).is_ok_and(|u| u.origin() == base.origin())
-    };
+    let same_origin = |candidate: &str| url::Url::parse(candidate).is_ok_and(|u| u.origin() == base.origin());
     let endpoints_local = same_origin(&metadata.authorization_endpoint)
         && same_origin(&metadata.token_endpoint)
         && metadata.registration_endpoint.as_deref().is_none_or(same_origin);
