@@ -291,7 +291,7 @@ pub enum McpCommand {
     /// Connect every configured server and list its state, protocol, tools and definition tokens.
     List(McpListArgs),
     /// Add a server to tackle.toml: `--url URL` (Streamable HTTP) or `-- COMMAND ARGS...` (stdio).
-    Add(McpAddArgs),
+    Add(Box<McpAddArgs>),
     /// Remove a server from tackle.toml.
     Remove(McpNameArgs),
     /// One server: its settings (secrets masked), state, protocol, what it offers, and its

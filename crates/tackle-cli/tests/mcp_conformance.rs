@@ -43,6 +43,24 @@ fn case(scenario: &'static str, names: &[(&str, &str)]) -> Case {
 /// The servers of the auth scenarios offer `test-tool`.
 const AUTH_TOOL: &[(&str, &str)] = &[("test-tool", "{}")];
 
+/// The auth scenarios of both revisions.
+const AUTH_BOTH: &[&str] = &[
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/basic-cimd",
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
+    "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    "auth/pre-registration",
+];
+
 /// Every client scenario of 0.1.16 at 2025-11-25 (`list` shows the same set; checked below).
 fn cases_2025() -> Vec<Case> {
     let mut cases = vec![
@@ -51,24 +69,10 @@ fn cases_2025() -> Vec<Case> {
         case("elicitation-sep1034-client-defaults", &[("test_client_elicitation_defaults", "{}")]),
         case("sse-retry", &[("test_reconnection", "{}")]),
     ];
-    for scenario in [
-        "auth/metadata-default",
-        "auth/metadata-var1",
-        "auth/metadata-var2",
-        "auth/metadata-var3",
-        "auth/basic-cimd",
-        "auth/scope-from-www-authenticate",
-        "auth/scope-from-scopes-supported",
-        "auth/scope-omitted-when-undefined",
-        "auth/scope-step-up",
-        "auth/scope-retry-limit",
-        "auth/token-endpoint-auth-basic",
-        "auth/token-endpoint-auth-post",
-        "auth/token-endpoint-auth-none",
-        "auth/pre-registration",
-        "auth/2025-03-26-oauth-metadata-backcompat",
-        "auth/2025-03-26-oauth-endpoint-fallback",
-    ] {
+    for &scenario in AUTH_BOTH
+        .iter()
+        .chain(&["auth/2025-03-26-oauth-metadata-backcompat", "auth/2025-03-26-oauth-endpoint-fallback"])
+    {
         cases.push(case(scenario, AUTH_TOOL));
     }
     cases
@@ -94,21 +98,7 @@ fn cases_2026() -> Vec<Case> {
         case("json-schema-ref-no-deref", &[]),
         case("json-schema-2020-12-preservation", &[]),
     ];
-    for scenario in [
-        "auth/metadata-default",
-        "auth/metadata-var1",
-        "auth/metadata-var2",
-        "auth/metadata-var3",
-        "auth/basic-cimd",
-        "auth/scope-from-www-authenticate",
-        "auth/scope-from-scopes-supported",
-        "auth/scope-omitted-when-undefined",
-        "auth/scope-step-up",
-        "auth/scope-retry-limit",
-        "auth/token-endpoint-auth-basic",
-        "auth/token-endpoint-auth-post",
-        "auth/token-endpoint-auth-none",
-        "auth/pre-registration",
+    for &scenario in AUTH_BOTH.iter().chain(&[
         "auth/resource-mismatch",
         "auth/offline-access-scope",
         "auth/offline-access-not-supported",
@@ -120,7 +110,7 @@ fn cases_2026() -> Vec<Case> {
         "auth/iss-unexpected",
         "auth/iss-normalized",
         "auth/metadata-issuer-mismatch",
-    ] {
+    ]) {
         cases.push(case(scenario, AUTH_TOOL));
     }
     cases

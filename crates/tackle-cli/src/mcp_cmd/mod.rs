@@ -31,7 +31,7 @@ use crate::settings::Settings;
 pub async fn run(command: McpCommand) -> Result<ExitCode> {
     match command {
         McpCommand::List(args) => list(args).await,
-        McpCommand::Add(args) => edit::add(args),
+        McpCommand::Add(args) => edit::add(*args),
         McpCommand::Remove(args) => edit::remove(args),
         McpCommand::Get(args) => inspect::get(args).await,
         McpCommand::Tools(args) => inspect::tools(args).await,
