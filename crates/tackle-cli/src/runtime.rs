@@ -329,12 +329,23 @@ pub async fn build_agent_with(
     if let Some(max) = settings.max_output_tokens {
         builder = builder.max_output_tokens(max);
     }
-    builder.build().await.map_err(|e| match e {
+    let agent = builder.build().await.map_err(|e| match e {
         BuildError::Hook(_) | BuildError::Workspace { .. } | BuildError::NoModel | BuildError::Limit(_) => {
             UsageError(e.to_string()).into()
         }
         other => anyhow::Error::new(other),
-    })
+    })?;
+    // A server that could not be reached is said on stderr whatever the log level (terminal
+    // logs are quiet by default): the run goes on without its tools, and the person learns why
+    // (for instance which `tackle mcp login` to run).
+    if let Some(mcp) = agent.mcp() {
+        for info in mcp.statuses() {
+            if let tackle_mcp::McpServerStatus::Failed { error } = &info.status {
+                eprintln!("warning: MCP server `{}` is unavailable: {error}", info.name);
+            }
+        }
+    }
+    Ok(agent)
 }
 
 /// Opens `--session` (by id or unique prefix) or creates a new session in `workspace`.
