@@ -8,15 +8,16 @@ use anyhow::Result;
 use tackle_agent::{Agent, Session, ToolMask, TurnInput};
 use tackle_protocol::ContextReport;
 use tackle_store::{SessionFilter, SessionUpdate};
-use tackle_tools::{ApprovalMode, ApprovalPolicy, EventSink};
+use tackle_tools::{ApprovalMode, ApprovalPolicy, ElicitationPolicy, EventSink, ToolContext, TurnElicitor};
 use tokio_util::sync::CancellationToken;
 
 use crate::approver::TerminalApprover;
 use crate::cli::ChatArgs;
+use crate::elicitor::TerminalElicitor;
 use crate::render::{TerminalRenderer, TextOutput, sink, thousands};
 use crate::runtime::{
-    Approvals, ModelProvider, YES_HINT, build_agent, open_or_create, open_store, provider_for, settings_for,
-    tool_mask, workspace_dir,
+    Approvals, ModelProvider, ServerQuestions, YES_HINT, build_agent_with, open_or_create, open_store,
+    provider_for, settings_for, tool_mask, workspace_dir,
 };
 use crate::screen::Screen;
 use crate::style::{Style, color_allowed, wrap};
@@ -37,6 +38,8 @@ Commands:
   /hooks         the [[hooks]] rules and script hooks in effect
   /rewind [N]    the session's turns; /rewind N goes back to before turn N (files and
                  conversation; /rewind N files, /rewind N conversation for one of them)
+  /prompts       the MCP servers' prompts; /SERVER:PROMPT [ARGS] sends one (name=value or in order)
+  /resources     the MCP servers' resources; @SERVER:URI in a message attaches one
   /session       the current session
   /sessions      recent sessions
   /resume ID     switch to a stored session (id or unique prefix)
@@ -56,6 +59,8 @@ struct ChatState {
     approver: Option<Arc<TerminalApprover>>,
     /// Nobody can be asked (input is piped) and --yes was not given: confirmations are refused.
     nobody_to_ask: bool,
+    /// Who answers MCP servers' questions, unless `--yes` takes their defaults.
+    elicitor: Option<Arc<TerminalElicitor>>,
     screen: Screen,
     style: Style,
     /// The `[[hooks]]` entries, for `/hooks`.
@@ -86,12 +91,28 @@ pub async fn run(args: ChatArgs) -> Result<ExitCode> {
         (None, false) => Approvals::Deny,
     };
     let nobody_to_ask = matches!(approvals, Approvals::Deny);
+    // Piped lines never answer a server's question either.
+    let elicitor = (!args.turn.yes && interactive)
+        .then(|| Arc::new(TerminalElicitor::new(terminal.clone(), screen.clone())));
+    let mut questions = ServerQuestions::for_approvals(
+        &approvals,
+        elicitor.clone().map(|e| e as Arc<dyn tackle_tools::Elicitor>),
+    );
+    questions.sign_in = crate::mcp_cmd::can_sign_in();
     let ModelProvider { provider, kind, .. } =
         provider_for(&settings, &workspace, &approvals, ApprovalMode::Interactive)?;
     let store = open_store(&settings).await?;
-    let agent =
-        build_agent(&settings, &workspace, provider, kind, store, approvals, ApprovalMode::Interactive)
-            .await?;
+    let agent = build_agent_with(
+        &settings,
+        &workspace,
+        provider,
+        kind,
+        store,
+        approvals,
+        ApprovalMode::Interactive,
+        questions,
+    )
+    .await?;
     let mut session = open_or_create(&agent, args.turn.session.as_deref(), &workspace).await?;
     if let Some(mode) = args.turn.mode {
         session.set_mode(mode).await.map_err(|e| crate::UsageError(e.to_string()))?;
@@ -126,6 +147,7 @@ pub async fn run(args: ChatArgs) -> Result<ExitCode> {
         mask,
         approver,
         nobody_to_ask,
+        elicitor,
         screen,
         style,
         hooks: settings.hooks.clone(),
@@ -165,6 +187,10 @@ pub async fn run(args: ChatArgs) -> Result<ExitCode> {
                 Ok(Flow::Continue) => continue,
                 Ok(Flow::Prefill(text)) => {
                     typed = text;
+                    continue;
+                }
+                Ok(Flow::Send(message)) => {
+                    run_turn(&mut state, &message, &events, &mut interrupts).await;
                     continue;
                 }
                 Ok(Flow::Quit) => {
@@ -315,6 +341,8 @@ enum Flow {
     /// Continue with this text already typed at the prompt.
     Prefill(String),
     Quit,
+    /// Send this as the user's message (an MCP prompt).
+    Send(String),
 }
 
 /// SIGINT, listened to from the REPL's start: a Ctrl-C that lands while a turn is only getting
@@ -335,11 +363,77 @@ impl Interrupts {
     }
 }
 
+/// The context of a prompt or resource request made from the REPL: the server's questions are
+/// asked at the terminal (or take their defaults with `--yes`).
+fn mcp_context(state: &ChatState) -> ToolContext {
+    let ctx = ToolContext::new(state.session.id(), "chat", state.workspace.clone());
+    match &state.elicitor {
+        Some(e) => {
+            ctx.turn.insert(ElicitationPolicy::Ask(None));
+            ctx.turn.insert(TurnElicitor(e.clone()));
+        }
+        None => ctx.turn.insert(ElicitationPolicy::Defaults),
+    }
+    ctx
+}
+
+/// `line` with the MCP resources it mentions (`@server:uri`) attached.
+async fn with_resources(state: &ChatState, line: &str) -> Result<String> {
+    let Some(mcp) = state.agent.mcp() else { return Ok(line.to_owned()) };
+    if tackle_mcp::attach::mentions(line, &mcp.server_names()).is_empty() {
+        return Ok(line.to_owned());
+    }
+    let attached = mcp
+        .attach_resources(line, &[], &mcp_context(state))
+        .await
+        .map_err(|(m, e)| anyhow::anyhow!("cannot attach @{}:{}: {e}", m.server, m.uri))?;
+    eprintln!(
+        "{}",
+        state.style.dim(&format!("(attached {} characters of resources)", attached.len() - line.len()))
+    );
+    Ok(attached)
+}
+
+/// `/SERVER:PROMPT ARGS`: the prompt's text, to send as the message.
+async fn prompt_message(state: &ChatState, server: &str, prompt: &str, arg: &str) -> Result<String> {
+    let Some(mcp) = state.agent.mcp() else { anyhow::bail!("no MCP servers are configured") };
+    let prompts = mcp.prompts(server).await?;
+    let Some(found) = prompts.iter().find(|p| p.name == prompt) else {
+        let names: Vec<String> = prompts.iter().map(|p| format!("/{server}:{}", p.name)).collect();
+        anyhow::bail!(
+            "`{server}` has no prompt `{prompt}`; it offers: {}",
+            if names.is_empty() { "none".to_owned() } else { names.join(", ") }
+        );
+    };
+    let words: Vec<&str> = arg.split_whitespace().collect();
+    let arguments = tackle_mcp::attach::prompt_arguments(found, &words).map_err(|e| anyhow::anyhow!(e))?;
+    let got = mcp
+        .get_prompt(server, prompt, (!arguments.is_empty()).then_some(arguments), &mcp_context(state))
+        .await?;
+    let text = tackle_mcp::attach::prompt_text(&got);
+    if text.trim().is_empty() {
+        anyhow::bail!("`{server}:{prompt}` gave an empty prompt");
+    }
+    eprintln!("{}", state.style.dim(&format!("(prompt {server}:{prompt}, {} characters)", text.len())));
+    Ok(text)
+}
+
 async fn run_turn(state: &mut ChatState, line: &str, events: &EventSink, interrupts: &mut Interrupts) {
     interrupts.drain();
+    let line = match with_resources(state, line).await {
+        Ok(text) => text,
+        Err(e) => {
+            eprintln!("{}", state.style.red(&format!("error: {e:#}")));
+            return;
+        }
+    };
+    let line = line.as_str();
     let cancel = CancellationToken::new();
     if let Some(a) = &state.approver {
         a.set_turn(cancel.clone());
+    }
+    if let Some(e) = &state.elicitor {
+        e.set_turn(cancel.clone());
     }
     let mut input = TurnInput::new(line).with_mask(state.mask.clone());
     input.max_steps = state.max_steps;
@@ -412,7 +506,43 @@ fn tool_row(name: &str, status: &str, description: &str, width: Option<usize>) -
 async fn slash(command: &str, state: &mut ChatState, events: &EventSink) -> Result<Flow> {
     let (name, arg) =
         command.split_once(char::is_whitespace).map(|(a, b)| (a, b.trim())).unwrap_or((command, ""));
+    // `/server:prompt args`: an MCP server's prompt as the message.
+    if let Some((server, prompt)) = name.split_once(':')
+        && state.agent.mcp().is_some_and(|m| m.server_names().contains(&server))
+    {
+        return Ok(Flow::Send(prompt_message(state, server, prompt, arg).await?));
+    }
     match name {
+        "prompts" | "resources" => {
+            let Some(mcp) = state.agent.mcp() else {
+                eprintln!("no MCP servers are configured (tackle mcp add)");
+                return Ok(Flow::Continue);
+            };
+            for server in mcp.server_names() {
+                if name == "prompts" {
+                    match mcp.prompts(server).await {
+                        Ok(prompts) => {
+                            for p in prompts {
+                                let usage = tackle_mcp::attach::usage(&p);
+                                let about =
+                                    p.description.as_deref().unwrap_or("").lines().next().unwrap_or("");
+                                eprintln!("  /{server}:{}  {usage}  {about}", p.name);
+                            }
+                        }
+                        Err(e) => eprintln!("  {server}: {e}"),
+                    }
+                } else {
+                    match mcp.resources(server).await {
+                        Ok(resources) => {
+                            for r in resources {
+                                eprintln!("  @{server}:{}  {}", r.uri, r.name);
+                            }
+                        }
+                        Err(e) => eprintln!("  {server}: {e}"),
+                    }
+                }
+            }
+        }
         "help" | "?" => eprintln!("{HELP}"),
         "quit" | "exit" | "q" => return Ok(Flow::Quit),
         "tools" => {

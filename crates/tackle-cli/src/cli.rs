@@ -352,8 +352,163 @@ pub struct ServeArgs {
 /// `tackle mcp ...`.
 #[derive(Debug, Subcommand)]
 pub enum McpCommand {
-    /// Connect every configured server and list its state, tools and definition tokens.
+    /// Connect every configured server and list its state, protocol, tools and definition tokens.
     List(McpListArgs),
+    /// Add a server to tackle.toml: `--url URL` (Streamable HTTP) or `-- COMMAND ARGS...` (stdio).
+    Add(Box<McpAddArgs>),
+    /// Remove a server from tackle.toml.
+    Remove(McpNameArgs),
+    /// One server: its settings (secrets masked), state, protocol, what it offers, and its
+    /// stored sign-in (never the tokens).
+    Get(McpNameArgs),
+    /// A server's tools: names, descriptions and input schemas.
+    Tools(McpNameArgs),
+    /// Call one tool of a server and print the result (to try a server).
+    Call(McpCallArgs),
+    /// A server's resources and resource templates, or one resource's contents with `--read`.
+    Resources(McpResourcesArgs),
+    /// A server's prompts, or one prompt's messages with `--get`.
+    Prompts(McpPromptsArgs),
+    /// Sign in to a server that uses OAuth: opens the sign-in page with $BROWSER (or prints
+    /// it) and receives the code on a loopback redirect; the credentials are stored (0600).
+    Login(McpNameArgs),
+    /// Forget a server's stored OAuth credentials.
+    Logout(McpNameArgs),
+}
+
+/// Where `tackle mcp` reads and writes tackle.toml.
+#[derive(Debug, Clone, Args)]
+pub struct McpWhere {
+    /// Workspace whose tackle.toml is read (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+}
+
+/// `tackle mcp get|tools|login|logout|remove NAME`.
+#[derive(Debug, Args)]
+pub struct McpNameArgs {
+    /// The server's name (`[mcp.servers.NAME]`).
+    pub name: String,
+    /// Where tackle.toml is.
+    #[command(flatten)]
+    pub place: McpWhere,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// `remove`: remove it from the user's tackle.toml instead of the workspace's.
+    #[arg(long)]
+    pub user: bool,
+}
+
+/// `tackle mcp add`.
+#[derive(Debug, Args)]
+pub struct McpAddArgs {
+    /// The server's name, the namespace of its tools (`NAME__tool`).
+    pub name: String,
+    /// A Streamable HTTP endpoint (instead of a command).
+    #[arg(long, value_name = "URL", conflicts_with = "command")]
+    pub url: Option<String>,
+    /// An HTTP header sent with every request, `NAME=VALUE` (repeatable; HTTP servers).
+    #[arg(long = "header", value_name = "NAME=VALUE")]
+    pub headers: Vec<String>,
+    /// A variable set for the server process, `NAME=VALUE` (repeatable; stdio servers).
+    #[arg(long = "env", value_name = "NAME=VALUE")]
+    pub env: Vec<String>,
+    /// The protocol revision: auto (default), 2026-07-28, 2025-11-25 or 2025-06-18.
+    #[arg(long, value_name = "REVISION")]
+    pub protocol: Option<String>,
+    /// OAuth: a client ID registered with the server's authorization server.
+    #[arg(long, value_name = "ID")]
+    pub client_id: Option<String>,
+    /// OAuth: the environment variable holding the client secret.
+    #[arg(long, value_name = "VAR", requires = "client_id")]
+    pub client_secret_env: Option<String>,
+    /// OAuth: a scope to ask for (repeatable).
+    #[arg(long = "scope", value_name = "SCOPE")]
+    pub scopes: Vec<String>,
+    /// OAuth: the HTTPS URL of a client ID metadata document describing this client, used as
+    /// the client ID by authorization servers that accept them.
+    #[arg(long, value_name = "URL")]
+    pub client_metadata_url: Option<String>,
+    /// OAuth: `authorization-code` (a person signs in; default) or `client-credentials` (the
+    /// client's own secret or key, no person).
+    #[arg(long, value_name = "GRANT", value_parser = ["authorization-code", "client-credentials"])]
+    pub grant: Option<String>,
+    /// OAuth client credentials with `private_key_jwt`: the variable holding the PEM key.
+    #[arg(long, value_name = "VAR", requires = "client_id")]
+    pub private_key_env: Option<String>,
+    /// The key's algorithm: ES256 (default), ES384, RS256, RS384, RS512.
+    #[arg(long, value_name = "ALG", requires = "private_key_env",
+          value_parser = ["ES256", "ES384", "RS256", "RS384", "RS512"])]
+    pub signing_algorithm: Option<String>,
+    /// Write to the user's tackle.toml instead of the workspace's.
+    #[arg(long)]
+    pub user: bool,
+    /// Replace a server of the same name.
+    #[arg(long)]
+    pub force: bool,
+    /// Where tackle.toml is.
+    #[command(flatten)]
+    pub place: McpWhere,
+    /// The command and its arguments, after `--` (a stdio server).
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// `tackle mcp call`.
+#[derive(Debug, Args)]
+pub struct McpCallArgs {
+    /// The server's name.
+    pub name: String,
+    /// The tool's name on the server.
+    pub tool: String,
+    /// The arguments as a JSON object (default `{}`); `-` reads them from standard input.
+    pub arguments: Option<String>,
+    /// Answer the server's questions with their defaults (decline when a required field has
+    /// none) instead of asking.
+    #[arg(long)]
+    pub yes: bool,
+    /// Print the server's whole result as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Where tackle.toml is.
+    #[command(flatten)]
+    pub place: McpWhere,
+}
+
+/// `tackle mcp resources`.
+#[derive(Debug, Args)]
+pub struct McpResourcesArgs {
+    /// The server's name.
+    pub name: String,
+    /// Print this resource's contents instead of the list.
+    #[arg(long, value_name = "URI")]
+    pub read: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Where tackle.toml is.
+    #[command(flatten)]
+    pub place: McpWhere,
+}
+
+/// `tackle mcp prompts`.
+#[derive(Debug, Args)]
+pub struct McpPromptsArgs {
+    /// The server's name.
+    pub name: String,
+    /// Print this prompt's messages instead of the list.
+    #[arg(long, value_name = "PROMPT")]
+    pub get: Option<String>,
+    /// An argument of the prompt, `NAME=VALUE` (repeatable).
+    #[arg(long = "arg", value_name = "NAME=VALUE", requires = "get")]
+    pub args: Vec<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Where tackle.toml is.
+    #[command(flatten)]
+    pub place: McpWhere,
 }
 
 /// `tackle mcp list`.

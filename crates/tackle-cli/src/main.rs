@@ -11,6 +11,7 @@ mod cli;
 mod config_cmd;
 mod config_init;
 mod demo;
+mod elicitor;
 mod export;
 mod markdown;
 mod mcp_cmd;
@@ -127,7 +128,7 @@ fn main() -> ExitCode {
             Command::Sessions { command } => sessions::run(command).await,
             Command::Serve(args) => serve::run(args).await,
             Command::Rewind(args) => rewind_cmd::rewind(args).await,
-            Command::Mcp { command: cli::McpCommand::List(args) } => mcp_cmd::list(args).await,
+            Command::Mcp { command } => mcp_cmd::run(command).await,
             Command::Demo(args) => demo::run(args).await,
             Command::Config(cli::ConfigArgs { command: Some(cli::ConfigCommand::Init(init)), .. }) => {
                 config_init::run(init).await

@@ -13,10 +13,11 @@ use tokio_util::sync::CancellationToken;
 use crate::UsageError;
 use crate::approver::TerminalApprover;
 use crate::cli::RunArgs;
+use crate::elicitor::TerminalElicitor;
 use crate::render::{JsonSink, TerminalRenderer, TextOutput, events_target, json_lines, sink};
 use crate::runtime::{
-    Approvals, ModelProvider, YES_HINT, build_agent, open_or_create, open_store, provider_for, settings_for,
-    tool_mask, workspace_dir,
+    Approvals, ModelProvider, ServerQuestions, YES_HINT, attach_resources, build_agent_with, open_or_create,
+    open_store, provider_for, settings_for, tool_mask, workspace_dir,
 };
 use crate::screen::Screen;
 use crate::style::color_allowed;
@@ -38,8 +39,10 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     // No spinner when stdout carries JSON for a program.
     let screen =
         Screen::new(!events_to_stdout && !args.json && color_allowed(std::io::stderr().is_terminal()));
-    let approver = (!args.turn.yes && std::io::stdin().is_terminal())
-        .then(|| Arc::new(TerminalApprover::new(Terminal::start(None), screen.clone(), workspace.clone())));
+    let terminal = (!args.turn.yes && std::io::stdin().is_terminal()).then(|| Terminal::start(None));
+    let approver =
+        terminal.clone().map(|t| Arc::new(TerminalApprover::new(t, screen.clone(), workspace.clone())));
+    let elicitor = terminal.map(|t| Arc::new(TerminalElicitor::new(t, screen.clone())));
     let approvals = match (&approver, args.turn.yes) {
         (_, true) => Approvals::Auto,
         (Some(a), _) => Approvals::Ask(a.clone()),
@@ -51,8 +54,24 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     let ModelProvider { provider, kind, .. } =
         provider_for(&settings, &workspace, &approvals, ApprovalMode::Headless)?;
     let store = open_store(&settings).await?;
-    let agent =
-        build_agent(&settings, &workspace, provider, kind, store, approvals, ApprovalMode::Headless).await?;
+    let mut questions = ServerQuestions::for_approvals(
+        &approvals,
+        elicitor.clone().map(|e| e as Arc<dyn tackle_tools::Elicitor>),
+    );
+    questions.sign_in = crate::mcp_cmd::can_sign_in();
+    let attach_ctx = questions.context(&workspace);
+    let agent = build_agent_with(
+        &settings,
+        &workspace,
+        provider,
+        kind,
+        store,
+        approvals,
+        ApprovalMode::Headless,
+        questions,
+    )
+    .await?;
+    let prompt = attach_resources(&agent, prompt, &attach_ctx).await?;
     let mut session = open_or_create(&agent, args.turn.session.as_deref(), &workspace).await?;
     if let Some(mode) = args.turn.mode {
         session.set_mode(mode).await.map_err(|e| UsageError(e.to_string()))?;
@@ -76,6 +95,9 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     let cancel = CancellationToken::new();
     if let Some(a) = &approver {
         a.set_turn(cancel.clone());
+    }
+    if let Some(e) = &elicitor {
+        e.set_turn(cancel.clone());
     }
     let on_ctrl_c = cancel.clone();
     tokio::spawn(async move {

@@ -229,8 +229,70 @@ fn approver_for(approvals: &Approvals) -> Arc<dyn Approver> {
     }
 }
 
+/// Who answers what MCP servers ask in a front end: their questions (elicitation) and their
+/// sign-ins (OAuth).
+#[derive(Clone, Default)]
+pub struct ServerQuestions {
+    /// Who is asked (a terminal form, a queue the web page answers).
+    pub elicitor: Option<Arc<dyn tackle_tools::Elicitor>>,
+    /// What happens to questions by default.
+    pub policy: Option<tackle_tools::ElicitationPolicy>,
+    /// Whether a person can sign in to a server in a browser from here.
+    pub sign_in: bool,
+}
+
+impl ServerQuestions {
+    /// What matches a front end's approvals: `--yes` takes a form's defaults, nobody at a
+    /// terminal declines, a person is asked through `elicitor`.
+    pub fn for_approvals(approvals: &Approvals, elicitor: Option<Arc<dyn tackle_tools::Elicitor>>) -> Self {
+        let policy = match approvals {
+            Approvals::Auto => Some(tackle_tools::ElicitationPolicy::Defaults),
+            Approvals::Deny => Some(tackle_tools::ElicitationPolicy::Decline(
+                "the MCP server asked the user a question and nobody is at a terminal to answer; the user can \
+                 re-run with --yes to accept the server's defaults"
+                    .to_owned(),
+            )),
+            Approvals::Ask(_) => None,
+        };
+        Self { elicitor, policy, sign_in: false }
+    }
+}
+
+impl ServerQuestions {
+    /// A context for MCP requests made outside a turn (a resource attached to the prompt): the
+    /// server's questions go where a turn's would.
+    pub fn context(&self, workspace: &Path) -> tackle_tools::ToolContext {
+        let ctx = tackle_tools::ToolContext::new("cli", "attach", workspace.to_owned());
+        if let Some(policy) = &self.policy {
+            ctx.turn.insert(policy.clone());
+        }
+        if let Some(elicitor) = &self.elicitor {
+            ctx.turn.insert(tackle_tools::TurnElicitor(elicitor.clone()));
+        }
+        ctx
+    }
+}
+
+/// `message` with the MCP resources it mentions (`@server:uri`) attached; an unreadable one is a
+/// usage error naming it.
+pub async fn attach_resources(
+    agent: &Agent,
+    message: String,
+    ctx: &tackle_tools::ToolContext,
+) -> Result<String> {
+    let Some(mcp) = agent.mcp() else { return Ok(message) };
+    if tackle_mcp::attach::mentions(&message, &mcp.server_names()).is_empty() {
+        return Ok(message);
+    }
+    mcp.attach_resources(&message, &[], ctx)
+        .await
+        .map_err(|(m, e)| UsageError(format!("cannot attach @{}:{}: {e}", m.server, m.uri)).into())
+}
+
 /// Builds the agent the settings describe: builtins, the agent's own tools, skills of the
 /// workspace (and the server's named workspaces), MCP servers (deferred when over budget).
+/// MCP servers' questions follow `approvals` ([`ServerQuestions::for_approvals`]), and nobody
+/// signs in interactively.
 pub async fn build_agent(
     settings: &Settings,
     workspace: &Path,
@@ -239,6 +301,22 @@ pub async fn build_agent(
     store: Store,
     approvals: Approvals,
     mode: ApprovalMode,
+) -> Result<Agent> {
+    let questions = ServerQuestions::for_approvals(&approvals, None);
+    build_agent_with(settings, workspace, provider, kind, store, approvals, mode, questions).await
+}
+
+/// [`build_agent`] with who answers the MCP servers' questions and sign-ins.
+#[allow(clippy::too_many_arguments)]
+pub async fn build_agent_with(
+    settings: &Settings,
+    workspace: &Path,
+    provider: Arc<dyn Provider>,
+    kind: ProviderKind,
+    store: Store,
+    approvals: Approvals,
+    mode: ApprovalMode,
+    questions: ServerQuestions,
 ) -> Result<Agent> {
     let approver = approver_for(&approvals);
     let limits = ExecLimits {
@@ -264,6 +342,7 @@ pub async fn build_agent(
         .builtins(settings.builtins.clone())
         .sandbox(sandbox_for(settings, workspace))
         .mcp(settings.mcp.clone())
+        .mcp_options(crate::mcp_cmd::mcp_options(settings, questions.sign_in))
         .hooks(rules, mode)
         .plan_mode(true)
         .permission_mode(settings.permissions.mode)
@@ -279,10 +358,16 @@ pub async fn build_agent(
     if let Some(dir) = user_config_dir() {
         builder = builder.skill_root(dir);
     }
+    if let Some(elicitor) = questions.elicitor {
+        builder = builder.elicitor(elicitor);
+    }
+    if let Some(policy) = questions.policy {
+        builder = builder.elicitation_policy(policy);
+    }
     if let Some(max) = settings.max_output_tokens {
         builder = builder.max_output_tokens(max);
     }
-    builder.build().await.map_err(|e| match e {
+    let agent = builder.build().await.map_err(|e| match e {
         BuildError::Hook(_)
         | BuildError::ScriptHook(_)
         | BuildError::Mode(_)
@@ -290,7 +375,18 @@ pub async fn build_agent(
         | BuildError::NoModel
         | BuildError::Limit(_) => UsageError(e.to_string()).into(),
         other => anyhow::Error::new(other),
-    })
+    })?;
+    // A server that could not be reached is said on stderr whatever the log level (terminal
+    // logs are quiet by default): the run goes on without its tools, and the person learns why
+    // (for instance which `tackle mcp login` to run).
+    if let Some(mcp) = agent.mcp() {
+        for info in mcp.statuses() {
+            if let tackle_mcp::McpServerStatus::Failed { error } = &info.status {
+                eprintln!("warning: MCP server `{}` is unavailable: {error}", info.name);
+            }
+        }
+    }
+    Ok(agent)
 }
 
 /// Opens `--session` (by id or unique prefix) or creates a new session in `workspace`.

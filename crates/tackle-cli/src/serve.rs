@@ -5,12 +5,13 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use tackle_server::AppState;
-use tackle_tools::{ApprovalMode, ApprovalQueue};
+use tackle_tools::{ApprovalMode, ApprovalQueue, ElicitationQueue};
 
 use crate::UsageError;
 use crate::cli::ServeArgs;
 use crate::runtime::{
-    Approvals, ModelProvider, build_agent, env_lookup, open_store, provider_for, settings_for, workspace_dir,
+    Approvals, ModelProvider, ServerQuestions, build_agent_with, env_lookup, open_store, provider_for,
+    settings_for, workspace_dir,
 };
 
 pub async fn run(args: ServeArgs) -> Result<ExitCode> {
@@ -27,8 +28,24 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode> {
     // lists and decides them.
     let shared =
         Approvals::Ask(Arc::new(tackle_server::SharedApprovals::new(approvals.clone(), store.clone())));
-    let agent =
-        build_agent(&settings, &workspace, provider, kind, store, shared, ApprovalMode::Server).await?;
+    // So are the questions MCP servers ask; nobody signs in to a server from here (`tackle mcp
+    // login` stores the credentials the server uses and refreshes).
+    let elicitations = ElicitationQueue::default();
+    let questions = ServerQuestions::for_approvals(
+        &shared,
+        Some(Arc::new(tackle_server::SharedElicitations::new(elicitations.clone(), store.clone()))),
+    );
+    let agent = build_agent_with(
+        &settings,
+        &workspace,
+        provider,
+        kind,
+        store,
+        shared,
+        ApprovalMode::Server,
+        questions,
+    )
+    .await?;
     let channels = tackle_channels::registry_from_config(
         &settings.channels,
         agent.clone(),
@@ -38,7 +55,7 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode> {
     )
     .map_err(|e| UsageError(e.to_string()))?;
     let bind = config.bind;
-    let mut state = AppState::new(agent, approvals, config);
+    let mut state = AppState::new(agent, approvals, config).with_elicitations(elicitations);
     // Codex on /v1/chat/completions (models codex/<model>), on the agent's app-server if it
     // runs on Codex.
     if settings.codex.bridge || codex.is_some() {

@@ -372,6 +372,82 @@ fn a_failed_summary_shows_a_friendly_warning_and_no_log_lines() {
     assert!(!screen.contains("WARN") && !screen.contains("summarization failed; truncating"), "{screen}");
 }
 
+/// An MCP server in the REPL (the reference server-everything): one of its prompts sent as a
+/// slash command, one of its resources attached to a message, and its question answered as a
+/// form at the terminal.
+#[test]
+fn an_mcp_prompt_resource_and_question_in_the_repl() {
+    if !tmux_available() {
+        return;
+    }
+    let Some(dir) = tackle_testkit::peers::or_skip(tackle_testkit::peers::npm_package(
+        "@modelcontextprotocol/server-everything",
+    )) else {
+        return;
+    };
+    let script = dir.join("dist/index.js");
+    let features = std::fs::read_to_string(dir.join("dist/docs/features.md")).unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fake = rt
+        .block_on(FakeModel::start(Script::new(vec![
+            Turn::text("Paris it is."),
+            Turn::text("I read the features."),
+            Turn::call("everything__trigger-elicitation-request", "{}"),
+            Turn::text("Thanks, Ada."),
+        ])))
+        .unwrap();
+    let servers = serde_json::json!({"everything": {"command": "node", "args": [script, "stdio"], "start_timeout_secs": 30}})
+        .to_string();
+    let repl = Repl::start(&fake, &[("TACKLE_MCP_SERVERS", &servers)]);
+    repl.line("/prompts");
+    let screen = repl.wait_for("/everything:args-prompt", Duration::from_secs(60));
+    assert!(screen.contains("/everything:args-prompt  city [state]"), "{screen}");
+    repl.line("/everything:args-prompt Paris state=TX");
+    repl.wait_for("Paris it is.", Duration::from_secs(60));
+    repl.line("what does @everything:demo://resource/static/document/features.md list?");
+    repl.wait_for("I read the features.", Duration::from_secs(60));
+    repl.line("sign me up");
+    repl.wait_for("everything asks: Please provide inputs", Duration::from_secs(60));
+    repl.line("");
+    repl.wait_for("legal name) (required):", Duration::from_secs(30));
+    repl.line("Ada Lovelace");
+    // Every other field: its default, or left empty.
+    for label in [
+        "Boolean",
+        "String with default",
+        "String with email format",
+        "String with uri format",
+        "String with date format",
+        "Integer",
+        "Number in range",
+        "Untitled Single Select Enum",
+        "Untitled Multiple Select Enum",
+        "Titled Single Select Enum",
+        "Titled Multiple Select Enum",
+        "Legacy Titled Single Select Enum",
+    ] {
+        repl.wait_for(label, Duration::from_secs(30));
+        repl.line("");
+    }
+    let screen = repl.wait_for("Thanks, Ada.", Duration::from_secs(60));
+    assert!(screen.contains("everything__trigger-elicitation-request"), "{screen}");
+    let requests = fake.requests();
+    let prompt = requests[0].body.to_string();
+    assert!(prompt.contains("weather in Paris, TX"), "the prompt's text was sent: {prompt}");
+    let attached = requests[1].body.to_string();
+    assert!(features.starts_with("# Everything Server - Features"));
+    assert!(
+        attached.contains("[Attached resource @everything:demo://resource/static/document/features.md]")
+            && attached.contains("# Everything Server - Features"),
+        "the resource's text was attached: {attached}"
+    );
+    let answered = requests.last().unwrap().body.to_string();
+    assert!(
+        answered.contains("Name: Ada Lovelace") && answered.contains("Favorite Integer: 42"),
+        "{answered}"
+    );
+}
+
 /// A model call that is retried shows the friendly retry line, and no raw log line breaks into
 /// the display (those wait for `-v`).
 #[test]

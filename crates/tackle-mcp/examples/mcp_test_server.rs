@@ -6,7 +6,12 @@
 //! - `{"fail": "message"}`: the result has `isError: true` with that text;
 //! - `{"sleep_ms": n}`: answers after `n` milliseconds;
 //! - `{"add_tool": true}`: adds `tool_100` and sends `notifications/tools/list_changed`;
-//! - `{"rich": true}`: answers with an image, a resource link and `structuredContent`.
+//! - `{"rich": true}`: answers with an image, a resource link and `structuredContent`;
+//! - `{"progress": n}`: sends `n` progress notifications before answering;
+//! - `{"report_cancelled": true}`: answers with how many requests the client cancelled so far.
+//!
+//! `tool_000` declares an `outputSchema` (`{"tool": string, "ok": boolean}`); with
+//! `{"rich": true, "break_schema": true}` its structured result does not match it.
 //!
 //! Run: `cargo run -p tackle-mcp --example mcp_test_server`.
 
@@ -28,6 +33,7 @@ const PAGE: usize = 25;
 #[derive(Clone, Default)]
 struct TestServer {
     extra_tool: Arc<AtomicBool>,
+    cancelled: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl TestServer {
@@ -59,6 +65,12 @@ impl TestServer {
         if i.is_multiple_of(2) {
             tool.annotations = Some(ToolAnnotations::new().read_only(true));
         }
+        if i == 0 {
+            let schema = json!({"type": "object", "properties": {"tool": {"type": "string"}, "ok": {"type": "boolean"}},
+                "required": ["tool", "ok"]});
+            let serde_json::Value::Object(schema) = schema else { unreachable!() };
+            tool.output_schema = Some(Arc::new(schema));
+        }
         tool
     }
 }
@@ -87,6 +99,14 @@ impl ServerHandler for TestServer {
         Ok(result)
     }
 
+    async fn on_cancelled(
+        &self,
+        _notification: rmcp::model::CancelledNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleServer>,
+    ) {
+        self.cancelled.fetch_add(1, Ordering::SeqCst);
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
@@ -101,6 +121,20 @@ impl ServerHandler for TestServer {
             return Err(ErrorData::invalid_params(format!("tool not found: {name}"), None));
         }
         let args = request.arguments.unwrap_or_default();
+        if args.get("report_cancelled").and_then(|v| v.as_bool()) == Some(true) {
+            let n = self.cancelled.load(Ordering::SeqCst);
+            return Ok(CallToolResult::success(vec![ContentBlock::text(format!("cancelled: {n}"))]).into());
+        }
+        if let (Some(n), Some(token)) =
+            (args.get("progress").and_then(|v| v.as_u64()), context.meta.get_progress_token())
+        {
+            for k in 1..=n {
+                let mut params = rmcp::model::ProgressNotificationParam::new(token.clone(), k as f64);
+                params.total = Some(n as f64);
+                params.message = Some(format!("step {k}"));
+                let _ = context.peer.notify_progress(params).await;
+            }
+        }
         if let Some(ms) = args.get("sleep_ms").and_then(|v| v.as_u64()) {
             tokio::time::sleep(Duration::from_millis(ms)).await;
         }
@@ -116,7 +150,12 @@ impl ServerHandler for TestServer {
                 ContentBlock::image("iVBORw0KGgo=", "image/png"),
                 ContentBlock::ResourceLink(Resource::new("file:///notes.txt", "notes.txt")),
             ]);
-            result.structured_content = Some(json!({"tool": name, "ok": true}));
+            let broken = args.get("break_schema").and_then(|v| v.as_bool()) == Some(true);
+            result.structured_content = Some(if broken {
+                json!({"tool": name, "ok": "yes"})
+            } else {
+                json!({"tool": name, "ok": true})
+            });
             return Ok(result.into());
         }
         let text = format!("{name} got {}", serde_json::Value::Object(args));

@@ -15,9 +15,18 @@
 //! url = "http://127.0.0.1:3001/mcp"
 //! headers = { Authorization = "Bearer ..." }
 //! enabled = false
+//!
+//! [mcp.servers.hosted]
+//! url = "https://mcp.example.com/mcp"
+//! protocol = "auto"              # or "2026-07-28", "2025-11-25", "2025-06-18"
+//! [mcp.servers.hosted.oauth]     # optional: OAuth works without it (metadata discovery,
+//! client_id = "tackle-cli"       # client ID metadata documents, dynamic registration)
+//! client_secret_env = "HOSTED_CLIENT_SECRET"
+//! scopes = ["files:read"]
 //! ```
 //!
-//! Environment values and header values are treated as secrets: `Debug` prints only their names.
+//! Environment values, header values and client secrets are treated as secrets: `Debug` prints
+//! only their names.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -31,12 +40,24 @@ pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default time limit of one tool call (and of listing the tools).
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Default time a person gets to finish signing in to a server in the browser.
+pub const DEFAULT_LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
+
 /// The `[mcp]` table: every configured server by name.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct McpConfig {
     /// Servers by name; the name becomes the namespace of their tools (`name__tool`).
     pub servers: BTreeMap<String, McpServerConfig>,
+    /// Seconds a person gets to finish signing in to a server in the browser (`tackle mcp login`,
+    /// or a sign-in a server asks for in the middle of `tackle run` / `tackle chat`).
+    pub login_timeout_secs: u64,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        Self { servers: BTreeMap::new(), login_timeout_secs: DEFAULT_LOGIN_TIMEOUT.as_secs() }
+    }
 }
 
 /// One MCP server: its transport, whether it is used, and its time limits.
@@ -51,6 +72,10 @@ pub struct McpServerConfig {
     pub start_timeout: Duration,
     /// Time limit of one tool call (default 60 s).
     pub call_timeout: Duration,
+    /// Which protocol revision to speak (default: negotiate, newest first).
+    pub protocol: McpProtocol,
+    /// OAuth client settings of a Streamable HTTP server (`[mcp.servers.<name>.oauth]`).
+    pub oauth: Option<OAuthClientSettings>,
 }
 
 impl McpServerConfig {
@@ -77,7 +102,15 @@ impl McpServerConfig {
             enabled: true,
             start_timeout: DEFAULT_START_TIMEOUT,
             call_timeout: DEFAULT_CALL_TIMEOUT,
+            protocol: McpProtocol::Auto,
+            oauth: None,
         }
+    }
+
+    /// Replaces the protocol choice.
+    pub fn with_protocol(mut self, protocol: McpProtocol) -> Self {
+        self.protocol = protocol;
+        self
     }
 
     /// Replaces the start timeout.
@@ -159,6 +192,207 @@ impl fmt::Debug for McpTransportConfig {
     }
 }
 
+/// The MCP protocol revision a server is spoken to in.
+///
+/// `auto` asks with `server/discover` (revision 2026-07-28: stateless requests carrying their
+/// own `_meta`) and falls back to the `initialize` handshake of 2025-11-25 (a server may answer
+/// it with 2025-06-18) when the server does not know it. A pinned revision is used as is.
+///
+/// ```
+/// use tackle_mcp::McpProtocol;
+/// assert_eq!("2025-11-25".parse::<McpProtocol>().unwrap(), McpProtocol::V2025_11_25);
+/// assert_eq!(McpProtocol::Auto.to_string(), "auto");
+/// assert!("2024-01-01".parse::<McpProtocol>().is_err());
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum McpProtocol {
+    /// Negotiate: 2026-07-28 when the server speaks it, else 2025-11-25 or 2025-06-18.
+    #[default]
+    Auto,
+    /// Revision 2026-07-28 (`server/discover`, no handshake, no sessions).
+    V2026_07_28,
+    /// Revision 2025-11-25 (`initialize` handshake).
+    V2025_11_25,
+    /// Revision 2025-06-18 (`initialize` handshake).
+    V2025_06_18,
+}
+
+impl McpProtocol {
+    /// Every accepted spelling, for error messages and docs.
+    pub const NAMES: [&'static str; 4] = ["auto", "2026-07-28", "2025-11-25", "2025-06-18"];
+
+    /// The revision's date, or `auto`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::V2026_07_28 => "2026-07-28",
+            Self::V2025_11_25 => "2025-11-25",
+            Self::V2025_06_18 => "2025-06-18",
+        }
+    }
+}
+
+impl fmt::Display for McpProtocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for McpProtocol {
+    type Err = ConfigError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.trim() {
+            "auto" => Ok(Self::Auto),
+            "2026-07-28" => Ok(Self::V2026_07_28),
+            "2025-11-25" => Ok(Self::V2025_11_25),
+            "2025-06-18" => Ok(Self::V2025_06_18),
+            other => Err(ConfigError::UnknownProtocol(other.to_owned())),
+        }
+    }
+}
+
+/// `[mcp.servers.<name>.oauth]`: how Tackle identifies itself to the server's authorization
+/// server. Everything is optional: without a `client_id`, Tackle uses a client ID metadata
+/// document (when `client_metadata_url` is set and the server supports them) or registers
+/// itself dynamically.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OAuthClientSettings {
+    /// A client ID registered with the authorization server beforehand.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// Its secret, for confidential clients (a secret: prefer `client_secret_env`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    /// The environment variable holding the client secret.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_secret_env: Option<String>,
+    /// Scopes to ask for; empty: what the server's challenge or metadata names.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+    /// HTTPS URL of a client ID metadata document describing Tackle, used as the client ID by
+    /// authorization servers that support them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_metadata_url: Option<String>,
+    /// Loopback port the authorization code is received on (`http://127.0.0.1:PORT/callback`);
+    /// unset: any free port. Set it when a pre-registered client allows one redirect URI only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redirect_port: Option<u16>,
+    /// How tokens are obtained: `authorization_code` (a person signs in in a browser) or
+    /// `client_credentials` (machine to machine, with the client's own secret or key; no person).
+    #[serde(skip_serializing_if = "OAuthGrant::is_default")]
+    pub grant: OAuthGrant,
+    /// `client_credentials` with `private_key_jwt`: a PEM file holding the client's private key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub private_key_file: Option<PathBuf>,
+    /// ... or the environment variable holding it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub private_key_env: Option<String>,
+    /// The key's signing algorithm: `ES256` (default), `ES384`, `RS256`, `RS384` or `RS512`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signing_algorithm: Option<SigningAlgorithm>,
+}
+
+/// The algorithm a `private_key_jwt` client signs its assertions with (RFC 7523).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SigningAlgorithm {
+    /// ECDSA with P-256 and SHA-256.
+    #[default]
+    ES256,
+    /// ECDSA with P-384 and SHA-384.
+    ES384,
+    /// RSASSA-PKCS1-v1_5 with SHA-256.
+    RS256,
+    /// RSASSA-PKCS1-v1_5 with SHA-384.
+    RS384,
+    /// RSASSA-PKCS1-v1_5 with SHA-512.
+    RS512,
+}
+
+impl std::str::FromStr for SigningAlgorithm {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.trim().to_ascii_uppercase().as_str() {
+            "ES256" => Ok(Self::ES256),
+            "ES384" => Ok(Self::ES384),
+            "RS256" => Ok(Self::RS256),
+            "RS384" => Ok(Self::RS384),
+            "RS512" => Ok(Self::RS512),
+            other => Err(format!("{other:?} is not one of ES256, ES384, RS256, RS384, RS512")),
+        }
+    }
+}
+
+/// How OAuth tokens are obtained for a server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OAuthGrant {
+    /// A person signs in in a browser (`tackle mcp login`).
+    #[default]
+    AuthorizationCode,
+    /// The client's own credentials, no person (SEP-1046): for unattended use and servers.
+    ClientCredentials,
+}
+
+impl OAuthGrant {
+    fn is_default(&self) -> bool {
+        *self == Self::AuthorizationCode
+    }
+}
+
+impl OAuthClientSettings {
+    /// The PEM private key of a `private_key_jwt` client: `private_key_file`, else the variable
+    /// `private_key_env` names.
+    pub fn private_key(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Vec<u8>>, ConfigError> {
+        if let Some(path) = &self.private_key_file {
+            return std::fs::read(path)
+                .map(Some)
+                .map_err(|e| ConfigError::Unreadable { key: "private_key_file", reason: e.to_string() });
+        }
+        match &self.private_key_env {
+            None => Ok(None),
+            Some(var) => match env(var).filter(|v| !v.is_empty()) {
+                Some(pem) => Ok(Some(pem.into_bytes())),
+                None => Err(ConfigError::MissingKeyEnv(var.clone())),
+            },
+        }
+    }
+
+    /// The client secret: `client_secret`, else the variable `client_secret_env` names (read
+    /// through `env`).
+    pub fn secret(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Option<String>, ConfigError> {
+        if let Some(secret) = &self.client_secret {
+            return Ok(Some(secret.clone()));
+        }
+        match &self.client_secret_env {
+            None => Ok(None),
+            Some(var) => match env(var).filter(|v| !v.is_empty()) {
+                Some(secret) => Ok(Some(secret)),
+                None => Err(ConfigError::MissingSecretEnv(var.clone())),
+            },
+        }
+    }
+}
+
+impl fmt::Debug for OAuthClientSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OAuthClientSettings")
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| "***"))
+            .field("client_secret_env", &self.client_secret_env)
+            .field("scopes", &self.scopes)
+            .field("client_metadata_url", &self.client_metadata_url)
+            .field("redirect_port", &self.redirect_port)
+            .field("grant", &self.grant)
+            .field("private_key_file", &self.private_key_file)
+            .field("private_key_env", &self.private_key_env)
+            .field("signing_algorithm", &self.signing_algorithm)
+            .finish()
+    }
+}
+
 /// Keeps scheme, host, port and path of a URL; drops user info, query and fragment.
 fn redact_url(url: &str) -> String {
     let cut = url.find(['?', '#']).unwrap_or(url.len());
@@ -200,6 +434,43 @@ pub enum ConfigError {
     /// A timeout is negative, zero or not finite.
     #[error("`{0}` must be a positive number of seconds")]
     BadTimeout(&'static str),
+    /// `protocol` names no revision Tackle speaks.
+    #[error("`protocol` {0:?} is not one of auto, 2026-07-28, 2025-11-25, 2025-06-18")]
+    UnknownProtocol(String),
+    /// `client_secret_env` names a variable that is not set.
+    #[error("the environment variable {0} (`client_secret_env`) is not set")]
+    MissingSecretEnv(String),
+    /// `private_key_env` names a variable that is not set.
+    #[error("the environment variable {0} (`private_key_env`) is not set")]
+    MissingKeyEnv(String),
+    /// Both `client_secret` and `client_secret_env` were given.
+    #[error("`oauth` takes `client_secret` or `client_secret_env`, not both")]
+    AmbiguousSecret,
+    /// A file the configuration names cannot be read.
+    #[error("`{key}` cannot be read: {reason}")]
+    Unreadable {
+        /// The key.
+        key: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// `grant = "client_credentials"` without a client ID, or without a secret or key.
+    #[error(
+        "`grant = \"client_credentials\"` needs `client_id` and a `client_secret`/`client_secret_env` or a \
+         `private_key_file`/`private_key_env`"
+    )]
+    IncompleteClientCredentials,
+    /// Both `private_key_file` and `private_key_env` were given.
+    #[error("`oauth` takes `private_key_file` or `private_key_env`, not both")]
+    AmbiguousPrivateKey,
+    /// A private key or signing algorithm without `grant = "client_credentials"`.
+    #[error(
+        "`private_key_file`, `private_key_env` and `signing_algorithm` need `grant = \"client_credentials\"`"
+    )]
+    KeyWithoutClientCredentials,
+    /// A client secret without a client ID.
+    #[error("`oauth.client_secret` needs `oauth.client_id` (a secret belongs to a registered client)")]
+    SecretWithoutClientId,
 }
 
 /// The TOML shape of a server table, checked into [`McpServerConfig`].
@@ -226,6 +497,10 @@ struct RawServerConfig {
     start_timeout_secs: Option<f64>,
     #[serde(default, alias = "call_timeout", skip_serializing_if = "Option::is_none")]
     call_timeout_secs: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    protocol: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    oauth: Option<OAuthClientSettings>,
 }
 
 fn default_true() -> bool {
@@ -256,6 +531,9 @@ impl TryFrom<RawServerConfig> for McpServerConfig {
                 if !raw.headers.is_empty() {
                     return Err(ConfigError::MisplacedKey { key: "headers", transport: "http" });
                 }
+                if raw.oauth.is_some() {
+                    return Err(ConfigError::MisplacedKey { key: "oauth", transport: "http" });
+                }
                 McpTransportConfig::Stdio {
                     command,
                     args: raw.args,
@@ -281,11 +559,40 @@ impl TryFrom<RawServerConfig> for McpServerConfig {
                 McpTransportConfig::Http { url, headers: raw.headers }
             }
         };
+        if let Some(oauth) = &raw.oauth {
+            if oauth.client_secret.is_some() && oauth.client_secret_env.is_some() {
+                return Err(ConfigError::AmbiguousSecret);
+            }
+            if (oauth.client_secret.is_some() || oauth.client_secret_env.is_some())
+                && oauth.client_id.is_none()
+            {
+                return Err(ConfigError::SecretWithoutClientId);
+            }
+            if oauth.private_key_file.is_some() && oauth.private_key_env.is_some() {
+                return Err(ConfigError::AmbiguousPrivateKey);
+            }
+            let has_key = oauth.private_key_file.is_some() || oauth.private_key_env.is_some();
+            match oauth.grant {
+                OAuthGrant::ClientCredentials => {
+                    let has_secret = oauth.client_secret.is_some() || oauth.client_secret_env.is_some();
+                    if oauth.client_id.is_none() || !(has_secret || has_key) {
+                        return Err(ConfigError::IncompleteClientCredentials);
+                    }
+                }
+                OAuthGrant::AuthorizationCode => {
+                    if has_key || oauth.signing_algorithm.is_some() {
+                        return Err(ConfigError::KeyWithoutClientCredentials);
+                    }
+                }
+            }
+        }
         Ok(Self {
             transport,
             enabled: raw.enabled,
             start_timeout: seconds(raw.start_timeout_secs, "start_timeout_secs", DEFAULT_START_TIMEOUT)?,
             call_timeout: seconds(raw.call_timeout_secs, "call_timeout_secs", DEFAULT_CALL_TIMEOUT)?,
+            protocol: raw.protocol.as_deref().map(str::parse).transpose()?.unwrap_or_default(),
+            oauth: raw.oauth,
         })
     }
 }
@@ -296,6 +603,8 @@ impl From<McpServerConfig> for RawServerConfig {
             enabled: config.enabled,
             start_timeout_secs: Some(config.start_timeout.as_secs_f64()),
             call_timeout_secs: Some(config.call_timeout.as_secs_f64()),
+            protocol: Some(config.protocol.to_string()),
+            oauth: config.oauth,
             ..RawServerConfig::default()
         };
         match config.transport {
@@ -408,6 +717,42 @@ mod tests {
         ];
         for (body, needle) in cases {
             let err = parse(&format!("[mcp.servers.x]\n{body}\n")).unwrap_err();
+            assert!(err.contains(needle), "{body}: {err}");
+        }
+    }
+
+    #[test]
+    fn client_credentials_settings_are_checked() {
+        let server = |oauth: &str| {
+            format!("[mcp.servers.x]\nurl = \"http://h/mcp\"\n[mcp.servers.x.oauth]\n{oauth}\n")
+        };
+        let ok = parse(&server(
+            "grant = \"client_credentials\"\nclient_id = \"c\"\nprivate_key_env = \"K\"\nsigning_algorithm = \"RS256\"",
+        ))
+        .unwrap();
+        let oauth = ok.servers["x"].oauth.clone().unwrap();
+        assert_eq!(oauth.grant, OAuthGrant::ClientCredentials);
+        assert_eq!(oauth.signing_algorithm, Some(SigningAlgorithm::RS256));
+        assert_eq!(oauth.private_key(&|_| Some("PEM".into())).unwrap().as_deref(), Some(&b"PEM"[..]));
+        assert!(matches!(oauth.private_key(&|_| None), Err(ConfigError::MissingKeyEnv(v)) if v == "K"));
+        parse(&server("grant = \"client_credentials\"\nclient_id = \"c\"\nclient_secret_env = \"S\""))
+            .unwrap();
+        let cases = [
+            ("grant = \"client_credentials\"\nprivate_key_env = \"K\"", "needs `client_id`"),
+            ("grant = \"client_credentials\"\nclient_id = \"c\"", "needs `client_id` and a"),
+            ("grant = \"password\"", "unknown variant"),
+            ("client_id = \"c\"\nprivate_key_env = \"K\"", "need `grant = \"client_credentials\"`"),
+            (
+                "grant = \"client_credentials\"\nclient_id = \"c\"\nprivate_key_env = \"K\"\nprivate_key_file = \"/k\"",
+                "not both",
+            ),
+            (
+                "grant = \"client_credentials\"\nclient_id = \"c\"\nprivate_key_env = \"K\"\nsigning_algorithm = \"HS256\"",
+                "unknown variant",
+            ),
+        ];
+        for (body, needle) in cases {
+            let err = parse(&server(body)).unwrap_err();
             assert!(err.contains(needle), "{body}: {err}");
         }
     }

@@ -2,9 +2,12 @@
 //!
 //! - text blocks and embedded text resources are inlined, one block per line;
 //! - images, audio and binary resources are never inlined: the text says
-//!   `[image/png, 12345 bytes]` and the raw blocks are kept in [`ToolOutput::data`];
+//!   `[image/png, 12345 bytes]`, the raw blocks are kept in [`ToolOutput::data`], and their
+//!   contents go into the output's full form ([`ToolOutput::full`]), which the executor offloads
+//!   to the store when it is large (restorable by locator, never in the model's context);
 //! - resource links become `resource: <uri> (<name>)` lines;
-//! - `structuredContent` is kept in `data`, and rendered as JSON text when nothing else is text;
+//! - `structuredContent` is kept in `data` and shown to the model as JSON: alone when nothing
+//!   else is text, after the text unless a text block already is that JSON;
 //! - `isError: true` becomes a [`ToolFailure`] classified from its text.
 
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
@@ -20,6 +23,8 @@ pub fn map_call_result(result: CallToolResult) -> Result<ToolOutput, ToolFailure
     let mut lines: Vec<String> = Vec::new();
     let mut has_text = false;
     let mut kept: Vec<Value> = Vec::new();
+    // Binary contents as `[description]\nbase64`, for the full (offloadable) output.
+    let mut blobs: Vec<String> = Vec::new();
 
     for block in &result.content {
         match block {
@@ -28,11 +33,15 @@ pub fn map_call_result(result: CallToolResult) -> Result<ToolOutput, ToolFailure
                 lines.push(text.text.clone());
             }
             ContentBlock::Image(image) => {
-                lines.push(describe_blob(&image.mime_type, &image.data, None));
+                let line = describe_blob(&image.mime_type, &image.data, None);
+                blobs.push(format!("{line}\n{}", image.data));
+                lines.push(line);
                 keep(&mut kept, block);
             }
             ContentBlock::Audio(audio) => {
-                lines.push(describe_blob(&audio.mime_type, &audio.data, None));
+                let line = describe_blob(&audio.mime_type, &audio.data, None);
+                blobs.push(format!("{line}\n{}", audio.data));
+                lines.push(line);
                 keep(&mut kept, block);
             }
             ContentBlock::Resource(embedded) => match &embedded.resource {
@@ -42,7 +51,9 @@ pub fn map_call_result(result: CallToolResult) -> Result<ToolOutput, ToolFailure
                 }
                 ResourceContents::BlobResourceContents { uri, mime_type, blob, .. } => {
                     let mime = mime_type.as_deref().unwrap_or("application/octet-stream");
-                    lines.push(describe_blob(mime, blob, Some(uri)));
+                    let line = describe_blob(mime, blob, Some(uri));
+                    blobs.push(format!("{line}\n{blob}"));
+                    lines.push(line);
                     keep(&mut kept, block);
                 }
                 _ => {
@@ -62,9 +73,17 @@ pub fn map_call_result(result: CallToolResult) -> Result<ToolOutput, ToolFailure
     }
 
     let structured = result.structured_content;
-    if !has_text && let Some(value) = &structured {
+    if let Some(value) = &structured {
         let json = serde_json::to_string(value).unwrap_or_else(|_| value.to_string());
-        lines.insert(0, json);
+        let echoed = result.content.iter().any(|b| match b {
+            ContentBlock::Text(t) => serde_json::from_str::<Value>(&t.text).is_ok_and(|v| &v == value),
+            _ => false,
+        });
+        if !has_text {
+            lines.insert(0, json);
+        } else if !echoed {
+            lines.push(format!("structuredContent: {json}"));
+        }
     }
     let text = lines.join("\n");
 
@@ -80,8 +99,52 @@ pub fn map_call_result(result: CallToolResult) -> Result<ToolOutput, ToolFailure
     if !kept.is_empty() {
         data.insert("content".to_owned(), Value::Array(kept));
     }
-    let output = ToolOutput::text(text);
+    let full = (!blobs.is_empty()).then(|| tackle_tools::FullOutput {
+        text: format!("{text}\n\n{}", blobs.join("\n\n")),
+        dropped_bytes: 0,
+        cap_bytes: u64::MAX,
+    });
+    let mut output = ToolOutput::text(text);
+    if let Some(full) = full {
+        output = output.with_full(full);
+    }
     Ok(if data.is_empty() { output } else { output.with_data(Value::Object(data)) })
+}
+
+/// What a person (or the model) reads of a resource's contents: its text, or a description of a
+/// binary blob (`[mime, N bytes: uri]`), never the blob itself.
+pub fn resource_text(contents: &ResourceContents) -> String {
+    match contents {
+        ResourceContents::TextResourceContents { text, .. } => text.clone(),
+        ResourceContents::BlobResourceContents { uri, mime_type, blob, .. } => {
+            describe_blob(mime_type.as_deref().unwrap_or("application/octet-stream"), blob, Some(uri))
+        }
+        _ => "[unsupported resource contents]".to_owned(),
+    }
+}
+
+/// One content block as text: text as is, embedded resources by [`resource_text`], links and
+/// media described.
+pub fn block_text(block: &ContentBlock) -> String {
+    match block {
+        ContentBlock::Text(text) => text.text.clone(),
+        ContentBlock::Image(image) => describe_blob(&image.mime_type, &image.data, None),
+        ContentBlock::Audio(audio) => describe_blob(&audio.mime_type, &audio.data, None),
+        ContentBlock::Resource(embedded) => resource_text(&embedded.resource),
+        ContentBlock::ResourceLink(link) => format!("resource: {} ({})", link.uri, link.name),
+        _ => "[unsupported content block]".to_owned(),
+    }
+}
+
+/// A prompt message as `role: text`.
+pub fn prompt_message_text(message: &rmcp::model::PromptMessage) -> String {
+    let role = match message.role {
+        rmcp::model::Role::User => "user",
+        rmcp::model::Role::Assistant => "assistant",
+        #[allow(unreachable_patterns)]
+        _ => "other",
+    };
+    format!("{role}: {}", block_text(&message.content))
 }
 
 fn keep(kept: &mut Vec<Value>, block: &ContentBlock) {
@@ -151,6 +214,10 @@ mod tests {
             out.text,
             "here\n[image/png, 12 bytes]\n[audio/wav, 2 bytes]\n[application/gzip, 1 bytes: file:///x.gz]"
         );
+        let full = out.full.as_ref().unwrap();
+        assert!(
+            full.text.starts_with(&out.text) && full.text.contains("[image/png, 12 bytes]\nAAAAAAAAAAAAAAAA")
+        );
         let data = out.data.unwrap();
         let kept = data["content"].as_array().unwrap();
         assert_eq!(kept.len(), 3);
@@ -187,8 +254,15 @@ mod tests {
             "structuredContent": {"temperature": 21.5}
         })))
         .unwrap();
-        assert_eq!(out.text, "21.5 C", "text wins when present");
+        assert_eq!(out.text, "21.5 C\nstructuredContent: {\"temperature\":21.5}", "the model sees both");
         assert_eq!(out.data.unwrap()["structuredContent"]["temperature"], 21.5);
+
+        let out = map_call_result(result(json!({
+            "content": [{"type": "text", "text": "{\"temperature\": 21.5}"}],
+            "structuredContent": {"temperature": 21.5}
+        })))
+        .unwrap();
+        assert_eq!(out.text, "{\"temperature\": 21.5}", "a text block that is the JSON is not repeated");
     }
 
     #[test]

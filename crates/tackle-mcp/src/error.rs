@@ -19,6 +19,10 @@ pub enum McpError {
         /// Header name as configured.
         name: String,
     },
+    /// The server needs OAuth authorization that could not be obtained (the message says what
+    /// to do, e.g. run `tackle mcp login NAME`).
+    #[error("{0}")]
+    Auth(String),
     /// The MCP handshake failed.
     #[error("MCP handshake failed: {0}")]
     Handshake(String),

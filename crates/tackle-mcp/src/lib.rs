@@ -20,18 +20,26 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 #![deny(missing_docs)]
 
+pub mod attach;
 pub mod config;
 mod connection;
 mod content;
 mod error;
 mod manager;
 mod naming;
+pub mod oauth;
+mod options;
+mod routes;
 mod tool;
 
-pub use config::{ConfigError, McpConfig, McpServerConfig, McpTransportConfig};
-pub use connection::McpConnection;
-pub use content::map_call_result;
+pub use config::{
+    ConfigError, McpConfig, McpProtocol, McpServerConfig, McpTransportConfig, OAuthClientSettings,
+    OAuthGrant, SigningAlgorithm,
+};
+pub use connection::{CallOutcome, McpConnection};
+pub use content::{block_text, map_call_result, prompt_message_text, resource_text};
 pub use error::McpError;
 pub use manager::{McpManager, McpServerInfo, McpServerStatus};
 pub use naming::{MAX_TOOL_NAME_LEN, NAMESPACE_SEPARATOR, namespace_all, namespaced_name, sanitize};
+pub use options::McpOptions;
 pub use tool::{McpTool, failure_from_error, map_annotations, spec_from_mcp};

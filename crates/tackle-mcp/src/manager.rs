@@ -17,6 +17,7 @@ use crate::config::McpServerConfig;
 use crate::connection::McpConnection;
 use crate::error::McpError;
 use crate::naming::namespace_all;
+use crate::options::McpOptions;
 use crate::tool::McpTool;
 use tackle_tools::ToolSearchIndex;
 
@@ -62,6 +63,10 @@ pub struct McpServerInfo {
     /// Bytes of the JSON of those tools' definitions (name, description, input schema): what
     /// they cost in every request's context.
     pub definitions_bytes: usize,
+    /// The protocol revision spoken with the server (`2026-07-28`, `2025-11-25`, ...) while it
+    /// is connected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
 }
 
 /// All configured MCP servers and the catalog of their tools.
@@ -97,8 +102,13 @@ impl McpManager {
     /// Starts every enabled server in parallel (each within its start timeout) and lists its
     /// tools. Servers that fail are reported in [`Self::statuses`] and skipped.
     pub async fn connect(configs: &BTreeMap<String, McpServerConfig>) -> Self {
+        Self::connect_with(configs, &McpOptions::default()).await
+    }
+
+    /// Like [`Self::connect`], with where OAuth credentials live and how a person signs in.
+    pub async fn connect_with(configs: &BTreeMap<String, McpServerConfig>, options: &McpOptions) -> Self {
         let starts = configs.iter().map(|(name, config)| async move {
-            let outcome = if config.enabled { Some(start(name, config).await) } else { None };
+            let outcome = if config.enabled { Some(start(name, config, options).await) } else { None };
             (name.clone(), config.clone(), outcome)
         });
         let servers = join_all(starts)
@@ -142,6 +152,82 @@ impl McpManager {
         self.servers.iter().find(|s| s.name == server).and_then(|s| s.connection.clone())
     }
 
+    /// The names of the configured servers, in order.
+    pub fn server_names(&self) -> Vec<&str> {
+        self.servers.iter().map(|s| s.name.as_str()).collect()
+    }
+
+    /// The connection to `server`, or why there is none.
+    fn live(&self, server: &str) -> Result<Arc<McpConnection>, McpError> {
+        let found = self
+            .servers
+            .iter()
+            .find(|s| s.name == server)
+            .ok_or_else(|| McpError::Unavailable(format!("no MCP server `{server}` is configured")))?;
+        match (&found.connection, &lock(&found.state).failure) {
+            (Some(connection), _) => Ok(Arc::clone(connection)),
+            (None, Some(failure)) => {
+                Err(McpError::Unavailable(format!("`{server}` did not start: {failure}")))
+            }
+            (None, None) => Err(McpError::Unavailable(format!("`{server}` is disabled"))),
+        }
+    }
+
+    /// The prompts of `server`.
+    pub async fn prompts(&self, server: &str) -> Result<Vec<rmcp::model::Prompt>, McpError> {
+        self.live(server)?.list_prompts().await
+    }
+
+    /// The resources of `server`.
+    pub async fn resources(&self, server: &str) -> Result<Vec<rmcp::model::Resource>, McpError> {
+        self.live(server)?.list_resources().await
+    }
+
+    /// Prompt `name` of `server` with `arguments`; the server's questions go through `ctx`.
+    pub async fn get_prompt(
+        &self,
+        server: &str,
+        name: &str,
+        arguments: Option<serde_json::Map<String, serde_json::Value>>,
+        ctx: &tackle_tools::ToolContext,
+    ) -> Result<rmcp::model::GetPromptResult, McpError> {
+        self.live(server)?.get_prompt(name, arguments, ctx).await
+    }
+
+    /// Reads `uri` of `server`; the server's questions go through `ctx`.
+    pub async fn read_resource(
+        &self,
+        server: &str,
+        uri: &str,
+        ctx: &tackle_tools::ToolContext,
+    ) -> Result<rmcp::model::ReadResourceResult, McpError> {
+        self.live(server)?.read_resource(uri, ctx).await
+    }
+
+    /// `message` with the resources it mentions (`@server:uri`) and `more` attached after it
+    /// (see [`crate::attach`]); the first resource that cannot be read is the error.
+    pub async fn attach_resources(
+        &self,
+        message: &str,
+        more: &[crate::attach::ResourceMention],
+        ctx: &tackle_tools::ToolContext,
+    ) -> Result<String, (crate::attach::ResourceMention, McpError)> {
+        let mut wanted = crate::attach::mentions(message, &self.server_names());
+        for m in more {
+            if !wanted.contains(m) {
+                wanted.push(m.clone());
+            }
+        }
+        let mut read = Vec::with_capacity(wanted.len());
+        for mention in wanted {
+            match self.read_resource(&mention.server, &mention.uri, ctx).await {
+                Ok(contents) => read.push((mention, contents)),
+                Err(e) => return Err((mention, e)),
+            }
+        }
+        Ok(crate::attach::attach(message, &read))
+    }
+
     /// One row per configured server, by name.
     pub fn statuses(&self) -> Vec<McpServerInfo> {
         let catalog = self.read_catalog();
@@ -167,6 +253,7 @@ impl McpManager {
                     status,
                     tool_count: tools.len(),
                     definitions_bytes,
+                    protocol: server.connection.as_ref().and_then(|c| c.protocol()),
                 }
             })
             .collect()
@@ -262,8 +349,9 @@ impl tackle_tools::ToolSource for McpManager {
 async fn start(
     name: &str,
     config: &McpServerConfig,
+    options: &McpOptions,
 ) -> Result<(Arc<McpConnection>, Vec<McpToolDef>), McpError> {
-    let connection = McpConnection::connect(name, config.clone()).await?;
+    let connection = McpConnection::connect_with(name, config.clone(), options).await?;
     match connection.list_tools().await {
         Ok(mut tools) => {
             tools.sort_by(|a, b| a.name.cmp(&b.name));

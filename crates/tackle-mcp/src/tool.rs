@@ -21,6 +21,8 @@ pub struct McpTool {
     spec: ToolSpec,
     remote_name: String,
     connection: Arc<McpConnection>,
+    /// The tool's `outputSchema`, compiled: `structuredContent` is checked against it.
+    output_schema: Option<Arc<jsonschema::Validator>>,
 }
 
 impl std::fmt::Debug for McpTool {
@@ -36,10 +38,20 @@ impl std::fmt::Debug for McpTool {
 impl McpTool {
     /// Wraps the MCP definition `def`, exposed to the model as `name`.
     pub fn new(name: String, def: &McpToolDef, connection: Arc<McpConnection>) -> Self {
+        let output_schema = def.output_schema.as_ref().and_then(|schema| {
+            match jsonschema::validator_for(&Value::Object((**schema).clone())) {
+                Ok(v) => Some(Arc::new(v)),
+                Err(e) => {
+                    tracing::warn!(server = connection.name(), tool = %def.name, error = %e, "invalid outputSchema ignored");
+                    None
+                }
+            }
+        });
         Self {
             spec: spec_from_mcp(name, def, connection.name()),
             remote_name: def.name.to_string(),
             connection,
+            output_schema,
         }
     }
 
@@ -71,9 +83,42 @@ impl Tool for McpTool {
                 )));
             }
         };
-        match self.connection.call_tool(&self.remote_name, arguments, &ctx.cancel).await {
-            Ok(result) => map_call_result(result),
-            Err(err) => Err(failure_from_error(err, self.connection.name())),
+        let outcome = self
+            .connection
+            .call_tool(&self.remote_name, arguments, &ctx, &self.spec.name)
+            .await
+            .map_err(|err| failure_from_error(err, self.connection.name()))?;
+        if let (Some(validator), Some(structured), false) =
+            (&self.output_schema, &outcome.result.structured_content, outcome.result.is_error == Some(true))
+        {
+            let problems: Vec<String> = validator.iter_errors(structured).map(|e| e.to_string()).collect();
+            if !problems.is_empty() {
+                return Err(ToolFailure::new(
+                    ErrorCategory::Internal,
+                    format!(
+                        "MCP server `{}` returned a structured result that does not match the tool's outputSchema: {}",
+                        self.connection.name(),
+                        problems.join("; ")
+                    ),
+                )
+                .with_hint("the server is at fault; try another approach"));
+            }
+        }
+        let notes = outcome.notes;
+        let mapped = map_call_result(outcome.result);
+        if notes.is_empty() {
+            return mapped;
+        }
+        let note = format!("\n\n[{}]", notes.join("; "));
+        match mapped {
+            Ok(mut output) => {
+                output.text.push_str(&note);
+                Ok(output)
+            }
+            Err(mut failure) => {
+                failure.message.push_str(&note);
+                Err(failure)
+            }
         }
     }
 }
@@ -97,6 +142,9 @@ pub fn failure_from_error(err: McpError, server: &str) -> ToolFailure {
                 .with_retryable(false)
         }
         McpError::Cancelled => ToolFailure::new(ErrorCategory::Interrupted, "the call was cancelled"),
+        McpError::Auth(message) => ToolFailure::new(ErrorCategory::Denied, message)
+            .with_hint("tell the user: the MCP server needs them to sign in")
+            .with_retryable(false),
         McpError::Server(message) => ToolFailure::from_message(message),
         other => ToolFailure::internal(format!("MCP server `{server}`: {other}")),
     }

@@ -26,6 +26,9 @@ fn node_config(script: String, extra: &[&str]) -> McpServerConfig {
 async fn check_everything(manager: &McpManager, server: &str) {
     let statuses = manager.statuses();
     assert!(matches!(statuses[0].status, McpServerStatus::Connected { .. }), "{statuses:?}");
+    // The reference servers (TypeScript SDK 1.x) do not know `server/discover`: `auto` falls
+    // back to the `initialize` handshake of 2025-11-25.
+    assert_eq!(statuses[0].protocol.as_deref(), Some("2025-11-25"), "{statuses:?}");
     let tools = manager.tools();
     assert!(tools.len() >= 10, "{} tools", tools.len());
     let names: Vec<&str> = tools.iter().map(|t| t.spec().name.as_str()).collect();

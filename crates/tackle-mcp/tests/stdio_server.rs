@@ -103,7 +103,8 @@ async fn maps_rich_content_errors_and_timeouts() {
 #[tokio::test]
 async fn unknown_remote_tool_is_reported() {
     let connection = McpConnection::connect("t", test_server_config()).await.unwrap();
-    let err = connection.call_tool("nope", None, &Default::default()).await.unwrap_err();
+    let ctx = tackle_tools::ToolContext::new("s", "c", std::env::temp_dir());
+    let err = connection.call_tool("nope", None, &ctx, "t__nope").await.unwrap_err();
     let failure = tackle_mcp::failure_from_error(err, "t");
     assert_eq!(failure.category, ErrorCategory::NotFound, "{failure:?}");
     connection.shutdown().await;
@@ -222,4 +223,72 @@ async fn a_stdio_server_gets_only_the_allowlisted_environment() {
     assert!(text.contains("SERVER_TOKEN=configured-for-this-server"), "{text}");
     assert!(text.contains("CARGO_PKG_NAME=tackle-mcp"), "{text}");
     assert!(!text.contains("CARGO_MANIFEST_DIR"), "only the names asked for: {text}");
+}
+
+/// The same rmcp server in each revision: discovered as 2026-07-28 by default, spoken to as
+/// 2025-11-25 and 2025-06-18 when pinned; progress reaches the call, and a cancelled or timed-out
+/// call is cancelled on the server, in each.
+#[tokio::test]
+async fn each_revision_negotiates_reports_progress_and_sends_cancellation() {
+    use tackle_mcp::McpProtocol;
+    for (protocol, expected) in [
+        (McpProtocol::Auto, "2026-07-28"),
+        (McpProtocol::V2026_07_28, "2026-07-28"),
+        (McpProtocol::V2025_11_25, "2025-11-25"),
+        (McpProtocol::V2025_06_18, "2025-06-18"),
+    ] {
+        let config = test_server_config().with_protocol(protocol).with_call_timeout(Duration::from_secs(2));
+        let connection = McpConnection::connect("t", config).await.unwrap();
+        assert_eq!(connection.protocol().as_deref(), Some(expected), "{protocol}");
+        assert_eq!(connection.list_tools().await.unwrap().len(), 100, "{protocol}");
+
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut ctx = ToolContext::new("s", "c", std::env::temp_dir());
+        let sink = seen.clone();
+        ctx.progress = tackle_tools::ProgressSink::new(move |p| sink.lock().unwrap().push(p.message));
+        let args = json!({"progress": 3}).as_object().cloned();
+        let out = connection.call_tool("tool_001", args, &ctx, "t__tool_001").await.unwrap();
+        assert!(!out.result.content.is_empty());
+        assert_eq!(*seen.lock().unwrap(), ["step 1 (1/3)", "step 2 (2/3)", "step 3 (3/3)"], "{protocol}");
+
+        // Cancelled by the turn, then past the call timeout: the server hears of both.
+        let ctx = ToolContext::new("s", "c2", std::env::temp_dir());
+        let cancel = ctx.cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            cancel.cancel();
+        });
+        let slow = json!({"sleep_ms": 10_000}).as_object().cloned();
+        let err = connection.call_tool("tool_001", slow.clone(), &ctx, "t__tool_001").await.unwrap_err();
+        assert_eq!(err, tackle_mcp::McpError::Cancelled);
+        let ctx = ToolContext::new("s", "c3", std::env::temp_dir());
+        let err = connection.call_tool("tool_001", slow, &ctx, "t__tool_001").await.unwrap_err();
+        assert!(matches!(err, tackle_mcp::McpError::Timeout(_)), "{err:?}");
+        let report = json!({"report_cancelled": true}).as_object().cloned();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let out = connection.call_tool("tool_001", report.clone(), &ctx, "t__tool_001").await.unwrap();
+            let text = serde_json::to_string(&out.result.content).unwrap();
+            if text.contains("cancelled: 2") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{protocol}: the server saw {text}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        connection.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn structured_results_are_checked_against_the_output_schema() {
+    let manager = manager(&["t"]).await;
+    let tools = manager.tools();
+    let tool = find(&tools, "t__tool_000");
+    let out = call(tool, json!({"rich": true})).await.unwrap();
+    assert_eq!(out.data.unwrap()["structuredContent"], json!({"tool": "tool_000", "ok": true}));
+    let err = call(tool, json!({"rich": true, "break_schema": true})).await.unwrap_err();
+    assert!(err.message.contains("does not match the tool's outputSchema"), "{err:?}");
+    // Tools without a schema take any structure.
+    assert!(call(find(&tools, "t__tool_001"), json!({"rich": true, "break_schema": true})).await.is_ok());
+    manager.shutdown().await;
 }

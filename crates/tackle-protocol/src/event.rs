@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{ApprovalId, SessionId, StopReason, ToolCallId, ToolError, Usage};
+use crate::{ApprovalId, ElicitationId, SessionId, StopReason, ToolCallId, ToolError, Usage};
 
 /// One event of an agent run. Serialized as one JSON object with a `type` tag, so a run can be
 /// written as JSON lines or sent as server-sent events named after the tag.
@@ -90,6 +90,36 @@ pub enum AgentEvent {
         /// Reason given, if any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
+    },
+    /// A running call asks the person behind the turn a question (an MCP server's
+    /// elicitation): a form to fill in (`mode: form`, its JSON Schema in `schema`) or a page to
+    /// visit (`mode: url`). Answered through the front end the turn runs in.
+    ElicitationRequested {
+        /// Elicitation id, used to answer.
+        elicitation_id: ElicitationId,
+        /// The call that asks.
+        call_id: ToolCallId,
+        /// Tool name.
+        tool: String,
+        /// The MCP server that asks.
+        server: String,
+        /// The server's question.
+        message: String,
+        /// `form` or `url`.
+        mode: String,
+        /// The form's schema (flat object of primitive fields), for `form`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        schema: Option<Value>,
+        /// The page to open, for `url`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        url: Option<String>,
+    },
+    /// A pending elicitation was answered (or withdrawn).
+    ElicitationResolved {
+        /// Elicitation id.
+        elicitation_id: ElicitationId,
+        /// `accept`, `decline` or `cancel`.
+        action: String,
     },
     /// A tool call finished.
     ToolResult {
@@ -259,6 +289,8 @@ impl AgentEvent {
             Self::ToolCall { .. } => "tool_call",
             Self::ApprovalRequested { .. } => "approval_requested",
             Self::ApprovalResolved { .. } => "approval_resolved",
+            Self::ElicitationRequested { .. } => "elicitation_requested",
+            Self::ElicitationResolved { .. } => "elicitation_resolved",
             Self::ToolResult { .. } => "tool_result",
             Self::StepFinished { .. } => "step_finished",
             Self::TurnFinished { .. } => "turn_finished",

@@ -153,3 +153,8 @@ string_id! {
     /// A pending confirmation of a tool call.
     ApprovalId
 }
+
+string_id! {
+    /// A pending question a tool (an MCP server's elicitation) asked the person behind a turn.
+    ElicitationId
+}

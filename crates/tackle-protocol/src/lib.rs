@@ -32,7 +32,7 @@ mod tool;
 
 pub use envelope::{ErrorCategory, ToolError};
 pub use event::{AgentEvent, ContextReport, SandboxInfo, StepMetrics, ToolOutcome, TurnEnd, WarningCode};
-pub use ids::{ApprovalId, SessionId, ToolCallId};
+pub use ids::{ApprovalId, ElicitationId, SessionId, ToolCallId};
 pub use message::{ContentBlock, Message, Reasoning, Role, ToolInput, ToolResult, ToolUse};
 pub use request::{CacheBreakpoint, CachePolicy, ModelRequest, SystemSection};
 pub use response::{ModelResponse, ResponseAccumulator, StopReason, StreamEvent, Usage};

@@ -36,6 +36,7 @@
 
 pub mod auth;
 mod config;
+mod elicitations;
 mod error;
 mod extract;
 mod json;
@@ -59,13 +60,15 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::trace::TraceLayer;
 
 pub use config::{MIN_TOKEN_LEN, ScrapeToken, ServerConfig, UserToken};
+pub use elicitations::SharedElicitations;
 pub use error::{ApiError, ErrorBody, ErrorDetail, ServerError};
 pub use openapi::{ApiDoc, document as openapi_document};
 pub use state::AppState;
 pub use turns::SharedApprovals;
 
 use routes::{
-    approvals, compat, health, messages, metrics, openai, responses, results, rewind, sessions, web,
+    approvals, compat, elicitations as elicitation_routes, health, messages, metrics, openai, responses,
+    results, rewind, sessions, web,
 };
 
 /// A part of the application served beside the HTTP API, such as the chat channels: its routes
@@ -96,6 +99,8 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/sessions/{id}/approvals", get(approvals::list))
         .route("/v1/sessions/{id}/results/{locator}", get(results::read))
         .route("/v1/approvals/{id}", post(approvals::decide))
+        .route("/v1/sessions/{id}/elicitations", get(elicitation_routes::list))
+        .route("/v1/elicitations/{id}", post(elicitation_routes::answer))
         .route("/v1/tools", get(sessions::tools))
         .route_layer(middleware::from_fn_with_state(state.clone(), auth::require_user::<ApiError>));
     // The OpenAI-compatible routes answer every error, 401 included, in OpenAI's shape.

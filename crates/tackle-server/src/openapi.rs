@@ -10,7 +10,9 @@ use utoipa::{Modify, OpenApi};
 
 use crate::AppState;
 use crate::extract::is_openai_path;
-use crate::routes::{approvals, health, messages, metrics, openai, responses, results, rewind, sessions};
+use crate::routes::{
+    approvals, elicitations, health, messages, metrics, openai, responses, results, rewind, sessions,
+};
 
 /// The API description served at `/openapi.json`.
 #[derive(OpenApi)]
@@ -27,6 +29,7 @@ use crate::routes::{approvals, health, messages, metrics, openai, responses, res
         rewind::turns, rewind::rewind, rewind::fork,
         messages::send, messages::events, messages::cancel, messages::compact,
         approvals::list, approvals::decide,
+        elicitations::list, elicitations::answer,
         results::read,
         openai::chat_completions, openai::models, responses::create,
     ),
@@ -36,6 +39,7 @@ use crate::routes::{approvals, health, messages, metrics, openai, responses, res
         (name = "sessions", description = "Conversations owned by the caller"),
         (name = "turns", description = "Sending messages, cancelling, compacting"),
         (name = "approvals", description = "Confirmations of tool calls"),
+        (name = "elicitations", description = "Questions MCP servers ask the person behind a turn"),
         (name = "results", description = "Restoring tool outputs offloaded behind locators"),
         (name = "openai", description = "OpenAI-compatible endpoints"),
         (name = "health", description = "Probes"),

@@ -7,7 +7,7 @@ use tackle_agent::Agent;
 use tackle_codex::CodexBridge;
 use tackle_store::SessionRecord;
 use tackle_telemetry::Metrics;
-use tackle_tools::ApprovalQueue;
+use tackle_tools::{ApprovalQueue, ElicitationQueue};
 use tokio_util::sync::CancellationToken;
 
 use crate::turns::RunningTurns;
@@ -24,6 +24,8 @@ pub struct AppState {
 pub(crate) struct StateInner {
     pub(crate) agent: Agent,
     pub(crate) approvals: ApprovalQueue,
+    /// Questions MCP servers ask in this instance's turns (see [`AppState::with_elicitations`]).
+    pub(crate) elicitations: ElicitationQueue,
     pub(crate) config: ServerConfig,
     pub(crate) turns: RunningTurns,
     /// Agents for models other than the default one, made on first use.
@@ -54,6 +56,7 @@ impl AppState {
             inner: Arc::new(StateInner {
                 agent,
                 approvals,
+                elicitations: ElicitationQueue::default(),
                 config,
                 turns: RunningTurns::default(),
                 agents: Mutex::new(HashMap::new()),
@@ -74,6 +77,23 @@ impl AppState {
             None => tracing::warn!("the Codex bridge was added after the state was shared; it is not served"),
         }
         self
+    }
+
+    /// Answers the questions MCP servers ask in this server's turns through `queue`: the agent's
+    /// elicitor must wait in it (a [`crate::SharedElicitations`] over it), so the
+    /// `/v1/elicitations` routes, the web page and the chat channels answer them. Call it before
+    /// serving, like [`AppState::with_codex_bridge`].
+    pub fn with_elicitations(mut self, queue: ElicitationQueue) -> Self {
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => inner.elicitations = queue,
+            None => tracing::warn!("the question queue was added after the state was shared; it is not used"),
+        }
+        self
+    }
+
+    /// The queue questions of this server's turns wait in.
+    pub fn elicitations(&self) -> &ElicitationQueue {
+        &self.inner.elicitations
     }
 
     /// Serves `metrics` at `/metrics`. The process must feed them: install

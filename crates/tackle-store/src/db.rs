@@ -33,6 +33,7 @@ const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
     (7, "fencing", include_str!("../migrations/0007_fencing.sql")),
     (8, "response items", include_str!("../migrations/0008_response_items.sql")),
     (9, "checkpoints", include_str!("../migrations/0009_checkpoints.sql")),
+    (10, "elicitations", include_str!("../migrations/0010_elicitations.sql")),
 ];
 
 /// The same schema for PostgreSQL: same versions and descriptions, PostgreSQL's dialect.
@@ -46,6 +47,7 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (7, "fencing", include_str!("../migrations/postgres/0007_fencing.sql")),
     (8, "response items", include_str!("../migrations/postgres/0008_response_items.sql")),
     (9, "checkpoints", include_str!("../migrations/postgres/0009_checkpoints.sql")),
+    (10, "elicitations", include_str!("../migrations/postgres/0010_elicitations.sql")),
 ];
 
 fn migrator(migrations: &'static [(i64, &'static str, &'static str)]) -> Migrator {

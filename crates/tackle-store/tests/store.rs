@@ -575,6 +575,39 @@ both! {
         assert_eq!(next.event_base, 450);
         assert!(store.events_after(&s.id, 0, 1000).await.unwrap().is_empty());
     }
+
+    async fn elicitations_are_shared_and_answered_once(db) {
+        let store = db.open().await;
+        let s = store.create_session(new_session("u")).await.unwrap();
+        let lease = store.acquire_lease(&s.id, Duration::from_secs(60)).await.unwrap().unwrap();
+        let question = StoredElicitation {
+            id: "el1".into(),
+            session_id: s.id.to_string(),
+            call_id: "c1".into(),
+            tool: "crm__create".into(),
+            server: "crm".into(),
+            message: "Which account?".into(),
+            mode: "form".into(),
+            schema: Some(json!({"type": "object", "properties": {"account": {"type": "string"}}})),
+            url: None,
+        };
+        store.put_elicitation(&question).await.unwrap();
+        assert_eq!(store.pending_elicitations(&s.id).await.unwrap(), std::slice::from_ref(&question));
+        assert_eq!(store.elicitation_session("el1").await.unwrap().as_deref(), Some(s.id.as_str()));
+        assert!(store.elicitation_answer("el1").await.unwrap().is_none());
+        let answer = json!({"action": "accept", "content": {"account": "ACME"}});
+        assert!(store.answer_elicitation("el1", &answer).await.unwrap());
+        assert!(!store.answer_elicitation("el1", &json!({"action": "decline"})).await.unwrap(), "answered once");
+        assert!(store.pending_elicitations(&s.id).await.unwrap().is_empty());
+        assert!(store.elicitation_session("el1").await.unwrap().is_none());
+        assert_eq!(store.elicitation_answer("el1").await.unwrap().unwrap().answer, answer);
+        store.delete_elicitation("el1").await.unwrap();
+        assert!(store.elicitation_answer("el1").await.unwrap().is_none());
+        // A question of a turn that ended waits for nobody.
+        store.put_elicitation(&StoredElicitation { id: "el2".into(), ..question }).await.unwrap();
+        store.release_lease(&lease, 0).await.unwrap();
+        assert!(store.pending_elicitations(&s.id).await.unwrap().is_empty());
+    }
 }
 
 both! {

@@ -4,6 +4,7 @@ use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use tackle_protocol::{SessionId, ToolCallId};
 use tokio_util::sync::CancellationToken;
@@ -32,6 +33,9 @@ pub struct ToolContext {
     /// The budget of this call's full output (see [`crate::Spool`]); the executor gives each
     /// call a fresh one of [`crate::ExecLimits::max_spool_bytes`].
     pub spool: SpoolBudget,
+    /// Time the call waits for a person (an elicitation); the executor does not count it against
+    /// the call's timeout.
+    pub wait_clock: WaitClock,
 }
 
 impl ToolContext {
@@ -53,6 +57,7 @@ impl ToolContext {
             progress: ProgressSink::discard(),
             events: EventSink::discard(),
             spool: SpoolBudget::default(),
+            wait_clock: WaitClock::default(),
         }
     }
 
@@ -62,6 +67,7 @@ impl ToolContext {
             call_id: call_id.into(),
             cancel: self.cancel.child_token(),
             spool: SpoolBudget::new(usize::try_from(self.spool.cap()).unwrap_or(usize::MAX)),
+            wait_clock: WaitClock::default(),
             ..self.clone()
         }
     }
@@ -150,5 +156,95 @@ impl ProgressSink {
 impl std::fmt::Debug for ProgressSink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("ProgressSink")
+    }
+}
+
+/// Time a call spends waiting for a person, which its timeout does not count.
+///
+/// A tool holds [`WaitClock::pause`]'s guard while it waits; the executor stops the call's
+/// clock meanwhile and moves its deadline by the time waited.
+///
+/// ```
+/// use tackle_tools::WaitClock;
+/// let clock = WaitClock::default();
+/// { let _waiting = clock.pause(); assert!(clock.is_paused()); }
+/// assert!(!clock.is_paused());
+/// ```
+#[derive(Clone)]
+pub struct WaitClock {
+    state: Arc<tokio::sync::watch::Sender<WaitState>>,
+}
+
+/// Where a [`WaitClock`] stands.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WaitState {
+    /// Pauses in progress.
+    pub pauses: usize,
+    /// When the current pause began.
+    pub since: Option<Instant>,
+    /// Time waited in finished pauses.
+    pub waited: Duration,
+}
+
+impl Default for WaitClock {
+    fn default() -> Self {
+        Self { state: Arc::new(tokio::sync::watch::Sender::new(WaitState::default())) }
+    }
+}
+
+impl WaitClock {
+    /// Stops the clock until the guard is dropped.
+    pub fn pause(&self) -> WaitGuard {
+        self.state.send_modify(|s| {
+            if s.pauses == 0 {
+                s.since = Some(Instant::now());
+            }
+            s.pauses += 1;
+        });
+        WaitGuard { clock: self.clone() }
+    }
+
+    /// Whether a pause is in progress.
+    pub fn is_paused(&self) -> bool {
+        self.state.borrow().pauses > 0
+    }
+
+    /// Time waited in finished pauses.
+    pub fn waited(&self) -> Duration {
+        self.state.borrow().waited
+    }
+
+    /// A receiver that sees every change (no change is missed between reading and waiting).
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<WaitState> {
+        self.state.subscribe()
+    }
+
+    fn resume(&self) {
+        self.state.send_modify(|s| {
+            s.pauses = s.pauses.saturating_sub(1);
+            if s.pauses == 0
+                && let Some(since) = s.since.take()
+            {
+                s.waited += since.elapsed();
+            }
+        });
+    }
+}
+
+impl std::fmt::Debug for WaitClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WaitClock").field("state", &*self.state.borrow()).finish()
+    }
+}
+
+/// Keeps a [`WaitClock`] stopped while alive.
+#[must_use = "the clock runs again when the guard is dropped"]
+pub struct WaitGuard {
+    clock: WaitClock,
+}
+
+impl Drop for WaitGuard {
+    fn drop(&mut self) {
+        self.clock.resume();
     }
 }

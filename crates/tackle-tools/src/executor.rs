@@ -361,10 +361,25 @@ impl ToolExecutor {
             std::panic::AssertUnwindSafe(async move { tool.call(args, task_ctx).await }).catch_unwind();
         let mut task = std::pin::pin!(call);
         let cancel = ctx.cancel.clone();
-        let joined = tokio::select! {
-            r = &mut task => Some(r),
-            _ = tokio::time::sleep(timeout) => None,
-            _ = cancel.cancelled() => None,
+        let mut clock = ctx.wait_clock.subscribe();
+        let began = tokio::time::Instant::now();
+        let joined = loop {
+            // Time spent waiting for a person (an elicitation) does not count: while the clock
+            // is paused there is no deadline, and it moves by the time waited.
+            let state = *clock.borrow_and_update();
+            let deadline = (state.pauses == 0).then(|| began + timeout + state.waited);
+            let expired = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                r = &mut task => break Some(r),
+                _ = expired => break None,
+                Ok(()) = clock.changed() => continue,
+                _ = cancel.cancelled() => break None,
+            }
         };
         let joined = match joined {
             Some(r) => r,

@@ -44,6 +44,7 @@
 mod approval;
 mod context;
 mod doc;
+pub mod elicitation;
 mod events;
 mod executor;
 mod failure;
@@ -66,8 +67,12 @@ pub use approval::{
     ApprovalDecision, ApprovalError, ApprovalPolicy, ApprovalQueue, ApprovalRequest, Approver, AutoApprove,
     DenyAll,
 };
-pub use context::{ProgressSink, ToolContext, ToolProgress, TurnState};
+pub use context::{ProgressSink, ToolContext, ToolProgress, TurnState, WaitClock, WaitGuard, WaitState};
 pub use doc::ToolDoc;
+pub use elicitation::{
+    ElicitationAnswer, ElicitationError, ElicitationKind, ElicitationPolicy, ElicitationQueue,
+    ElicitationRequest, Elicitor, Question, TurnElicitor, elicit,
+};
 pub use events::EventSink;
 pub use executor::{
     CallOptions, CallReport, ExecLimits, HookStop, NOBODY_TO_CONFIRM, Offloaded, OutputOffloader, ToolExecutor,

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tackle_builtins::{BuiltinConfig, builtin_tools_in};
-use tackle_mcp::{McpConfig, McpManager};
+use tackle_mcp::{McpConfig, McpManager, McpOptions};
 use tackle_protocol::SandboxInfo;
 use tackle_provider::{IntoProvider, Provider};
 use tackle_sandbox::Sandbox;
@@ -101,6 +101,8 @@ pub struct AgentBuilder {
     sandbox: Sandbox,
     tools: Vec<Arc<dyn Tool>>,
     mcp: McpConfig,
+    mcp_options: McpOptions,
+    elicitation: super::Elicitation,
     sources: Vec<Arc<dyn ToolSource>>,
     skills: bool,
     skill_roots: Vec<PathBuf>,
@@ -141,6 +143,8 @@ impl AgentBuilder {
             sandbox: Sandbox::off(),
             tools: Vec::new(),
             mcp: McpConfig::default(),
+            mcp_options: McpOptions::default(),
+            elicitation: super::Elicitation::default(),
             sources: Vec::new(),
             skills: true,
             skill_roots: Vec::new(),
@@ -233,6 +237,27 @@ impl AgentBuilder {
     /// when their definitions are over budget (see [`AgentBuilder::deferral`]).
     pub fn mcp(mut self, config: McpConfig) -> Self {
         self.mcp = config;
+        self
+    }
+
+    /// Where the MCP servers' OAuth credentials are kept and whether a person can sign in when a
+    /// server asks for it (default: nothing on disk, never interactively).
+    pub fn mcp_options(mut self, options: McpOptions) -> Self {
+        self.mcp_options = options;
+        self
+    }
+
+    /// Who answers the questions tools ask in this agent's turns (MCP elicitation): a terminal
+    /// form, a queue a web page or an API answers. Without one, questions are declined.
+    pub fn elicitor(mut self, elicitor: Arc<dyn tackle_tools::Elicitor>) -> Self {
+        self.elicitation.elicitor = Some(elicitor);
+        self
+    }
+
+    /// What happens to questions by default (a turn may set its own); unset: the policy matching
+    /// the turn's approval policy.
+    pub fn elicitation_policy(mut self, policy: tackle_tools::ElicitationPolicy) -> Self {
+        self.elicitation.policy = Some(policy);
         self
     }
 
@@ -487,8 +512,11 @@ impl AgentBuilder {
         }
 
         let mut sources = self.sources;
+        let mut mcp = None;
         if !self.mcp.servers.is_empty() {
-            sources.push(Arc::new(McpManager::connect(&self.mcp.servers).await));
+            let manager = Arc::new(McpManager::connect_with(&self.mcp.servers, &self.mcp_options).await);
+            sources.push(Arc::clone(&manager) as Arc<dyn ToolSource>);
+            mcp = Some(manager);
         }
         let mut deferrable = Vec::new();
         for source in &sources {
@@ -547,7 +575,9 @@ impl AgentBuilder {
         let mut agent =
             Agent::from_parts(self.provider, Arc::new(executor), store, config, workspace, skills)
                 .with_deferred(deferred)
-                .with_checkpoints(checkpoints);
+                .with_checkpoints(checkpoints)
+                .with_elicitation(self.elicitation)
+                .with_mcp(mcp);
         for source in sources {
             agent = agent.with_tool_source(source);
         }

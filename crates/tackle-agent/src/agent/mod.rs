@@ -45,6 +45,18 @@ pub(crate) struct AgentInner {
     pub(crate) skills: Arc<SkillLibrary>,
     /// Workspace checkpoints before each turn, when on.
     pub(crate) checkpoints: Option<Arc<tackle_checkpoint::Checkpoints>>,
+    /// Who answers questions tools ask (MCP elicitation), and what happens to them by default.
+    pub(crate) elicitation: Elicitation,
+    /// The MCP servers configured with [`crate::AgentBuilder::mcp`], for their prompts and
+    /// resources.
+    pub(crate) mcp: Option<Arc<tackle_mcp::McpManager>>,
+}
+
+/// Who answers the questions tools ask in this agent's turns, and the default policy.
+#[derive(Clone, Default)]
+pub(crate) struct Elicitation {
+    pub(crate) elicitor: Option<Arc<dyn tackle_tools::Elicitor>>,
+    pub(crate) policy: Option<tackle_tools::ElicitationPolicy>,
 }
 
 /// Expired outputs are purged at most this often (a server opens a session per request).
@@ -121,6 +133,8 @@ impl Agent {
                 workspace,
                 skills,
                 checkpoints: None,
+                elicitation: Elicitation::default(),
+                mcp: None,
             }),
         }
     }
@@ -133,6 +147,22 @@ impl Agent {
     /// The workspace checkpoints, when they are on.
     pub fn checkpoints(&self) -> Option<&Arc<tackle_checkpoint::Checkpoints>> {
         self.inner.checkpoints.as_ref()
+    }
+
+    /// The same agent with its MCP servers reachable through [`Agent::mcp`].
+    pub(crate) fn with_mcp(self, mcp: Option<Arc<tackle_mcp::McpManager>>) -> Self {
+        self.derive(|inner| inner.mcp = mcp)
+    }
+
+    /// The MCP servers the agent was built with (their prompts and resources; their tools are in
+    /// the catalog already), when there are any.
+    pub fn mcp(&self) -> Option<&Arc<tackle_mcp::McpManager>> {
+        self.inner.mcp.as_ref()
+    }
+
+    /// The same agent with `elicitation` answering the questions tools ask.
+    pub(crate) fn with_elicitation(self, elicitation: Elicitation) -> Self {
+        self.derive(|inner| inner.elicitation = elicitation)
     }
 
     /// Runs one turn of `prompt` in a new session (in the default workspace) and returns how

@@ -44,12 +44,16 @@ pub struct TurnInput {
     /// approver decides, however long it takes (a front end where nobody may answer sets one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<tackle_tools::ApprovalPolicy>,
+    /// What happens to questions tools ask in this turn (MCP elicitation); `None`: the agent's
+    /// policy, else the one matching `approval`.
+    #[serde(skip)]
+    pub elicitation: Option<tackle_tools::ElicitationPolicy>,
 }
 
 impl TurnInput {
     /// A turn with this message and default limits.
     pub fn new(message: impl Into<String>) -> Self {
-        Self { message: message.into(), max_steps: None, tool_mask: None, approval: None }
+        Self { message: message.into(), max_steps: None, tool_mask: None, approval: None, elicitation: None }
     }
 
     /// Sets the tool mask.

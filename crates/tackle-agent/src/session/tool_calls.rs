@@ -333,6 +333,7 @@ async fn run_one(
         events: batch.sink.clone(),
         // The executor gives the call its own budget of stored output.
         spool: Default::default(),
+        wait_clock: Default::default(),
     };
     let report = session.agent.executor().execute(call, ctx, &CallOptions { allowed }).await;
     let outcome = match &report.outcome {

@@ -236,6 +236,15 @@ impl Session {
         turn_state.insert(self.mode);
         let hooks = self.agent.executor().script_hooks().clone();
         let mut stop_hook_active = false;
+        // Questions tools ask (MCP elicitation): the turn's policy, else the agent's, else the
+        // one matching the approval policy (see `tackle_tools::elicit`).
+        let elicitation = &self.agent.inner.elicitation;
+        if let Some(policy) = input.elicitation.clone().or_else(|| elicitation.policy.clone()) {
+            turn_state.insert(policy);
+        }
+        if let Some(elicitor) = &elicitation.elicitor {
+            turn_state.insert(tackle_tools::TurnElicitor(std::sync::Arc::clone(elicitor)));
+        }
         let mut usage = Usage::default();
         let mut fallback_warned = false;
         let session_id = self.record.id.clone();

@@ -389,6 +389,12 @@ impl AgentTurn {
         // and the model told; with `wait`, a client that knows Tackle finds it under the
         // session id (bounded by the policy's timeout).
         input.approval = Some(state.config().openai_approval);
+        // Nor can they show an MCP server's questions: those are declined, and the model told.
+        input.elicitation = Some(tackle_tools::ElicitationPolicy::Decline(
+            "the MCP server asked the user a question, and the OpenAI-compatible endpoint has no way to show \
+             it; tell the user, who can answer it in tackle chat or the web page"
+                .to_owned(),
+        ));
         let (tx, events) = mpsc::unbounded_channel::<AgentEvent>();
         let sink = EventSink::new(move |e| {
             let _ = tx.send(e);

@@ -50,6 +50,57 @@ pub struct SendMessage {
     #[schema(value_type = Option<i64>, minimum = 1, maximum = 4294967295_u64)]
     #[serde(default, deserialize_with = "crate::json::optional_integer")]
     pub max_steps: Option<u32>,
+    /// MCP resources to attach after the message, besides those it mentions as `@server:uri`:
+    /// they are read when the message arrives (an unreadable one is a 400) and sent with it, text
+    /// inline, binary contents described, never inlined.
+    #[serde(default)]
+    pub resources: Vec<ResourceRef>,
+}
+
+/// An MCP resource to attach to a message.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceRef {
+    /// The MCP server's configured name.
+    #[schema(min_length = 1)]
+    pub server: String,
+    /// The resource's URI on it.
+    #[schema(min_length = 1)]
+    pub uri: String,
+}
+
+/// `message` with the MCP resources it mentions and `more` attached; before the turn starts, so an
+/// unreadable resource is a 400 and nothing runs.
+async fn with_resources(
+    state: &AppState,
+    session: &str,
+    message: String,
+    more: &[ResourceRef],
+) -> Result<String, ApiError> {
+    let Some(mcp) = state.agent().mcp() else {
+        if let Some(r) = more.first() {
+            return Err(ApiError::invalid_field(
+                "resources",
+                format!("no MCP server `{}` is configured", r.server),
+            ));
+        }
+        return Ok(message);
+    };
+    let more: Vec<tackle_mcp::attach::ResourceMention> = more
+        .iter()
+        .map(|r| tackle_mcp::attach::ResourceMention { server: r.server.clone(), uri: r.uri.clone() })
+        .collect();
+    if more.is_empty() && tackle_mcp::attach::mentions(&message, &mcp.server_names()).is_empty() {
+        return Ok(message);
+    }
+    // Reading a resource happens outside a turn: a question the server asks is declined.
+    let ctx = tackle_tools::ToolContext::new(session, "attach", state.agent().workspace().to_owned());
+    ctx.turn.insert(tackle_tools::ElicitationPolicy::Decline(
+        "the server asked a question while a resource was attached; nobody can answer it then".to_owned(),
+    ));
+    mcp.attach_resources(&message, &more, &ctx).await.map_err(|(m, e)| {
+        ApiError::invalid_field("resources", format!("cannot attach @{}:{}: {e}", m.server, m.uri))
+    })
 }
 
 /// Whether `text` has nothing but whitespace: the characters Rust, Python and ECMAScript count as
@@ -146,6 +197,7 @@ pub async fn send(
         return Err(ApiError::shutting_down());
     }
     let record = state.owned_session(&id, &user).await?;
+    let message = with_resources(&state, &id, body.message, &body.resources).await?;
     let guard = state.start_turn(&id).await?;
     let mut session = state.agent_for(&record.model).open_session(&id).await?;
     // Sessions are loaded per request: SessionStart hooks run at a session's first turn only.
@@ -155,7 +207,7 @@ pub async fn send(
     if let Some(lease) = guard.lease() {
         session.hold_lease(lease);
     }
-    let mut input = TurnInput::new(body.message);
+    let mut input = TurnInput::new(message);
     input.max_steps = body.max_steps;
     input.tool_mask = body.tool_mask.map(tackle_agent::ToolMask::new);
     input.approval = Some(state.config().approval);

@@ -4,6 +4,7 @@ pub mod approvals;
 pub mod chat_wire;
 pub mod codex_bridge;
 pub mod compat;
+pub mod elicitations;
 pub mod health;
 pub mod messages;
 pub mod metrics;

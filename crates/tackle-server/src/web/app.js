@@ -111,6 +111,7 @@ async function show(id) {
     $("mode").value = s.mode || "default";
     renderHistory(s.messages || []);
     for (const a of (await api("GET", "/v1/sessions/" + encodeURIComponent(id) + "/approvals")).approvals) approvalButtons(a.callId, a.id, a.tool, a.args);
+    for (const q of (await api("GET", "/v1/sessions/" + encodeURIComponent(id) + "/elicitations")).elicitations) questionForm(q);
   } catch (e) { note(String(e.message || e), "err"); }
   await loadSessions();
   scrollDown(true);
@@ -268,6 +269,110 @@ function approvalButtons(callId, approvalId, tool, args) {
   scrollDown(true);
 }
 
+// ---- questions MCP servers ask (elicitation) ----
+/** The input for one form field: text (with the format's input type), a number, a checkbox, a
+ *  choice, or checkboxes for a list of choices. Values are set as properties, never as HTML. */
+function fieldInput(name, f) {
+  const choices = (f.enum || []).map((v, i) => [v, (f.enumNames || [])[i] || String(v)])
+    .concat((f.oneOf || f.anyOf || []).filter((o) => "const" in o).map((o) => [o.const, o.title || String(o.const)]));
+  if (f.type === "array") {
+    const items = f.items || {};
+    const opts = (items.enum || []).map((v) => [v, String(v)]).concat((items.anyOf || items.oneOf || []).filter((o) => "const" in o).map((o) => [o.const, o.title || String(o.const)]));
+    const box = el("span", "choices"); box.dataset.kind = "multi";
+    for (const [v, label] of opts) {
+      const l = el("label"); const c = el("input"); c.type = "checkbox"; c.value = JSON.stringify(v);
+      c.checked = Array.isArray(f.default) && f.default.includes(v);
+      l.append(c, document.createTextNode(" " + label)); box.appendChild(l);
+    }
+    return box;
+  }
+  if (choices.length) {
+    const s = el("select"); s.dataset.kind = "choice";
+    if (!("default" in f)) s.appendChild(el("option", "", "—")).value = "";
+    for (const [v, label] of choices) { const o = el("option", "", label); o.value = JSON.stringify(v); if (f.default === v) o.selected = true; s.appendChild(o); }
+    return s;
+  }
+  const i = el("input");
+  if (f.type === "boolean") { i.type = "checkbox"; i.checked = f.default === true; i.dataset.kind = "bool"; return i; }
+  if (f.type === "number" || f.type === "integer") {
+    i.type = "number"; i.step = f.type === "integer" ? "1" : "any"; i.dataset.kind = f.type;
+    if (typeof f.minimum === "number") i.min = f.minimum; if (typeof f.maximum === "number") i.max = f.maximum;
+  } else {
+    i.type = ({ email: "email", uri: "url", date: "date", "date-time": "datetime-local" })[f.format] || "text"; i.dataset.kind = "string";
+  }
+  if ("default" in f) i.value = String(f.default);
+  return i;
+}
+
+/** The form's answer: the fields given (empty ones left out, so the server's defaults apply). */
+function formContent(form) {
+  const content = {};
+  for (const row of form.querySelectorAll("[data-field]")) {
+    const name = row.dataset.field, input = row.querySelector("input, select, .choices");
+    const kind = input.dataset.kind;
+    if (kind === "bool") content[name] = input.checked;
+    else if (kind === "multi") { const v = [...input.querySelectorAll("input:checked")].map((c) => JSON.parse(c.value)); if (v.length) content[name] = v; }
+    else if (kind === "choice") { if (input.value) content[name] = JSON.parse(input.value); }
+    else if (input.value !== "") content[name] = kind === "integer" ? parseInt(input.value, 10) : kind === "number" ? Number(input.value) : input.value;
+  }
+  return content;
+}
+
+/** A question of an MCP server: a form, or a page to open, answered through
+ *  POST /v1/elicitations/{id}; in the asking call's card when it is on the page. */
+function questionForm(q) {
+  const id = q.elicitation_id || q.id, callId = q.call_id || q.callId;
+  if (document.querySelector('.question[data-question="' + CSS.escape(id) + '"]')) return;
+  stopWaiting();
+  const box = el("form", "question"); box.dataset.question = id;
+  box.appendChild(el("div", "asks", (q.server || "a server") + " asks: " + q.message));
+  const fields = el("div", "fields");
+  if (q.mode === "url") {
+    let safe = null; try { const u = new URL(q.url); if (u.protocol === "https:" || u.protocol === "http:") safe = u.href; } catch (_) { /* not a URL */ }
+    const a = el("a", "", safe || String(q.url)); if (safe) { a.href = safe; a.target = "_blank"; a.rel = "noopener noreferrer"; }
+    fields.appendChild(a);
+  } else {
+    const schema = q.schema || {}, required = schema.required || [];
+    for (const [name, f] of Object.entries(schema.properties || {})) {
+      const row = el("label", "field"); row.dataset.field = name;
+      row.appendChild(el("span", "label", (f.title || name) + (required.includes(name) ? " *" : "")));
+      row.appendChild(fieldInput(name, f));
+      if (f.description) row.appendChild(el("small", "", f.description));
+      fields.appendChild(row);
+    }
+  }
+  box.appendChild(fields);
+  const problem = el("div", "problem"); problem.hidden = true; box.appendChild(problem);
+  const actions = el("div", "actions");
+  const answer = async (action) => {
+    problem.hidden = true;
+    for (const x of box.querySelectorAll("button, input, select")) x.disabled = true;
+    const body = { action };
+    if (action === "accept" && q.mode !== "url") body.content = formContent(box);
+    try { await api("POST", "/v1/elicitations/" + encodeURIComponent(id), body); box.classList.add("answered"); startWaiting(); }
+    catch (e) {
+      problem.textContent = String(e.message || e); problem.hidden = false;
+      for (const x of box.querySelectorAll("button, input, select")) x.disabled = false;
+    }
+  };
+  for (const [label, action, cls] of [[q.mode === "url" ? "Done" : "Send", "accept", "approve"], ["Decline", "decline", "deny"], ["Cancel", "cancel", ""]]) {
+    const b = el("button", cls, label); b.type = action === "accept" ? "submit" : "button";
+    if (action !== "accept") b.onclick = () => answer(action);
+    actions.appendChild(b);
+  }
+  box.onsubmit = (ev) => { ev.preventDefault(); answer("accept"); };
+  box.appendChild(actions);
+  const c = state.cards.get(callId);
+  if (c) { c.status.textContent = "waiting for an answer"; c.status.className = "status waiting"; c.card.appendChild(box); scrollDown(true); }
+  else log(box);
+}
+
+function closeQuestion(id, action) {
+  const box = document.querySelector('.question[data-question="' + CSS.escape(id) + '"]'); if (!box) return;
+  for (const x of box.querySelectorAll("button, input, select")) x.disabled = true;
+  box.classList.add("answered"); box.dataset.action = action || "";
+}
+
 // ---- waiting indicator ----
 function startWaiting(label) {
   stopWaiting();
@@ -322,6 +427,11 @@ function onEvent(name, e) {
     case "text_delta": stopWaiting(); appendAnswer(e.text); break;
     case "tool_call": stopWaiting(); endAnswer(); toolCard(e.id, e.name, e.args); startWaiting("Running " + e.name + "…"); break;
     case "approval_requested": approvalButtons(e.call_id, e.approval_id, e.tool, e.args); break;
+    case "elicitation_requested": questionForm(e); break;
+    case "elicitation_resolved": closeQuestion(e.elicitation_id, e.action); break;
+    case "custom":
+      if (e.name === "tool_progress" && e.data) { const c = state.cards.get(e.data.call_id); if (c && c.status.className === "status") c.status.textContent = String(e.data.message); }
+      break;
     case "tool_result":
       finishCard(e.id, e.outcome.status, e.outcome.status === "ok" ? e.outcome.preview + (e.outcome.tail ? "\n…\n" + e.outcome.tail : "") : e.outcome.envelope, e.locator || null);
       break;

@@ -1,4 +1,5 @@
-//! `tackle mcp list`: configured MCP servers, their state, tools and what their definitions cost.
+//! `tackle mcp list`: configured MCP servers, their state, the protocol revision spoken, tools
+//! and what their definitions cost.
 
 use std::process::ExitCode;
 
@@ -21,7 +22,8 @@ pub async fn list(args: McpListArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let manager = McpManager::connect(&settings.mcp.servers).await;
+    let manager =
+        McpManager::connect_with(&settings.mcp.servers, &super::mcp_options(&settings, false)).await;
     let counter = tackle_context::TokenCounter::for_model(&settings.model.clone().unwrap_or_default());
     let tools = manager.tools();
     let statuses = manager.statuses();
@@ -46,7 +48,15 @@ pub async fn list(args: McpListArgs) -> Result<ExitCode> {
             .collect();
         outln!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
-        outln!("{:<20} {:<6} {:<14} {:>6} {:>8}  target", "server", "kind", "status", "tools", "tokens");
+        outln!(
+            "{:<20} {:<6} {:<14} {:<10} {:>6} {:>8}  target",
+            "server",
+            "kind",
+            "status",
+            "protocol",
+            "tools",
+            "tokens"
+        );
         for (info, n) in statuses.iter().zip(&tokens) {
             let status = match &info.status {
                 McpServerStatus::Connected { .. } => "connected".to_owned(),
@@ -55,10 +65,11 @@ pub async fn list(args: McpListArgs) -> Result<ExitCode> {
                 McpServerStatus::Disabled => "disabled".to_owned(),
             };
             outln!(
-                "{:<20} {:<6} {:<14} {:>6} {:>8}  {}",
+                "{:<20} {:<6} {:<14} {:<10} {:>6} {:>8}  {}",
                 info.name,
                 info.transport,
                 status,
+                info.protocol.as_deref().unwrap_or("-"),
                 info.tool_count,
                 n,
                 info.target
