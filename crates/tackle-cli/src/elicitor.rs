@@ -56,7 +56,8 @@ impl TerminalElicitor {
 
     async fn line(&self, prompt: &str) -> Step<String> {
         match self.terminal.read_line(prompt, false).await {
-            Input::Line(line) => Step::Value(line),
+            // Shift-Tab only ends reads that ask for it; `read_line` never does.
+            Input::Line(line) | Input::CycleMode(line) => Step::Value(line),
             Input::Interrupted => Step::Cancel,
             Input::Eof => Step::Decline,
         }
