@@ -75,7 +75,8 @@ pub use elicitation::{
 };
 pub use events::EventSink;
 pub use executor::{
-    CallOptions, CallReport, ExecLimits, HookStop, NOBODY_TO_CONFIRM, Offloaded, OutputOffloader, ToolExecutor,
+    CallOptions, CallReport, ExecLimits, HookStop, NOBODY_TO_CONFIRM, Offloaded, OutputOffloader,
+    ToolExecutor,
 };
 pub use failure::ToolFailure;
 pub use function::{FnTool, IntoTool, IntoToolResult, tool_fn};
