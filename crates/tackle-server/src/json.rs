@@ -35,6 +35,10 @@ pub(crate) fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if bytes.is_empty() {
         return Err(ApiError::invalid("the request body is empty; send a JSON object"));
     }
+    // serde reads a struct from an array too (`[null, null]` as two fields): every body is an object.
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err(ApiError::invalid("the request body must be a JSON object"));
+    }
     let mut de = serde_json::Deserializer::from_slice(bytes);
     match serde_path_to_error::deserialize(&mut de) {
         Ok(value) => Ok(value),

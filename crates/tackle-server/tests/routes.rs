@@ -68,6 +68,8 @@ async fn openapi_document_covers_every_route() {
         ("get", "/v1/sessions/{id}/approvals"),
         ("get", "/v1/sessions/{id}/results/{locator}"),
         ("post", "/v1/approvals/{id}"),
+        ("get", "/v1/sessions/{id}/elicitations"),
+        ("post", "/v1/elicitations/{id}"),
         ("get", "/v1/tools"),
         ("post", "/v1/chat/completions"),
         ("post", "/v1/responses"),

@@ -70,8 +70,8 @@ pub struct ForkRequest {
     #[schema(value_type = Option<i64>, minimum = 0, maximum = 4294967295_u64)]
     #[serde(default, deserialize_with = "crate::json::optional_integer")]
     pub turn: Option<u32>,
-    /// Title (default: "fork of ...").
-    #[schema(max_length = 200)]
+    /// Title (default: "fork of ..."): up to 200 characters, no control characters.
+    #[schema(max_length = 200, pattern = r"^[^\x00-\x1f\x7f-\x9f]*$")]
     pub title: Option<String>,
 }
 
@@ -104,12 +104,13 @@ fn whole<'de, D: serde::Deserializer<'de>>(de: D) -> Result<u32, D::Error> {
     crate::json::optional_integer(de)?.ok_or_else(|| D::Error::custom("expected an integer, got null"))
 }
 
-/// A turn the session does not have, or files that were not recorded, are not found.
+/// A turn the session does not have (yet), or files that were not recorded, conflict with the
+/// session's state (409); 404 stays for a session that is not there.
 fn rewind_error(e: tackle_agent::AgentError) -> ApiError {
     match e {
-        tackle_agent::AgentError::Rewind(m) => ApiError::from_status(StatusCode::NOT_FOUND, m),
+        tackle_agent::AgentError::Rewind(m) => ApiError::from_status(StatusCode::CONFLICT, m),
         tackle_agent::AgentError::Checkpoint(c @ tackle_checkpoint::CheckpointError::NoCheckpoint { .. }) => {
-            ApiError::from_status(StatusCode::NOT_FOUND, c.to_string())
+            ApiError::from_status(StatusCode::CONFLICT, c.to_string())
         }
         other => other.into(),
     }
@@ -197,7 +198,8 @@ pub async fn rewind(
 /// workspace; the original is untouched.
 #[utoipa::path(post, path = "/v1/sessions/{id}/fork", tag = "sessions", request_body = ForkRequest,
     params(("id" = String, Path, description = "Session id")),
-    responses((status = 201, body = SessionView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)),
+    responses((status = 201, body = SessionView), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 409, body = ErrorBody)),
     security(("bearer" = [])))]
 pub async fn fork(
     State(state): State<AppState>,
