@@ -348,3 +348,24 @@ async fn responses_sparse_incomplete_and_cut_streams() {
     let garbage = decode_with(b"data: {not json\n\n", 4096, ResponsesDecoder::default()).await;
     assert!(matches!(garbage[0], Err(ProviderError::Protocol { .. })));
 }
+
+/// `gen_ai.response.id` / `gen_ai.response.model` come from here: every wire names its response
+/// and the model that actually answered (a dated snapshot where the request named an alias).
+#[tokio::test]
+async fn each_wire_reports_the_response_id_and_the_answering_model() {
+    let chat = fold(&ok(decode_with(&fixture("openai_text.sse"), 7, OpenAiChatDecoder::default()).await));
+    assert_eq!(chat.id.as_deref(), Some("chatcmpl-123"));
+    assert_eq!(chat.model.as_deref(), Some("gpt-4o-mini"));
+    let chat_events = ok(decode_with(&fixture("openai_text.sse"), 4096, OpenAiChatDecoder::default()).await);
+    let infos = chat_events.iter().filter(|e| matches!(e, StreamEvent::ResponseInfo { .. })).count();
+    assert_eq!(infos, 1, "every chunk repeats them; reported once");
+
+    let responses = fold(&ok(responses("responses_text.sse").await));
+    assert_eq!(responses.id.as_deref(), Some("resp_67ccd2bed1ec8190b14f964abc0542670bb6a6b452d3795b"));
+    assert_eq!(responses.model.as_deref(), Some("gpt-5-2025-08-07"));
+
+    let anthropic =
+        fold(&ok(decode_with(&fixture("anthropic_text.sse"), 3, AnthropicDecoder::default()).await));
+    assert_eq!(anthropic.id.as_deref(), Some("msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY"));
+    assert_eq!(anthropic.model.as_deref(), Some("claude-opus-4-6"));
+}
