@@ -526,11 +526,18 @@ pub struct McpListArgs {
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Write every event as JSON lines to FILE, or to stdout with `-`.
-    #[arg(long, value_name = "FILE|-")]
+    #[arg(long, value_name = "FILE|-", conflicts_with = "serve")]
     pub events: Option<String>,
     /// Keep the temporary workspace and print its path.
     #[arg(long)]
     pub keep: bool,
+    /// Serve the web page and the HTTP API (as `tackle serve` does) with the scripted model
+    /// instead of running once in the terminal: every message you send replays the demo.
+    #[arg(long)]
+    pub serve: bool,
+    /// Address to listen on with --serve (default: [server] bind, 127.0.0.1:8787).
+    #[arg(long, value_name = "ADDR", requires = "serve")]
+    pub bind: Option<String>,
 }
 
 /// `tackle config init`.

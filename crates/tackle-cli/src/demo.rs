@@ -123,6 +123,9 @@ fn self_command() -> String {
 }
 
 pub async fn run(args: DemoArgs) -> Result<ExitCode> {
+    if args.serve {
+        return serve(args).await;
+    }
     let workspace = tempfile::Builder::new()
         .prefix("tackle-demo-")
         .tempdir()
@@ -253,4 +256,66 @@ pub async fn run(args: DemoArgs) -> Result<ExitCode> {
         eprintln!("workspace kept at {}", kept.display());
     }
     Ok(if as_scripted { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// `tackle demo --serve`: `tackle serve` with the demo's scripted model in a temporary
+/// workspace, so the web page and the API can be tried offline, without a key. Every message
+/// replays the script (see [`ScriptMode::Replay`]) with real tools; approvals are automatic.
+async fn serve(args: DemoArgs) -> Result<ExitCode> {
+    let workspace = tempfile::Builder::new()
+        .prefix("tackle-demo-")
+        .tempdir()
+        .context("cannot create a temporary workspace")?;
+    let mut settings = crate::settings::Settings::load(workspace.path())
+        .map_err(|e| crate::UsageError(e.to_string()))?
+        .settings;
+    let config =
+        settings.server.to_config(workspace.path(), args.bind.as_deref(), &crate::runtime::env_lookup)?;
+    config.validate().map_err(|e| crate::UsageError(e.to_string()))?;
+    let mut script = demo_script();
+    script.mode = ScriptMode::Replay;
+    let fake = FakeModel::start(script).await.context("cannot start the scripted model")?;
+    let provider_config = ProviderConfig::new(ProviderKind::Openai)
+        .with_base_url(format!("{}/v1", fake.base_url()))
+        .with_api_key("demo")
+        .with_retry(RetryPolicy::none());
+    let provider = Arc::new(OpenAiChat::with_dialect(provider_config, OpenAiDialect::OpenAi)?);
+    let store = open_store(&settings).await?;
+    settings.model = Some("tackle-demo-model".into());
+    // The workspace is a throwaway directory: approvals are automatic.
+    let agent = build_agent(
+        &settings,
+        workspace.path(),
+        provider,
+        ProviderKind::Openai,
+        store,
+        Approvals::Auto,
+        ApprovalMode::Headless,
+    )
+    .await?;
+    let bind = config.bind;
+    let mut state = tackle_server::AppState::new(agent, tackle_tools::ApprovalQueue::default(), config);
+    if let Some(metrics) = crate::METRICS.get() {
+        state = state.with_metrics(metrics.clone());
+    }
+    let listener = tokio::net::TcpListener::bind(bind)
+        .await
+        .with_context(|| format!("cannot listen on {bind}; is another server using the port? pass --bind"))?;
+    let local = listener.local_addr()?;
+    // The first line on stdout is the address, as with `tackle serve`.
+    outln!("tackle serving on http://{local}");
+    let style = Style::stderr();
+    eprintln!(
+        "{} open http://{local} and send any message: a scripted model (offline; no API key) \
+         replays the demo task with real tools in {}. Ctrl-C stops.",
+        style.bold("tackle demo:"),
+        workspace.path().display()
+    );
+    tackle_server::serve_on(listener, state, crate::serve::shutdown_signal()).await?;
+    fake.shutdown().await;
+    if args.keep {
+        let kept = workspace.keep();
+        eprintln!("workspace kept at {}", kept.display());
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -104,7 +104,7 @@ impl tackle_server::ServerAddon for ChannelsAddon {
 }
 
 /// Ctrl-C or SIGTERM.
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

@@ -590,6 +590,61 @@ async fn serve_refuses_public_binds_without_tokens_and_shuts_down_gracefully() {
     assert_eq!(list[0]["status"], "idle");
 }
 
+#[tokio::test]
+async fn demo_serve_serves_the_web_page_with_the_scripted_model_for_every_message() {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = tackle(home.path());
+    cmd.args(["demo", "--serve", "--bind", "127.0.0.1:0"]).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut first).unwrap();
+    let base = first.trim().strip_prefix("tackle serving on ").expect(&first).to_owned();
+    let client = reqwest::Client::new();
+    let page = client.get(format!("{base}/")).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page.text().await.unwrap().contains("<title>Tackle"), "the web page");
+    let session: Value = client
+        .post(format!("{base}/v1/sessions"))
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = session["id"].as_str().unwrap().to_owned();
+    // Any message, and again: each replays the demo with real tools, no key anywhere.
+    for message in ["hello", "once more, please"] {
+        let turn: Value = client
+            .post(format!("{base}/v1/sessions/{id}/messages"))
+            .json(&serde_json::json!({"message": message, "stream": false}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(turn["end"], "completed", "{turn}");
+        assert_eq!(turn["steps"], 9, "{turn}");
+        assert!(turn["text"].as_str().unwrap().starts_with("Done. scripts/greet.sh"), "{turn}");
+        let shell = turn["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["type"] == "tool_result" && e["name"] == "shell")
+            .unwrap_or_else(|| panic!("{turn}"));
+        assert!(shell.to_string().contains("Hello, world!"), "{shell}");
+    }
+    assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
+    let status = tokio::task::spawn_blocking(move || child.wait().unwrap()).await.unwrap();
+    assert!(status.success());
+    let mut cmd = tackle(home.path());
+    cmd.args(["sessions", "list", "--json"]);
+    let list: Value = serde_json::from_slice(&output(cmd).await.stdout).unwrap();
+    assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
+}
+
 /// The MCP reference server `server-everything`, installed by scripts/test-deps.sh.
 fn everything_server() -> Option<std::path::PathBuf> {
     let package = peers::or_skip(peers::npm_package("@modelcontextprotocol/server-everything"))?;

@@ -162,7 +162,10 @@ async fn a_served_tool_turn_is_traced_to_an_otlp_collector_and_counted_in_metric
     let home = tempfile::tempdir().unwrap();
     let ws = tempfile::tempdir().unwrap();
     std::fs::write(ws.path().join("hello.txt"), FILE_TEXT).unwrap();
-    let fake = FakeModel::start(two_step_script()).await.unwrap();
+    // The provider answers with a dated snapshot of the requested alias, as OpenAI does.
+    let mut script = two_step_script();
+    script.model = Some("gpt-test-2026-01-01".into());
+    let fake = FakeModel::start(script).await.unwrap();
     let (collector, endpoint) = Collector::start().await;
     let mut cmd = tackle(home.path(), &fake, Some(&endpoint));
     cmd.env("TACKLE_SERVER_TOKENS", format!("alice:{USER_TOKEN}"))
@@ -259,6 +262,7 @@ async fn a_served_tool_turn_is_traced_to_an_otlp_collector_and_counted_in_metric
         assert_eq!(c["gen_ai.operation.name"], "chat");
         assert_eq!(c["gen_ai.provider.name"], "openai");
         assert_eq!(c["gen_ai.request.model"], "gpt-test");
+        assert_eq!(c["gen_ai.response.model"], "gpt-test-2026-01-01", "{c:?}");
         assert_eq!(c["gen_ai.request.stream"], "true");
         assert!(c["gen_ai.response.time_to_first_chunk"].parse::<f64>().unwrap() >= 0.0, "{c:?}");
         assert!(!c.contains_key("error.type"), "{c:?}");
@@ -266,6 +270,9 @@ async fn a_served_tool_turn_is_traced_to_an_otlp_collector_and_counted_in_metric
     assert_eq!(chats[0]["gen_ai.usage.input_tokens"], "1200");
     assert_eq!(chats[0]["gen_ai.usage.output_tokens"], "30");
     assert_eq!(chats[0]["gen_ai.response.finish_reasons"], "tool_use");
+    // The provider's own ids of the two responses (the fake numbers them by script turn).
+    assert_eq!(chats[0]["gen_ai.response.id"], "chatcmpl-fake0", "{:?}", chats[0]);
+    assert_eq!(chats[1]["gen_ai.response.id"], "chatcmpl-fake1", "{:?}", chats[1]);
     // The retried rate limit is an event of the first call's span, with its class.
     let first =
         spans.iter().find(|s| s.name == "chat gpt-test" && attrs(s)["gen_ai.usage.input_tokens"] == "1200");

@@ -52,6 +52,17 @@ pub enum StreamEvent {
     },
     /// Token usage so far; the last one of a response is its total.
     Usage(Usage),
+    /// Which response this is, as the provider names it: its id and the model that actually
+    /// answered (a dated snapshot of the requested alias, say). Either may be absent; later
+    /// values replace earlier ones.
+    ResponseInfo {
+        /// The provider's id of the response (`chatcmpl-…`, `resp_…`, `msg_…`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// The model that answered.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+    },
     /// The response ended.
     Stop {
         /// Why it ended.
@@ -191,6 +202,12 @@ pub struct ModelResponse {
     pub usage: Usage,
     /// Why the response ended.
     pub stop_reason: StopReason,
+    /// The provider's id of the response, when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The model that answered, as the provider reports it (may differ from the requested one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 impl ModelResponse {
@@ -262,6 +279,14 @@ impl ResponseAccumulator {
                 content.push(ContentBlock::ToolUse(call.clone()));
             }
             StreamEvent::Usage(u) => self.response.usage = *u,
+            StreamEvent::ResponseInfo { id, model } => {
+                if id.is_some() {
+                    self.response.id.clone_from(id);
+                }
+                if model.is_some() {
+                    self.response.model.clone_from(model);
+                }
+            }
             StreamEvent::Stop { reason } => {
                 self.response.stop_reason = reason.clone();
                 self.saw_stop = true;

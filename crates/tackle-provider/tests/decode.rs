@@ -408,3 +408,24 @@ async fn responses_two_calls_with_one_call_id_are_both_kept() {
         assert_eq!(response.stop_reason, StopReason::ToolUse, "stream {n}");
     }
 }
+
+/// `gen_ai.response.id` / `gen_ai.response.model` come from here: every wire names its response
+/// and the model that actually answered (a dated snapshot where the request named an alias).
+#[tokio::test]
+async fn each_wire_reports_the_response_id_and_the_answering_model() {
+    let chat = fold(&ok(decode_with(&fixture("openai_text.sse"), 7, OpenAiChatDecoder::default()).await));
+    assert_eq!(chat.id.as_deref(), Some("chatcmpl-123"));
+    assert_eq!(chat.model.as_deref(), Some("gpt-4o-mini"));
+    let chat_events = ok(decode_with(&fixture("openai_text.sse"), 4096, OpenAiChatDecoder::default()).await);
+    let infos = chat_events.iter().filter(|e| matches!(e, StreamEvent::ResponseInfo { .. })).count();
+    assert_eq!(infos, 1, "every chunk repeats them; reported once");
+
+    let responses = fold(&ok(responses("responses_text.sse").await));
+    assert_eq!(responses.id.as_deref(), Some("resp_67ccd2bed1ec8190b14f964abc0542670bb6a6b452d3795b"));
+    assert_eq!(responses.model.as_deref(), Some("gpt-5-2025-08-07"));
+
+    let anthropic =
+        fold(&ok(decode_with(&fixture("anthropic_text.sse"), 3, AnthropicDecoder::default()).await));
+    assert_eq!(anthropic.id.as_deref(), Some("msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY"));
+    assert_eq!(anthropic.model.as_deref(), Some("claude-opus-4-6"));
+}

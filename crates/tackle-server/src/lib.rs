@@ -118,6 +118,7 @@ pub fn router(state: AppState) -> Router {
         .route_layer(middleware::from_fn_with_state(state.clone(), auth::require_metrics_reader));
     let limit = state.config().body_limit;
     let addons = state.addons().iter().fold(Router::new(), |routes, addon| routes.merge(addon.routes()));
+    let counted = state.clone();
     Router::new()
         .route("/", get(web::index))
         .route("/s/{id}", get(web::index))
@@ -131,6 +132,8 @@ pub fn router(state: AppState) -> Router {
         .fallback(not_found)
         .with_state(state)
         .merge(addons)
+        // Inside the router's layers a request carries the route template it matched.
+        .layer(middleware::from_fn_with_state(counted, routes::metrics::count_request))
         .layer(DefaultBodyLimit::max(limit))
         .layer(middleware::from_fn(extract::json_errors))
         .layer(PropagateRequestIdLayer::x_request_id())

@@ -95,3 +95,50 @@ async fn the_openapi_document_lists_metrics() {
     assert_eq!(op["tags"][0], "operations", "{op}");
     assert!(op["responses"]["200"]["content"]["text/plain"].is_object(), "{op}");
 }
+
+#[tokio::test]
+async fn http_requests_are_counted_by_method_route_template_and_status() {
+    let metrics = Metrics::new();
+    let h = with_metrics(Harness::with(Script::new(vec![]), tokens()).await, &metrics);
+    for _ in 0..2 {
+        assert_eq!(h.call(Method::GET, "/healthz", None, None).await.0, StatusCode::OK);
+    }
+    let id = h.session(Some(ALICE)).await;
+    assert_eq!(h.call(Method::GET, &format!("/v1/sessions/{id}"), Some(ALICE), None).await.0, StatusCode::OK);
+    // Without a token: counted under the route with its 401.
+    assert_eq!(
+        h.call(Method::GET, &format!("/v1/sessions/{id}"), None, None).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    // A path no route serves makes no series of its own.
+    assert_eq!(h.call(Method::GET, "/no/such/path-1", None, None).await.0, StatusCode::NOT_FOUND);
+    assert_eq!(h.call(Method::GET, "/no/such/path-2", None, None).await.0, StatusCode::NOT_FOUND);
+
+    let (status, text) = h.call_raw(Method::GET, "/metrics", Some(ALICE), None).await;
+    assert_eq!(status, StatusCode::OK);
+    let text = String::from_utf8(text).unwrap();
+    // Exact lines: `prometheus-parse` misreads label values with braces, such as route templates.
+    for line in [
+        r#"tackle_http_requests_total{method="GET",route="/healthz",status="200"} 2"#,
+        r#"tackle_http_requests_total{method="POST",route="/v1/sessions",status="201"} 1"#,
+        r#"tackle_http_requests_total{method="GET",route="/v1/sessions/{id}",status="200"} 1"#,
+        r#"tackle_http_requests_total{method="GET",route="/v1/sessions/{id}",status="401"} 1"#,
+        r#"tackle_http_requests_total{method="GET",route="_unmatched",status="404"} 2"#,
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} missing in\n{text}");
+    }
+    assert!(!text.contains("path-1"), "{text}");
+    // The latency histogram has one observation per request, under the same labels.
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).unwrap();
+    let healthz = scrape
+        .samples
+        .iter()
+        .find(|s| {
+            s.metric == "tackle_http_request_duration_seconds"
+                && s.labels.get("route") == Some("/healthz")
+                && s.labels.get("status") == Some("200")
+        })
+        .expect("a latency histogram of /healthz");
+    let prometheus_parse::Value::Histogram(buckets) = &healthz.value else { panic!("{:?}", healthz.value) };
+    assert_eq!(buckets.last().unwrap().count, 2.0, "{text}");
+}

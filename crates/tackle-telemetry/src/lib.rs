@@ -36,4 +36,4 @@ pub mod otlp;
 pub mod propagation;
 
 pub use layer::MetricsLayer;
-pub use metrics::{CONTENT_TYPE, INVALID, MAX_LABEL_VALUES, Metrics, OTHER};
+pub use metrics::{CONTENT_TYPE, INVALID, MAX_LABEL_VALUES, Metrics, OTHER, UNMATCHED_ROUTE};

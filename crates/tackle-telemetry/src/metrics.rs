@@ -34,6 +34,11 @@ const FIRST_CHUNK_BUCKETS: &[f64] = &[0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 /// Seconds buckets of a tool call (file reads take milliseconds, shell commands minutes).
 const TOOL_BUCKETS: &[f64] =
     &[0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0];
+/// Seconds buckets of an HTTP request, up to its response head (a streamed body's duration is
+/// the turn's, see [`TURN_BUCKETS`]): Prometheus' client defaults, extended to a minute for
+/// non-streaming turns.
+const HTTP_BUCKETS: &[f64] =
+    &[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0];
 /// Seconds buckets of a whole turn.
 const TURN_BUCKETS: &[f64] = &[0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0];
 
@@ -69,6 +74,8 @@ struct Inner {
     provider_errors: IntCounterVec,
     tool_calls: IntCounterVec,
     tool_call_duration: HistogramVec,
+    http_requests: IntCounterVec,
+    http_request_duration: HistogramVec,
     input_total: AtomicU64,
     cached_total: AtomicU64,
     labels: Labels,
@@ -186,6 +193,19 @@ impl Metrics {
             &["tool"],
             TOOL_BUCKETS,
         );
+        let http_requests = counter(
+            "tackle_http_requests_total",
+            "HTTP requests answered, by method, route template (e.g. /v1/sessions/{id}/messages; \
+             _unmatched for paths no route serves) and status code.",
+            &["method", "route", "status"],
+        );
+        let http_request_duration = histogram(
+            "tackle_http_request_duration_seconds",
+            "Time from receiving an HTTP request to sending its response head (a streamed body \
+             continues after it), by method, route template and status code.",
+            &["method", "route", "status"],
+            HTTP_BUCKETS,
+        );
         Self {
             inner: Arc::new(Inner {
                 registry,
@@ -200,6 +220,8 @@ impl Metrics {
                 provider_errors,
                 tool_calls,
                 tool_call_duration,
+                http_requests,
+                http_request_duration,
                 input_total: AtomicU64::new(0),
                 cached_total: AtomicU64::new(0),
                 labels: Labels::default(),
@@ -269,6 +291,39 @@ impl Metrics {
     }
 }
 
+impl Metrics {
+    /// Counts one answered HTTP request: `method`, the route template that served it (`None`
+    /// for a path no route matched, counted as [`UNMATCHED_ROUTE`]), the status code, and the
+    /// seconds until the response head. Methods outside the standard ones count as [`OTHER`];
+    /// routes and statuses are bounded like every label.
+    ///
+    /// ```
+    /// let metrics = tackle_telemetry::Metrics::new();
+    /// metrics.record_http_request("GET", Some("/v1/sessions/{id}"), 200, 0.003);
+    /// assert!(metrics.render().contains(
+    ///     r#"tackle_http_requests_total{method="GET",route="/v1/sessions/{id}",status="200"} 1"#));
+    /// ```
+    pub fn record_http_request(&self, method: &str, route: Option<&str>, status: u16, seconds: f64) {
+        let i = &self.inner;
+        let method = match method {
+            "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS" | "CONNECT" | "TRACE" => method,
+            _ => OTHER,
+        };
+        let route = match route {
+            Some(r) => i.labels.bounded_route(r),
+            None => UNMATCHED_ROUTE,
+        };
+        let status = status.to_string();
+        let status = i.labels.bounded("status", &status);
+        let labels = [method, route, status];
+        i.http_requests.with_label_values(&labels).inc();
+        i.http_request_duration.with_label_values(&labels).observe(seconds);
+    }
+}
+
+/// The `route` label of a request that no route served (so unknown paths make no series).
+pub const UNMATCHED_ROUTE: &str = "_unmatched";
+
 fn register(registry: &Registry, metric: Box<dyn prometheus::core::Collector>, name: &str) {
     if let Err(e) = registry.register(metric) {
         unreachable(name, e)
@@ -302,6 +357,25 @@ impl Labels {
         if values.len() < MAX_LABEL_VALUES {
             values.insert(value.into());
             return value;
+        }
+        OTHER
+    }
+
+    /// A route template as a label value: templates are the router's own (`{id}` in braces),
+    /// so only their count is bounded.
+    fn bounded_route<'a>(&'a self, route: &'a str) -> &'a str {
+        let plain = route.replace(['{', '}'], "");
+        if !plausible(&plain) {
+            return INVALID;
+        }
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        let values = seen.entry("route").or_default();
+        if values.contains(route) {
+            return route;
+        }
+        if values.len() < MAX_LABEL_VALUES {
+            values.insert(route.into());
+            return route;
         }
         OTHER
     }

@@ -116,6 +116,10 @@ pub enum ScriptMode {
     /// `{k}` in their text, call ids and arguments replaced by k. Stateless like
     /// [`ScriptMode::Stateless`], so clients running at once see the same traffic.
     Loop,
+    /// Like [`ScriptMode::Stateless`], counting only the tool results after the request's last
+    /// user message: every user message of a conversation replays the script from its first
+    /// turn (`tackle demo --serve`, where a person chats on for as long as they like).
+    Replay,
 }
 
 /// Suffix of a model name that sets the length of a [`ScriptMode::Loop`].

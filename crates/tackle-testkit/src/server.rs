@@ -410,6 +410,10 @@ async fn handle(State(inner): State<Shared>, headers: HeaderMap, raw: Bytes, wir
                 .stateless_index(validate::count_tool_results(wire, &body))
                 .map(|i| (script.turns[i].clone(), i))
                 .ok_or_else(|| exhausted(script.turns.len())),
+            ScriptMode::Replay => script
+                .stateless_index(validate::count_tool_results_since_user(wire, &body))
+                .map(|i| (script.turns[i].clone(), i))
+                .ok_or_else(|| exhausted(script.turns.len())),
             ScriptMode::Loop => script
                 .loop_turn(requested, validate::count_tool_results(wire, &body))
                 .map_err(|m| error_response(wire, StatusCode::BAD_REQUEST, "invalid_request_error", &m)),

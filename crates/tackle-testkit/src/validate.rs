@@ -802,3 +802,80 @@ pub(crate) fn count_tool_results(wire: crate::WireFormat, body: &Value) -> usize
             .unwrap_or(0),
     }
 }
+
+/// Tool results after the last message a person wrote (the conversation's last user turn). A
+/// user message riding on tool results (a runtime's note after them) is not a person's.
+pub(crate) fn count_tool_results_since_user(wire: crate::WireFormat, body: &Value) -> usize {
+    let empty = Vec::new();
+    // The index after the last item that `is_person` accepts, given it and the item before it.
+    let after_person = |items: &[Value], is_person: &dyn Fn(&Value, Option<&Value>) -> bool| {
+        (0..items.len())
+            .rev()
+            .find(|&i| is_person(&items[i], i.checked_sub(1).map(|p| &items[p])))
+            .map_or(0, |i| i + 1)
+    };
+    match wire {
+        crate::WireFormat::OpenAiChat => {
+            let messages = body.get("messages").and_then(Value::as_array).unwrap_or(&empty);
+            let start = after_person(messages, &|m, before| {
+                str_at(m, "role") == Some("user") && before.and_then(|b| str_at(b, "role")) != Some("tool")
+            });
+            messages[start..].iter().filter(|m| str_at(m, "role") == Some("tool")).count()
+        }
+        crate::WireFormat::AnthropicMessages => {
+            let messages = body.get("messages").and_then(Value::as_array).unwrap_or(&empty);
+            let results = |m: &Value| match m.get("content") {
+                Some(Value::Array(blocks)) => {
+                    blocks.iter().filter(|b| str_at(b, "type") == Some("tool_result")).count()
+                }
+                _ => 0,
+            };
+            let start = after_person(messages, &|m, _| str_at(m, "role") == Some("user") && results(m) == 0);
+            messages[start..].iter().map(results).sum()
+        }
+        crate::WireFormat::OpenAiResponses => {
+            let items = body.get("input").and_then(Value::as_array).unwrap_or(&empty);
+            let start = after_person(items, &|i, before| {
+                str_at(i, "role") == Some("user")
+                    && before.and_then(|b| str_at(b, "type")) != Some("function_call_output")
+            });
+            items[start..].iter().filter(|i| str_at(i, "type") == Some("function_call_output")).count()
+        }
+    }
+}
+
+#[cfg(test)]
+mod replay_tests {
+    use serde_json::json;
+
+    use super::count_tool_results_since_user;
+    use crate::WireFormat;
+
+    #[test]
+    fn tool_results_count_from_the_last_message_a_person_wrote() {
+        let chat = json!({"messages": [
+            {"role": "user", "content": "first"}, {"role": "assistant", "tool_calls": []},
+            {"role": "tool", "content": "a"}, {"role": "assistant", "content": "done"},
+            {"role": "user", "content": "second"}, {"role": "assistant", "tool_calls": []},
+            {"role": "tool", "content": "b"}, {"role": "tool", "content": "c"},
+            {"role": "user", "content": "[runtime note] riding on the results"},
+        ]});
+        assert_eq!(count_tool_results_since_user(WireFormat::OpenAiChat, &chat), 2);
+        let anthropic = json!({"messages": [
+            {"role": "user", "content": "first"},
+            {"role": "user", "content": [{"type": "tool_result"}, {"type": "text", "text": "note"}]},
+            {"role": "user", "content": [{"type": "text", "text": "second"}]},
+            {"role": "user", "content": [{"type": "tool_result"}, {"type": "tool_result"}]},
+            {"role": "user", "content": [{"type": "tool_result"}, {"type": "text", "text": "note"}]},
+        ]});
+        assert_eq!(count_tool_results_since_user(WireFormat::AnthropicMessages, &anthropic), 3);
+        let responses = json!({"input": [
+            {"role": "user", "content": "first"}, {"type": "function_call_output"},
+            {"type": "message", "role": "assistant", "content": "done"},
+            {"role": "user", "content": "second"}, {"type": "function_call_output"},
+            {"role": "user", "content": "note"},
+        ]});
+        assert_eq!(count_tool_results_since_user(WireFormat::OpenAiResponses, &responses), 1);
+        assert_eq!(count_tool_results_since_user(WireFormat::OpenAiChat, &json!({})), 0);
+    }
+}

@@ -62,6 +62,8 @@ pub(crate) async fn call_model(
         "gen_ai.request.stream" = true,
         "gen_ai.conversation.id" = labels.conversation,
         "gen_ai.response.finish_reasons" = Empty,
+        "gen_ai.response.id" = Empty,
+        "gen_ai.response.model" = Empty,
         "gen_ai.response.time_to_first_chunk" = Empty,
         "gen_ai.usage.input_tokens" = Empty,
         "gen_ai.usage.output_tokens" = Empty,
@@ -85,6 +87,12 @@ fn record_outcome(span: &tracing::Span, result: &Result<ModelResponse, ModelCall
         Ok(response) => {
             let u = &response.usage;
             span.record("gen_ai.response.finish_reasons", response.stop_reason.as_str());
+            if let Some(id) = &response.id {
+                span.record("gen_ai.response.id", id.as_str());
+            }
+            if let Some(model) = &response.model {
+                span.record("gen_ai.response.model", model.as_str());
+            }
             span.record("gen_ai.usage.input_tokens", u.input_tokens);
             span.record("gen_ai.usage.output_tokens", u.output_tokens);
             span.record("gen_ai.usage.cache_read.input_tokens", u.cache_read_tokens);

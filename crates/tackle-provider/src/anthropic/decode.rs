@@ -181,7 +181,15 @@ impl WireDecoder for AnthropicDecoder {
             || v.get("index").and_then(Value::as_u64).and_then(|i| u32::try_from(i).ok()).unwrap_or(0);
         match kind {
             "message_start" => {
-                if let Some(u) = v.get("message").and_then(|m| m.get("usage")) {
+                let message = v.get("message").unwrap_or(&Value::Null);
+                let known = |key| message.get(key).and_then(Value::as_str).filter(|s| !s.is_empty());
+                if known("id").is_some() || known("model").is_some() {
+                    out.push_back(StreamEvent::ResponseInfo {
+                        id: known("id").map(str::to_owned),
+                        model: known("model").map(str::to_owned),
+                    });
+                }
+                if let Some(u) = message.get("usage") {
                     merge_usage(&mut self.usage, u);
                 }
             }

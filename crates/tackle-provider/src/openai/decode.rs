@@ -12,6 +12,10 @@ use crate::sse::SseEvent;
 #[derive(Deserialize)]
 struct Chunk<'a> {
     #[serde(default, borrow)]
+    id: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    model: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
     choices: Vec<Choice<'a>>,
     #[serde(default)]
     usage: Option<WireUsage>,
@@ -118,6 +122,8 @@ pub struct OpenAiChatDecoder {
     had_calls: bool,
     usage: Option<Usage>,
     done: bool,
+    /// The response's id and model were reported (every chunk repeats them; once is enough).
+    identified: bool,
 }
 
 /// Maps a `finish_reason`. Some compatible servers say `stop` after tool calls; the calls decide.
@@ -223,6 +229,12 @@ impl WireDecoder for OpenAiChatDecoder {
             let body = serde_json::json!({ "error": error }).to_string();
             let status = error.get("code").and_then(|c| c.as_u64()).and_then(|c| u16::try_from(c).ok());
             return Err(classify_http_error(status.unwrap_or(500), &http::HeaderMap::new(), &body));
+        }
+        if !self.identified && (chunk.id.is_some() || chunk.model.is_some()) {
+            self.identified = true;
+            let known =
+                |s: Option<std::borrow::Cow<'_, str>>| s.filter(|s| !s.is_empty()).map(|s| s.into_owned());
+            out.push_back(StreamEvent::ResponseInfo { id: known(chunk.id), model: known(chunk.model) });
         }
         if let Some(usage) = chunk.usage {
             self.usage = Some(usage.normalize());

@@ -262,6 +262,7 @@ impl ResponsesDecoder {
     /// A terminal `response` object: items not finished yet are finished from its `output`
     /// (a call cut short keeps the argument text received, flagged if it does not parse).
     fn finish(&mut self, response: &Value, stop: Option<StopReason>, out: &mut VecDeque<StreamEvent>) {
+        response_info(response, out);
         for (position, item) in
             response.get("output").and_then(Value::as_array).into_iter().flatten().enumerate()
         {
@@ -293,6 +294,15 @@ impl ResponsesDecoder {
     }
 }
 
+/// The response's id and model, from a `response` object (created, or terminal).
+fn response_info(response: &Value, out: &mut VecDeque<StreamEvent>) {
+    let known = |key| response.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned);
+    let (id, model) = (known("id"), known("model"));
+    if id.is_some() || model.is_some() {
+        out.push_back(StreamEvent::ResponseInfo { id, model });
+    }
+}
+
 /// Why a response is `incomplete`.
 fn incomplete_reason(response: &Value) -> StopReason {
     let reason = response.get("incomplete_details").map(|d| str_field(d, "reason")).unwrap_or("");
@@ -318,6 +328,7 @@ impl WireDecoder for ResponsesDecoder {
         let null = Value::Null;
         let response = v.get("response").unwrap_or(&null);
         match kind {
+            "response.created" => response_info(response, out),
             "response.output_item.added" => {
                 let item = v.get("item").unwrap_or(&null);
                 let i = self.index(&v, kind);

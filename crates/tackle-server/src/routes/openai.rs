@@ -171,6 +171,7 @@ async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<R
             content: vec![ContentBlock::text(texts.joined())],
             usage: outcome.usage,
             stop_reason: StopReason::EndTurn,
+            ..ModelResponse::default()
         };
         let mut body = completion_body(&id, created, &model, &response);
         body["tackle"] = extension.to_json();
