@@ -75,6 +75,6 @@ pub use output_cap::{Capped, OutputCap, cap_output, count_lines};
 pub use registry::{RegistryError, ToolRegistry};
 pub use search::{BM25_B, BM25_K1, ToolSearchIndex};
 pub use source::{StaticTools, ToolSource};
-pub use spool::{DEFAULT_SPOOL_BYTES, FullOutput, Spool, SpoolBudget};
+pub use spool::{DEFAULT_SPOOL_BYTES, FullOutput, FullPart, SPOOL_MEMORY_BYTES, Spool, SpoolBudget};
 pub use tool::{Tool, ToolOutput};
 pub use typed::{TypedTool, typed};
