@@ -32,12 +32,9 @@ impl Capture {
         self.total > self.head.len() as u64 + self.tail.len() as u64
     }
 
-    /// The stream as spooled (lossy UTF-8); the view when there is no spool.
-    pub(crate) fn full_text(&self) -> String {
-        match &self.spool {
-            Some(spool) => spool.text(),
-            None => self.render(),
-        }
+    /// The spool of the stream (what the view cuts is there), leaving none.
+    pub(crate) fn take_spool(&mut self) -> Option<Spool> {
+        self.spool.take()
     }
 
     pub(crate) fn push(&mut self, mut bytes: &[u8]) {
@@ -105,7 +102,7 @@ mod tests {
         }
         assert!(c.is_cut());
         assert_eq!(c.render(), "abcd\n[... 18 bytes cut ...]\nwxyz");
-        assert_eq!(c.full_text(), "abcdefghijklmnopqrst");
+        assert_eq!(c.take_spool().unwrap().text(), "abcdefghijklmnopqrst");
         assert_eq!(budget.dropped(), 6);
     }
 }

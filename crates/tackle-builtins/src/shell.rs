@@ -6,6 +6,7 @@
 use std::ffi::OsString;
 use std::path::Path;
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -17,7 +18,7 @@ use tackle_sandbox::{
     SandboxStatus, child_env,
 };
 use tackle_tools::{
-    FullOutput, Spool, SpoolBudget, ToolContext, ToolDoc, ToolFailure, ToolOutput, TypedTool,
+    FullOutput, FullPart, Spool, SpoolBudget, ToolContext, ToolDoc, ToolFailure, ToolOutput, TypedTool,
 };
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
@@ -240,19 +241,30 @@ fn render(code: Option<i32>, stdout: &Capture, stderr: &Capture, note: Option<&s
 }
 
 /// The output of a command as the model sees it, with the full streams instead of their views
-/// when a view was cut: what is stored behind a locator.
+/// when a view was cut: what is stored behind a locator. The streams stay in their spools (a
+/// file past [`tackle_tools::SPOOL_MEMORY_BYTES`]) and are read from there when stored.
 fn full_output(
     code: Option<i32>,
-    stdout: &Capture,
-    stderr: &Capture,
+    stdout: &mut Capture,
+    stderr: &mut Capture,
     note: Option<&str>,
     budget: &SpoolBudget,
 ) -> Option<FullOutput> {
     if !stdout.is_cut() && !stderr.is_cut() {
         return None;
     }
-    let stderr = (stderr.total() > 0).then(|| stderr.full_text());
-    Some(FullOutput::new(render_streams(code, &stdout.full_text(), stderr.as_deref(), note), budget))
+    let mut parts = vec![FullPart::Text(render_streams(code, "", None, note))];
+    let spool = stdout.take_spool().unwrap_or_else(|| budget.spool());
+    let newline = !spool.ends_with_newline();
+    parts.push(FullPart::Spool(Arc::new(spool)));
+    if newline {
+        parts.push(FullPart::Text("\n".into()));
+    }
+    if stderr.total() > 0 {
+        parts.push(FullPart::Text("stderr:\n".into()));
+        parts.push(FullPart::Spool(Arc::new(stderr.take_spool().unwrap_or_else(|| budget.spool()))));
+    }
+    Some(FullOutput::from_parts(parts, budget))
 }
 
 fn render_streams(code: Option<i32>, stdout: &str, stderr: Option<&str>, note: Option<&str>) -> String {
@@ -361,7 +373,7 @@ impl TypedTool for Shell {
                 readers.abort();
             }
         }
-        let (stdout, stderr) = readers.take();
+        let (mut stdout, mut stderr) = readers.take();
         drop(guard);
         match end {
             End::Exited(Some(SETUP_FAILED)) if stderr.render().starts_with(ERROR_PREFIX) => {
@@ -394,7 +406,7 @@ impl TypedTool for Shell {
             }
             End::Exited(code) => {
                 let output = ToolOutput::text(render(code, &stdout, &stderr, note));
-                Ok(match full_output(code, &stdout, &stderr, note, &ctx.spool) {
+                Ok(match full_output(code, &mut stdout, &mut stderr, note, &ctx.spool) {
                     Some(full) => output.with_full(full),
                     None => output,
                 })

@@ -36,11 +36,17 @@ struct Collector {
 
 impl Collector {
     async fn start() -> (Self, String) {
+        Self::start_on("127.0.0.1:0").await
+    }
+
+    async fn start_on(addr: &str) -> (Self, String) {
         let collector = Self::default();
         let app = axum::Router::new()
             .route("/v1/traces", axum::routing::post(receive))
             .with_state(collector.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .unwrap_or_else(|e| panic!("the collector cannot listen on {addr}: {e}"));
         let base = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         (collector, base)
@@ -364,18 +370,28 @@ async fn content_is_exported_only_when_opted_in_and_spans_are_flushed_at_exit() 
     assert!(!collector.everything().contains(API_KEY));
 }
 
-/// Without `OTEL_EXPORTER_OTLP_ENDPOINT` nothing is exported; an unsupported protocol is a
-/// usage error before any model request.
+/// Without `OTEL_EXPORTER_OTLP_ENDPOINT` nothing is exported, not even to the OTLP default
+/// address (`localhost:4318`, where the collector listens: an exporter built with defaults would
+/// reach it, as the positive control shows); an unsupported protocol is a usage error before any
+/// model request.
 #[tokio::test]
 async fn no_endpoint_exports_nothing_and_an_unsupported_protocol_exits_2() {
     let home = tempfile::tempdir().unwrap();
-    let fake = FakeModel::start(Script::new(vec![Turn::text("hi")])).await.unwrap();
-    let (collector, endpoint) = Collector::start().await;
+    let fake = FakeModel::start(Script::new(vec![Turn::text("hi"), Turn::text("hi")])).await.unwrap();
+    let (collector, endpoint) = Collector::start_on("127.0.0.1:4318").await;
+    // Positive control: given the address, the process exports before it exits.
+    let mut cmd = tackle(home.path(), &fake, Some(&endpoint));
+    cmd.args(["run", "hi", "--workspace"]).arg(home.path());
+    let out = output(cmd).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!collector.spans().is_empty(), "the exporter flushes at exit");
+    collector.spans.lock().unwrap().clear();
+
     let mut cmd = tackle(home.path(), &fake, None);
     cmd.env("OTEL_SERVICE_NAME", "x").args(["run", "hi", "--workspace"]).arg(home.path());
     let out = output(cmd).await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(collector.spans().is_empty());
+    assert!(collector.spans().is_empty(), "exported without an endpoint: {:?}", collector.spans().len());
 
     let mut cmd = tackle(home.path(), &fake, Some(&endpoint));
     cmd.env("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc").args(["run", "hi", "--workspace"]).arg(home.path());

@@ -96,25 +96,102 @@ fn count_lines(bytes: &[u8]) -> u64 {
     bytes.iter().filter(|b| **b == b'\n').count() as u64 + u64::from(!bytes.ends_with(b"\n"))
 }
 
+/// The stored form of an output: digest, frames, size and lines.
+struct Packed {
+    digest: blake3::Hash,
+    compressed: Vec<u8>,
+    raw_bytes: u64,
+    lines: u64,
+}
+
+/// Reads `reader` one frame at a time, hashing, counting and compressing as it goes: memory holds
+/// one frame of raw bytes and the compressed output, never the whole output.
+fn pack_stream(reader: &mut impl std::io::Read) -> std::io::Result<Packed> {
+    let mut compressor = frames::compressor(ZSTD_LEVEL)?;
+    let mut hasher = blake3::Hasher::new();
+    let (mut compressed, mut raw_bytes, mut newlines, mut last) = (Vec::new(), 0u64, 0u64, None);
+    let mut buf = vec![0u8; frames::FRAME_BYTES];
+    loop {
+        let mut filled = 0;
+        while filled < buf.len() {
+            match reader.read(&mut buf[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if filled == 0 {
+            break;
+        }
+        let chunk = &buf[..filled];
+        hasher.update(chunk);
+        compressed.extend_from_slice(&compressor.compress(chunk)?);
+        raw_bytes += filled as u64;
+        newlines += chunk.iter().filter(|b| **b == b'\n').count() as u64;
+        last = chunk.last().copied();
+        if filled < buf.len() {
+            break;
+        }
+    }
+    if raw_bytes == 0 {
+        compressed = compressor.compress(&[])?;
+    }
+    let lines = newlines + u64::from(last.is_some_and(|b| b != b'\n'));
+    Ok(Packed { digest: hasher.finalize(), compressed, raw_bytes, lines })
+}
+
 impl Store {
     /// Stores an output and returns its metadata (with a new locator).
     pub async fn put_blob(&self, session_id: &str, new: NewBlob<'_>) -> Result<BlobMeta, StoreError> {
+        let (digest, compressed) = digest_and_compress(new.bytes);
+        let packed = Packed {
+            digest,
+            compressed: compressed?,
+            raw_bytes: new.bytes.len() as u64,
+            lines: count_lines(new.bytes),
+        };
+        self.insert_blob(session_id, new.tool, new.call_id, new.ttl, packed).await
+    }
+
+    /// Stores the output `reader` yields, read and compressed one frame at a time, so an output
+    /// of any size costs one frame of raw bytes in memory plus its compressed form; the stored
+    /// blob is the same as [`Store::put_blob`] of the same bytes would store.
+    pub async fn put_blob_from(
+        &self,
+        session_id: &str,
+        tool: &str,
+        call_id: &str,
+        ttl: Duration,
+        mut reader: impl std::io::Read + Send,
+    ) -> Result<BlobMeta, StoreError> {
+        let packed = pack_stream(&mut reader)?;
+        self.insert_blob(session_id, tool, call_id, ttl, packed).await
+    }
+
+    async fn insert_blob(
+        &self,
+        session_id: &str,
+        tool: &str,
+        call_id: &str,
+        ttl: Duration,
+        packed: Packed,
+    ) -> Result<BlobMeta, StoreError> {
+        let Packed { digest, compressed, raw_bytes, lines } = packed;
+        let meta = BlobMeta {
+            locator: format!("out_{}", uuid::Uuid::new_v4().simple()),
+            session_id: session_id.to_owned(),
+            tool: tool.to_owned(),
+            call_id: call_id.to_owned(),
+            digest: digest.to_hex().to_string(),
+            raw_bytes,
+            lines,
+            created_at: now_ms(),
+            expires_at: 0,
+        };
+        let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
+        let meta = BlobMeta { expires_at: meta.created_at.saturating_add(ttl_ms), ..meta };
         on_db!(self, pool => {
-            let (digest, compressed) = digest_and_compress(new.bytes);
-            let meta = BlobMeta {
-                locator: format!("out_{}", uuid::Uuid::new_v4().simple()),
-                session_id: session_id.to_owned(),
-                tool: new.tool.to_owned(),
-                call_id: new.call_id.to_owned(),
-                digest: digest.to_hex().to_string(),
-                raw_bytes: new.bytes.len() as u64,
-                lines: count_lines(new.bytes),
-                created_at: now_ms(),
-                expires_at: 0,
-            };
-            let ttl_ms = i64::try_from(new.ttl.as_millis()).unwrap_or(i64::MAX);
-            let meta = BlobMeta { expires_at: meta.created_at.saturating_add(ttl_ms), ..meta };
-            let compressed = compressed?;
             let mut tx = pool.begin().await?;
             sqlx::query(
                 "INSERT INTO blobs (locator, session_id, tool, call_id, digest, raw_bytes, lines, data, created_at, expires_at)
@@ -122,12 +199,12 @@ impl Store {
             )
             .bind(&meta.locator)
             .bind(session_id)
-            .bind(new.tool)
-            .bind(new.call_id)
+            .bind(tool)
+            .bind(call_id)
             .bind(&meta.digest)
             .bind(i64::try_from(meta.raw_bytes).unwrap_or(i64::MAX))
             .bind(i64::try_from(meta.lines).unwrap_or(i64::MAX))
-            .bind(compressed)
+            .bind(&compressed)
             .bind(meta.created_at)
             .bind(meta.expires_at)
             .execute(&mut *tx)

@@ -12,13 +12,13 @@ use zstd::zstd_safe::{self, CParameter};
 
 /// Bytes of input per frame: large enough to compress well, small enough to spread 1 MB over
 /// the cores.
-const FRAME_BYTES: usize = 256 * 1024;
+pub(crate) const FRAME_BYTES: usize = 256 * 1024;
 
 fn workers(jobs: usize) -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get()).min(jobs).max(1)
 }
 
-fn compressor(level: i32) -> io::Result<Compressor<'static>> {
+pub(crate) fn compressor(level: i32) -> io::Result<Compressor<'static>> {
     let mut c = Compressor::new(level)?;
     c.set_parameter(CParameter::ChecksumFlag(true))?;
     c.set_parameter(CParameter::ContentSizeFlag(true))?;

@@ -327,6 +327,33 @@ both! {
         assert_eq!(calls[1].envelope, Some(envelope));
     }
 
+    async fn a_streamed_blob_is_the_blob_of_its_bytes(db) {
+        // Read in short pieces, across several frames: the same digest, size, lines and bytes as
+        // the blob stored from memory.
+        struct Trickle<'a>(&'a [u8]);
+        impl std::io::Read for Trickle<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let n = buf.len().min(self.0.len()).min(7_777);
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let store = db.open().await;
+        let a = store.create_session(new_session("u")).await.unwrap();
+        let big: Vec<u8> = (0..100_000u32).flat_map(|i| format!("line {i}\n").into_bytes()).chain(*b"end").collect();
+        let ttl = Duration::from_secs(60);
+        for bytes in [&big[..], b"", b"one\n"] {
+            let whole = store.put_blob(&a.id, NewBlob { tool: "t", call_id: "c", bytes, ttl }).await.unwrap();
+            let streamed = store.put_blob_from(&a.id, "t", "c", ttl, Trickle(bytes)).await.unwrap();
+            assert_eq!(
+                (&streamed.digest, streamed.raw_bytes, streamed.lines),
+                (&whole.digest, whole.raw_bytes, whole.lines)
+            );
+            assert_eq!(store.get_blob(&a.id, &streamed.locator).await.unwrap().data, bytes);
+        }
+    }
+
     async fn blobs_are_session_scoped_expire_and_detect_corruption(db) {
         let store = db.open().await;
         let a = store.create_session(new_session("u")).await.unwrap();

@@ -82,6 +82,21 @@ pub trait OutputOffloader: Send + Sync {
 
     /// Stores `output` of a call of `tool` and returns what the model sees instead.
     async fn offload(&self, ctx: &ToolContext, tool: &str, output: &str) -> Result<Offloaded, ToolFailure>;
+
+    /// Stores the full output of a call whose tool returned only a view of it. The default reads
+    /// it into memory and calls [`OutputOffloader::offload`]; offloaders that can should stream
+    /// it instead ([`FullOutput::reader`]), as outputs here can be as large as the spool budget.
+    async fn offload_full(
+        &self,
+        ctx: &ToolContext,
+        tool: &str,
+        full: &FullOutput,
+    ) -> Result<Offloaded, ToolFailure> {
+        let text = full
+            .to_text()
+            .map_err(|e| ToolFailure::internal(format!("could not read the spooled output: {e}")))?;
+        self.offload(ctx, tool, &text).await
+    }
 }
 
 /// An offloaded output.
@@ -583,14 +598,21 @@ impl ToolExecutor {
                 // What the tool produced, when the view is only part of it: that is what is
                 // stored, counted and restored.
                 let full = output.full.as_ref();
-                let stored = full.map_or(view, |f| f.text.as_str());
                 let dropped = full.map_or(0, |f| f.dropped_bytes);
-                let (bytes, lines) = (stored.len() as u64 + dropped, count_lines(stored));
+                let (stored_bytes, lines) = match full {
+                    Some(f) => (f.len(), f.lines()),
+                    None => (view.len() as u64, count_lines(view) as u64),
+                };
+                let bytes = stored_bytes + dropped;
                 let mut shown = None;
                 if let Some(off) = &self.offloader
-                    && off.threshold_bytes(&call.name).is_some_and(|t| stored.len() > t)
+                    && off.threshold_bytes(&call.name).is_some_and(|t| stored_bytes > t as u64)
                 {
-                    match off.offload(ctx, &call.name, stored).await {
+                    let offloaded = match full {
+                        Some(f) => off.offload_full(ctx, &call.name, f).await,
+                        None => off.offload(ctx, &call.name, view).await,
+                    };
+                    match offloaded {
                         Ok(o) => shown = Some((o.reference, Some(o.locator))),
                         Err(e) => {
                             tracing::warn!(tool = %call.name, error = %e, "offloading failed; capping instead")
@@ -617,7 +639,7 @@ impl ToolExecutor {
                 }
                 let result =
                     ToolResult::ok(&call.id, text).with_tool_references(output.tool_references.clone());
-                (result, bytes, lines as u64, truncated, locator)
+                (result, bytes, lines, truncated, locator)
             }
             Err(envelope) => {
                 let json = envelope.to_json();

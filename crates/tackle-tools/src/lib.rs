@@ -91,6 +91,6 @@ pub use script_hooks::{
 };
 pub use search::{BM25_B, BM25_K1, FieldWeights, Ranker, ToolSearchIndex};
 pub use source::{StaticTools, ToolSource};
-pub use spool::{DEFAULT_SPOOL_BYTES, FullOutput, Spool, SpoolBudget};
+pub use spool::{DEFAULT_SPOOL_BYTES, FullOutput, FullPart, SPOOL_MEMORY_BYTES, Spool, SpoolBudget};
 pub use tool::{Tool, ToolOutput};
 pub use typed::{TypedTool, typed};
