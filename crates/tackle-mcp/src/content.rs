@@ -100,7 +100,7 @@ pub fn map_call_result(result: CallToolResult) -> Result<ToolOutput, ToolFailure
         data.insert("content".to_owned(), Value::Array(kept));
     }
     let full = (!blobs.is_empty()).then(|| tackle_tools::FullOutput {
-        text: format!("{text}\n\n{}", blobs.join("\n\n")),
+        parts: vec![tackle_tools::FullPart::Text(format!("{text}\n\n{}", blobs.join("\n\n")))],
         dropped_bytes: 0,
         cap_bytes: u64::MAX,
     });
@@ -214,10 +214,8 @@ mod tests {
             out.text,
             "here\n[image/png, 12 bytes]\n[audio/wav, 2 bytes]\n[application/gzip, 1 bytes: file:///x.gz]"
         );
-        let full = out.full.as_ref().unwrap();
-        assert!(
-            full.text.starts_with(&out.text) && full.text.contains("[image/png, 12 bytes]\nAAAAAAAAAAAAAAAA")
-        );
+        let full = out.full.as_ref().unwrap().to_text().unwrap();
+        assert!(full.starts_with(&out.text) && full.contains("[image/png, 12 bytes]\nAAAAAAAAAAAAAAAA"));
         let data = out.data.unwrap();
         let kept = data["content"].as_array().unwrap();
         assert_eq!(kept.len(), 3);
