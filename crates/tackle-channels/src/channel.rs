@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use tackle_protocol::ApprovalId;
+use tackle_protocol::{ApprovalId, ElicitationId};
 use tokio_util::sync::CancellationToken;
 
 use crate::rich::Document;
@@ -104,6 +104,18 @@ pub enum InboundKind {
         /// The channel's id of the button press, to acknowledge it.
         callback_id: String,
     },
+    /// A button of a question (an MCP server's form or link, see [`Question`]) was pressed.
+    Answer {
+        /// The question it answers.
+        elicitation_id: ElicitationId,
+        /// The step of the question the button belongs to (a press on an earlier step's button
+        /// is refused).
+        step: u32,
+        /// What the button means (see [`ButtonAction::Reply`]).
+        code: String,
+        /// The channel's id of the button press, to acknowledge it.
+        callback_id: String,
+    },
     /// Something the bot cannot pass on (a sticker, a poll, a location): the person is told.
     Unsupported {
         /// What it was.
@@ -128,6 +140,40 @@ pub struct Confirmation {
     pub approval_id: ApprovalId,
     /// What is asked.
     pub text: Document,
+}
+
+/// A question to show with buttons: one step of an MCP server's form (a field) or a link to open.
+/// Presses of its reply buttons come back as [`InboundKind::Answer`]; people may also answer by
+/// writing a message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Question {
+    /// The question it belongs to.
+    pub elicitation_id: ElicitationId,
+    /// Which step of it this is.
+    pub step: u32,
+    /// What is asked.
+    pub text: Document,
+    /// Rows of buttons.
+    pub buttons: Vec<Vec<Button>>,
+}
+
+/// A button under a [`Question`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Button {
+    /// Its label.
+    pub label: String,
+    /// What pressing it does.
+    pub action: ButtonAction,
+}
+
+/// What a button does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ButtonAction {
+    /// Answers with this short code (at most 8 ASCII characters), returned in
+    /// [`InboundKind::Answer`].
+    Reply(String),
+    /// Opens this page in the person's browser.
+    Open(String),
 }
 
 /// How a channel is doing, for `tackle channels status` and logs.
@@ -186,6 +232,16 @@ pub trait Channel: Send + Sync + 'static {
     /// Sends a confirmation with Approve and Deny buttons whose presses come back as
     /// [`InboundKind::Decision`].
     async fn confirm(&self, chat: &ChatId, confirmation: &Confirmation) -> Result<MessageRef, ChannelError>;
+
+    /// Sends a question with buttons whose presses come back as [`InboundKind::Answer`]. The
+    /// default sends the text alone (people answer by writing; the text says how).
+    async fn ask(&self, chat: &ChatId, question: &Question) -> Result<MessageRef, ChannelError> {
+        let mut sent = self.send(chat, &question.text).await?;
+        if sent.is_empty() {
+            return Err(ChannelError::Config("the question has no text".into()));
+        }
+        Ok(sent.remove(0))
+    }
 
     /// Acknowledges a button press, with a short notice for the person who pressed it.
     async fn acknowledge(&self, callback_id: &str, notice: &str) -> Result<(), ChannelError>;

@@ -20,6 +20,8 @@ use crate::telegram::TelegramConfig;
 pub struct ChannelsConfig {
     /// Seconds a confirmation waits for Approve or Deny before the call is denied.
     pub approval_timeout_secs: u64,
+    /// Seconds an MCP server's question waits for an answer in the chat before it is declined.
+    pub question_timeout_secs: u64,
     /// Where files people send are saved, relative to the workspace.
     pub uploads_dir: PathBuf,
     /// Largest file downloaded, in bytes (the Telegram Bot API serves at most 20 MB).
@@ -34,6 +36,7 @@ impl Default for ChannelsConfig {
     fn default() -> Self {
         Self {
             approval_timeout_secs: 300,
+            question_timeout_secs: 600,
             uploads_dir: PathBuf::from(".tackle/uploads"),
             max_upload_bytes: 20 * 1024 * 1024,
             max_queued: 20,

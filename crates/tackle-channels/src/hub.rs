@@ -2,7 +2,9 @@
 //! time (messages that arrive during a turn wait in its queue); button presses and `/stop` are
 //! handled at once. A turn runs on the chat person's stored session and is shown as one edited
 //! message ([`crate::live::LiveView`]) plus the answer; confirmations are sent with buttons and
-//! denied when nobody answers in time.
+//! denied when nobody answers in time; an MCP server's questions are asked step by step
+//! ([`crate::questions::Dialog`]: buttons or a written reply) and declined when nobody answers
+//! in time.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -10,15 +12,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tackle_agent::{Agent, NewSessionOptions, Session, TurnInput};
-use tackle_protocol::{AgentEvent, ApprovalId, TurnEnd};
+use tackle_protocol::{AgentEvent, ApprovalId, ElicitationId, TurnEnd};
 use tackle_store::{InboxItem, InboxState};
-use tackle_tools::{ApprovalQueue, EventSink};
+use tackle_tools::{ApprovalQueue, ElicitationAnswer, ElicitationQueue, EventSink};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::live::{LiveView, tool_label};
+use crate::questions::{Dialog, Step};
 use crate::rich::{Block, Document, Span};
 use crate::{
     Attachment, Channel, ChannelError, ChatId, Confirmation, Inbound, InboundKind, MessageRef, UserId,
@@ -34,6 +37,7 @@ const TYPING_EVERY: Duration = Duration::from_secs(4);
 pub(crate) struct HubOptions {
     pub(crate) workspace: PathBuf,
     pub(crate) approval_timeout: Duration,
+    pub(crate) question_timeout: Duration,
     pub(crate) uploads_dir: PathBuf,
     pub(crate) max_upload_bytes: u64,
     pub(crate) max_queued: usize,
@@ -51,6 +55,22 @@ struct RunningTurn {
     cancel: CancellationToken,
 }
 
+/// A question shown (or waiting to be shown) in a chat.
+struct OpenQuestion {
+    dialog: Dialog,
+    /// Who may answer: the person whose turn asked.
+    user: UserId,
+    user_name: Option<String>,
+    /// The message of its current step, once sent.
+    message: Option<MessageRef>,
+}
+
+/// What a person did to the question shown in a chat.
+enum Input<'a> {
+    Press { id: &'a ElicitationId, step: u32, code: &'a str },
+    Reply(&'a str),
+}
+
 #[derive(Clone)]
 struct PendingApproval {
     user: UserId,
@@ -62,10 +82,14 @@ pub(crate) struct Hub {
     name: String,
     agent: Agent,
     approvals: ApprovalQueue,
+    /// Where the agent's questions wait (the agent's elicitor); `None`: not answered here.
+    elicitations: Option<ElicitationQueue>,
     options: HubOptions,
     chats: Mutex<HashMap<ChatId, mpsc::Sender<Work>>>,
     running: Mutex<HashMap<ChatId, RunningTurn>>,
     pending: Mutex<HashMap<ApprovalId, PendingApproval>>,
+    /// Per chat, the questions of its turn, the one shown first.
+    questions: Mutex<HashMap<ChatId, Vec<OpenQuestion>>>,
     /// Workers, turns and button presses, waited for at stop.
     pub(crate) tasks: TaskTracker,
     /// Cancelled when stopping begins: no new turn starts; queued items stay in the store.
@@ -85,6 +109,7 @@ impl Hub {
         channel: Arc<dyn Channel>,
         agent: Agent,
         approvals: ApprovalQueue,
+        elicitations: Option<ElicitationQueue>,
         options: HubOptions,
     ) -> Self {
         Self {
@@ -92,10 +117,12 @@ impl Hub {
             channel,
             agent,
             approvals,
+            elicitations,
             options,
             chats: Mutex::default(),
             running: Mutex::default(),
             pending: Mutex::default(),
+            questions: Mutex::default(),
             tasks: TaskTracker::new(),
             stopping: CancellationToken::new(),
             cancel_turns: CancellationToken::new(),
@@ -152,7 +179,8 @@ impl Hub {
         };
         let update_id = item.update_id;
         let control = !self.channel.allows(&inbound.user)
-            || matches!(&inbound.kind, InboundKind::Decision { .. })
+            || matches!(&inbound.kind, InboundKind::Decision { .. } | InboundKind::Answer { .. })
+            || (matches!(&inbound.kind, InboundKind::Message { .. }) && self.awaits_reply(&inbound))
             || matches!(&inbound.kind, InboundKind::Command { name, .. } if name == "stop");
         if control {
             let hub = self.clone();
@@ -273,6 +301,26 @@ impl Hub {
                     tracing::warn!(channel = %self.name, error = %e, "cannot acknowledge a button press");
                 }
             }
+            InboundKind::Answer { elicitation_id, step, code, callback_id } => {
+                let input = Input::Press { id: &elicitation_id, step, code: &code };
+                let notice = self.answer_question(&inbound.chat, &inbound.user, input).await;
+                if let Err(e) = self.channel.acknowledge(&callback_id, &notice).await {
+                    tracing::warn!(channel = %self.name, error = %e, "cannot acknowledge a button press");
+                }
+            }
+            InboundKind::Message { ref text, .. } => {
+                if self.awaits_reply(&inbound) {
+                    self.answer_question(&inbound.chat, &inbound.user, Input::Reply(text)).await;
+                } else {
+                    // The question closed (answered elsewhere, timed out) after this message
+                    // was taken for its answer: say so rather than lose it silently.
+                    let notice = format!(
+                        "The question was already closed when “{}” arrived; send it again if it was meant for me.",
+                        excerpt(text)
+                    );
+                    self.notify(&inbound.chat, &notice).await;
+                }
+            }
             _ => {
                 let running = lock(&self.running).get(&inbound.chat).cloned();
                 let notice = match running {
@@ -342,7 +390,7 @@ impl Hub {
                 self.notify(&inbound.chat, &notice).await;
                 Ok(())
             }
-            InboundKind::Decision { .. } => Ok(()),
+            InboundKind::Decision { .. } | InboundKind::Answer { .. } => Ok(()),
         }
     }
 
@@ -584,6 +632,24 @@ impl Hub {
                 }
                 self.spawn_timeout(approval_id);
             }
+            AgentEvent::ElicitationRequested {
+                elicitation_id, server, message, mode, schema, url, ..
+            } if self.elicitations.is_some() => {
+                let dialog = match (mode.as_str(), schema, url) {
+                    ("url", _, Some(url)) => Dialog::url(elicitation_id, &server, &message, &url),
+                    (_, Some(schema), _) => Dialog::form(elicitation_id, &server, &message, schema),
+                    _ => return changed,
+                };
+                self.open_question(inbound, dialog).await;
+            }
+            AgentEvent::ElicitationResolved { elicitation_id, action } => {
+                let closing = match action.as_str() {
+                    "accept" => "✅ Answered elsewhere.",
+                    "cancel" => "⏹ Cancelled.",
+                    _ => "🚫 Declined.",
+                };
+                self.close_question(&inbound.chat, &elicitation_id, closing, None).await;
+            }
             AgentEvent::ApprovalResolved { approval_id, approved, reason } => {
                 lock(&self.pending).remove(&approval_id);
                 if let Some((message, label)) = shown.confirmations.remove(&approval_id) {
@@ -623,6 +689,169 @@ impl Hub {
         });
     }
 
+    /// Whether `inbound` (a message) answers the question shown in its chat: the person whose
+    /// turn asked writes while it is open (a form's field takes the text; a link says to press
+    /// Done).
+    fn awaits_reply(&self, inbound: &Inbound) -> bool {
+        lock(&self.questions)
+            .get(&inbound.chat)
+            .and_then(|open| open.first())
+            .is_some_and(|q| q.user == inbound.user)
+    }
+
+    /// Queues a question in the turn's chat (shown at once when no other is), with its timeout.
+    async fn open_question(self: &Arc<Self>, inbound: &Inbound, dialog: Dialog) {
+        let id = dialog.id().clone();
+        let first = {
+            let mut questions = lock(&self.questions);
+            let open = questions.entry(inbound.chat.clone()).or_default();
+            open.push(OpenQuestion {
+                dialog,
+                user: inbound.user.clone(),
+                user_name: inbound.user_name.clone(),
+                message: None,
+            });
+            open.len() == 1
+        };
+        if first {
+            self.show_question(&inbound.chat, None).await;
+        }
+        let hub = self.clone();
+        let chat = inbound.chat.clone();
+        let timeout = self.options.question_timeout;
+        // Not tracked: a stop must not wait for it; it ends with the hub.
+        tokio::spawn(async move {
+            tokio::select! {
+                () = tokio::time::sleep(timeout) => {}
+                () = hub.finished.cancelled() => return,
+            }
+            let reason = format!(
+                "nobody answered the question in {} within {}, so it was declined; ask the user before trying again",
+                hub.name,
+                human(timeout)
+            );
+            let closing = format!("⌛ Not answered within {}: declined.", human(timeout));
+            if hub.close_question(&chat, &id, &closing, Some(ElicitationAnswer::decline(reason))).await {
+                tracing::info!(channel = %hub.name, elicitation = %id, "question timed out: declined");
+            }
+        });
+    }
+
+    /// Sends the current step of the chat's first question (after `notice`, when given).
+    async fn show_question(&self, chat: &ChatId, notice: Option<&str>) {
+        let Some(mut question) =
+            lock(&self.questions).get(chat).and_then(|open| open.first()).map(|q| q.dialog.question())
+        else {
+            return;
+        };
+        if let Some(notice) = notice {
+            question.text.blocks.insert(0, Block::Paragraph(vec![Span::plain(format!("⚠️ {notice}"))]));
+        }
+        match self.channel.ask(chat, &question).await {
+            Ok(message) => {
+                let mut questions = lock(&self.questions);
+                if let Some(q) = questions.get_mut(chat).and_then(|open| open.first_mut())
+                    && q.dialog.id() == &question.elicitation_id
+                {
+                    q.message = Some(message);
+                }
+            }
+            Err(e) => tracing::warn!(channel = %self.name, error = %e, "cannot ask a question"),
+        }
+    }
+
+    /// Feeds a button press or a reply to the chat's shown question; returns the notice for the
+    /// person (a button press's acknowledgement).
+    async fn answer_question(&self, chat: &ChatId, user: &UserId, input: Input<'_>) -> String {
+        let (step, id, message, summary, asked) = {
+            let mut questions = lock(&self.questions);
+            let Some(q) = questions.get_mut(chat).and_then(|open| open.first_mut()) else {
+                return "This question is no longer open.".into();
+            };
+            let step = match input {
+                Input::Press { id, .. } if id != q.dialog.id() => {
+                    return "This question is no longer open.".into();
+                }
+                _ if &q.user != user => {
+                    let who = q.user_name.clone().unwrap_or_else(|| "the person who asked".into());
+                    return format!("Only {who} can answer this.");
+                }
+                Input::Press { step, code, .. } => q.dialog.press_at(step, code),
+                Input::Reply(text) => q.dialog.reply(text),
+            };
+            let asked = matches!(step, Step::Retry { .. }).then(|| q.dialog.question().text);
+            (step, q.dialog.id().clone(), q.message.clone(), q.dialog.summary(), asked)
+        };
+        match step {
+            Step::Ignored => "This step was already answered.".into(),
+            Step::Retry { reason } => {
+                // The step is asked again below; its earlier message keeps the text, not the buttons.
+                if let (Some(message), Some(asked)) = (&message, &asked) {
+                    self.edit(message, asked).await;
+                }
+                self.show_question(chat, Some(&format!("{reason}. Try again."))).await;
+                reason
+            }
+            Step::Next(taken) => {
+                if let Some(message) = &message {
+                    self.edit(message, &Document::plain(&format!("✔ {taken}"))).await;
+                }
+                self.show_question(chat, None).await;
+                "Got it".into()
+            }
+            Step::Done(answer) => {
+                let closing = match &answer {
+                    ElicitationAnswer::Accept { .. } if summary.is_empty() => "✅ Sent.".to_owned(),
+                    ElicitationAnswer::Accept { .. } => format!("✅ Sent:\n{summary}"),
+                    ElicitationAnswer::Decline { reason: Some(r) } => format!("🚫 Declined: {r}"),
+                    ElicitationAnswer::Decline { reason: None } => "🚫 Declined.".to_owned(),
+                    ElicitationAnswer::Cancel => "⏹ Cancelled.".to_owned(),
+                };
+                let notice = match &answer {
+                    ElicitationAnswer::Accept { .. } => "Sent",
+                    ElicitationAnswer::Decline { .. } => "Declined",
+                    ElicitationAnswer::Cancel => "Cancelled",
+                };
+                self.close_question(chat, &id, &closing, Some(answer)).await;
+                notice.into()
+            }
+        }
+    }
+
+    /// Closes question `id` of `chat` if it is still open: answers it (when `answer` is given),
+    /// shows `closing` in place of its step and asks the chat's next question. False when it was
+    /// not open (answered already).
+    async fn close_question(
+        &self,
+        chat: &ChatId,
+        id: &ElicitationId,
+        closing: &str,
+        answer: Option<ElicitationAnswer>,
+    ) -> bool {
+        let (closed, was_first) = {
+            let mut questions = lock(&self.questions);
+            let Some(open) = questions.get_mut(chat) else { return false };
+            let Some(at) = open.iter().position(|q| q.dialog.id() == id) else { return false };
+            let closed = open.remove(at);
+            if open.is_empty() {
+                questions.remove(chat);
+            }
+            (closed, at == 0)
+        };
+        if let (Some(answer), Some(queue)) = (answer, &self.elicitations)
+            && let Err(e) = queue.answer(id, answer)
+        {
+            tracing::info!(channel = %self.name, error = %e, "a question was answered elsewhere first");
+        }
+        if let Some(message) = &closed.message {
+            self.edit(message, &Document::plain(closing)).await;
+        }
+        if was_first {
+            self.show_question(chat, None).await;
+        }
+        true
+    }
+
     async fn flush(&self, chat: &ChatId, shown: &mut Shown) {
         let doc = shown.view.render();
         if doc.is_blank() || shown.last.as_ref() == Some(&doc) {
@@ -659,6 +888,12 @@ impl Hub {
             let mut pending = lock(&self.pending);
             for id in &shown.asked {
                 pending.remove(id);
+            }
+        }
+        let left = lock(&self.questions).remove(chat).unwrap_or_default();
+        for question in left {
+            if let Some(message) = &question.message {
+                self.edit(message, &Document::plain("⏹ No longer needed (the turn ended).")).await;
             }
         }
         for (message, label) in std::mem::take(&mut shown.confirmations).into_values() {

@@ -59,6 +59,7 @@ mod error;
 mod hub;
 mod inbox;
 pub mod live;
+pub mod questions;
 mod registry;
 pub mod rich;
 pub mod telegram;
@@ -67,8 +68,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 pub use channel::{
-    Attachment, Channel, ChannelStatus, ChatId, Confirmation, Inbound, InboundKind, MessageRef, Received,
-    UserId,
+    Attachment, Button, ButtonAction, Channel, ChannelStatus, ChatId, Confirmation, Inbound, InboundKind,
+    MessageRef, Question, Received, UserId,
 };
 pub use config::ChannelsConfig;
 pub use env::EnvLookup;
@@ -77,15 +78,20 @@ pub use inbox::{Inbox, STATUS_KEY};
 pub use registry::{ChannelRegistry, ChannelRegistryBuilder};
 
 /// The registry of every channel `config` configures (reading their tokens), for `agent`'s
-/// sessions in `workspace`. Empty when none is configured.
+/// sessions in `workspace`; the questions of its turns that wait in `elicitations` (the agent's
+/// elicitor) are asked in the chats. Empty when none is configured.
 pub fn registry_from_config(
     config: &ChannelsConfig,
     agent: tackle_agent::Agent,
     approvals: tackle_tools::ApprovalQueue,
+    elicitations: Option<tackle_tools::ElicitationQueue>,
     workspace: &Path,
     env: EnvLookup<'_>,
 ) -> Result<ChannelRegistry, ChannelError> {
     let mut builder = ChannelRegistry::builder(agent, approvals, workspace.to_owned()).config(config.clone());
+    if let Some(queue) = elicitations {
+        builder = builder.elicitations(queue);
+    }
     if let Some(t) = &config.telegram {
         builder = builder.channel(Arc::new(telegram::TelegramChannel::from_config(t, workspace, env)?));
     }

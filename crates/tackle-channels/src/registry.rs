@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tackle_agent::Agent;
-use tackle_tools::ApprovalQueue;
+use tackle_tools::{ApprovalQueue, ElicitationQueue};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -45,6 +45,7 @@ impl std::fmt::Debug for ChannelRegistry {
 pub struct ChannelRegistryBuilder {
     agent: Agent,
     approvals: ApprovalQueue,
+    elicitations: Option<ElicitationQueue>,
     workspace: PathBuf,
     config: ChannelsConfig,
     channels: Vec<Arc<dyn Channel>>,
@@ -55,6 +56,14 @@ impl ChannelRegistryBuilder {
     /// [`channel`](Self::channel).
     pub fn config(mut self, config: ChannelsConfig) -> Self {
         self.config = config;
+        self
+    }
+
+    /// Asks the questions tools ask in the chats' turns (MCP elicitation): `queue` must be where
+    /// the agent's elicitor keeps them (the agent's [`tackle_tools::Elicitor`] is `queue`, or
+    /// wraps it). Without it, questions are left to the agent's elicitor alone.
+    pub fn elicitations(mut self, queue: ElicitationQueue) -> Self {
+        self.elicitations = Some(queue);
         self
     }
 
@@ -69,6 +78,7 @@ impl ChannelRegistryBuilder {
         let options = HubOptions {
             workspace: self.workspace,
             approval_timeout: Duration::from_secs(self.config.approval_timeout_secs.max(1)),
+            question_timeout: Duration::from_secs(self.config.question_timeout_secs.max(1)),
             uploads_dir: self.config.uploads_dir,
             max_upload_bytes: self.config.max_upload_bytes,
             max_queued: self.config.max_queued.max(1),
@@ -82,6 +92,7 @@ impl ChannelRegistryBuilder {
                 channel,
                 self.agent.clone(),
                 self.approvals.clone(),
+                self.elicitations.clone(),
                 options.clone(),
             )));
         }
@@ -102,6 +113,7 @@ impl ChannelRegistry {
         ChannelRegistryBuilder {
             agent,
             approvals,
+            elicitations: None,
             workspace,
             config: ChannelsConfig::default(),
             channels: Vec::new(),

@@ -50,6 +50,7 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode> {
         &settings.channels,
         agent.clone(),
         approvals.clone(),
+        Some(elicitations.clone()),
         &workspace,
         &env_lookup,
     )

@@ -32,7 +32,8 @@ pub use config::{BotToken, DEFAULT_API_URL, TelegramConfig, TelegramMode};
 
 use crate::rich::Document;
 use crate::{
-    Attachment, Channel, ChannelError, ChannelStatus, ChatId, Confirmation, Inbox, MessageRef, UserId,
+    Attachment, ButtonAction, Channel, ChannelError, ChannelStatus, ChatId, Confirmation, Inbox, MessageRef,
+    Question, UserId,
 };
 
 /// Telegram's limit on a message's text, after entities are parsed.
@@ -337,6 +338,36 @@ impl Channel for TelegramChannel {
                 {"text": "❌ Deny", "callback_data": format!("{}{id}:n", wire::DECISION_PREFIX)},
             ]]},
         });
+        let message: wire::SentMessage = self.api.call("sendMessage", &params, None).await?;
+        Ok(MessageRef { chat: chat.clone(), id: message.message_id.to_string() })
+    }
+
+    async fn ask(&self, chat: &ChatId, question: &Question) -> Result<MessageRef, ChannelError> {
+        let id = question.elicitation_id.as_str();
+        let keyboard: Vec<Vec<Value>> = question
+            .buttons
+            .iter()
+            .map(|row| {
+                row.iter()
+                    .map(|b| match &b.action {
+                        ButtonAction::Reply(code) => {
+                            json!({"text": b.label, "callback_data": wire::answer_data(id, question.step, code)})
+                        }
+                        ButtonAction::Open(url) => json!({"text": b.label, "url": url}),
+                    })
+                    .collect()
+            })
+            .filter(|row: &Vec<Value>| !row.is_empty())
+            .collect();
+        let mut params = json!({
+            "chat_id": Self::chat_id(chat),
+            "text": Self::one_message(&question.text),
+            "parse_mode": "HTML",
+            "link_preview_options": {"is_disabled": true},
+        });
+        if !keyboard.is_empty() {
+            params["reply_markup"] = json!({ "inline_keyboard": keyboard });
+        }
         let message: wire::SentMessage = self.api.call("sendMessage", &params, None).await?;
         Ok(MessageRef { chat: chat.clone(), id: message.message_id.to_string() })
     }

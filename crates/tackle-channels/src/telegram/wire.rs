@@ -6,12 +6,28 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use tackle_protocol::ApprovalId;
+use tackle_protocol::{ApprovalId, ElicitationId};
 
 use crate::{Attachment, ChatId, Inbound, InboundKind, Received, UserId};
 
 /// Callback data of a confirmation button: `ap:<approval id>:y` or `:n`.
 pub const DECISION_PREFIX: &str = "ap:";
+
+/// Callback data of a question's reply button: `el:<elicitation id>:<step>:<code>` (at most 58
+/// bytes with a UUID id and an 8-byte code, under Telegram's 64).
+pub const ANSWER_PREFIX: &str = "el:";
+
+/// The callback data of a question's reply button.
+pub fn answer_data(elicitation_id: &str, step: u32, code: &str) -> String {
+    format!("{ANSWER_PREFIX}{elicitation_id}:{step}:{code}")
+}
+
+fn parse_answer_data(data: &str) -> Option<(ElicitationId, u32, String)> {
+    let rest = data.strip_prefix(ANSWER_PREFIX)?;
+    let (rest, code) = rest.rsplit_once(':')?;
+    let (id, step) = rest.rsplit_once(':')?;
+    Some((ElicitationId::from(id), step.parse().ok()?, code.to_owned()))
+}
 
 /// The envelope of every Bot API answer.
 #[derive(Debug, Deserialize)]
@@ -193,18 +209,26 @@ fn to_inbound(update: Update, bot_username: Option<&str>) -> Option<Inbound> {
             .and_then(|c| c.get("id"))
             .and_then(Value::as_i64)
             .unwrap_or(q.from.id);
-        let (approval_id, approve) = q
-            .data
-            .as_deref()
-            .and_then(|d| d.strip_prefix(DECISION_PREFIX))
-            .and_then(|d| d.rsplit_once(':'))
-            .map(|(id, yn)| (ApprovalId::from(id), yn == "y"))
-            .unwrap_or_default();
+        let kind = match q.data.as_deref().and_then(parse_answer_data) {
+            Some((elicitation_id, step, code)) => {
+                InboundKind::Answer { elicitation_id, step, code, callback_id: q.id }
+            }
+            None => {
+                let (approval_id, approve) = q
+                    .data
+                    .as_deref()
+                    .and_then(|d| d.strip_prefix(DECISION_PREFIX))
+                    .and_then(|d| d.rsplit_once(':'))
+                    .map(|(id, yn)| (ApprovalId::from(id), yn == "y"))
+                    .unwrap_or_default();
+                InboundKind::Decision { approval_id, approve, callback_id: q.id }
+            }
+        };
         return Some(Inbound {
             chat: ChatId(chat.to_string()),
             user: UserId(q.from.id.to_string()),
             user_name: display_name(&q.from),
-            kind: InboundKind::Decision { approval_id, approve, callback_id: q.id },
+            kind,
         });
     }
     let message = update.message?;
@@ -341,6 +365,26 @@ mod tests {
             inbound.kind,
             InboundKind::Decision { approval_id: "0190-ab".into(), approve: true, callback_id: "cb1".into() }
         );
+
+        let id = "019ac0de-7a1b-7c3d-8e4f-0123456789ab";
+        let data = answer_data(id, 12, "c10");
+        assert!(data.len() <= 64, "{data}");
+        let mut pressed = cb.clone();
+        pressed["callback_query"]["data"] = json!(data);
+        assert_eq!(
+            parse_update(&pressed, None).unwrap().inbound.unwrap().kind,
+            InboundKind::Answer {
+                elicitation_id: id.into(),
+                step: 12,
+                code: "c10".into(),
+                callback_id: "cb1".into()
+            }
+        );
+        pressed["callback_query"]["data"] = json!("el:x:notanumber:c1");
+        assert!(matches!(
+            parse_update(&pressed, None).unwrap().inbound.unwrap().kind,
+            InboundKind::Decision { .. }
+        ));
     }
 
     #[test]
