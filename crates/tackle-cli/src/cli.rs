@@ -430,10 +430,35 @@ pub struct McpAddArgs {
     /// the client ID by authorization servers that accept them.
     #[arg(long, value_name = "URL")]
     pub client_metadata_url: Option<String>,
-    /// OAuth: `authorization-code` (a person signs in; default) or `client-credentials` (the
-    /// client's own secret or key, no person).
-    #[arg(long, value_name = "GRANT", value_parser = ["authorization-code", "client-credentials"])]
+    /// OAuth: `authorization-code` (a person signs in; default), `client-credentials` (the
+    /// client's own secret or key, no person), `enterprise-managed` (the user's ID token from
+    /// the enterprise identity provider, exchanged; no browser) or `jwt-bearer` (workload
+    /// identity: the platform's JWT for this workload; no person).
+    #[arg(long, value_name = "GRANT",
+          value_parser = ["authorization-code", "client-credentials", "enterprise-managed", "jwt-bearer"])]
     pub grant: Option<String>,
+    /// Workload identity (`--grant jwt-bearer`): the variable holding the workload's JWT.
+    #[arg(long, value_name = "VAR", requires = "client_id")]
+    pub assertion_env: Option<String>,
+    /// Workload identity: a file holding the workload's JWT (read at each exchange).
+    #[arg(long, value_name = "PATH", requires = "client_id", conflicts_with = "assertion_env")]
+    pub assertion_file: Option<String>,
+    /// Enterprise-managed: the identity provider's issuer.
+    #[arg(long, value_name = "URL", requires = "client_id")]
+    pub idp_issuer: Option<String>,
+    /// Enterprise-managed: the identity provider's token endpoint (default: from its OpenID
+    /// configuration).
+    #[arg(long, value_name = "URL", requires = "idp_issuer")]
+    pub idp_token_endpoint: Option<String>,
+    /// Enterprise-managed: this client's ID at the identity provider.
+    #[arg(long, value_name = "ID", requires = "idp_issuer")]
+    pub idp_client_id: Option<String>,
+    /// Enterprise-managed: the variable holding this client's secret at the identity provider.
+    #[arg(long, value_name = "VAR", requires = "idp_client_id")]
+    pub idp_client_secret_env: Option<String>,
+    /// Enterprise-managed: the variable holding the user's ID token from the identity provider.
+    #[arg(long, value_name = "VAR", requires = "idp_issuer")]
+    pub id_token_env: Option<String>,
     /// OAuth client credentials with `private_key_jwt`: the variable holding the PEM key.
     #[arg(long, value_name = "VAR", requires = "client_id")]
     pub private_key_env: Option<String>,

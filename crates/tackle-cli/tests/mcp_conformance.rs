@@ -290,11 +290,13 @@ async fn every_2026_07_28_client_scenario_passes() {
 
 /// The extension scenarios of 0.2.0-alpha.12 whose mechanism rmcp implements: OAuth client
 /// credentials (SEP-1046) with a client secret (`client_secret_basic`) and with a signed JWT
-/// (`private_key_jwt`), machine to machine. The others (enterprise-managed authorization, DPoP,
-/// workload identity JWT bearer, the skills extension) are not implemented by rmcp 3.9 on the
-/// client side, nor by Tackle.
+/// (`private_key_jwt`), machine to machine; enterprise-managed authorization (SEP-990: the
+/// user's ID token exchanged at the IdP for an ID-JAG, that for the server's token); workload
+/// identity federation (SEP-1933: the workload's JWT as an RFC 7523 grant, a token request
+/// Tackle makes beside rmcp). The others (DPoP, the skills extension) are not implemented by
+/// rmcp 3.9 on the client side, nor by Tackle (docs/tools.md says why).
 #[tokio::test(flavor = "multi_thread")]
-async fn the_client_credentials_extension_scenarios_pass() {
+async fn the_extension_scenarios_rmcp_supports_pass() {
     let Some(suite) = suite(SUITE_2026) else { return };
     let extensions: Vec<String> = suite
         .client_scenarios(None)
@@ -302,14 +304,20 @@ async fn the_client_credentials_extension_scenarios_pass() {
         .filter(|(_, tags)| tags == "extension")
         .map(|(name, _)| name)
         .collect();
-    for name in ["auth/client-credentials-basic", "auth/client-credentials-jwt"] {
+    const SUPPORTED: [&str; 4] = [
+        "auth/client-credentials-basic",
+        "auth/client-credentials-jwt",
+        "auth/enterprise-managed-authorization",
+        "auth/wif-jwt-bearer",
+    ];
+    for name in SUPPORTED {
         assert!(
             extensions.iter().any(|e| e == name),
             "{name} is an extension scenario of the pinned suite: {extensions:?}"
         );
     }
     let mut failures = Vec::new();
-    for scenario in ["auth/client-credentials-basic", "auth/client-credentials-jwt"] {
+    for scenario in SUPPORTED {
         match run_case(&suite, None, &case(scenario, &[])).await {
             Ok(line) => eprintln!("ok    {line}"),
             Err(report) => {

@@ -129,47 +129,49 @@ impl Emulator {
     /// Waits for the question step whose text contains `needle` (the last message with
     /// question buttons) and returns it.
     async fn step(&self, needle: &str) -> Shown {
-        let mut found = None;
-        until(&format!("the question step {needle:?}"), || async {
-            found = self
+        for _ in 0..1200 {
+            let found = self
                 .messages()
                 .await
                 .into_iter()
                 .rev()
                 .find(|m| m.buttons.iter().any(|(_, d)| d.starts_with("el:")) && m.text.contains(needle));
-            found.is_some()
-        })
-        .await;
-        found.unwrap()
+            if let Some(found) = found {
+                return found;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("timed out waiting for the question step {needle:?}: {:#?}", self.messages().await);
     }
 
     /// Waits for a bot message containing `needle`.
     async fn text(&self, needle: &str) -> Shown {
-        let mut found = None;
-        until(&format!("a message with {needle:?}"), || async {
-            found = self.messages().await.into_iter().find(|m| m.text.contains(needle));
-            found.is_some()
-        })
-        .await;
-        found.unwrap()
+        for _ in 0..1200 {
+            if let Some(found) = self.messages().await.into_iter().find(|m| m.text.contains(needle)) {
+                return found;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("timed out waiting for a message with {needle:?}: {:#?}", self.messages().await);
     }
 
     /// The notice the bot answered a button press with.
     async fn acknowledgement(&self, callback_id: &str) -> String {
-        let mut notice = None;
-        until("the button press acknowledged", || async {
+        for _ in 0..1200 {
             let log: Value =
                 self.http.get(format!("{}/__log", self.url)).send().await.unwrap().json().await.unwrap();
-            notice = log["calls"].as_array().unwrap().iter().find_map(|c| {
+            let notice = log["calls"].as_array().unwrap().iter().find_map(|c| {
                 let id = &c["params"]["callback_query_id"];
                 let id = id.as_str().map(str::to_owned).unwrap_or_else(|| id.to_string());
                 (c["method"] == "answerCallbackQuery" && id == callback_id)
                     .then(|| c["params"]["text"].as_str().unwrap_or_default().to_owned())
             });
-            notice.is_some()
-        })
-        .await;
-        notice.unwrap()
+            if let Some(notice) = notice {
+                return notice;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("timed out waiting for the button press {callback_id} to be acknowledged");
     }
 }
 
@@ -186,16 +188,6 @@ fn visible(html: &str) -> String {
         }
     }
     out.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&amp;", "&")
-}
-
-async fn until<F: FnMut() -> Fut, Fut: std::future::Future<Output = bool>>(what: &str, mut f: F) {
-    for _ in 0..1200 {
-        if f().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("timed out waiting for {what}");
 }
 
 fn everything() -> Option<PathBuf> {
@@ -321,7 +313,7 @@ async fn a_servers_form_is_filled_in_telegram_with_buttons_and_replies() {
 
     let step = emulator.step("String with uri format (5 of 13)").await;
     emulator.press(ANN, step.id, &step.data("Skip")).await;
-    let step = emulator.step("String with date format (6 of 13)").await;
+    emulator.step("String with date format (6 of 13)").await;
     emulator.say(ANN, "1815-12-10").await;
 
     let step = emulator.step("Integer (7 of 13)").await;
@@ -330,7 +322,7 @@ async fn a_servers_form_is_filled_in_telegram_with_buttons_and_replies() {
     assert!(again.id > step.id);
     emulator.press(ANN, again.id, &again.data("Use default (42)")).await;
 
-    let step = emulator.step("Number in range 1-1000 (8 of 13)").await;
+    emulator.step("Number in range 1-1000 (8 of 13)").await;
     emulator.say(ANN, "2.5").await;
     let step = emulator.step("Untitled Single Select Enum (9 of 13)").await;
     let labels: Vec<&str> = step.buttons.iter().map(|(l, _)| l.as_str()).collect();
@@ -345,7 +337,7 @@ async fn a_servers_form_is_filled_in_telegram_with_buttons_and_replies() {
     emulator.say(ANN, "Piano, 3").await;
     let step = emulator.step("Titled Single Select Enum (11 of 13)").await;
     emulator.press(ANN, step.id, &step.data("Wonder Woman")).await;
-    let step = emulator.step("Titled Multiple Select Enum (12 of 13)").await;
+    emulator.step("Titled Multiple Select Enum (12 of 13)").await;
     emulator.say(ANN, "Tuna, Trout").await;
     let step = emulator.step("Legacy Titled Single Select Enum (13 of 13)").await;
     emulator.press(ANN, step.id, &step.data("Dogs")).await;

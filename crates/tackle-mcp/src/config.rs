@@ -279,8 +279,12 @@ pub struct OAuthClientSettings {
     /// unset: any free port. Set it when a pre-registered client allows one redirect URI only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub redirect_port: Option<u16>,
-    /// How tokens are obtained: `authorization_code` (a person signs in in a browser) or
-    /// `client_credentials` (machine to machine, with the client's own secret or key; no person).
+    /// How tokens are obtained: `authorization_code` (a person signs in in a browser),
+    /// `client_credentials` (machine to machine, with the client's own secret or key; no person)
+    /// `enterprise_managed` (the enterprise's identity provider vouches for the user: their ID
+    /// token is exchanged for an ID-JAG, and that for the server's token; no browser) or
+    /// `jwt_bearer` (workload identity federation: a JWT the platform issues to this workload is
+    /// the grant; no person, no stored secret).
     #[serde(skip_serializing_if = "OAuthGrant::is_default")]
     pub grant: OAuthGrant,
     /// `client_credentials` with `private_key_jwt`: a PEM file holding the client's private key.
@@ -292,6 +296,47 @@ pub struct OAuthClientSettings {
     /// The key's signing algorithm: `ES256` (default), `ES384`, `RS256`, `RS384` or `RS512`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signing_algorithm: Option<SigningAlgorithm>,
+    /// `enterprise_managed`: the issuer of the enterprise identity provider (IdP).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idp_issuer: Option<String>,
+    /// ... its token endpoint (unset: from the issuer's OpenID configuration).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idp_token_endpoint: Option<String>,
+    /// ... Tackle's client ID registered at the IdP.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idp_client_id: Option<String>,
+    /// ... the environment variable holding that client's secret (unset: a public client).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idp_client_secret_env: Option<String>,
+    /// ... the environment variable holding the user's ID token from the IdP (their single
+    /// sign-on), exchanged for the server's token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id_token_env: Option<String>,
+    /// ... or a file holding it (kept fresh by the sign-on tool that writes it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id_token_file: Option<PathBuf>,
+    /// `jwt_bearer`: a file holding the workload's JWT (a Kubernetes projected service account
+    /// token, a cloud identity token), read at each exchange since the platform rotates it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assertion_file: Option<PathBuf>,
+    /// ... or the environment variable holding it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assertion_env: Option<String>,
+}
+
+/// The secrets of an `enterprise_managed` client, read from the environment or files.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct EnterpriseSecrets {
+    /// The user's ID token from the IdP.
+    pub id_token: String,
+    /// Tackle's client secret at the IdP, if it is a confidential client there.
+    pub idp_client_secret: Option<String>,
+}
+
+impl fmt::Debug for EnterpriseSecrets {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("EnterpriseSecrets { .. }")
+    }
 }
 
 /// The algorithm a `private_key_jwt` client signs its assertions with (RFC 7523).
@@ -334,6 +379,12 @@ pub enum OAuthGrant {
     AuthorizationCode,
     /// The client's own credentials, no person (SEP-1046): for unattended use and servers.
     ClientCredentials,
+    /// Enterprise-managed authorization (SEP-990): the user's ID token from the enterprise IdP is
+    /// exchanged for an ID-JAG (RFC 8693), and that for the server's token (RFC 7523).
+    EnterpriseManaged,
+    /// Workload identity federation (SEP-1933): the workload's JWT from its platform is the
+    /// grant (RFC 7523 JWT bearer).
+    JwtBearer,
 }
 
 impl OAuthGrant {
@@ -358,6 +409,58 @@ impl OAuthClientSettings {
                 None => Err(ConfigError::MissingKeyEnv(var.clone())),
             },
         }
+    }
+
+    /// The secrets of an `enterprise_managed` client: the ID token (`id_token_file`, else the
+    /// variable `id_token_env` names) and the IdP client secret; `None` for other grants.
+    pub fn enterprise_secrets(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Option<EnterpriseSecrets>, ConfigError> {
+        if self.grant != OAuthGrant::EnterpriseManaged {
+            return Ok(None);
+        }
+        let id_token = match (&self.id_token_file, &self.id_token_env) {
+            (Some(path), _) => std::fs::read_to_string(path)
+                .map_err(|e| ConfigError::Unreadable { key: "id_token_file", reason: e.to_string() })?
+                .trim()
+                .to_owned(),
+            (None, Some(var)) => env(var)
+                .filter(|v| !v.trim().is_empty())
+                .ok_or_else(|| ConfigError::MissingEnv { var: var.clone(), key: "id_token_env" })?
+                .trim()
+                .to_owned(),
+            (None, None) => return Err(ConfigError::IncompleteEnterprise),
+        };
+        if id_token.is_empty() {
+            return Err(ConfigError::Unreadable { key: "id_token_file", reason: "the file is empty".into() });
+        }
+        let idp_client_secret =
+            match &self.idp_client_secret_env {
+                None => None,
+                Some(var) => Some(env(var).filter(|v| !v.is_empty()).ok_or_else(|| {
+                    ConfigError::MissingEnv { var: var.clone(), key: "idp_client_secret_env" }
+                })?),
+            };
+        Ok(Some(EnterpriseSecrets { id_token, idp_client_secret }))
+    }
+
+    /// The workload's JWT of a `jwt_bearer` client: `assertion_file`, else the variable
+    /// `assertion_env` names.
+    pub fn assertion(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<String, ConfigError> {
+        let text = match (&self.assertion_file, &self.assertion_env) {
+            (Some(path), _) => std::fs::read_to_string(path)
+                .map_err(|e| ConfigError::Unreadable { key: "assertion_file", reason: e.to_string() })?,
+            (None, Some(var)) => {
+                env(var).ok_or_else(|| ConfigError::MissingEnv { var: var.clone(), key: "assertion_env" })?
+            }
+            (None, None) => return Err(ConfigError::IncompleteJwtBearer),
+        };
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(ConfigError::Unreadable { key: "assertion_file", reason: "it is empty".into() });
+        }
+        Ok(text.to_owned())
     }
 
     /// The client secret: `client_secret`, else the variable `client_secret_env` names (read
@@ -389,6 +492,14 @@ impl fmt::Debug for OAuthClientSettings {
             .field("private_key_file", &self.private_key_file)
             .field("private_key_env", &self.private_key_env)
             .field("signing_algorithm", &self.signing_algorithm)
+            .field("idp_issuer", &self.idp_issuer)
+            .field("idp_token_endpoint", &self.idp_token_endpoint)
+            .field("idp_client_id", &self.idp_client_id)
+            .field("idp_client_secret_env", &self.idp_client_secret_env)
+            .field("id_token_env", &self.id_token_env)
+            .field("id_token_file", &self.id_token_file)
+            .field("assertion_file", &self.assertion_file)
+            .field("assertion_env", &self.assertion_env)
             .finish()
     }
 }
@@ -471,6 +582,31 @@ pub enum ConfigError {
     /// A client secret without a client ID.
     #[error("`oauth.client_secret` needs `oauth.client_id` (a secret belongs to a registered client)")]
     SecretWithoutClientId,
+    /// A variable a setting names is not set.
+    #[error("the environment variable {var} (`{key}`) is not set")]
+    MissingEnv {
+        /// The variable.
+        var: String,
+        /// The setting naming it.
+        key: &'static str,
+    },
+    /// `grant = "enterprise_managed"` without what the exchanges need.
+    #[error(
+        "`grant = \"enterprise_managed\"` needs `client_id` (at the server's authorization server), \
+         `idp_issuer`, `idp_client_id` and the user's ID token in `id_token_env` or `id_token_file`"
+    )]
+    IncompleteEnterprise,
+    /// `grant = "jwt_bearer"` without a client ID or the workload's JWT.
+    #[error(
+        "`grant = \"jwt_bearer\"` needs `client_id` and the workload's JWT in `assertion_file` or `assertion_env`"
+    )]
+    IncompleteJwtBearer,
+    /// `assertion_*` without `grant = "jwt_bearer"`.
+    #[error("`assertion_file` and `assertion_env` need `grant = \"jwt_bearer\"`")]
+    AssertionWithoutJwtBearer,
+    /// Identity provider settings without `grant = "enterprise_managed"`.
+    #[error("`idp_*` and `id_token_*` settings need `grant = \"enterprise_managed\"`")]
+    IdpWithoutEnterprise,
 }
 
 /// The TOML shape of a server table, checked into [`McpServerConfig`].
@@ -572,7 +708,40 @@ impl TryFrom<RawServerConfig> for McpServerConfig {
                 return Err(ConfigError::AmbiguousPrivateKey);
             }
             let has_key = oauth.private_key_file.is_some() || oauth.private_key_env.is_some();
+            let has_idp = oauth.idp_issuer.is_some()
+                || oauth.idp_token_endpoint.is_some()
+                || oauth.idp_client_id.is_some()
+                || oauth.idp_client_secret_env.is_some()
+                || oauth.id_token_env.is_some()
+                || oauth.id_token_file.is_some();
+            if has_idp && oauth.grant != OAuthGrant::EnterpriseManaged {
+                return Err(ConfigError::IdpWithoutEnterprise);
+            }
+            let has_assertion = oauth.assertion_file.is_some() || oauth.assertion_env.is_some();
+            if has_assertion && oauth.grant != OAuthGrant::JwtBearer {
+                return Err(ConfigError::AssertionWithoutJwtBearer);
+            }
             match oauth.grant {
+                OAuthGrant::JwtBearer => {
+                    if oauth.client_id.is_none() || !has_assertion {
+                        return Err(ConfigError::IncompleteJwtBearer);
+                    }
+                    if has_key || oauth.signing_algorithm.is_some() {
+                        return Err(ConfigError::KeyWithoutClientCredentials);
+                    }
+                }
+                OAuthGrant::EnterpriseManaged => {
+                    if oauth.client_id.is_none()
+                        || oauth.idp_issuer.is_none()
+                        || oauth.idp_client_id.is_none()
+                        || (oauth.id_token_env.is_none() && oauth.id_token_file.is_none())
+                    {
+                        return Err(ConfigError::IncompleteEnterprise);
+                    }
+                    if has_key || oauth.signing_algorithm.is_some() {
+                        return Err(ConfigError::KeyWithoutClientCredentials);
+                    }
+                }
                 OAuthGrant::ClientCredentials => {
                     let has_secret = oauth.client_secret.is_some() || oauth.client_secret_env.is_some();
                     if oauth.client_id.is_none() || !(has_secret || has_key) {
@@ -717,6 +886,48 @@ mod tests {
         ];
         for (body, needle) in cases {
             let err = parse(&format!("[mcp.servers.x]\n{body}\n")).unwrap_err();
+            assert!(err.contains(needle), "{body}: {err}");
+        }
+    }
+
+    #[test]
+    fn enterprise_managed_settings_are_checked() {
+        let server = |oauth: &str| {
+            format!("[mcp.servers.x]\nurl = \"http://h/mcp\"\n[mcp.servers.x.oauth]\n{oauth}\n")
+        };
+        let full = "grant = \"enterprise_managed\"\nclient_id = \"c\"\nclient_secret_env = \"S\"\n\
+                    idp_issuer = \"https://idp.example\"\nidp_client_id = \"tackle\"\nid_token_env = \"T\"";
+        let oauth = parse(&server(full)).unwrap().servers["x"].oauth.clone().unwrap();
+        assert_eq!(oauth.grant, OAuthGrant::EnterpriseManaged);
+        let secrets =
+            oauth.enterprise_secrets(&|v| (v == "T").then(|| " eyJ.id.token \n".into())).unwrap().unwrap();
+        assert_eq!((secrets.id_token.as_str(), secrets.idp_client_secret.as_deref()), ("eyJ.id.token", None));
+        assert!(!format!("{secrets:?}").contains("eyJ"), "never printed");
+        let err = oauth.enterprise_secrets(&|_| None).unwrap_err();
+        assert_eq!(err.to_string(), "the environment variable T (`id_token_env`) is not set");
+        let cases = [
+            (
+                "grant = \"enterprise_managed\"\nclient_id = \"c\"\nidp_issuer = \"https://i\"",
+                "needs `client_id`",
+            ),
+            ("idp_issuer = \"https://i\"", "need `grant = \"enterprise_managed\"`"),
+            (
+                "grant = \"client_credentials\"\nclient_id = \"c\"\nclient_secret_env = \"S\"\nid_token_env = \"T\"",
+                "need `grant",
+            ),
+            ("grant = \"jwt_bearer\"\nclient_id = \"c\"", "needs `client_id` and the workload's JWT"),
+            ("assertion_env = \"W\"", "need `grant = \"jwt_bearer\"`"),
+        ];
+        let wif = parse(&server("grant = \"jwt_bearer\"\nclient_id = \"w\"\nassertion_env = \"W\""))
+            .unwrap()
+            .servers["x"]
+            .oauth
+            .clone()
+            .unwrap();
+        assert_eq!(wif.assertion(&|_| Some("eyJ.w\n".into())).unwrap(), "eyJ.w");
+        assert!(wif.assertion(&|_| None).is_err());
+        for (body, needle) in cases {
+            let err = parse(&server(body)).unwrap_err();
             assert!(err.contains(needle), "{body}: {err}");
         }
     }

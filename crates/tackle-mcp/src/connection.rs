@@ -813,9 +813,13 @@ fn authorizer_for(
     let private_key = settings
         .private_key(&|var| std::env::var(var).ok())
         .map_err(|e| McpError::Auth(format!("`{name}`: {e}")))?;
+    let enterprise = settings
+        .enterprise_secrets(&|var| std::env::var(var).ok())
+        .map_err(|e| McpError::Auth(format!("`{name}`: {e}")))?;
     let store = options.credentials_dir.as_deref().map(|dir| CredentialFile::new(dir, name, url));
     let authorizer = Authorizer::new(name, url, settings, secret, store, options.sign_in.clone())
-        .with_private_key(private_key);
+        .with_private_key(private_key)
+        .with_enterprise(enterprise);
     Ok(Some(Arc::new(authorizer)))
 }
 

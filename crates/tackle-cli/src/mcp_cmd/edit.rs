@@ -174,6 +174,20 @@ fn server_table(args: &McpAddArgs) -> Result<Table> {
         if let Some(var) = &args.client_secret_env {
             oauth.insert("client_secret_env", value(var.as_str()));
         }
+        let idp = [
+            ("idp_issuer", &args.idp_issuer),
+            ("idp_token_endpoint", &args.idp_token_endpoint),
+            ("idp_client_id", &args.idp_client_id),
+            ("idp_client_secret_env", &args.idp_client_secret_env),
+            ("id_token_env", &args.id_token_env),
+            ("assertion_env", &args.assertion_env),
+            ("assertion_file", &args.assertion_file),
+        ];
+        for (key, setting) in idp {
+            if let Some(setting) = setting {
+                oauth.insert(key, value(setting.as_str()));
+            }
+        }
         if !args.scopes.is_empty() {
             let mut array = toml_edit::Array::new();
             for scope in &args.scopes {
@@ -266,6 +280,13 @@ mod tests {
             scopes: vec![],
             client_metadata_url: None,
             grant: None,
+            idp_issuer: None,
+            idp_token_endpoint: None,
+            idp_client_id: None,
+            idp_client_secret_env: None,
+            id_token_env: None,
+            assertion_env: None,
+            assertion_file: None,
             private_key_env: None,
             signing_algorithm: None,
             user: false,

@@ -6,7 +6,8 @@ MCP_CONFORMANCE_PROTOCOL_VERSION and, for some scenarios, MCP_CONFORMANCE_CONTEX
 (OPENAI_BASE_URL: scripted to call the scenario's tools, as a model would) and BROWSER (browser.py,
 which follows the sign-in redirects like a person's browser).
 
-Every scenario:      tackle mcp add conf --url URL --protocol VERSION [--client-id/--client-secret-env]
+Every scenario:      tackle mcp add conf --url URL --protocol VERSION [--client-id/--client-secret-env,
+                     --grant client-credentials|enterprise-managed and its settings]
 auth/* scenarios:    tackle mcp login conf
 then, per scenario:  tackle mcp list | tools | call | resources | prompts, or tackle run --yes
 """
@@ -51,6 +52,18 @@ if CONTEXT.get("client_id"):
 if SCENARIO.startswith("auth/client-credentials"):
     # Machine to machine: the client's own credentials, no browser.
     add += ["--grant", "client-credentials"]
+if CONTEXT.get("idp_id_token"):
+    # Enterprise-managed: the user's ID token from the enterprise IdP (their single sign-on),
+    # exchanged at the IdP for an ID-JAG, and that for the server's token; no browser.
+    os.environ["CONFORMANCE_ID_TOKEN"] = CONTEXT["idp_id_token"]
+    add += ["--grant", "enterprise-managed", "--idp-issuer", CONTEXT["idp_issuer"],
+            "--idp-client-id", CONTEXT["idp_client_id"], "--id-token-env", "CONFORMANCE_ID_TOKEN"]
+    if CONTEXT.get("idp_token_endpoint"):
+        add += ["--idp-token-endpoint", CONTEXT["idp_token_endpoint"]]
+if CONTEXT.get("valid_jwt"):
+    # Workload identity federation: the workload's JWT from its platform is the grant.
+    os.environ["CONFORMANCE_WORKLOAD_JWT"] = CONTEXT["valid_jwt"]
+    add += ["--grant", "jwt-bearer", "--assertion-env", "CONFORMANCE_WORKLOAD_JWT"]
 tackle(*add)
 
 if SCENARIO.startswith("auth/"):

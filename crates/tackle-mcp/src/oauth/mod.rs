@@ -17,8 +17,10 @@
 //! - [`OAuthHttpClient`]: the Streamable HTTP client that sends the stored token (rmcp's
 //!   `AuthClient`) and re-authorizes in the middle of a session, so the connection survives.
 
+mod enterprise;
 pub mod loopback;
 pub mod store;
+mod workload;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -37,7 +39,7 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::Sse;
 
-use crate::config::{OAuthClientSettings, OAuthGrant, SigningAlgorithm};
+use crate::config::{EnterpriseSecrets, OAuthClientSettings, OAuthGrant, SigningAlgorithm};
 use loopback::Loopback;
 use store::CredentialFile;
 
@@ -100,6 +102,8 @@ pub struct Authorizer {
     secret: Option<String>,
     /// The PEM key of a `private_key_jwt` client.
     private_key: Option<Vec<u8>>,
+    /// The ID token (and IdP secret) of an `enterprise_managed` client.
+    enterprise: Option<EnterpriseSecrets>,
     store: Option<CredentialFile>,
     sign_in: Option<Arc<dyn SignIn>>,
     /// One sign-in at a time; its value counts the sign-ins done, so a request that waited for
@@ -140,6 +144,7 @@ impl Authorizer {
             settings,
             secret,
             private_key: None,
+            enterprise: None,
             store,
             sign_in,
             signing_in: tokio::sync::Mutex::new(0),
@@ -155,9 +160,16 @@ impl Authorizer {
         self
     }
 
-    /// Whether tokens come from the client's own credentials (no person).
+    /// The user's ID token and the IdP client secret, for `grant = "enterprise_managed"`.
+    pub fn with_enterprise(mut self, secrets: Option<EnterpriseSecrets>) -> Self {
+        self.enterprise = secrets;
+        self
+    }
+
+    /// Whether tokens come without a person at a browser (the client's own credentials, or the
+    /// enterprise IdP's word).
     fn machine(&self) -> bool {
-        self.settings.grant == OAuthGrant::ClientCredentials
+        self.settings.grant != OAuthGrant::AuthorizationCode
     }
 
     /// Whether this process can get a new token when the server asks: a person can sign in here,
@@ -296,8 +308,11 @@ impl Authorizer {
     /// `WWW-Authenticate`), registration, the page shown through [`SignIn`], the code received on
     /// the loopback listener, `iss` checked, the code exchanged. The credentials are stored.
     pub async fn sign_in(&self, challenge: Option<&str>) -> Result<AuthorizationManager, OAuthError> {
-        if self.machine() {
-            return self.client_credentials().await;
+        match self.settings.grant {
+            OAuthGrant::ClientCredentials => return self.client_credentials().await,
+            OAuthGrant::EnterpriseManaged => return self.enterprise_managed(challenge).await,
+            OAuthGrant::JwtBearer => return self.workload_identity(challenge).await,
+            OAuthGrant::AuthorizationCode => {}
         }
         let Some(sign_in) = self.sign_in.clone() else {
             return Err(self.fail(OAuthError::NeedsLogin { server: self.server.clone() }));
