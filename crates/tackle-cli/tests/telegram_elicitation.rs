@@ -129,7 +129,7 @@ impl Emulator {
     /// Waits for the question step whose text contains `needle` (the last message with
     /// question buttons) and returns it.
     async fn step(&self, needle: &str) -> Shown {
-        for _ in 0..1200 {
+        for _ in 0..3600 {
             let found = self
                 .messages()
                 .await
@@ -146,7 +146,7 @@ impl Emulator {
 
     /// Waits for a bot message containing `needle`.
     async fn text(&self, needle: &str) -> Shown {
-        for _ in 0..1200 {
+        for _ in 0..3600 {
             if let Some(found) = self.messages().await.into_iter().find(|m| m.text.contains(needle)) {
                 return found;
             }
@@ -157,7 +157,7 @@ impl Emulator {
 
     /// The notice the bot answered a button press with.
     async fn acknowledgement(&self, callback_id: &str) -> String {
-        for _ in 0..1200 {
+        for _ in 0..3600 {
             let log: Value =
                 self.http.get(format!("{}/__log", self.url)).send().await.unwrap().json().await.unwrap();
             let notice = log["calls"].as_array().unwrap().iter().find_map(|c| {
