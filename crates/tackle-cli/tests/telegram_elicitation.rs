@@ -141,7 +141,24 @@ impl Emulator {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        panic!("timed out waiting for the question step {needle:?}: {:#?}", self.messages().await);
+        panic!(
+            "timed out waiting for the question step {needle:?}: {:#?}\nthe bot's Bot API calls: {}",
+            self.messages().await,
+            self.calls().await
+        );
+    }
+
+    /// The Bot API calls the bot made (method and parameters), for a failure's message.
+    async fn calls(&self) -> String {
+        let log: Value =
+            self.http.get(format!("{}/__log", self.url)).send().await.unwrap().json().await.unwrap();
+        log["calls"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|c| c["method"] != "getUpdates")
+            .map(|c| format!("\n  {} {}", c["method"], c["params"]))
+            .collect()
     }
 
     /// Waits for a bot message containing `needle`.
@@ -234,6 +251,8 @@ fn serve(home: &Path, ws: &Path, fake: &FakeModel, emulator: &Emulator, question
         .env("TACKLE_SANDBOX_MODE", "off")
         .env("TACKLE_MCP_SERVERS", servers)
         .env("TACKLE_CHANNELS_QUESTION_TIMEOUT_SECS", question_timeout.to_string())
+        // What the server did, on stderr: shown only when the test fails.
+        .env("RUST_LOG", "info,tackle_channels=debug,tackle_mcp=debug")
         .args(["serve", "--bind", "127.0.0.1:0", "--workspace"])
         .arg(ws)
         .stdin(Stdio::null())
