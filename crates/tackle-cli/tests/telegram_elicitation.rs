@@ -156,9 +156,19 @@ impl Emulator {
             .as_array()
             .into_iter()
             .flatten()
-            .filter(|c| c["method"] != "getUpdates")
-            .map(|c| format!("\n  {} {}", c["method"], c["params"]))
-            .collect()
+            .map(|c| format!("\n  {} {} -> {}", c["method"], c["params"], c["status"]))
+            .collect::<String>()
+            + &format!(
+                "\npending updates: {}",
+                self.http
+                    .get(format!("{}/__pending?token={TOKEN}", self.url))
+                    .send()
+                    .await
+                    .unwrap()
+                    .text()
+                    .await
+                    .unwrap()
+            )
     }
 
     /// Waits for a bot message containing `needle`.
