@@ -303,7 +303,7 @@ async fn serve(args: DemoArgs) -> Result<ExitCode> {
         .with_context(|| format!("cannot listen on {bind}; is another server using the port? pass --bind"))?;
     let local = listener.local_addr()?;
     // The first line on stdout is the address, as with `tackle serve`.
-    outln!("tackle serving on http://{local}");
+    noticeln!("tackle serving on http://{local}");
     let style = Style::stderr();
     eprintln!(
         "{} open http://{local} and send any message: a scripted model (offline; no API key) \

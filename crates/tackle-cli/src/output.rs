@@ -3,7 +3,9 @@
 //! closed pipe; any other failure to write is an error message and exit code 1, never a panic.
 //!
 //! `out!` and `outln!` are `print!` and `println!` with this behaviour (`#[macro_use]` in
-//! `main.rs`, so every module has them).
+//! `main.rs`, so every module has them). A long-running server is different: `noticeln!` prints
+//! what `tackle serve` tells whoever started it (its address, its channels), and a reader that
+//! went away is no reason to stop serving the clients that are connected.
 
 use std::fmt;
 use std::io::{self, Write};
@@ -17,6 +19,20 @@ macro_rules! out {
 macro_rules! outln {
     () => { $crate::output::write_fmt(format_args!("\n")) };
     ($($arg:tt)*) => { $crate::output::write_fmt(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+/// `println!` for a server's notices: a closed stdout is logged and otherwise ignored.
+macro_rules! noticeln {
+    ($($arg:tt)*) => { $crate::output::notice_fmt(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+/// Writes a server's notice to stdout and flushes it; a failure (a reader that went away, a
+/// full disk behind a redirect) is logged at debug and does not end the process.
+pub fn notice_fmt(args: fmt::Arguments<'_>) {
+    let mut out = io::stdout().lock();
+    if let Err(e) = out.write_fmt(args).and_then(|()| out.flush()) {
+        tracing::debug!(error = %e, "cannot write a notice to standard output; serving on");
+    }
 }
 
 /// Writes formatted text to stdout.

@@ -80,11 +80,12 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode> {
         })?;
         state.add_addon(Arc::new(ChannelsAddon(channels.clone())));
     }
-    // The first line on stdout is the address, so scripts (and tests) can use port 0.
-    outln!("tackle serving on http://{local}");
+    // The first line on stdout is the address, so scripts (and tests) can use port 0. Whoever
+    // reads it may close the pipe after it: the server keeps serving (`noticeln!`).
+    noticeln!("tackle serving on http://{local}");
     for status in channels.status() {
         let bot = status.bot.as_deref().map(|b| format!(" @{b}")).unwrap_or_default();
-        outln!("{} bot{bot} receiving by {}", status.channel, status.mode);
+        noticeln!("{} bot{bot} receiving by {}", status.channel, status.mode);
     }
     tackle_server::serve_on(listener, state, shutdown_signal()).await?;
     Ok(ExitCode::SUCCESS)

@@ -590,6 +590,45 @@ async fn serve_refuses_public_binds_without_tokens_and_shuts_down_gracefully() {
     assert_eq!(list[0]["status"], "idle");
 }
 
+/// Whoever started `tackle serve` may stop reading its stdout after the address
+/// (`tackle serve | head -1`, a supervisor, a test): the server keeps serving its clients. Here
+/// the pipe's reader is gone before the first line, so every notice fails to write; the server
+/// used to end itself quietly on the first one.
+#[tokio::test]
+async fn serve_keeps_serving_when_its_stdout_reader_is_gone() {
+    let home = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let mut cmd = tackle(home.path());
+    cmd.env("OPENAI_API_KEY", "sk-test")
+        .args(["serve", "--bind", &format!("127.0.0.1:{port}"), "--workspace"])
+        .arg(home.path())
+        .stdout(writer)
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let client = reqwest::Client::new();
+    let health = format!("http://127.0.0.1:{port}/healthz");
+    let mut answered = false;
+    for _ in 0..1200 {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+            panic!("serve ended ({status}) when its stdout could not be written: {err}");
+        }
+        if client.get(&health).send().await.is_ok_and(|r| r.status() == 200) {
+            answered = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(answered, "serve never answered on {health}");
+    // Still there after answering: its notice was written (and failed) before it served.
+    assert!(child.try_wait().unwrap().is_none());
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
 #[tokio::test]
 async fn demo_serve_serves_the_web_page_with_the_scripted_model_for_every_message() {
     let home = tempfile::tempdir().unwrap();
