@@ -72,6 +72,6 @@ pub use error::AgentError;
 pub use session::{LoopGuardConfig, PrefixStats, Session, TurnInput, TurnOutcome};
 pub use tools::{
     CompactDetail, DeferralConfig, DeferralMode, DeferredTools, DiscoveredSkills, MaskError, MaskStrategy,
-    SEARCH_RESULT_LINES, SEARCH_RESULT_TOKENS, Skill, SkillError, SkillLibrary, SkillSet, StepTools,
-    ToolCatalog, ToolChange, ToolMask, compact_tool,
+    SEARCH_RESULT_LINES, SEARCH_RESULT_TOKENS, Skill, SkillError, SkillLibrary, SkillSet, SkillSource,
+    StepTools, ToolCatalog, ToolChange, ToolMask, compact_tool,
 };

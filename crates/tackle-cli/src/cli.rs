@@ -369,6 +369,9 @@ pub enum McpCommand {
     Resources(McpResourcesArgs),
     /// A server's prompts, or one prompt's messages with `--get`.
     Prompts(McpPromptsArgs),
+    /// A server's skills (the skills extension): names, descriptions and files, as listed; no
+    /// skill file is read (a skill is read when the model activates it).
+    Skills(McpNameArgs),
     /// Sign in to a server that uses OAuth: opens the sign-in page with $BROWSER (or prints
     /// it) and receives the code on a loopback redirect; the credentials are stored (0600).
     Login(McpNameArgs),

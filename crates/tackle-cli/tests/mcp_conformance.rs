@@ -293,8 +293,10 @@ async fn every_2026_07_28_client_scenario_passes() {
 /// (`private_key_jwt`), machine to machine; enterprise-managed authorization (SEP-990: the
 /// user's ID token exchanged at the IdP for an ID-JAG, that for the server's token); workload
 /// identity federation (SEP-1933: the workload's JWT as an RFC 7523 grant, a token request
-/// Tackle makes beside rmcp). The others (DPoP, the skills extension) are not implemented by
-/// rmcp 3.9 on the client side, nor by Tackle (docs/tools.md says why).
+/// Tackle makes beside rmcp); the skills extension (SEP-2640: skills listed on connect and no
+/// file read before the model activates one; a `SKILL.md` whose digest, size or front matter
+/// differs from the listing refused, and the skill's other files not read after it: the model
+/// here tries to). DPoP is not implemented by rmcp 3.9 (docs/tools.md says why).
 #[tokio::test(flavor = "multi_thread")]
 async fn the_extension_scenarios_rmcp_supports_pass() {
     let Some(suite) = suite(SUITE_2026) else { return };
@@ -304,11 +306,15 @@ async fn the_extension_scenarios_rmcp_supports_pass() {
         .filter(|(_, tags)| tags == "extension")
         .map(|(name, _)| name)
         .collect();
-    const SUPPORTED: [&str; 4] = [
+    const SUPPORTED: [&str; 8] = [
         "auth/client-credentials-basic",
         "auth/client-credentials-jwt",
         "auth/enterprise-managed-authorization",
         "auth/wif-jwt-bearer",
+        "sep-2640-client-no-prefetch",
+        "sep-2640-client-verify-digest",
+        "sep-2640-client-verify-size",
+        "sep-2640-client-verify-frontmatter",
     ];
     for name in SUPPORTED {
         assert!(
@@ -318,7 +324,23 @@ async fn the_extension_scenarios_rmcp_supports_pass() {
     }
     let mut failures = Vec::new();
     for scenario in SUPPORTED {
-        match run_case(&suite, None, &case(scenario, &[])).await {
+        let case = if scenario.starts_with("sep-2640-client-verify") {
+            // The model activates the served skill, then asks for one of its other files.
+            Case {
+                scenario,
+                turns: vec![
+                    Turn::call("activate_skill", r#"{"name": "pdf-processing"}"#),
+                    Turn::call(
+                        "activate_skill",
+                        r#"{"name": "pdf-processing", "file": "references/FORMS.md"}"#,
+                    ),
+                    Turn::text("Done."),
+                ],
+            }
+        } else {
+            case(scenario, &[])
+        };
+        match run_case(&suite, None, &case).await {
             Ok(line) => eprintln!("ok    {line}"),
             Err(report) => {
                 eprintln!("FAIL  {report}");

@@ -297,6 +297,24 @@ impl McpConnection {
         .await
     }
 
+    /// Every skill the server serves (the skills extension, SEP-2640; empty when it does not
+    /// declare it). Listing reads no skill file: those are read when a skill is activated.
+    pub async fn list_skills(self: &Arc<Self>) -> Result<Vec<rmcp::model::Skill>, McpError> {
+        let client = self.live_client().await?;
+        if !offers(&client, |c| c.supports_skills()) {
+            return Ok(Vec::new());
+        }
+        self.paginate("skills/list", |cursor| {
+            let client = Arc::clone(&client);
+            async move {
+                let page =
+                    client.list_skills(Some(PaginatedRequestParams::default().with_cursor(cursor))).await?;
+                Ok((page.skills, page.next_cursor))
+            }
+        })
+        .await
+    }
+
     /// Reads the resource `uri`; questions the server asks go through `ctx`.
     pub async fn read_resource(
         self: &Arc<Self>,

@@ -6,6 +6,8 @@
 //! - [`McpTool`]: an MCP tool as a [`tackle_tools::Tool`] under a namespaced name
 //!   ([`namespaced_name`]); [`map_call_result`] turns MCP content into what the model reads.
 //! - [`McpManager`]: every configured server, started in parallel, failures reported and skipped.
+//! - [`skills`]: the skills servers serve (SEP-2640), read on activation and verified against
+//!   their listing ([`McpSkill`], [`verify_skill_md`]).
 //!
 //! ```
 //! let config: tackle_mcp::McpConfig = toml::from_str(r#"
@@ -30,6 +32,7 @@ mod naming;
 pub mod oauth;
 mod options;
 mod routes;
+pub mod skills;
 mod tool;
 
 pub use config::{
@@ -42,4 +45,5 @@ pub use error::McpError;
 pub use manager::{McpManager, McpServerInfo, McpServerStatus};
 pub use naming::{MAX_TOOL_NAME_LEN, NAMESPACE_SEPARATOR, namespace_all, namespaced_name, sanitize};
 pub use options::McpOptions;
+pub use skills::{McpSkill, SkillLoadError, verify_skill_md};
 pub use tool::{McpTool, failure_from_error, map_annotations, spec_from_mcp};

@@ -18,6 +18,7 @@ use crate::connection::McpConnection;
 use crate::error::McpError;
 use crate::naming::namespace_all;
 use crate::options::McpOptions;
+use crate::skills::{McpSkill, SkillLoadError, contents_bytes, verify_file, verify_skill_md};
 use crate::tool::McpTool;
 use tackle_tools::ToolSearchIndex;
 
@@ -85,6 +86,8 @@ struct Server {
 struct ServerState {
     /// Tool definitions sorted by name (empty when the server failed or is disabled).
     tools: Vec<McpToolDef>,
+    /// The skills it listed when it started (skills extension), by name.
+    skills: Vec<rmcp::model::Skill>,
     /// Why the server failed to start.
     failure: Option<String>,
 }
@@ -115,15 +118,18 @@ impl McpManager {
             .await
             .into_iter()
             .map(|(name, config, outcome)| {
-                let (connection, tools, failure) = match outcome {
-                    None => (None, Vec::new(), None),
-                    Some(Ok((connection, tools))) => (Some(connection), tools, None),
+                let (connection, tools, skills, failure) = match outcome {
+                    None => (None, Vec::new(), Vec::new(), None),
+                    Some(Ok(Started { connection, tools, skills })) => {
+                        (Some(connection), tools, skills, None)
+                    }
                     Some(Err(err)) => {
                         tracing::warn!(server = %name, error = %err, "MCP server failed to start; skipped");
-                        (None, Vec::new(), Some(err.to_string()))
+                        (None, Vec::new(), Vec::new(), Some(err.to_string()))
                     }
                 };
-                Server { name, config, connection, state: Mutex::new(ServerState { tools, failure }) }
+                let state = ServerState { tools, skills, failure };
+                Server { name, config, connection, state: Mutex::new(state) }
             })
             .collect();
         let manager = Self { servers, catalog: RwLock::new(Vec::new()) };
@@ -171,6 +177,48 @@ impl McpManager {
             }
             (None, None) => Err(McpError::Unavailable(format!("`{server}` is disabled"))),
         }
+    }
+
+    /// The skills every started server listed (skills extension, SEP-2640): servers by name,
+    /// skills by name. No skill file has been read: see [`Self::load_skill`].
+    pub fn skills(&self) -> Vec<McpSkill> {
+        self.servers
+            .iter()
+            .filter(|s| s.connection.is_some())
+            .flat_map(|s| {
+                lock(&s.state).skills.iter().map(|e| McpSkill::new(&s.name, e.clone())).collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    /// Reads `skill`'s `SKILL.md` and returns its instructions, once its size, digest and front
+    /// matter match the listing (else the reason, and nothing of the content).
+    pub async fn load_skill(
+        &self,
+        skill: &McpSkill,
+        ctx: &tackle_tools::ToolContext,
+    ) -> Result<String, SkillLoadError> {
+        let read = self.read_resource(skill.server(), skill.uri(), ctx).await?;
+        verify_skill_md(skill.entry(), &contents_bytes(&read, skill.uri())?)
+    }
+
+    /// Reads `file` of `skill` (relative to the skill, `references/FORMS.md`, or its URI),
+    /// checked against the manifest; text as is, other bytes refused as undecodable.
+    pub async fn read_skill_file(
+        &self,
+        skill: &McpSkill,
+        file: &str,
+        ctx: &tackle_tools::ToolContext,
+    ) -> Result<String, SkillLoadError> {
+        let uri = skill.file_uri(file).ok_or_else(|| SkillLoadError::NotInSkill {
+            skill: skill.name().to_owned(),
+            file: file.to_owned(),
+            files: skill.supporting_files().join(", "),
+        })?;
+        let read = self.read_resource(skill.server(), &uri, ctx).await?;
+        let bytes = contents_bytes(&read, &uri)?;
+        verify_file(skill.entry(), &uri, &bytes)?;
+        String::from_utf8(bytes).map_err(|e| SkillLoadError::Undecodable { uri, detail: e.to_string() })
     }
 
     /// The prompts of `server`.
@@ -344,13 +392,17 @@ impl tackle_tools::ToolSource for McpManager {
     }
 }
 
-/// Connects and lists the tools (sorted by name); a server whose tools cannot be listed is
-/// closed again.
-async fn start(
-    name: &str,
-    config: &McpServerConfig,
-    options: &McpOptions,
-) -> Result<(Arc<McpConnection>, Vec<McpToolDef>), McpError> {
+/// A started server: its connection, tools (sorted by name) and skills (sorted by name).
+struct Started {
+    connection: Arc<McpConnection>,
+    tools: Vec<McpToolDef>,
+    skills: Vec<rmcp::model::Skill>,
+}
+
+/// Connects and lists the tools (sorted by name) and skills; a server whose tools cannot be
+/// listed is closed again. Skills that cannot be listed, or whose entries break the extension's
+/// rules, are left out with a warning: the tools still work.
+async fn start(name: &str, config: &McpServerConfig, options: &McpOptions) -> Result<Started, McpError> {
     let connection = McpConnection::connect_with(name, config.clone(), options).await?;
     match connection.list_tools().await {
         Ok(mut tools) => {
@@ -358,7 +410,22 @@ async fn start(
             // The initial listing is what the catalog holds; a notification sent during start
             // is already reflected in it.
             connection.take_list_changed();
-            Ok((connection, tools))
+            let mut skills = match connection.list_skills().await {
+                Ok(skills) => skills,
+                Err(err) => {
+                    tracing::warn!(server = %name, error = %err, "cannot list the server's skills; none offered");
+                    Vec::new()
+                }
+            };
+            skills.retain(|skill| match skill.validate() {
+                Ok(()) => true,
+                Err(err) => {
+                    tracing::warn!(server = %name, skill = %skill.uri, error = %err, "skill left out");
+                    false
+                }
+            });
+            skills.sort_by(|a, b| a.frontmatter.name.cmp(&b.frontmatter.name));
+            Ok(Started { connection, tools, skills })
         }
         Err(err) => {
             connection.shutdown().await;

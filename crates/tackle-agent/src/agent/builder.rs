@@ -478,7 +478,15 @@ impl AgentBuilder {
         })?;
         let store = open_store(self.store).await?;
 
-        let skills = Arc::new(SkillLibrary::new(self.skill_roots));
+        // MCP servers start first: the skills they serve join the library (the tools they
+        // offer are registered after Tackle's own, below).
+        let mcp = if self.mcp.servers.is_empty() {
+            None
+        } else {
+            Some(Arc::new(McpManager::connect_with(&self.mcp.servers, &self.mcp_options).await))
+        };
+        let served = mcp.as_ref().map(|m| m.skills().iter().map(crate::tools::Skill::from_mcp).collect());
+        let skills = Arc::new(SkillLibrary::new(self.skill_roots).with_served(served.unwrap_or_default()));
         let any_skills = self.skills
             && std::iter::once(&workspace)
                 .chain(&self.workspaces)
@@ -503,7 +511,8 @@ impl AgentBuilder {
             registry.register(tool)?;
         }
         if any_skills {
-            registry.register(typed(ActivateSkill::new(skills.clone(), store.clone())))?;
+            registry
+                .register(typed(ActivateSkill::new(skills.clone(), store.clone()).with_mcp(mcp.clone())))?;
         }
         registry.register(typed(ReadResult::new(store.clone())))?;
         registry.register(typed(CompactContext))?;
@@ -512,11 +521,8 @@ impl AgentBuilder {
         }
 
         let mut sources = self.sources;
-        let mut mcp = None;
-        if !self.mcp.servers.is_empty() {
-            let manager = Arc::new(McpManager::connect_with(&self.mcp.servers, &self.mcp_options).await);
-            sources.push(Arc::clone(&manager) as Arc<dyn ToolSource>);
-            mcp = Some(manager);
+        if let Some(manager) = &mcp {
+            sources.push(Arc::clone(manager) as Arc<dyn ToolSource>);
         }
         let mut deferrable = Vec::new();
         for source in &sources {

@@ -24,7 +24,7 @@ pub(crate) use repair::repair_tool_name;
 pub use search_result::{CompactDetail, SEARCH_RESULT_LINES, SEARCH_RESULT_TOKENS, compact_tool};
 pub(crate) use session_tools::{Planned, SessionTools, StepView};
 pub(crate) use skills::{ACTIVATE_SKILL, ACTIVE_SKILLS_KEY, ActivateSkill, ActiveSkills};
-pub use skills::{DiscoveredSkills, Skill, SkillError, SkillLibrary, SkillSet};
+pub use skills::{DiscoveredSkills, Skill, SkillError, SkillLibrary, SkillSet, SkillSource};
 pub use sources::ToolChange;
 pub(crate) use sources::ToolSources;
 pub(crate) use step::{Availability, resolve_step};

@@ -1,9 +1,15 @@
-//! Skills: `skills/<name>/SKILL.md` files that describe a capability and unlock a group of tools.
+//! Skills: `skills/<name>/SKILL.md` files that describe a capability and unlock a group of tools,
+//! and the skills MCP servers serve (the skills extension, SEP-2640).
 //!
 //! Skill names and descriptions are listed in a cacheable system section; the instructions only
 //! enter the conversation when the model calls `activate_skill`, and the skill's tools become
 //! callable from the next step. At most [`MAX_ACTIVE_SKILLS`] are active; activating another
 //! evicts the oldest (FIFO), masking its tools again. The active list is stored per session.
+//!
+//! A server's skill is read only when it is activated: its `SKILL.md` is fetched then and used
+//! only when its size, digest and front matter match what the server listed (see
+//! [`tackle_mcp::skills`]); otherwise the model is told why and the skill stays inactive. An
+//! active skill's other files are read with `activate_skill` and `file`, checked the same way.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -34,10 +40,42 @@ pub struct Skill {
     pub description: String,
     /// Tools the skill unlocks.
     pub tools: Vec<String>,
-    /// The body of SKILL.md, returned on activation.
-    pub instructions: String,
-    /// Where it was found.
-    pub path: PathBuf,
+    /// Where its instructions come from.
+    pub source: SkillSource,
+}
+
+/// Where a skill's instructions come from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum SkillSource {
+    /// A `SKILL.md` on disk, read when the skill was discovered.
+    File {
+        /// The file.
+        path: PathBuf,
+        /// Its body, returned on activation.
+        instructions: String,
+    },
+    /// Served by an MCP server: its `SKILL.md` is read on activation and checked against the
+    /// server's listing.
+    Mcp {
+        /// The configured server name.
+        server: String,
+        /// The URI of its `SKILL.md`.
+        uri: String,
+    },
+}
+
+impl Skill {
+    /// The skill an MCP server listed.
+    pub fn from_mcp(skill: &tackle_mcp::McpSkill) -> Self {
+        Self {
+            name: skill.name().to_owned(),
+            description: skill.description().trim().to_owned(),
+            tools: Vec::new(),
+            source: SkillSource::Mcp { server: skill.server().to_owned(), uri: skill.uri().to_owned() },
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -95,8 +133,7 @@ pub(crate) fn parse_skill(dir_name: &str, path: &Path, text: &str) -> Result<Ski
         name,
         description,
         tools: front.tools,
-        instructions: body.trim().to_owned(),
-        path: path.to_owned(),
+        source: SkillSource::File { path: path.to_owned(), instructions: body.trim().to_owned() },
     })
 }
 
@@ -130,6 +167,28 @@ impl SkillSet {
             }
         }
         (set, warnings)
+    }
+
+    /// Adds `skills` (an MCP server's) after those found on disk: a name already taken keeps
+    /// the earlier skill, and the clash is reported in `warnings`.
+    pub fn add(&mut self, skills: impl IntoIterator<Item = Skill>, warnings: &mut Vec<String>) {
+        for skill in skills {
+            if !tackle_protocol::is_valid_tool_name(&skill.name) {
+                warnings.push(format!("skill {:?}: the name must match ^[a-zA-Z0-9_-]{{1,64}}$", skill.name));
+                continue;
+            }
+            match self.skills.get(&skill.name) {
+                Some(kept) => warnings.push(format!(
+                    "skill {} from {} is hidden by the skill of the same name from {}",
+                    skill.name,
+                    skill.origin(),
+                    kept.origin()
+                )),
+                None => {
+                    self.skills.insert(skill.name.clone(), skill);
+                }
+            }
+        }
     }
 
     /// A set from skills (tests, embedding).
@@ -196,13 +255,22 @@ pub struct DiscoveredSkills {
 #[derive(Debug, Default)]
 pub struct SkillLibrary {
     extra_roots: Vec<PathBuf>,
+    /// Skills MCP servers serve: offered in every workspace, after the workspace's own.
+    served: Vec<Skill>,
     found: Mutex<HashMap<PathBuf, Arc<DiscoveredSkills>>>,
 }
 
 impl SkillLibrary {
     /// A library searching each workspace, then `extra_roots` (e.g. `~/.config/tackle`).
     pub fn new(extra_roots: Vec<PathBuf>) -> Self {
-        Self { extra_roots, found: Mutex::default() }
+        Self { extra_roots, served: Vec::new(), found: Mutex::default() }
+    }
+
+    /// The same library also offering `skills` served by MCP servers (after the skills found on
+    /// disk, which win a name clash).
+    pub fn with_served(mut self, skills: Vec<Skill>) -> Self {
+        self.served = skills;
+        self
     }
 
     /// A library with these skills for `workspace` (embedding and tests).
@@ -224,9 +292,20 @@ impl SkillLibrary {
         }
         let mut roots = vec![workspace.to_owned()];
         roots.extend(self.extra_roots.iter().cloned());
-        let (skills, warnings) = SkillSet::discover(&roots);
+        let (mut skills, mut warnings) = SkillSet::discover(&roots);
+        skills.add(self.served.iter().cloned(), &mut warnings);
         let discovered = Arc::new(DiscoveredSkills { skills, warnings });
         self.lock().entry(workspace.to_owned()).or_insert(discovered).clone()
+    }
+}
+
+impl Skill {
+    /// Where the skill comes from, for messages (`/ws/skills/git/SKILL.md`, `MCP server docs`).
+    pub fn origin(&self) -> String {
+        match &self.source {
+            SkillSource::File { path, .. } => path.display().to_string(),
+            SkillSource::Mcp { server, .. } => format!("MCP server {server}"),
+        }
     }
 }
 
@@ -253,6 +332,10 @@ impl ActiveSkills {
 pub struct ActivateSkillArgs {
     /// The skill to activate, as listed in the Skills section. Example: "git".
     pub name: String,
+    /// A file of the (already active) skill to read instead, relative to the skill, as its
+    /// instructions name it. Example: "references/FORMS.md".
+    #[serde(default)]
+    pub file: Option<String>,
 }
 
 /// The `activate_skill` tool.
@@ -260,14 +343,90 @@ pub struct ActivateSkillArgs {
 pub struct ActivateSkill {
     library: Arc<SkillLibrary>,
     store: Store,
+    mcp: Option<Arc<tackle_mcp::McpManager>>,
 }
 
 impl ActivateSkill {
     /// A tool activating the skills `library` holds for the calling session's workspace,
     /// keeping the active list in `store`.
     pub fn new(library: Arc<SkillLibrary>, store: Store) -> Self {
-        Self { library, store }
+        Self { library, store, mcp: None }
     }
+
+    /// The same tool reading the skills MCP servers serve through `mcp`.
+    pub fn with_mcp(mut self, mcp: Option<Arc<tackle_mcp::McpManager>>) -> Self {
+        self.mcp = mcp;
+        self
+    }
+
+    /// The server's listing of an MCP skill.
+    fn served(
+        &self,
+        server: &str,
+        uri: &str,
+    ) -> Result<(Arc<tackle_mcp::McpManager>, tackle_mcp::McpSkill), ToolFailure> {
+        let unavailable = || {
+            ToolFailure::new(
+                ErrorCategory::Unavailable,
+                format!("the MCP server {server} no longer offers {uri}"),
+            )
+        };
+        let mcp = self.mcp.clone().ok_or_else(unavailable)?;
+        let skill = mcp
+            .skills()
+            .into_iter()
+            .find(|s| s.server() == server && s.uri() == uri)
+            .ok_or_else(unavailable)?;
+        Ok((mcp, skill))
+    }
+
+    /// The skill's instructions: read now (and verified) for a server's skill.
+    async fn instructions(&self, skill: &Skill, ctx: &ToolContext) -> Result<String, ToolFailure> {
+        match &skill.source {
+            SkillSource::File { instructions, .. } => Ok(instructions.clone()),
+            SkillSource::Mcp { server, uri } => {
+                let (mcp, served) = self.served(server, uri)?;
+                mcp.load_skill(&served, ctx).await.map_err(|e| refused(&skill.name, e))
+            }
+        }
+    }
+
+    /// `file` of the active skill `skill`.
+    async fn read_file(&self, skill: &Skill, file: &str, ctx: &ToolContext) -> Result<String, ToolFailure> {
+        match &skill.source {
+            SkillSource::Mcp { server, uri } => {
+                let (mcp, served) = self.served(server, uri)?;
+                mcp.read_skill_file(&served, file, ctx).await.map_err(|e| refused(&skill.name, e))
+            }
+            SkillSource::File { path, .. } => {
+                let dir = path.parent().unwrap_or(Path::new("."));
+                let wanted = dir.join(file);
+                let inside = std::path::Path::new(file)
+                    .components()
+                    .all(|c| matches!(c, std::path::Component::Normal(_) | std::path::Component::CurDir));
+                let text = inside.then(|| std::fs::read_to_string(&wanted).ok()).flatten();
+                text.ok_or_else(|| {
+                    ToolFailure::new(
+                        ErrorCategory::NotFound,
+                        format!("skill {} has no file {file:?}", skill.name),
+                    )
+                    .with_hint(format!("its files are under {}", dir.display()))
+                })
+            }
+        }
+    }
+}
+
+/// A server's skill file that could not be used.
+fn refused(name: &str, e: tackle_mcp::SkillLoadError) -> ToolFailure {
+    let category = match &e {
+        tackle_mcp::SkillLoadError::Read(_) => ErrorCategory::Unavailable,
+        tackle_mcp::SkillLoadError::NotInSkill { .. } => ErrorCategory::NotFound,
+        _ => ErrorCategory::Conflict,
+    };
+    ToolFailure::new(category, format!("skill {name} was not loaded: {e}")).with_hint(
+        "do not rely on this skill; carry on without it or tell the user the server's skill failed its check",
+    )
 }
 
 #[async_trait]
@@ -284,6 +443,7 @@ impl TypedTool for ActivateSkill {
             .does_not("run the skill's tools itself; call them after activation")
             .does_not("keep more than 3 skills active: a fourth deactivates the oldest")
             .arg("name", "A skill name from the Skills section. Example: \"git\"")
+            .arg("file", "Optional: a file of an active skill to read, as its instructions name it. Example: \"references/FORMS.md\"")
             .returns("The skill's instructions and the tools it unlocked (and which skill was deactivated, if any).")
             .example(r#"{"name": "git"}"#)
             .render()
@@ -311,6 +471,18 @@ impl TypedTool for ActivateSkill {
         let store = super::store_for(&ctx, &self.store);
         let mut active: ActiveSkills =
             store.get_state(&ctx.session_id, ACTIVE_SKILLS_KEY).await.map_err(internal)?.unwrap_or_default();
+        if let Some(file) = &args.file {
+            if !active.0.contains(&skill.name) {
+                return Err(ToolFailure::new(
+                    ErrorCategory::InvalidArgs,
+                    format!("skill {} is not active, so its files are not read", skill.name),
+                )
+                .with_hint(format!("activate it first: {{\"name\": \"{}\"}}", skill.name)));
+            }
+            return Ok(ToolOutput::text(self.read_file(skill, file, &ctx).await?));
+        }
+        // A server's skill is read and checked before it counts as active.
+        let instructions = self.instructions(skill, &ctx).await?;
         let evicted = active.activate(&skill.name);
         store.set_state(&ctx.session_id, ACTIVE_SKILLS_KEY, &active).await.map_err(internal)?;
         let mut out = format!("Skill {} is active.", skill.name);
@@ -321,7 +493,7 @@ impl TypedTool for ActivateSkill {
             out.push_str(&format!(" Skill {e} was deactivated (at most {MAX_ACTIVE_SKILLS} are active)."));
         }
         out.push_str("\n\n");
-        out.push_str(&skill.instructions);
+        out.push_str(&instructions);
         Ok(ToolOutput::text(out))
     }
 }
@@ -335,7 +507,9 @@ mod tests {
         let text = "---\nname: git\ndescription: Work with git history.\ntools: [git_log, git_diff]\n---\n\nUse git_log first.\n";
         let s = parse_skill("dir", Path::new("x"), text).unwrap();
         assert_eq!((s.name.as_str(), s.tools.len()), ("git", 2));
-        assert_eq!(s.instructions, "Use git_log first.");
+        assert!(
+            matches!(&s.source, SkillSource::File { instructions, .. } if instructions == "Use git_log first.")
+        );
         let list = "---\ndescription: d\ntools:\n  - a\n  - b\n---\nbody";
         assert_eq!(parse_skill("fallback", Path::new("x"), list).unwrap().name, "fallback");
         assert!(parse_skill("d", Path::new("x"), "no front matter").is_err());

@@ -140,6 +140,33 @@ pub async fn tools(args: McpNameArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `tackle mcp skills NAME`: the skills the server lists. Listing reads no skill file.
+pub async fn skills(args: McpNameArgs) -> Result<ExitCode> {
+    let (_, settings) = load(&args.place)?;
+    let config = server(&settings, &args.name)?.clone();
+    let connection = connect(&settings, &args.name, &config).await?;
+    let listed = connection.list_skills().await;
+    connection.shutdown().await;
+    let mut skills = listed?;
+    skills.sort_by(|a, b| a.frontmatter.name.cmp(&b.frontmatter.name));
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&skills)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    for entry in &skills {
+        let skill = tackle_mcp::McpSkill::new(&args.name, entry.clone());
+        let invalid = entry.validate().err().map(|e| format!("  (left out: {e})")).unwrap_or_default();
+        outln!("{}  {}{invalid}", skill.name(), skill.description().lines().next().unwrap_or(""));
+        for file in skill.supporting_files() {
+            outln!("    {file}");
+        }
+    }
+    if skills.is_empty() {
+        eprintln!("`{}` serves no skills", args.name);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// The context of a call made from the command line: the server's questions are answered with
 /// defaults (`yes`), at the terminal, or declined when nobody is there; progress goes to stderr.
 fn call_context(workspace: &std::path::Path, yes: bool) -> ToolContext {

@@ -2,7 +2,7 @@
 //!
 //! - `list.rs`: `list` (every server: state, protocol, tools, definition tokens).
 //! - `edit.rs`: `add` / `remove`, editing tackle.toml in place (comments kept).
-//! - `inspect.rs`: `get`, `tools`, `call`, `resources`, `prompts` (one server at a time).
+//! - `inspect.rs`: `get`, `tools`, `call`, `resources`, `prompts`, `skills` (one server at a time).
 //! - `login.rs`: `login` / `logout`, and [`BrowserSignIn`]: the sign-in page through `$BROWSER`.
 
 mod edit;
@@ -38,6 +38,7 @@ pub async fn run(command: McpCommand) -> Result<ExitCode> {
         McpCommand::Call(args) => inspect::call(args).await,
         McpCommand::Resources(args) => inspect::resources(args).await,
         McpCommand::Prompts(args) => inspect::prompts(args).await,
+        McpCommand::Skills(args) => inspect::skills(args).await,
         McpCommand::Login(args) => login::login(args).await,
         McpCommand::Logout(args) => login::logout(args).await,
     }

@@ -9,7 +9,7 @@ which follows the sign-in redirects like a person's browser).
 Every scenario:      tackle mcp add conf --url URL --protocol VERSION [--client-id/--client-secret-env,
                      --grant client-credentials|enterprise-managed and its settings]
 auth/* scenarios:    tackle mcp login conf
-then, per scenario:  tackle mcp list | tools | call | resources | prompts, or tackle run --yes
+then, per scenario:  tackle mcp list | tools | call | resources | prompts | skills, or tackle run --yes
 """
 import json
 import os
@@ -73,6 +73,10 @@ if SCENARIO.startswith("auth/"):
 
 if SCENARIO in ("initialize",):
     tackle("mcp", "list")
+elif SCENARIO.startswith("sep-2640-"):
+    # Skills: listed (no file read), then a turn in which the model may activate one.
+    tackle("mcp", "skills", "conf")
+    tackle("run", "--yes", "Use the pdf-processing skill of the conf server.")
 elif SCENARIO in ("request-metadata", "json-schema-ref-no-deref", "http-invalid-tool-headers"):
     tackle("mcp", "tools", "conf", "--json")
     if SCENARIO == "http-invalid-tool-headers":
