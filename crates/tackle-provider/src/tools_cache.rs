@@ -30,18 +30,18 @@ impl ToolsCache {
         &self,
         tools: &Arc<[ToolSpec]>,
         variant: u8,
-        render: impl FnOnce(&[ToolSpec]) -> serde_json::Value,
+        render: impl FnOnce(&[ToolSpec]) -> serde_json::Result<String>,
     ) -> Result<Option<Arc<RawValue>>, ProviderError> {
         if tools.is_empty() { Ok(None) } else { self.get(tools, variant, render).map(Some) }
     }
 
     /// The rendering of `tools` in `variant` (e.g. with or without a cache marker), rendering it
-    /// with `render` on first use.
+    /// with `render` (to JSON text) on first use.
     pub(crate) fn get(
         &self,
         tools: &Arc<[ToolSpec]>,
         variant: u8,
-        render: impl FnOnce(&[ToolSpec]) -> serde_json::Value,
+        render: impl FnOnce(&[ToolSpec]) -> serde_json::Result<String>,
     ) -> Result<Arc<RawValue>, ProviderError> {
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(pos) = entries.iter().position(|(t, v, _)| Arc::ptr_eq(t, tools) && *v == variant) {
@@ -50,7 +50,7 @@ impl ToolsCache {
             entries.push(entry); // most recently used last
             return Ok(raw);
         }
-        let json = serde_json::to_string(&render(tools))
+        let json = render(tools)
             .map_err(|e| ProviderError::protocol(format!("cannot serialize tool definitions: {e}")))?;
         let raw: Arc<RawValue> = Arc::from(
             RawValue::from_string(json)
@@ -75,7 +75,7 @@ mod tests {
         let mut renders = 0;
         let mut render = |t: &[ToolSpec]| {
             renders += 1;
-            serde_json::json!(t.len())
+            serde_json::to_string(&t.len())
         };
         let a = cache.get(&tools, 0, &mut render).unwrap();
         let b = cache.get(&tools, 0, &mut render).unwrap();

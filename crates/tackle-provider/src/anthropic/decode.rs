@@ -5,6 +5,8 @@ use std::collections::{HashMap, VecDeque};
 use serde_json::{Value, json};
 use tackle_protocol::{Reasoning, StopReason, StreamEvent, ToolInput, ToolUse, Usage};
 
+use tackle_wire::anthropic as wire;
+
 use crate::ProviderError;
 use crate::http::{WireDecoder, classify_http_error, snippet};
 use crate::sse::SseEvent;
@@ -41,84 +43,73 @@ pub(crate) fn stop_reason(reason: &str) -> StopReason {
 }
 
 /// Reads Anthropic usage fields into `usage`, keeping fields the object does not mention.
-pub(crate) fn merge_usage(usage: &mut Usage, v: &Value) {
-    let get = |k: &str| v.get(k).and_then(Value::as_u64);
-    let (fresh, read, write) =
-        (get("input_tokens"), get("cache_read_input_tokens"), get("cache_creation_input_tokens"));
+pub(crate) fn merge_usage(usage: &mut Usage, v: &wire::Usage) {
+    let (fresh, read, write) = (v.input_tokens, v.cache_read_input_tokens, v.cache_creation_input_tokens);
     if fresh.is_some() || read.is_some() || write.is_some() {
         let old_fresh = usage.input_tokens.saturating_sub(usage.cache_read_tokens + usage.cache_write_tokens);
         usage.cache_read_tokens = read.unwrap_or(usage.cache_read_tokens);
         usage.cache_write_tokens = write.unwrap_or(usage.cache_write_tokens);
         usage.input_tokens = fresh.unwrap_or(old_fresh) + usage.cache_read_tokens + usage.cache_write_tokens;
     }
-    if let Some(out) = get("output_tokens") {
+    if let Some(out) = v.output_tokens {
         usage.output_tokens = out;
     }
 }
 
-fn str_field<'a>(v: &'a Value, k: &str) -> &'a str {
-    v.get(k).and_then(Value::as_str).unwrap_or("")
-}
-
 impl AnthropicDecoder {
-    fn block_start(&mut self, index: u32, block: &Value, out: &mut VecDeque<StreamEvent>) {
-        let state = match str_field(block, "type") {
-            "text" => {
-                let text = str_field(block, "text");
+    fn block_start(&mut self, index: u32, block: wire::ContentBlock<'_>, out: &mut VecDeque<StreamEvent>) {
+        let state = match block {
+            wire::ContentBlock::Text { text, .. } => {
                 if !text.is_empty() {
-                    out.push_back(StreamEvent::TextDelta { text: text.to_owned() });
+                    out.push_back(StreamEvent::TextDelta { text: text.into_owned() });
                 }
                 Block::Text
             }
-            "tool_use" => {
-                let id = str_field(block, "id").to_owned();
-                let name = str_field(block, "name").to_owned();
+            wire::ContentBlock::ToolUse { id, name, input, .. } => {
+                let (id, name) = (id.into_owned(), name.into_owned());
                 out.push_back(StreamEvent::ToolCallStart { index, id: id.clone(), name: name.clone() });
                 // Input normally streams as JSON deltas from `{}`; a non-empty start object is kept.
-                let json = match block.get("input") {
-                    Some(Value::Object(m)) if !m.is_empty() => Value::Object(m.clone()).to_string(),
+                let json = match input {
+                    Value::Object(m) if !m.is_empty() => Value::Object(m).to_string(),
                     _ => String::new(),
                 };
                 Block::ToolUse { id, name, json }
             }
-            "thinking" => {
-                let text = str_field(block, "thinking").to_owned();
+            wire::ContentBlock::Thinking { thinking, signature } => {
+                let text = thinking.into_owned();
                 if !text.is_empty() {
                     out.push_back(StreamEvent::ReasoningDelta { text: text.clone() });
                 }
-                Block::Thinking { text, signature: str_field(block, "signature").to_owned() }
+                Block::Thinking { text, signature: signature.into_owned() }
             }
-            "redacted_thinking" => Block::Redacted(block.clone()),
+            wire::ContentBlock::RedactedThinking { data } => {
+                Block::Redacted(json!({ "type": "redacted_thinking", "data": data }))
+            }
             _ => Block::Other,
         };
         self.blocks.insert(index, state);
     }
 
-    fn block_delta(&mut self, index: u32, delta: &Value, out: &mut VecDeque<StreamEvent>) {
+    fn block_delta(&mut self, index: u32, delta: wire::Delta<'_>, out: &mut VecDeque<StreamEvent>) {
         let block = self.blocks.get_mut(&index);
-        match (str_field(delta, "type"), block) {
-            ("text_delta", _) => {
-                let text = str_field(delta, "text");
-                if !text.is_empty() {
-                    out.push_back(StreamEvent::TextDelta { text: text.to_owned() });
+        match (delta, block) {
+            (wire::Delta::TextDelta { text }, _) if !text.is_empty() => {
+                out.push_back(StreamEvent::TextDelta { text: text.into_owned() });
+            }
+            (wire::Delta::InputJsonDelta { partial_json }, Some(Block::ToolUse { json, .. }))
+                if !partial_json.is_empty() =>
+            {
+                json.push_str(&partial_json);
+                out.push_back(StreamEvent::ToolCallDelta { index, arguments: partial_json.into_owned() });
+            }
+            (wire::Delta::ThinkingDelta { thinking }, Some(Block::Thinking { text, .. })) => {
+                text.push_str(&thinking);
+                if !thinking.is_empty() {
+                    out.push_back(StreamEvent::ReasoningDelta { text: thinking.into_owned() });
                 }
             }
-            ("input_json_delta", Some(Block::ToolUse { json, .. })) => {
-                let part = str_field(delta, "partial_json");
-                if !part.is_empty() {
-                    json.push_str(part);
-                    out.push_back(StreamEvent::ToolCallDelta { index, arguments: part.to_owned() });
-                }
-            }
-            ("thinking_delta", Some(Block::Thinking { text, .. })) => {
-                let part = str_field(delta, "thinking");
-                text.push_str(part);
-                if !part.is_empty() {
-                    out.push_back(StreamEvent::ReasoningDelta { text: part.to_owned() });
-                }
-            }
-            ("signature_delta", Some(Block::Thinking { signature, .. })) => {
-                signature.push_str(str_field(delta, "signature"));
+            (wire::Delta::SignatureDelta { signature: part }, Some(Block::Thinking { signature, .. })) => {
+                signature.push_str(&part);
             }
             _ => {} // unknown delta types (citations, ...) are ignored
         }
@@ -156,9 +147,8 @@ impl AnthropicDecoder {
     }
 }
 
-fn stream_error(v: &Value) -> ProviderError {
-    let error = v.get("error").cloned().unwrap_or(Value::Null);
-    let status = match str_field(&error, "type") {
+fn stream_error(error: &wire::ErrorDetail<'_>) -> ProviderError {
+    let status = match error.kind.as_ref() {
         "overloaded_error" => 529,
         "rate_limit_error" => 429,
         "authentication_error" => 401,
@@ -167,58 +157,62 @@ fn stream_error(v: &Value) -> ProviderError {
         "timeout_error" => 408,
         _ => 500,
     };
-    classify_http_error(status, &http::HeaderMap::new(), &json!({ "error": error }).to_string())
+    let body = serde_json::to_string(&wire::ErrorBody { kind: "error".into(), error: error.clone() })
+        .unwrap_or_default();
+    classify_http_error(status, &http::HeaderMap::new(), &body)
+}
+
+/// One event's data as a typed event. The `type` in the data is authoritative; the SSE event
+/// name stands in only when the data has none.
+fn parse_event<'a>(event: &'a SseEvent) -> Result<wire::StreamEvent<'a>, ProviderError> {
+    let malformed = |e: serde_json::Error| {
+        ProviderError::protocol(format!("malformed stream event ({e}): {}", snippet(&event.data)))
+    };
+    match serde_json::from_str(&event.data) {
+        Ok(parsed) => Ok(parsed),
+        Err(e) => {
+            let Ok(Value::Object(mut data)) = serde_json::from_str::<Value>(&event.data) else {
+                return Err(malformed(e));
+            };
+            if data.contains_key("type") || event.event.is_empty() {
+                return Err(malformed(e));
+            }
+            data.insert("type".into(), Value::String(event.event.clone()));
+            serde_json::from_value(Value::Object(data)).map_err(malformed)
+        }
+    }
 }
 
 impl WireDecoder for AnthropicDecoder {
     fn on_event(&mut self, event: &SseEvent, out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError> {
-        let v: Value = serde_json::from_str(&event.data).map_err(|e| {
-            ProviderError::protocol(format!("malformed stream event ({e}): {}", snippet(&event.data)))
-        })?;
-        // The `type` in the data is authoritative; the SSE event name is only a hint.
-        let kind = v.get("type").and_then(Value::as_str).unwrap_or(event.event.as_str());
-        let index =
-            || v.get("index").and_then(Value::as_u64).and_then(|i| u32::try_from(i).ok()).unwrap_or(0);
-        match kind {
-            "message_start" => {
-                let message = v.get("message").unwrap_or(&Value::Null);
-                let known = |key| message.get(key).and_then(Value::as_str).filter(|s| !s.is_empty());
-                if known("id").is_some() || known("model").is_some() {
-                    out.push_back(StreamEvent::ResponseInfo {
-                        id: known("id").map(str::to_owned),
-                        model: known("model").map(str::to_owned),
-                    });
+        match parse_event(event)? {
+            wire::StreamEvent::MessageStart { message } => {
+                let known = |s: &str| (!s.is_empty()).then(|| s.to_owned());
+                let (id, model) = (known(&message.id), known(&message.model));
+                if id.is_some() || model.is_some() {
+                    out.push_back(StreamEvent::ResponseInfo { id, model });
                 }
-                if let Some(u) = message.get("usage") {
-                    merge_usage(&mut self.usage, u);
+                merge_usage(&mut self.usage, &message.usage);
+            }
+            wire::StreamEvent::ContentBlockStart { index, content_block } => {
+                self.block_start(index, content_block, out);
+            }
+            wire::StreamEvent::ContentBlockDelta { index, delta } => self.block_delta(index, delta, out),
+            wire::StreamEvent::ContentBlockStop { index } => self.block_stop(index, out),
+            wire::StreamEvent::MessageDelta { delta, usage } => {
+                if let Some(reason) = delta.stop_reason {
+                    self.stop = Some(stop_reason(&reason));
                 }
-            }
-            "content_block_start" => {
-                let block = v.get("content_block").cloned().unwrap_or(Value::Null);
-                self.block_start(index(), &block, out);
-            }
-            "content_block_delta" => {
-                let delta = v.get("delta").cloned().unwrap_or(Value::Null);
-                self.block_delta(index(), &delta, out);
-            }
-            "content_block_stop" => self.block_stop(index(), out),
-            "message_delta" => {
-                if let Some(reason) =
-                    v.get("delta").and_then(|d| d.get("stop_reason")).and_then(Value::as_str)
-                {
-                    self.stop = Some(stop_reason(reason));
-                }
-                if let Some(u) = v.get("usage") {
-                    merge_usage(&mut self.usage, u);
+                if let Some(u) = usage {
+                    merge_usage(&mut self.usage, &u);
                 }
             }
-            "message_stop" => self.finish(out),
-            "error" => return Err(stream_error(&v)),
+            wire::StreamEvent::MessageStop => self.finish(out),
+            wire::StreamEvent::Error { error } => return Err(stream_error(&error)),
             _ => {} // ping and event types added later are ignored
         }
         Ok(())
     }
-
     fn on_end(&mut self, out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError> {
         if self.done {
             return Ok(());

@@ -1,11 +1,14 @@
 //! `ModelRequest` -> Anthropic Messages request body.
 
-use serde::Serialize;
+use std::borrow::Cow;
+
 use serde_json::value::RawValue;
-use serde_json::{Value, json};
+use serde_json::{Map, Value};
 use tackle_protocol::{
     AllowedToolsMode, CacheBreakpoint, CachePolicy, ContentBlock, ModelRequest, Role, ToolChoice, ToolSpec,
 };
+
+use tackle_wire::anthropic::{self as wire, CacheControl};
 
 use crate::{ToolSchemaRules, adapt_schema};
 
@@ -15,44 +18,29 @@ pub const MAX_BREAKPOINTS: usize = 4;
 /// Output tokens requested when the request sets none (the field is mandatory).
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 
-/// The request body; tools, system and messages first, in the order Anthropic caches them.
-#[derive(Serialize)]
-pub(crate) struct MessagesBody<'a> {
-    model: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tools: Option<&'a RawValue>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    system: Vec<Value>,
-    messages: Vec<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_choice: Option<Value>,
-    max_tokens: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    temperature: Option<f32>,
-    stream: bool,
-}
+/// The request body: the Messages wire type, with the tools rendered once and reused as bytes.
+pub(crate) type MessagesBody<'a> = wire::MessagesRequest<'a, &'a RawValue>;
 
 /// The beta that `defer_loading` and `tool_reference` blocks need.
 pub const DEFERRED_TOOLS_BETA: &str = "advanced-tool-use-2025-11-20";
 
 /// Tool definitions in the Messages `tools` format; `cache_last` marks the last tool loaded up
 /// front as a cache breakpoint (deferred tools are not part of the rendered prompt).
-pub(crate) fn render_tools(tools: &[ToolSpec], cache_last: bool) -> Value {
-    let mut out: Vec<Value> = tools
+pub(crate) fn render_tools(tools: &[ToolSpec], cache_last: bool) -> Vec<wire::Tool<'_>> {
+    let mut out: Vec<wire::Tool<'_>> = tools
         .iter()
-        .map(|t| {
-            let schema = adapt_schema(&t.input_schema, ToolSchemaRules::anthropic());
-            let mut v = json!({ "name": t.name, "description": t.description, "input_schema": schema });
-            if t.defer_loading {
-                v["defer_loading"] = Value::Bool(true);
-            }
-            v
+        .map(|t| wire::Tool {
+            name: Cow::Borrowed(&t.name),
+            description: Some(Cow::Borrowed(&t.description)),
+            input_schema: adapt_schema(&t.input_schema, ToolSchemaRules::anthropic()),
+            defer_loading: t.defer_loading.then_some(true),
+            cache_control: None,
         })
         .collect();
-    if cache_last && let Some(last) = out.iter_mut().rev().find(|t| t.get("defer_loading").is_none()) {
-        last["cache_control"] = json!({ "type": "ephemeral" });
+    if cache_last && let Some(last) = out.iter_mut().rev().find(|t| t.defer_loading.is_none()) {
+        last.cache_control = Some(CacheControl::ephemeral());
     }
-    Value::Array(out)
+    out
 }
 
 /// The breakpoints that will be honoured: the first four distinct ones, in priority order.
@@ -79,7 +67,7 @@ pub(crate) fn body<'a>(
 ) -> MessagesBody<'a> {
     let has_tools = tools.is_some();
     MessagesBody {
-        model: &request.model,
+        model: Cow::Borrowed(&request.model),
         tools,
         system: system(request, breakpoints.contains(&CacheBreakpoint::System)),
         messages: messages(request, breakpoints),
@@ -90,103 +78,129 @@ pub(crate) fn body<'a>(
     }
 }
 
-fn ephemeral() -> Value {
-    json!({ "type": "ephemeral" })
-}
-
-fn system(request: &ModelRequest, cache: bool) -> Vec<Value> {
+fn system(request: &ModelRequest, cache: bool) -> Vec<wire::SystemBlock<'_>> {
     let sections: Vec<_> = request.system.iter().filter(|s| !s.text.is_empty()).collect();
     let last_cacheable = sections.iter().rposition(|s| s.cache == CachePolicy::Cacheable);
     sections
         .iter()
         .enumerate()
-        .map(|(i, s)| {
-            let mut block = json!({ "type": "text", "text": s.text });
-            if cache && Some(i) == last_cacheable {
-                block["cache_control"] = ephemeral();
-            }
-            block
+        .map(|(i, s)| wire::SystemBlock::Text {
+            text: Cow::Borrowed(&s.text),
+            cache_control: (cache && Some(i) == last_cacheable).then(CacheControl::ephemeral),
         })
         .collect()
 }
 
-fn tool_choice(choice: &ToolChoice, parallel: Option<bool>) -> Value {
-    let mut v = match choice {
-        ToolChoice::Auto => json!({ "type": "auto" }),
-        ToolChoice::None => return json!({ "type": "none" }),
-        ToolChoice::Required => json!({ "type": "any" }),
-        ToolChoice::Named { name } => json!({ "type": "tool", "name": name }),
+fn tool_choice(choice: &ToolChoice, parallel: Option<bool>) -> wire::ToolChoice<'_> {
+    let single = parallel == Some(false);
+    let auto = || wire::ToolChoice::Auto { disable_parallel_tool_use: single };
+    let any = || wire::ToolChoice::Any { disable_parallel_tool_use: single };
+    let tool = |name: &str| wire::ToolChoice::Tool {
+        name: Cow::Owned(name.to_owned()),
+        disable_parallel_tool_use: single,
+    };
+    match choice {
+        ToolChoice::Auto => auto(),
+        ToolChoice::None => wire::ToolChoice::None,
+        ToolChoice::Required => any(),
+        ToolChoice::Named { name } => tool(name),
         // No native subset: the executor refuses inactive tools and a tail note names the
         // active ones. A single required tool can still be forced natively.
         ToolChoice::Allowed { tools, mode } => match (mode, tools.as_slice()) {
-            (AllowedToolsMode::Required, [only]) => json!({ "type": "tool", "name": only }),
-            (AllowedToolsMode::Required, _) => json!({ "type": "any" }),
-            (AllowedToolsMode::Auto, _) => json!({ "type": "auto" }),
+            (AllowedToolsMode::Required, [only]) => tool(only),
+            (AllowedToolsMode::Required, _) => any(),
+            (AllowedToolsMode::Auto, _) => auto(),
         },
-    };
-    if parallel == Some(false) {
-        v["disable_parallel_tool_use"] = Value::Bool(true);
     }
-    v
 }
 
-fn block_json(block: &ContentBlock) -> Option<Value> {
+/// A stored reasoning block of the Anthropic format, sent back as it came.
+fn reasoning_block(data: &Value) -> Option<wire::ContentBlock<'_>> {
+    let text = |key: &str| data.get(key).and_then(Value::as_str).map(Cow::Borrowed);
+    match data.get("type").and_then(Value::as_str) {
+        Some("thinking") => Some(wire::ContentBlock::Thinking {
+            thinking: text("thinking").unwrap_or_default(),
+            signature: text("signature").unwrap_or_default(),
+        }),
+        Some("redacted_thinking") => Some(wire::ContentBlock::RedactedThinking { data: text("data")? }),
+        _ => None,
+    }
+}
+
+fn block(block: &ContentBlock) -> Option<wire::ContentBlock<'_>> {
     Some(match block {
         ContentBlock::Text { text } if text.is_empty() => return None,
-        ContentBlock::Text { text } => json!({ "type": "text", "text": text }),
-        ContentBlock::ToolUse(u) => {
+        ContentBlock::Text { text } => {
+            wire::ContentBlock::Text { text: Cow::Borrowed(text), cache_control: None }
+        }
+        ContentBlock::ToolUse(u) => wire::ContentBlock::ToolUse {
+            id: Cow::Borrowed(u.id.as_str()),
+            name: Cow::Borrowed(&u.name),
             // Unparseable arguments cannot be sent as an object; the paired error result tells
             // the model what it sent.
-            let input = u.input.as_json().cloned().unwrap_or_else(|| json!({}));
-            json!({ "type": "tool_use", "id": u.id, "name": u.name, "input": input })
-        }
+            input: u.input.as_json().cloned().unwrap_or_else(|| Value::Object(Map::new())),
+            cache_control: None,
+        },
         ContentBlock::ToolResult(r) if !r.tool_references.is_empty() && !r.is_error => {
             // A search result that loads deferred tools: the API expands each reference into
             // the tool's definition, so the text listing them is not sent.
-            let refs: Vec<Value> = r
+            let refs = r
                 .tool_references
                 .iter()
-                .map(|n| json!({ "type": "tool_reference", "tool_name": n }))
+                .map(|n| wire::ToolResultBlock::ToolReference { tool_name: Cow::Borrowed(n) })
                 .collect();
-            json!({ "type": "tool_result", "tool_use_id": r.tool_use_id, "content": refs })
-        }
-        ContentBlock::ToolResult(r) => {
-            let content = if r.content.is_empty() { "(no output)" } else { r.content.as_str() };
-            let mut v = json!({ "type": "tool_result", "tool_use_id": r.tool_use_id, "content": content });
-            if r.is_error {
-                v["is_error"] = Value::Bool(true);
+            wire::ContentBlock::ToolResult {
+                tool_use_id: Cow::Borrowed(r.tool_use_id.as_str()),
+                content: wire::ToolResultContent::Blocks(refs),
+                is_error: false,
+                cache_control: None,
             }
-            v
         }
-        ContentBlock::Reasoning(r) if r.format == "anthropic" => r.data.clone(),
+        ContentBlock::ToolResult(r) => wire::ContentBlock::ToolResult {
+            tool_use_id: Cow::Borrowed(r.tool_use_id.as_str()),
+            content: wire::ToolResultContent::Text(Cow::Borrowed(if r.content.is_empty() {
+                "(no output)"
+            } else {
+                r.content.as_str()
+            })),
+            is_error: r.is_error,
+            cache_control: None,
+        },
+        ContentBlock::Reasoning(r) if r.format == "anthropic" => return reasoning_block(&r.data),
         ContentBlock::Reasoning(_) => return None,
     })
 }
 
-fn messages(request: &ModelRequest, breakpoints: &[CacheBreakpoint]) -> Vec<Value> {
+fn messages<'a>(request: &'a ModelRequest, breakpoints: &[CacheBreakpoint]) -> Vec<wire::Message<'a>> {
     // Consecutive messages of one wire role merge (tool results and a following note are one
     // user turn); tool results lead their user message as the API requires.
-    let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
+    let mut out: Vec<(wire::Role, Vec<wire::ContentBlock<'a>>)> = Vec::new();
     for (index, message) in request.messages.iter().enumerate() {
         let role = match message.role {
-            Role::Assistant => "assistant",
-            Role::User | Role::Tool => "user",
+            Role::Assistant => wire::Role::Assistant,
+            Role::User | Role::Tool => wire::Role::User,
         };
-        let mut blocks: Vec<Value> = Vec::new();
-        let mut results: Vec<Value> = Vec::new();
-        for block in &message.content {
-            if let Some(v) = block_json(block) {
-                if matches!(block, ContentBlock::ToolResult(_)) { results.push(v) } else { blocks.push(v) }
+        let mut blocks = Vec::new();
+        let mut results = Vec::new();
+        for b in &message.content {
+            if let Some(v) = block(b) {
+                if matches!(v, wire::ContentBlock::ToolResult { .. }) {
+                    results.push(v)
+                } else {
+                    blocks.push(v)
+                }
             }
         }
         if breakpoints.contains(&CacheBreakpoint::Message { index }) {
             // The breakpoint goes on this message's own last block (never a thinking block),
             // before merging moves blocks around.
-            let cacheable = |b: &&mut Value| b["type"] != "thinking" && b["type"] != "redacted_thinking";
-            if let Some(block) =
-                blocks.iter_mut().rev().find(cacheable).or_else(|| results.iter_mut().next_back())
+            if let Some(last) = blocks
+                .iter_mut()
+                .rev()
+                .find(|b| b.takes_cache_control())
+                .or_else(|| results.iter_mut().next_back())
             {
-                block["cache_control"] = ephemeral();
+                last.set_cache_control(CacheControl::ephemeral());
             }
         }
         if results.is_empty() && blocks.is_empty() {
@@ -195,7 +209,10 @@ fn messages(request: &ModelRequest, breakpoints: &[CacheBreakpoint]) -> Vec<Valu
         match out.last_mut() {
             Some((last_role, content)) if *last_role == role => {
                 if !results.is_empty() {
-                    let lead = content.iter().take_while(|b| b["type"] == "tool_result").count();
+                    let lead = content
+                        .iter()
+                        .take_while(|b| matches!(b, wire::ContentBlock::ToolResult { .. }))
+                        .count();
                     content.splice(lead..lead, results);
                 }
                 content.extend(blocks);
@@ -206,5 +223,7 @@ fn messages(request: &ModelRequest, breakpoints: &[CacheBreakpoint]) -> Vec<Valu
             }
         }
     }
-    out.into_iter().map(|(role, content)| json!({ "role": role, "content": content })).collect()
+    out.into_iter()
+        .map(|(role, content)| wire::Message { role, content: wire::MessageContent::Blocks(content) })
+        .collect()
 }

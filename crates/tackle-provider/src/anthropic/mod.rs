@@ -53,9 +53,9 @@ impl Anthropic {
     fn encode_body(&self, request: &ModelRequest, stream: bool) -> Result<Bytes, ProviderError> {
         let breakpoints = encode::effective_breakpoints(request);
         let cache_last = breakpoints.contains(&CacheBreakpoint::Tools);
-        let tools = self
-            .tools
-            .rendered(&request.tools, u8::from(cache_last), |t| encode::render_tools(t, cache_last))?;
+        let tools = self.tools.rendered(&request.tools, u8::from(cache_last), |t| {
+            serde_json::to_string(&encode::render_tools(t, cache_last))
+        })?;
         json_body(&encode::body(request, tools.as_deref(), &breakpoints, stream))
     }
 

@@ -81,7 +81,8 @@ impl OpenAiChat {
     }
 
     fn encode_body(&self, request: &ModelRequest, stream: bool) -> Result<Bytes, ProviderError> {
-        let tools = self.tools.rendered(&request.tools, 0, encode::render_tools)?;
+        let tools =
+            self.tools.rendered(&request.tools, 0, |t| serde_json::to_string(&encode::render_tools(t)))?;
         json_body(&encode::body(request, tools.as_deref(), self.dialect, stream))
     }
 }

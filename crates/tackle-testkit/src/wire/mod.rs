@@ -22,6 +22,12 @@ impl Frame {
         Self { event: Some(event), data: value.to_string() }
     }
 
+    /// A named event whose data is a typed wire value.
+    pub(crate) fn typed(event: &'static str, value: &impl serde::Serialize) -> Self {
+        // Wire types serialize infallibly (string keys, no non-finite floats).
+        Self { event: Some(event), data: serde_json::to_string(value).unwrap_or_default() }
+    }
+
     pub(crate) fn render(&self) -> String {
         match self.event {
             Some(e) => format!("event: {e}\ndata: {}\n\n", self.data),

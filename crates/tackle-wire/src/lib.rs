@@ -1,0 +1,21 @@
+//! Provider wire formats as typed serde structs, without IO.
+//!
+//! One module per wire format. The provider client encodes its requests and decodes its streams
+//! with these types, and the testkit's fake model serves its answers and checks what it is sent
+//! with the same ones, so a field is named once and a mistake in either shows as a type error or
+//! a deserialization error that names the field. Field order is declaration order: it is the
+//! byte order on the wire, which prompt caching depends on (`tackle-provider`'s snapshots pin it).
+//!
+//! - [`anthropic`]: Anthropic Messages (`POST /v1/messages`): request, stream events, errors.
+//!
+//! ```
+//! use tackle_wire::anthropic::{ContentBlock, Message, MessagesRequest, Role};
+//! let request: MessagesRequest = serde_json::from_str(
+//!     r#"{"model": "claude", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}"#,
+//! ).unwrap();
+//! assert_eq!(request.messages[0].role, Role::User);
+//! assert!(matches!(&request.messages[0].content.blocks()[0], ContentBlock::Text { text, .. } if text == "hi"));
+//! let _ = Message::default();
+//! ```
+
+pub mod anthropic;
