@@ -4,13 +4,15 @@
 //! exactly once. `tackle channels status` and `tackle config` show it, the token masked.
 
 use std::io::BufRead;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tackle_testkit::{FakeModel, Fault, Script, Turn};
-use tokio::io::AsyncBufReadExt;
+
+#[path = "common/telegram_emulator.rs"]
+mod telegram_emulator;
 
 const BIN: &str = env!("CARGO_BIN_EXE_tackle");
 const TOKEN: &str = "123456:cli-test-secret-token";
@@ -24,29 +26,8 @@ struct Emulator {
 
 impl Emulator {
     async fn start() -> Option<Self> {
-        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let modules = root.join("target/test-deps/node/node_modules");
-        if !modules.join("telegram-test-api").is_dir() {
-            assert!(
-                std::env::var_os("TACKLE_REQUIRE_PEERS").is_none(),
-                "the Telegram Bot API emulator (npm telegram-test-api) is not installed: run scripts/test-deps.sh"
-            );
-            eprintln!("skipped: telegram-test-api is not installed (run scripts/test-deps.sh)");
-            return None;
-        }
-        let mut child = tokio::process::Command::new("node")
-            .arg(root.join("crates/tackle-channels/tests/peers/telegram_emulator.cjs"))
-            .env("TACKLE_NODE_MODULES", &modules)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-        let line =
-            tokio::time::timeout(Duration::from_secs(20), lines.next_line()).await.unwrap().unwrap().unwrap();
-        let port = serde_json::from_str::<Value>(&line).unwrap()["port"].as_u64().unwrap();
-        Some(Self { _child: child, url: format!("http://127.0.0.1:{port}"), http: reqwest::Client::new() })
+        let (child, url) = telegram_emulator::start().await?;
+        Some(Self { _child: child, url, http: reqwest::Client::new() })
     }
 
     async fn say(&self, text: &str) {
