@@ -56,6 +56,7 @@
 mod agent;
 mod context;
 mod error;
+mod failure;
 pub mod invariants;
 mod session;
 mod tools;
@@ -69,6 +70,7 @@ pub use context::{
     ReadResultArgs, ReadUnit, StoreOffloader, read_page,
 };
 pub use error::AgentError;
+pub use failure::{TurnFailure, provider_code};
 pub use session::{LoopGuardConfig, PrefixStats, Session, TurnInput, TurnOutcome};
 pub use tools::{
     CompactDetail, DeferralConfig, DeferralMode, DeferredTools, DiscoveredSkills, MaskError, MaskStrategy,

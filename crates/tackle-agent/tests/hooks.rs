@@ -236,7 +236,9 @@ print("Current sprint: hooks and rewind")  # plain stdout is context here
     );
     let blocked = rig.turn(&mut session, "my password is hunter2").await;
     assert_eq!(blocked.end, TurnEnd::Failed);
-    assert!(blocked.error.unwrap().contains("prompts with secrets are not sent"));
+    let failure = blocked.error.unwrap();
+    assert!(matches!(failure, tackle_agent::TurnFailure::PromptBlocked(_)), "{failure:?}");
+    assert!(failure.to_string().contains("prompts with secrets are not sent"));
     assert_eq!(rig.fake.requests().len(), 1, "a blocked prompt never reaches the model");
     assert!(
         !session.history().iter().any(|m| m.text().contains("hunter2")),

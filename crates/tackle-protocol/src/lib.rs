@@ -24,6 +24,7 @@
 
 mod envelope;
 mod event;
+mod failure;
 mod ids;
 mod message;
 mod request;
@@ -31,6 +32,7 @@ mod response;
 mod tool;
 
 pub use envelope::{ErrorCategory, ToolError};
+pub use failure::{ErrorCode, FailureReport};
 pub use event::{AgentEvent, ContextReport, SandboxInfo, StepMetrics, ToolOutcome, TurnEnd, WarningCode};
 pub use ids::{ApprovalId, ElicitationId, SessionId, ToolCallId};
 pub use message::{ContentBlock, Message, Reasoning, Role, ToolInput, ToolResult, ToolUse};

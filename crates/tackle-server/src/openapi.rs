@@ -206,7 +206,7 @@ fn openai_error_schema() -> Value {
             "required": ["message", "type", "code"],
             "properties": {
                 "message": {"type": "string"},
-                "type": {"type": "string", "enum": ["invalid_request_error", "authentication_error", "server_error"]},
+                "type": {"type": "string", "enum": ["invalid_request_error", "authentication_error", "rate_limit_error", "server_error"]},
                 "param": {"type": ["string", "null"]},
                 "code": {"type": "string"},
             },

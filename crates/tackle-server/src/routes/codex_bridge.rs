@@ -44,6 +44,7 @@ fn bridge_for(state: &AppState, model: &str) -> Result<std::sync::Arc<tackle_cod
             "model {model:?} is not served: Codex models need `tackle serve --provider codex` or [codex] bridge = true"
         ),
         field: Some("model".into()),
+        retry_after: None,
     })
 }
 
@@ -117,6 +118,7 @@ fn bridge_error(e: BridgeError, at: impl Fn(&str) -> String) -> OpenAiError {
         code,
         message: message.clone(),
         field,
+        retry_after: None,
     };
     let error = match &e {
         BridgeError::UnknownToolCall { id, .. } => {

@@ -15,7 +15,7 @@ use futures::StreamExt;
 use serde::Serialize;
 use serde_json::{Value, json};
 use tackle_protocol::{
-    AgentEvent, ContentBlock, ErrorCategory, ModelResponse, Role, StopReason, ToolOutcome, Usage,
+    AgentEvent, ContentBlock, ErrorCategory, ErrorCode, ModelResponse, Role, StopReason, ToolOutcome, Usage,
 };
 use tackle_provider::CallOptions;
 use tokio_stream::wrappers::UnboundedReceiverStream;
@@ -126,14 +126,14 @@ async fn gateway(state: AppState, chat: ChatRequest) -> Result<Response, OpenAiE
         let response = provider
             .complete(&request, &CallOptions::default())
             .await
-            .map_err(|e| ApiError::upstream(e.to_string()))?;
+            .map_err(|e| ApiError::provider(&e))?;
         return Ok(Json(completion_body(&id, created, &chat.model, &response)).into_response());
     }
     let include_usage = chat.include_usage();
     let events = provider
         .stream(&request, &CallOptions::default())
         .await
-        .map_err(|e| ApiError::upstream(e.to_string()))?;
+        .map_err(|e| ApiError::provider(&e))?;
     let chunks = gateway_chunks(events, id, created, chat.model, include_usage);
     Ok(Sse::new(chunks).into_response())
 }
@@ -166,11 +166,14 @@ async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<R
             extension.observe(e);
             texts.observe(e);
         }
-        // Every step's text, as streaming sends it (not only the last step's).
+        // Every step's text, as streaming sends it (not only the last step's); a turn that hit
+        // its step limit or whose answer was cut off ends `length`, as streaming says.
+        let cut = outcome.end == tackle_protocol::TurnEnd::MaxSteps
+            || matches!(outcome.error, Some(tackle_agent::TurnFailure::Truncated { .. }));
         let response = ModelResponse {
             content: vec![ContentBlock::text(texts.joined())],
             usage: outcome.usage,
-            stop_reason: StopReason::EndTurn,
+            stop_reason: if cut { StopReason::MaxTokens } else { StopReason::EndTurn },
             ..ModelResponse::default()
         };
         let mut body = completion_body(&id, created, &model, &response);
@@ -200,8 +203,10 @@ async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<R
                         finish = "length";
                     }
                 }
-                AgentEvent::Error { message, code } if code != "max_steps" => {
-                    out.error(&code, &message);
+                // An answer cut off by its output limit ends `length`, as a model's would.
+                AgentEvent::Error { code: ErrorCode::OutputTruncated, .. } => finish = "length",
+                AgentEvent::Error { message, code } => {
+                    out.error(code.as_str(), &message);
                 }
                 _ => {}
             }
