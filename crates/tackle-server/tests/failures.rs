@@ -79,10 +79,11 @@ async fn the_sessions_api_answers_a_failed_turn_with_the_status_its_code_calls_f
     let (code, _, body) = post(&h, &path, send.clone()).await;
     assert_eq!((code, json_of(&body)["error"]["code"].clone()), (StatusCode::BAD_GATEWAY, json!("provider_auth")));
 
-    // The provider finds the prompt too long; compaction has nothing to shrink (the turn is
-    // kept whole), so the same request is not sent again: 400, as OpenAI answers it.
+    // The provider finds the prompt too long; in a new session compaction has nothing to shrink
+    // (the turn is kept whole), so the same request is not sent again: 400, as OpenAI answers it.
+    let fresh = h.session(None).await;
     h.fake.push_fault(status(400, Some(CONTEXT_EXCEEDED)));
-    let (code, _, body) = post(&h, &path, send.clone()).await;
+    let (code, _, body) = post(&h, &format!("/v1/sessions/{fresh}/messages"), send.clone()).await;
     let body = json_of(&body);
     assert_eq!((code, body["error"]["code"].clone()), (StatusCode::BAD_REQUEST, json!("context_length_exceeded")));
 
