@@ -156,6 +156,9 @@ mod tests {
         assert_eq!(report.retry_after_ms, Some(2500));
         assert!(report.message.contains("slow down"), "{}", report.message);
         let json = serde_json::to_value(&report).unwrap();
-        assert_eq!(json, serde_json::json!({"code": "rate_limited", "message": report.message, "retryAfterMs": 2500}));
+        assert_eq!(
+            json,
+            serde_json::json!({"code": "rate_limited", "message": report.message, "retryAfterMs": 2500})
+        );
     }
 }

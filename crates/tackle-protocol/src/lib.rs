@@ -32,8 +32,8 @@ mod response;
 mod tool;
 
 pub use envelope::{ErrorCategory, ToolError};
-pub use failure::{ErrorCode, FailureReport};
 pub use event::{AgentEvent, ContextReport, SandboxInfo, StepMetrics, ToolOutcome, TurnEnd, WarningCode};
+pub use failure::{ErrorCode, FailureReport};
 pub use ids::{ApprovalId, ElicitationId, SessionId, ToolCallId};
 pub use message::{ContentBlock, Message, Reasoning, Role, ToolInput, ToolResult, ToolUse};
 pub use request::{CacheBreakpoint, CachePolicy, ModelRequest, SystemSection};

@@ -146,7 +146,10 @@ impl ApiError {
     /// A turn that failed, with the status its [`ErrorCode`] calls for ([`status_of`]).
     pub fn turn_failed(failure: &TurnFailure) -> Self {
         let code = failure.code();
-        Self { retry_after: failure.retry_after(), ..Self::new(status_of(code), code.as_str(), failure.to_string()) }
+        Self {
+            retry_after: failure.retry_after(),
+            ..Self::new(status_of(code), code.as_str(), failure.to_string())
+        }
     }
 
     /// An error for a bare `status` (one axum answered itself), with its code derived from it.

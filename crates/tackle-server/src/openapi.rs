@@ -9,7 +9,6 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::AppState;
-use crate::extract::is_openai_path;
 use crate::routes::{
     approvals, elicitations, health, messages, metrics, openai, responses, results, rewind, sessions,
 };
@@ -112,7 +111,8 @@ pub fn document() -> Value {
             if !path.starts_with("/v1/") {
                 continue;
             }
-            let body = if is_openai_path(path) { "OpenAiErrorBody" } else { "ErrorBody" };
+            let openai = crate::routes::compat::OPENAI_ROUTES.contains(&path.as_str());
+            let body = if openai { "OpenAiErrorBody" } else { "ErrorBody" };
             for operation in item.as_object_mut().into_iter().flat_map(|i| i.values_mut()) {
                 let takes_ids = path.contains('{');
                 let takes_body = operation.get("requestBody").is_some();

@@ -64,7 +64,10 @@ async fn the_sessions_api_answers_a_failed_turn_with_the_status_its_code_calls_f
     let body = json_of(&body);
     assert_eq!(code, StatusCode::TOO_MANY_REQUESTS, "{body}");
     assert_eq!(headers.get("retry-after").map(|v| v.to_str().unwrap()), Some("3"));
-    assert_eq!((body["end"].as_str(), body["error"]["code"].as_str()), (Some("failed"), Some("rate_limited")));
+    assert_eq!(
+        (body["end"].as_str(), body["error"]["code"].as_str()),
+        (Some("failed"), Some("rate_limited"))
+    );
     assert_eq!(body["error"]["retryAfterMs"], 3000, "{body}");
     let error_event = body["events"].as_array().unwrap().iter().find(|e| e["type"] == "error").cloned();
     assert_eq!(error_event.map(|e| e["code"].clone()), Some(json!("rate_limited")), "{body}");
@@ -77,7 +80,10 @@ async fn the_sessions_api_answers_a_failed_turn_with_the_status_its_code_calls_f
 
     h.fake.push_fault(status(401, None));
     let (code, _, body) = post(&h, &path, send.clone()).await;
-    assert_eq!((code, json_of(&body)["error"]["code"].clone()), (StatusCode::BAD_GATEWAY, json!("provider_auth")));
+    assert_eq!(
+        (code, json_of(&body)["error"]["code"].clone()),
+        (StatusCode::BAD_GATEWAY, json!("provider_auth"))
+    );
 
     // The provider finds the prompt too long; in a new session compaction has nothing to shrink
     // (the turn is kept whole), so the same request is not sent again: 400, as OpenAI answers it.
@@ -85,7 +91,10 @@ async fn the_sessions_api_answers_a_failed_turn_with_the_status_its_code_calls_f
     h.fake.push_fault(status(400, Some(CONTEXT_EXCEEDED)));
     let (code, _, body) = post(&h, &format!("/v1/sessions/{fresh}/messages"), send.clone()).await;
     let body = json_of(&body);
-    assert_eq!((code, body["error"]["code"].clone()), (StatusCode::BAD_REQUEST, json!("context_length_exceeded")));
+    assert_eq!(
+        (code, body["error"]["code"].clone()),
+        (StatusCode::BAD_REQUEST, json!("context_length_exceeded"))
+    );
 
     // The session is still usable, and a completed turn is a 200 without `error`.
     let (code, _, body) = post(&h, &path, send).await;

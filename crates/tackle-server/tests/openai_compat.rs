@@ -132,9 +132,18 @@ async fn errors_come_in_openai_shape() {
     assert_eq!(status, StatusCode::BAD_GATEWAY, "{error}");
     assert_eq!(error["error"]["type"], "server_error");
     // A method the route does not have: 405 in the same shape, with Allow.
-    let (status, error) = h.call(Method::PUT, "/v1/chat/completions", None, None).await;
+    // Every OpenAI-compatible route, /v1/responses included: the shape is the router's layer.
+    for path in ["/v1/chat/completions", "/v1/responses"] {
+        let (status, error) = h.call(Method::PUT, path, None, None).await;
+        assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED, "{path}: {error}");
+        assert_eq!(error["error"]["code"], "method_not_allowed", "{path}: {error}");
+        assert_eq!(error["error"]["type"], "invalid_request_error", "{path}: {error}");
+    }
+    // The sessions API keeps Tackle's own shape (no `type`).
+    let (status, error) = h.call(Method::PUT, "/v1/sessions", None, None).await;
     assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED, "{error}");
     assert_eq!(error["error"]["code"], "method_not_allowed", "{error}");
+    assert!(error["error"].get("type").is_none(), "{error}");
 }
 
 /// The gateway forwards only the models the server offers, unless it is configured open.

@@ -378,7 +378,13 @@ impl Session {
                     return Ok(outcome(step, TurnEnd::Cancelled, text, usage, cancelled()));
                 }
                 Err(ModelCallError::Provider(e)) => {
-                    return Ok(outcome(step, TurnEnd::Failed, String::new(), usage, Some(TurnFailure::Provider(e))));
+                    return Ok(outcome(
+                        step,
+                        TurnEnd::Failed,
+                        String::new(),
+                        usage,
+                        Some(TurnFailure::Provider(e)),
+                    ));
                 }
             };
             usage.add(&response.usage);
@@ -485,7 +491,13 @@ impl Session {
                 }
             }
             if let Some(message) = stop {
-                return Ok(outcome(step, TurnEnd::Failed, text, usage, Some(TurnFailure::LoopGuard(message))));
+                return Ok(outcome(
+                    step,
+                    TurnEnd::Failed,
+                    text,
+                    usage,
+                    Some(TurnFailure::LoopGuard(message)),
+                ));
             }
             if let Some(mode) = turn_state.get::<PermissionMode>() {
                 self.mode = mode;

@@ -21,6 +21,9 @@ use tracing::Instrument as _;
 
 use crate::{ApiError, AppState};
 
+/// The OpenAI-compatible routes: every error they answer is an [`OpenAiError`].
+pub(crate) const OPENAI_ROUTES: [&str; 3] = ["/v1/chat/completions", "/v1/responses", "/v1/models"];
+
 /// An [`ApiError`] in OpenAI's error shape: `{"error": {message, type, param, code}}`.
 #[derive(Debug)]
 pub struct OpenAiError(pub ApiError);
@@ -35,9 +38,9 @@ impl IntoResponse for OpenAiError {
     fn into_response(self) -> Response {
         let e = self.0;
         let kind = match e.status.as_u16() {
-            400 | 403 | 404 | 409 | 413 => "invalid_request_error",
             401 => "authentication_error",
             429 => "rate_limit_error",
+            400..=499 => "invalid_request_error",
             _ => "server_error",
         };
         let retry_after = e.retry_after_header();
@@ -438,7 +441,8 @@ impl AgentTurn {
             .await
             .map_err(|e| ApiError::internal(format!("the agent stopped unexpectedly: {e}")))?
             .map_err(ApiError::from)?;
-        if let Some(failure) = outcome.error.as_ref().filter(|_| outcome.end == tackle_protocol::TurnEnd::Failed)
+        if let Some(failure) =
+            outcome.error.as_ref().filter(|_| outcome.end == tackle_protocol::TurnEnd::Failed)
             && !matches!(failure, tackle_agent::TurnFailure::Truncated { .. })
         {
             return Err(ApiError::turn_failed(failure));

@@ -5,8 +5,8 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::Json;
-use axum::http::StatusCode;
 use axum::extract::State;
+use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;

@@ -123,17 +123,13 @@ async fn gateway(state: AppState, chat: ChatRequest) -> Result<Response, OpenAiE
     let id = completion_id();
     let created = now_secs();
     if !chat.stream {
-        let response = provider
-            .complete(&request, &CallOptions::default())
-            .await
-            .map_err(|e| ApiError::provider(&e))?;
+        let response =
+            provider.complete(&request, &CallOptions::default()).await.map_err(|e| ApiError::provider(&e))?;
         return Ok(Json(completion_body(&id, created, &chat.model, &response)).into_response());
     }
     let include_usage = chat.include_usage();
-    let events = provider
-        .stream(&request, &CallOptions::default())
-        .await
-        .map_err(|e| ApiError::provider(&e))?;
+    let events =
+        provider.stream(&request, &CallOptions::default()).await.map_err(|e| ApiError::provider(&e))?;
     let chunks = gateway_chunks(events, id, created, chat.model, include_usage);
     Ok(Sse::new(chunks).into_response())
 }
