@@ -119,6 +119,8 @@ pub fn provider_code(error: &ProviderError) -> ErrorCode {
         ProviderError::Network { .. } => ErrorCode::ProviderUnreachable,
         ProviderError::Timeout { .. } => ErrorCode::ProviderTimeout,
         ProviderError::Protocol { .. } => ErrorCode::ProviderProtocol,
+        // A class newer than this mapping: a provider failure all the same.
+        _ => ErrorCode::ProviderError,
     }
 }
 

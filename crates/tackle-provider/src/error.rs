@@ -9,6 +9,7 @@ use thiserror::Error;
 /// Every failure of a provider ends in one of these, whatever the provider sent: an HTML error
 /// page, a malformed stream, a dropped connection. Messages say what to do.
 #[derive(Debug, Clone, Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ProviderError {
     /// The provider asked to slow down (HTTP 429).
     #[error("rate limited by the provider{}: {message}", retry_after.map(|d| format!(" (retry after {:.1}s)", d.as_secs_f64())).unwrap_or_default())]
