@@ -38,12 +38,21 @@ fi
 echo "$TACKLE_TEST_DATABASE_URL"
 
 step "tests"
+tree_before="$(scripts/tree-state.sh)"
 # Real peers (browser, Python SDK, MCP servers, PostgreSQL) are required here, never silently skipped.
 export TACKLE_REQUIRE_PEERS=1
 cargo nextest run --workspace --locked --no-fail-fast
 
 step "doc tests"
 cargo test --workspace --doc --locked
+
+step "the tree is as the suite found it"
+tree_after="$(scripts/tree-state.sh)"
+if [ "$tree_before" != "$tree_after" ]; then
+  echo "the suite changed the working tree (tests must write under target/ or a temp dir):" >&2
+  diff <(echo "$tree_before") <(echo "$tree_after") >&2 || true
+  exit 1
+fi
 
 echo
 echo "all checks passed"

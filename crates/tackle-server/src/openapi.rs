@@ -81,10 +81,13 @@ pub fn document() -> Value {
         if let Some(responses) = schemas.get_mut("ResponsesRequest").and_then(|c| c.get_mut("properties")) {
             responses["input"] = json!({
                 "description": "The user's message as text, or input items (`message`, `function_call`, \
-                    `function_call_output`, `reasoning`)",
+                    `function_call_output`, `reasoning`): each item has a `type`, or a `role` for a message",
                 "oneOf": [
                     {"type": "string", "minLength": 1},
-                    {"type": "array", "items": {"type": "object"}},
+                    {"type": "array", "items": {
+                        "type": "object",
+                        "anyOf": [{"required": ["type"]}, {"required": ["role"]}],
+                    }},
                 ],
             });
         }
