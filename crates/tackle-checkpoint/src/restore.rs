@@ -287,7 +287,7 @@ fn write_all(
         };
         done.err().map(|e| (entry.path.clone(), format!("cannot write: {e}")))
     };
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8) * 2;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
     if write.len() < parallel_from || threads < 2 {
         return write.iter().filter_map(one).collect();
     }
