@@ -516,7 +516,11 @@ async fn claude_code_names_let_a_claude_code_hook_run_unchanged() {
     let results = tool_text(&rig.request_messages(3));
     // `updatedInput` in Claude Code's names came back as the shell's arguments (and `allow`
     // stood in for the approver that denies everything).
-    assert_eq!(std::fs::read_to_string(ws.join("out.txt")).ok().as_deref(), Some("rewritten\n"), "{results:?}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("out.txt")).ok().as_deref(),
+        Some("rewritten\n"),
+        "{results:?}"
+    );
     assert!(!ws.join("never.txt").exists());
     assert!(!ws.join("prod.env").exists());
     assert!(results[1].contains("no writes to prod.env"), "{results:?}");
@@ -535,12 +539,15 @@ async fn claude_code_names_let_a_claude_code_hook_run_unchanged() {
 #[ignore = "needs a checkout of anthropics/claude-code in TACKLE_CLAUDE_CODE_REPO"]
 async fn anthropic_published_hook_scripts_run_unmodified() {
     let repo = std::path::PathBuf::from(
-        std::env::var_os("TACKLE_CLAUDE_CODE_REPO").expect("set TACKLE_CLAUDE_CODE_REPO to a checkout of anthropics/claude-code"),
+        std::env::var_os("TACKLE_CLAUDE_CODE_REPO")
+            .expect("set TACKLE_CLAUDE_CODE_REPO to a checkout of anthropics/claude-code"),
     );
     let validator = repo.join("examples/hooks/bash_command_validator_example.py");
     let hookify = repo.join("plugins/hookify");
     let session_start = repo.join("plugins/explanatory-output-style/hooks-handlers/session-start.sh");
-    for p in [&validator, &hookify.join("hooks/pretooluse.py"), &hookify.join("hooks/stop.py"), &session_start] {
+    for p in
+        [&validator, &hookify.join("hooks/pretooluse.py"), &hookify.join("hooks/stop.py"), &session_start]
+    {
         assert!(p.is_file(), "{} is missing from the checkout", p.display());
     }
     let script = Script::new(vec![
@@ -553,25 +560,25 @@ async fn anthropic_published_hook_scripts_run_unmodified() {
     let hookify_root = hookify.display().to_string();
     let rig = Rig::new(script, &[], |b| {
         b.max_steps(5)
-        .hook(
-            ScriptHook {
-                matcher: Some("Bash".into()),
-                ..ScriptHook::command(HookEvent::PreToolUse, format!("python3 {}", validator.display()))
-            }
-            .claude_code_names(),
-        )
-        .hook(
-            ScriptHook::command(
-                HookEvent::PreToolUse,
-                format!("CLAUDE_PLUGIN_ROOT={hookify_root} python3 {hookify_root}/hooks/pretooluse.py"),
+            .hook(
+                ScriptHook {
+                    matcher: Some("Bash".into()),
+                    ..ScriptHook::command(HookEvent::PreToolUse, format!("python3 {}", validator.display()))
+                }
+                .claude_code_names(),
             )
-            .claude_code_names(),
-        )
-        .hook(ScriptHook::command(
-            HookEvent::Stop,
-            format!("CLAUDE_PLUGIN_ROOT={hookify_root} python3 {hookify_root}/hooks/stop.py"),
-        ))
-        .hook(ScriptHook::command(HookEvent::SessionStart, format!("bash {}", session_start.display())))
+            .hook(
+                ScriptHook::command(
+                    HookEvent::PreToolUse,
+                    format!("CLAUDE_PLUGIN_ROOT={hookify_root} python3 {hookify_root}/hooks/pretooluse.py"),
+                )
+                .claude_code_names(),
+            )
+            .hook(ScriptHook::command(
+                HookEvent::Stop,
+                format!("CLAUDE_PLUGIN_ROOT={hookify_root} python3 {hookify_root}/hooks/stop.py"),
+            ))
+            .hook(ScriptHook::command(HookEvent::SessionStart, format!("bash {}", session_start.display())))
     })
     .await;
     let ws = rig.workspace.path();
@@ -580,8 +587,11 @@ async fn anthropic_published_hook_scripts_run_unmodified() {
     // hookify's own example rule, copied where hookify looks for rules, and a Stop rule in its
     // format that blocks every stop.
     std::fs::create_dir(ws.join(".claude")).unwrap();
-    std::fs::copy(hookify.join("examples/dangerous-rm.local.md"), ws.join(".claude/hookify.dangerous-rm.local.md"))
-        .unwrap();
+    std::fs::copy(
+        hookify.join("examples/dangerous-rm.local.md"),
+        ws.join(".claude/hookify.dangerous-rm.local.md"),
+    )
+    .unwrap();
     std::fs::write(
         ws.join(".claude/hookify.verify.local.md"),
         "---\nname: verify-before-stop\nenabled: true\nevent: stop\naction: block\nconditions:\n  - field: reason\n    operator: not_contains\n    pattern: never-present\n---\n\nVerify the build before stopping.\n",
