@@ -87,7 +87,7 @@ pub use registry::{RegistryError, ToolRegistry};
 pub use script_hooks::{
     CommandHook, DEFAULT_HOOK_TIMEOUT_SECS, EventOutcome, HookEntry, HookEnv, HookEvent, HookHandler,
     HookJsonOutput, HookListing, HookMatcher, HookPayload, HookReply, HookScope, HookSpecificOutput,
-    HookVerdict, Permission, PreToolOutcome, ScriptHook, ScriptHooks, interpret, split_hooks,
+    HookToolNames, HookVerdict, Permission, PreToolOutcome, ScriptHook, ScriptHooks, interpret, split_hooks,
 };
 pub use search::{BM25_B, BM25_K1, FieldWeights, Ranker, ToolSearchIndex};
 pub use source::{StaticTools, ToolSource};

@@ -9,6 +9,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use tackle_protocol::ToolSpec;
 
+use super::names::HookToolNames;
 use crate::hooks::{AnnotationMatch, HookRule};
 
 /// When a script hook runs. The names are Claude Code's, so its users' configurations read the
@@ -121,6 +122,15 @@ pub struct ScriptHook {
     /// non-blocking error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_secs: Option<u64>,
+    /// The tool and argument names the hook sees: `tackle` (default) or `claude-code` (`Bash`,
+    /// `Write`, `file_path`, ...: Claude Code's hook scripts run unchanged; `matcher` then
+    /// names Claude Code's tools).
+    #[serde(default, skip_serializing_if = "is_tackle_names")]
+    pub names: HookToolNames,
+}
+
+fn is_tackle_names(names: &HookToolNames) -> bool {
+    *names == HookToolNames::Tackle
 }
 
 impl ScriptHook {
@@ -133,7 +143,14 @@ impl ScriptHook {
             matcher: None,
             command: command.into(),
             timeout_secs: None,
+            names: HookToolNames::Tackle,
         }
+    }
+
+    /// Shows the hook Claude Code's tool and argument names (`Bash`, `file_path`).
+    pub fn claude_code_names(mut self) -> Self {
+        self.names = HookToolNames::ClaudeCode;
+        self
     }
 
     /// Only for tools whose name matches `glob`.
@@ -188,7 +205,7 @@ impl ScriptHook {
                 Regex::new(&format!("^(?:{m})$")).map_err(|e| format!("invalid hook matcher {m:?}: {e}"))?,
             )),
         };
-        Ok(HookMatcher { event: self.event, tools, annotation: self.annotation, matcher })
+        Ok(HookMatcher { event: self.event, tools, annotation: self.annotation, matcher, names: self.names })
     }
 }
 
@@ -214,12 +231,18 @@ pub struct HookMatcher {
     tools: Option<GlobMatcher>,
     annotation: Option<AnnotationMatch>,
     matcher: Option<NameMatcher>,
+    names: HookToolNames,
 }
 
 impl HookMatcher {
     /// Every occurrence of `event`.
     pub fn event(event: HookEvent) -> Self {
-        Self { event, tools: None, annotation: None, matcher: None }
+        Self { event, tools: None, annotation: None, matcher: None, names: HookToolNames::Tackle }
+    }
+
+    /// The tool names its hook sees.
+    pub fn names(&self) -> HookToolNames {
+        self.names
     }
 
     /// The event.
@@ -231,7 +254,7 @@ impl HookMatcher {
     pub fn matches_tool(&self, spec: &ToolSpec) -> bool {
         self.tools.as_ref().is_none_or(|g| g.is_match(&spec.name))
             && self.annotation.is_none_or(|a| a.matches(&spec.annotations))
-            && self.matcher.as_ref().is_none_or(|m| m.is_match(&spec.name))
+            && self.matcher.as_ref().is_none_or(|m| m.is_match(self.names.tool_name(&spec.name)))
     }
 
     /// Whether an event whose matcher value (source, trigger, reason, type) is `value` matches.

@@ -35,10 +35,12 @@ use tracing::field::Empty;
 use crate::EventSink;
 
 mod config;
+mod names;
 mod protocol;
 mod runner;
 
 pub use config::{DEFAULT_HOOK_TIMEOUT_SECS, HookEntry, HookEvent, HookMatcher, ScriptHook, split_hooks};
+pub use names::HookToolNames;
 pub use protocol::{
     HookJsonOutput, HookPayload, HookReply, HookScope, HookSpecificOutput, HookVerdict, Permission, interpret,
 };
@@ -181,9 +183,27 @@ impl ScriptHooks {
             "tackle.hook.exit_code" = Empty,
         );
         let started = Instant::now();
-        let input = payload.input(scope);
+        let names = hook.matcher.names();
+        let mut input = payload.input(scope);
+        let tool = match payload {
+            HookPayload::PreToolUse { tool_name, .. } | HookPayload::PostToolUse { tool_name, .. } => {
+                Some(tool_name.as_str())
+            }
+            _ => None,
+        };
+        if let (Some(tool), Value::Object(fields)) = (tool, &mut input)
+            && names != HookToolNames::Tackle
+        {
+            fields.insert("tool_name".into(), Value::from(names.tool_name(tool)));
+            if let Some(args) = fields.get_mut("tool_input") {
+                *args = names.input_for_hook(tool, args);
+            }
+        }
         let reply = hook.handler.run(&input, scope.cwd, hook.timeout).instrument(span.clone()).await;
-        let verdict = interpret(event, &reply);
+        let mut verdict = interpret(event, &reply);
+        if let Some(tool) = tool {
+            verdict.updated_input = verdict.updated_input.map(|i| names.input_from_hook(tool, i));
+        }
         span.record("tackle.hook.outcome", verdict.outcome());
         if let Some(code) = reply.exit_code {
             span.record("tackle.hook.exit_code", i64::from(code));
