@@ -69,7 +69,7 @@ pub use context::{
     CompactReason, CompactionReport, ContextConfig, DEFAULT_OFFLOAD_BYTES, DEFAULT_OFFLOAD_TTL,
     ReadResultArgs, ReadUnit, StoreOffloader, read_page,
 };
-pub use error::AgentError;
+pub use error::{AgentError, ModeUnavailable};
 pub use failure::{TurnFailure, provider_code};
 pub use session::{LoopGuardConfig, PrefixStats, Session, TurnInput, TurnOutcome};
 pub use tools::{

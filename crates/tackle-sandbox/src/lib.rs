@@ -51,5 +51,5 @@ pub use env::{BASE_ENV_ALLOWLIST, child_env, env_name_allowed};
 pub use error::SandboxError;
 pub use helper::{ERROR_PREFIX, HELPER_ARG, LIMIT_PREFIX, SETUP_FAILED, run_helper_if_requested};
 pub use policy::{PolicyBuilder, SandboxPolicy};
-pub use probe::{Support, prefetch};
+pub use probe::{Support, Unsupported, prefetch};
 pub use sandbox::{Backend, CommandSpec, Sandbox, SandboxBuilder, SandboxStatus, SandboxedCommand};

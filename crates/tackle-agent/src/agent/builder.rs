@@ -52,7 +52,10 @@ pub enum BuildError {
     Hook(#[from] tackle_tools::HookError),
     /// A script hook is invalid.
     #[error("invalid script hook in [[hooks]]: {0}")]
-    ScriptHook(String),
+    ScriptHook(#[from] tackle_tools::ScriptHookError),
+    /// An edit-tool glob ([`AgentBuilder::edit_tools`]) is invalid.
+    #[error("invalid edit_tools in [permissions]: {0}")]
+    EditTools(#[from] tackle_tools::ModeError),
     /// The permission mode cannot be used with this agent.
     #[error("{0}")]
     Mode(String),
@@ -458,8 +461,7 @@ impl AgentBuilder {
             set: self.builtins.as_ref().map(|b| b.shell_env.clone()).unwrap_or_default(),
             base: None,
         };
-        let mut script_hooks = ScriptHooks::from_config(&self.script_hooks, &self.sandbox, &hook_env)
-            .map_err(BuildError::ScriptHook)?;
+        let mut script_hooks = ScriptHooks::from_config(&self.script_hooks, &self.sandbox, &hook_env)?;
         for (matcher, handler, timeout) in self.hook_handlers {
             script_hooks.push(matcher, handler, timeout);
         }
@@ -552,8 +554,7 @@ impl AgentBuilder {
                 crate::tools::CALL_TOOL,
                 "compact_context",
             ],
-        )
-        .map_err(BuildError::ScriptHook)?;
+        )?;
         if config.plan_mode {
             modes = modes.with_plan_approval(PROPOSE_PLAN);
         }

@@ -345,17 +345,15 @@ impl Agent {
 
     /// Whether sessions of this agent can run in `mode`: `bypass` needs an enforced sandbox,
     /// `plan` needs plan mode ([`AgentBuilder::plan_mode`]). The error says why not.
-    pub fn mode_available(&self, mode: tackle_tools::PermissionMode) -> Result<(), String> {
+    pub fn mode_available(&self, mode: tackle_tools::PermissionMode) -> Result<(), crate::ModeUnavailable> {
         use tackle_tools::PermissionMode;
         match mode {
-            PermissionMode::Bypass if self.inner.config.sandbox.as_ref().is_none_or(|s| s.enforced_by.is_none()) => {
-                Err("bypass runs every call without asking, so it needs an enforced sandbox; configure [sandbox] \
-                     (see `tackle sandbox check`)"
-                    .to_owned())
+            PermissionMode::Bypass
+                if self.inner.config.sandbox.as_ref().is_none_or(|s| s.enforced_by.is_none()) =>
+            {
+                Err(crate::ModeUnavailable::BypassNeedsSandbox)
             }
-            PermissionMode::Plan if !self.inner.config.plan_mode => {
-                Err("plan mode is off for this agent (AgentBuilder::plan_mode)".to_owned())
-            }
+            PermissionMode::Plan if !self.inner.config.plan_mode => Err(crate::ModeUnavailable::PlanModeOff),
             _ => Ok(()),
         }
     }

@@ -171,42 +171,84 @@ impl ScriptHook {
     }
 
     /// Its matcher, compiled; an error says what to fix.
-    pub fn matcher(&self) -> Result<HookMatcher, String> {
+    pub fn matcher(&self) -> Result<HookMatcher, ScriptHookError> {
+        let event = self.event;
         if self.command.trim().is_empty() {
-            return Err(format!("the {} hook has an empty command", self.event));
+            return Err(ScriptHookError::EmptyCommand { event });
         }
         if self.timeout_secs == Some(0) {
-            return Err(format!(
-                "the {} hook `{}` has timeout_secs = 0; use at least 1",
-                self.event, self.command
-            ));
+            return Err(ScriptHookError::ZeroTimeout { event, command: self.command.clone() });
         }
         if !self.event.is_tool_event() && (self.tools.is_some() || self.annotation.is_some()) {
-            return Err(format!(
-                "`tools` and `annotation` apply to PreToolUse and PostToolUse hooks only; the {} hook `{}` \
-                 cannot use them (use `matcher`)",
-                self.event, self.command
-            ));
+            return Err(ScriptHookError::ToolFiltersOnNonToolEvent { event, command: self.command.clone() });
         }
         let tools = match &self.tools {
             Some(g) => Some(
                 Glob::new(g)
-                    .map_err(|e| format!("invalid hook glob {g:?}: {e}; use * and ? wildcards"))?
+                    .map_err(|e| ScriptHookError::Glob { glob: g.clone(), reason: e.to_string() })?
                     .compile_matcher(),
             ),
             None => None,
         };
-        let matcher = match self.matcher.as_deref().map(str::trim) {
-            None | Some("" | "*") => None,
-            Some(m) if m.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '|')) => {
-                Some(NameMatcher::Exact(m.split('|').map(str::to_owned).collect()))
-            }
-            Some(m) => Some(NameMatcher::Regex(
-                Regex::new(&format!("^(?:{m})$")).map_err(|e| format!("invalid hook matcher {m:?}: {e}"))?,
-            )),
-        };
+        let matcher =
+            match self.matcher.as_deref().map(str::trim) {
+                None | Some("" | "*") => None,
+                Some(m) if m.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '|')) => {
+                    Some(NameMatcher::Exact(m.split('|').map(str::to_owned).collect()))
+                }
+                Some(m) => Some(NameMatcher::Regex(Regex::new(&format!("^(?:{m})$")).map_err(|e| {
+                    ScriptHookError::Matcher { matcher: m.to_owned(), reason: e.to_string() }
+                })?)),
+            };
         Ok(HookMatcher { event: self.event, tools, annotation: self.annotation, matcher, names: self.names })
     }
+}
+
+/// Why a script hook (`[[hooks]]` with a `command`) cannot be used; each says what to fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScriptHookError {
+    /// The hook has no command to run.
+    #[error("the {event} hook has an empty command")]
+    EmptyCommand {
+        /// The hook's event.
+        event: HookEvent,
+    },
+    /// `timeout_secs = 0` would stop the hook before it starts.
+    #[error("the {event} hook `{command}` has timeout_secs = 0; use at least 1")]
+    ZeroTimeout {
+        /// The hook's event.
+        event: HookEvent,
+        /// Its command.
+        command: String,
+    },
+    /// `tools` and `annotation` filter tool calls, which only tool events have.
+    #[error(
+        "`tools` and `annotation` apply to PreToolUse and PostToolUse hooks only; the {event} hook `{command}` \
+         cannot use them (use `matcher`)"
+    )]
+    ToolFiltersOnNonToolEvent {
+        /// The hook's event.
+        event: HookEvent,
+        /// Its command.
+        command: String,
+    },
+    /// The `tools` glob does not parse.
+    #[error("invalid hook glob {glob:?}: {reason}; use * and ? wildcards")]
+    Glob {
+        /// The glob as written.
+        glob: String,
+        /// What the glob parser said.
+        reason: String,
+    },
+    /// The `matcher` regular expression does not compile.
+    #[error("invalid hook matcher {matcher:?}: {reason}")]
+    Matcher {
+        /// The matcher as written.
+        matcher: String,
+        /// What the regex compiler said.
+        reason: String,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -379,7 +421,7 @@ mod tests {
         assert!(neither.contains("action"), "{neither}");
         let stop_tools =
             ScriptHook { tools: Some("shell".into()), ..ScriptHook::command(HookEvent::Stop, "x") };
-        assert!(stop_tools.matcher().unwrap_err().contains("PreToolUse and PostToolUse"));
+        assert!(stop_tools.matcher().unwrap_err().to_string().contains("PreToolUse and PostToolUse"));
         assert!(ScriptHook::command(HookEvent::Stop, " ").matcher().is_err());
         assert!(ScriptHook::command(HookEvent::Stop, "x").timeout_secs(0).matcher().is_err());
     }

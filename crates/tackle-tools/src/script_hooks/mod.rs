@@ -39,7 +39,9 @@ mod names;
 mod protocol;
 mod runner;
 
-pub use config::{DEFAULT_HOOK_TIMEOUT_SECS, HookEntry, HookEvent, HookMatcher, ScriptHook, split_hooks};
+pub use config::{
+    DEFAULT_HOOK_TIMEOUT_SECS, HookEntry, HookEvent, HookMatcher, ScriptHook, ScriptHookError, split_hooks,
+};
 pub use names::HookToolNames;
 pub use protocol::{
     HookJsonOutput, HookPayload, HookReply, HookScope, HookSpecificOutput, HookVerdict, Permission, interpret,
@@ -109,7 +111,11 @@ impl ScriptHooks {
 
     /// Command hooks from configuration, run under `sandbox` with `env`'s rules; an invalid
     /// entry is an error naming it.
-    pub fn from_config(hooks: &[ScriptHook], sandbox: &Sandbox, env: &HookEnv) -> Result<Self, String> {
+    pub fn from_config(
+        hooks: &[ScriptHook],
+        sandbox: &Sandbox,
+        env: &HookEnv,
+    ) -> Result<Self, ScriptHookError> {
         let mut out = Self::new();
         for hook in hooks {
             let matcher = hook.matcher()?;
