@@ -163,11 +163,11 @@ impl McpTransportConfig {
     }
 
     /// A description safe to print: the command (without arguments or environment), or the URL
-    /// without credentials, query or fragment.
+    /// with its credentials masked ([`tackle_protocol::mask_url`]).
     pub fn display_target(&self) -> String {
         match self {
             Self::Stdio { command, .. } => command.clone(),
-            Self::Http { url, .. } => redact_url(url),
+            Self::Http { url, .. } => tackle_protocol::mask_url(url),
         }
     }
 }
@@ -185,7 +185,7 @@ impl fmt::Debug for McpTransportConfig {
                 .finish(),
             Self::Http { url, headers } => f
                 .debug_struct("Http")
-                .field("url", &redact_url(url))
+                .field("url", &tackle_protocol::mask_url(url))
                 .field("headers", &headers.keys().collect::<Vec<_>>())
                 .finish(),
         }
@@ -390,21 +390,6 @@ impl fmt::Debug for OAuthClientSettings {
             .field("private_key_env", &self.private_key_env)
             .field("signing_algorithm", &self.signing_algorithm)
             .finish()
-    }
-}
-
-/// Keeps scheme, host, port and path of a URL; drops user info, query and fragment.
-fn redact_url(url: &str) -> String {
-    let cut = url.find(['?', '#']).unwrap_or(url.len());
-    let url = &url[..cut];
-    match url.split_once("://") {
-        Some((scheme, rest)) => {
-            let authority_end = rest.find('/').unwrap_or(rest.len());
-            let (authority, path) = rest.split_at(authority_end);
-            let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
-            format!("{scheme}://{host}{path}")
-        }
-        None => url.to_owned(),
     }
 }
 
@@ -767,12 +752,5 @@ mod tests {
         let text = toml::to_string(&config).unwrap();
         let back: McpServerConfig = toml::from_str(&text).unwrap();
         assert_eq!(back, config);
-    }
-
-    #[test]
-    fn redacts_urls() {
-        assert_eq!(redact_url("http://127.0.0.1:3001/mcp"), "http://127.0.0.1:3001/mcp");
-        assert_eq!(redact_url("https://a:b@h.example/x#frag"), "https://h.example/x");
-        assert_eq!(redact_url("not a url?x=1"), "not a url");
     }
 }

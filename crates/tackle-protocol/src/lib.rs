@@ -29,6 +29,7 @@ mod ids;
 mod message;
 mod request;
 mod response;
+mod secrets;
 mod tool;
 
 pub use envelope::{ErrorCategory, ToolError};
@@ -38,4 +39,5 @@ pub use ids::{ApprovalId, ElicitationId, SessionId, ToolCallId};
 pub use message::{ContentBlock, Message, Reasoning, Role, ToolInput, ToolResult, ToolUse};
 pub use request::{CacheBreakpoint, CachePolicy, ModelRequest, SystemSection};
 pub use response::{ModelResponse, ResponseAccumulator, StopReason, StreamEvent, Usage};
+pub use secrets::{MASK, is_secret_key, mask_url};
 pub use tool::{AllowedToolsMode, ToolAnnotations, ToolChoice, ToolSpec, is_valid_tool_name};

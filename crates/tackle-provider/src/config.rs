@@ -251,28 +251,19 @@ impl ProviderConfig {
     }
 }
 
-/// The URL as an error may show it: user, password, query and fragment, which may carry
-/// credentials, are replaced by `***`; text that does not parse is shown only when it has none
-/// of the characters that set them apart.
+/// The URL as an error may show it: [`tackle_protocol::mask_url`]'s masking when it parses as
+/// a `scheme://` URL; other text is shown only when it has none of the characters that set
+/// credentials apart.
 fn shown(url: &str) -> String {
-    match reqwest::Url::parse(url) {
-        Ok(mut u) => {
-            if !u.username().is_empty() {
-                let _ = u.set_username("***");
-            }
-            if u.password().is_some() {
-                let _ = u.set_password(Some("***"));
-            }
-            if u.query().is_some() {
-                u.set_query(Some("***"));
-            }
-            if u.fragment().is_some() {
-                u.set_fragment(Some("***"));
-            }
-            u.to_string()
-        }
-        Err(_) if url.contains(['@', '?', '#', ':']) => "(not shown: it may hold credentials)".to_owned(),
-        Err(_) => url.to_owned(),
+    let is_url = reqwest::Url::parse(url).is_ok_and(|u| {
+        url.split_once("://").is_some_and(|(scheme, _)| scheme.eq_ignore_ascii_case(u.scheme()))
+    });
+    if is_url {
+        tackle_protocol::mask_url(url)
+    } else if url.contains(['@', '?', '#', ':']) {
+        "(not shown: it may hold credentials)".to_owned()
+    } else {
+        url.to_owned()
     }
 }
 
@@ -280,7 +271,7 @@ fn shown(url: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid base URL {url:?}: {reason}; use an absolute URL like http://localhost:11434/v1")]
 pub struct BaseUrlError {
-    /// The URL given, with user, password, query and fragment replaced by `***`.
+    /// The URL given, its credentials masked ([`tackle_protocol::mask_url`]).
     pub url: String,
     /// What is wrong with it.
     pub reason: String,
