@@ -342,7 +342,7 @@ pub async fn build_agent_with(
         .builtins(settings.builtins.clone())
         .sandbox(sandbox_for(settings, workspace))
         .mcp(settings.mcp.clone())
-        .mcp_options(crate::mcp_cmd::mcp_options(settings, questions.sign_in))
+        .mcp_options(crate::mcp_sign_in::mcp_options(settings, questions.sign_in))
         .hooks(rules, mode)
         .plan_mode(true)
         .permission_mode(settings.permissions.mode)
