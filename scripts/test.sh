@@ -25,6 +25,11 @@ cargo fmt --all -- --check
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "tackle-agent without its default features (builtins, mcp, sandbox)"
+# The library an embedder gets with `default-features = false` must still build; a check only
+# (its unit tests run by hand: `cargo test -p tackle-agent --no-default-features --lib`).
+cargo check -p tackle-agent --no-default-features --locked
+
 step "PostgreSQL test server"
 # A throwaway cluster on a free port for the store suite on PostgreSQL and the two-instance server
 # tests (each test creates its own database); stopped and removed when this script exits.

@@ -3,10 +3,14 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use tackle_builtins::{BuiltinConfig, builtin_tools_in};
+#[cfg(feature = "builtins")]
+use tackle_builtins::BuiltinConfig;
+#[cfg(feature = "mcp")]
 use tackle_mcp::{McpConfig, McpManager, McpOptions};
+#[cfg(feature = "builtins")]
 use tackle_protocol::SandboxInfo;
 use tackle_provider::{IntoProvider, Provider};
+#[cfg(feature = "sandbox")]
 use tackle_sandbox::Sandbox;
 use tackle_store::Store;
 use tackle_tools::{
@@ -100,10 +104,14 @@ pub struct AgentBuilder {
     store: StoreChoice,
     workspace: Option<PathBuf>,
     workspaces: Vec<PathBuf>,
+    #[cfg(feature = "builtins")]
     builtins: Option<BuiltinConfig>,
+    #[cfg(feature = "sandbox")]
     sandbox: Sandbox,
     tools: Vec<Arc<dyn Tool>>,
+    #[cfg(feature = "mcp")]
     mcp: McpConfig,
+    #[cfg(feature = "mcp")]
     mcp_options: McpOptions,
     elicitation: super::Elicitation,
     sources: Vec<Arc<dyn ToolSource>>,
@@ -142,10 +150,14 @@ impl AgentBuilder {
             store: StoreChoice::Default,
             workspace: None,
             workspaces: Vec::new(),
+            #[cfg(feature = "builtins")]
             builtins: Some(BuiltinConfig::default()),
+            #[cfg(feature = "sandbox")]
             sandbox: Sandbox::off(),
             tools: Vec::new(),
+            #[cfg(feature = "mcp")]
             mcp: McpConfig::default(),
+            #[cfg(feature = "mcp")]
             mcp_options: McpOptions::default(),
             elicitation: super::Elicitation::default(),
             sources: Vec::new(),
@@ -203,6 +215,7 @@ impl AgentBuilder {
     }
 
     /// The builtin tools with these limits (they are on by default).
+    #[cfg(feature = "builtins")]
     pub fn builtins(mut self, config: BuiltinConfig) -> Self {
         self.builtins = Some(config);
         self
@@ -211,14 +224,20 @@ impl AgentBuilder {
     /// The sandbox the builtin shell's commands run in (none unless set: building one needs a
     /// helper executable, see `tackle_sandbox::Sandbox::builder`). It is reported in every
     /// `session_started` event.
+    #[cfg(feature = "sandbox")]
     pub fn sandbox(mut self, sandbox: Sandbox) -> Self {
         self.sandbox = sandbox;
         self
     }
 
-    /// No builtin tools (shell, files, web fetch): only the agent's own and those added.
+    /// No builtin tools (shell, files, web fetch): only the agent's own and those added
+    /// (without the `builtins` feature there are none to leave out).
+    #[cfg_attr(not(feature = "builtins"), allow(unused_mut))]
     pub fn without_builtins(mut self) -> Self {
-        self.builtins = None;
+        #[cfg(feature = "builtins")]
+        {
+            self.builtins = None;
+        }
         self
     }
 
@@ -238,6 +257,7 @@ impl AgentBuilder {
     /// MCP servers whose tools join the agent (started in parallel at `build`; a server that
     /// fails to start is reported and skipped). Their tools are deferred behind `tool_search`
     /// when their definitions are over budget (see [`AgentBuilder::deferral`]).
+    #[cfg(feature = "mcp")]
     pub fn mcp(mut self, config: McpConfig) -> Self {
         self.mcp = config;
         self
@@ -245,6 +265,7 @@ impl AgentBuilder {
 
     /// Where the MCP servers' OAuth credentials are kept and whether a person can sign in when a
     /// server asks for it (default: nothing on disk, never interactively).
+    #[cfg(feature = "mcp")]
     pub fn mcp_options(mut self, options: McpOptions) -> Self {
         self.mcp_options = options;
         self
@@ -438,6 +459,19 @@ impl AgentBuilder {
         self
     }
 
+    /// Whether the sandbox set with [`AgentBuilder::sandbox`] is enforced (never without the
+    /// `sandbox` feature).
+    fn sandbox_enforced(&self) -> bool {
+        #[cfg(feature = "sandbox")]
+        {
+            matches!(self.sandbox.status(), tackle_sandbox::SandboxStatus::Enforced { .. })
+        }
+        #[cfg(not(feature = "sandbox"))]
+        {
+            false
+        }
+    }
+
     /// Validates the parts, opens the store, connects MCP servers and registers the tools.
     pub async fn build(self) -> Result<Agent, BuildError> {
         if self.config.model.trim().is_empty() {
@@ -446,22 +480,27 @@ impl AgentBuilder {
         if self.config.max_steps == 0 {
             return Err(BuildError::Limit("max_steps"));
         }
+        let sandbox_enforced = self.sandbox_enforced();
         let hooks = HookPolicy::new(self.hooks, self.approval_mode)?;
-        if self.config.permission_mode == PermissionMode::Bypass
-            && !matches!(self.sandbox.status(), tackle_sandbox::SandboxStatus::Enforced { .. })
-        {
+        if self.config.permission_mode == PermissionMode::Bypass && !sandbox_enforced {
             return Err(BuildError::Mode(
                 "permission mode `bypass` runs every call without asking, so it needs an enforced sandbox; \
                  configure [sandbox] (see `tackle sandbox check`) or choose another mode"
                     .to_owned(),
             ));
         }
+        #[cfg(feature = "builtins")]
         let hook_env = HookEnv {
             allow: self.builtins.as_ref().map(|b| b.shell_env_allow.clone()).unwrap_or_default(),
             set: self.builtins.as_ref().map(|b| b.shell_env.clone()).unwrap_or_default(),
             base: None,
         };
+        #[cfg(not(feature = "builtins"))]
+        let hook_env = HookEnv::default();
+        #[cfg(feature = "sandbox")]
         let mut script_hooks = ScriptHooks::from_config(&self.script_hooks, &self.sandbox, &hook_env)?;
+        #[cfg(not(feature = "sandbox"))]
+        let mut script_hooks = ScriptHooks::from_config_unsandboxed(&self.script_hooks, &hook_env)?;
         for (matcher, handler, timeout) in self.hook_handlers {
             script_hooks.push(matcher, handler, timeout);
         }
@@ -489,16 +528,27 @@ impl AgentBuilder {
         // The order tools are offered in: builtins, todo, the embedder's, skills, the context
         // tools, then tools from sources (MCP), then the deferral tools.
         let mut registry = ToolRegistry::new();
+        #[cfg_attr(not(feature = "builtins"), allow(unused_mut))]
         let mut config = self.config;
+        #[cfg(feature = "builtins")]
         if let Some(builtins) = &self.builtins {
-            for tool in builtin_tools_in(builtins, &self.sandbox) {
+            #[cfg(feature = "sandbox")]
+            let tools = tackle_builtins::builtin_tools_in(builtins, &self.sandbox);
+            #[cfg(not(feature = "sandbox"))]
+            let tools = tackle_builtins::builtin_tools(builtins);
+            for tool in tools {
                 registry.register(tool)?;
             }
-            config.sandbox = Some(SandboxInfo {
+            // What `session_started` reports: the sandbox the shell's commands run in.
+            #[cfg(feature = "sandbox")]
+            let info = SandboxInfo {
                 mode: self.sandbox.mode().to_string(),
                 network: self.sandbox.network(),
                 enforced_by: self.sandbox.backend().map(|b| b.to_string()),
-            });
+            };
+            #[cfg(not(feature = "sandbox"))]
+            let info = SandboxInfo { mode: "off".to_owned(), network: true, enforced_by: None };
+            config.sandbox = Some(info);
         }
         registry.register(typed(TodoTool::new(store.clone())))?;
         for tool in self.tools {
@@ -513,8 +563,11 @@ impl AgentBuilder {
             registry.register(typed(ProposePlan::new(store.clone())))?;
         }
 
+        #[cfg_attr(not(feature = "mcp"), allow(unused_mut))]
         let mut sources = self.sources;
+        #[cfg(feature = "mcp")]
         let mut mcp = None;
+        #[cfg(feature = "mcp")]
         if !self.mcp.servers.is_empty() {
             let manager = Arc::new(McpManager::connect_with(&self.mcp.servers, &self.mcp_options).await);
             sources.push(Arc::clone(&manager) as Arc<dyn ToolSource>);
@@ -577,8 +630,11 @@ impl AgentBuilder {
             Agent::from_parts(self.provider, Arc::new(executor), store, config, workspace, skills)
                 .with_deferred(deferred)
                 .with_checkpoints(checkpoints)
-                .with_elicitation(self.elicitation)
-                .with_mcp(mcp);
+                .with_elicitation(self.elicitation);
+        #[cfg(feature = "mcp")]
+        {
+            agent = agent.with_mcp(mcp);
+        }
         for source in sources {
             agent = agent.with_tool_source(source);
         }

@@ -49,6 +49,7 @@ pub(crate) struct AgentInner {
     pub(crate) elicitation: Elicitation,
     /// The MCP servers configured with [`crate::AgentBuilder::mcp`], for their prompts and
     /// resources.
+    #[cfg(feature = "mcp")]
     pub(crate) mcp: Option<Arc<tackle_mcp::McpManager>>,
 }
 
@@ -134,6 +135,7 @@ impl Agent {
                 skills,
                 checkpoints: None,
                 elicitation: Elicitation::default(),
+                #[cfg(feature = "mcp")]
                 mcp: None,
             }),
         }
@@ -150,12 +152,14 @@ impl Agent {
     }
 
     /// The same agent with its MCP servers reachable through [`Agent::mcp`].
+    #[cfg(feature = "mcp")]
     pub(crate) fn with_mcp(self, mcp: Option<Arc<tackle_mcp::McpManager>>) -> Self {
         self.derive(|inner| inner.mcp = mcp)
     }
 
     /// The MCP servers the agent was built with (their prompts and resources; their tools are in
     /// the catalog already), when there are any.
+    #[cfg(feature = "mcp")]
     pub fn mcp(&self) -> Option<&Arc<tackle_mcp::McpManager>> {
         self.inner.mcp.as_ref()
     }

@@ -128,6 +128,12 @@ impl ScriptHooks {
         Ok(out)
     }
 
+    /// Command hooks from configuration, run without a sandbox (as Claude Code runs them), for
+    /// embedders built without one (`tackle-agent` without its `sandbox` feature).
+    pub fn from_config_unsandboxed(hooks: &[ScriptHook], env: &HookEnv) -> Result<Self, ScriptHookError> {
+        Self::from_config(hooks, &Sandbox::off(), env)
+    }
+
     /// Adds a hook after the others.
     pub fn push(&mut self, matcher: HookMatcher, handler: Arc<dyn HookHandler>, timeout: Duration) {
         Arc::make_mut(&mut self.hooks).push(Registered { matcher, handler, timeout });
