@@ -20,7 +20,6 @@ mod turn;
 
 pub(crate) use history::History;
 pub use loop_guard::LoopGuardConfig;
-pub use prefix::PrefixStats;
 pub(crate) use prefix::PrefixTracker;
 pub(crate) use system_prompt::system_sections;
 pub(crate) use tail_note::{NOTE_PREFIX, TailNotes};
@@ -65,6 +64,7 @@ impl TurnInput {
 
 /// How a turn ended.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct TurnOutcome {
     /// Session id.
     pub session_id: SessionId,

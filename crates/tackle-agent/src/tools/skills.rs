@@ -27,6 +27,7 @@ pub const ACTIVE_SKILLS_KEY: &str = "skills.active";
 
 /// A discovered skill.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Skill {
     /// Name (the directory name unless the front matter says otherwise).
     pub name: String,
@@ -63,7 +64,7 @@ fn split_front_matter(text: &str) -> Option<(&str, &str)> {
 /// Why a SKILL.md was skipped; each message says what to fix in the file.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum SkillError {
+pub(crate) enum SkillError {
     /// The file does not start with front matter.
     #[error("missing YAML front matter (--- name/description/tools ---)")]
     NoFrontMatter,
@@ -180,6 +181,7 @@ impl SkillSet {
 
 /// Skills found for one workspace, with the problems met while reading them.
 #[derive(Debug, Default)]
+#[non_exhaustive]
 pub struct DiscoveredSkills {
     /// The skills.
     pub skills: SkillSet,
