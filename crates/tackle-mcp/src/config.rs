@@ -310,8 +310,13 @@ pub enum SigningAlgorithm {
     RS512,
 }
 
+/// A `signing_algorithm` that is none of those `private_key_jwt` supports.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not one of ES256, ES384, RS256, RS384, RS512")]
+pub struct UnknownSigningAlgorithm(pub String);
+
 impl std::str::FromStr for SigningAlgorithm {
-    type Err = String;
+    type Err = UnknownSigningAlgorithm;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         match text.trim().to_ascii_uppercase().as_str() {
@@ -320,7 +325,7 @@ impl std::str::FromStr for SigningAlgorithm {
             "RS256" => Ok(Self::RS256),
             "RS384" => Ok(Self::RS384),
             "RS512" => Ok(Self::RS512),
-            other => Err(format!("{other:?} is not one of ES256, ES384, RS256, RS384, RS512")),
+            other => Err(UnknownSigningAlgorithm(other.to_owned())),
         }
     }
 }

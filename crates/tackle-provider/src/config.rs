@@ -61,8 +61,13 @@ impl fmt::Display for ProviderKind {
     }
 }
 
+/// A provider name that is none of Tackle's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown provider {0:?}: use openai, openai-responses, anthropic or codex")]
+pub struct UnknownProvider(pub String);
+
 impl std::str::FromStr for ProviderKind {
-    type Err = String;
+    type Err = UnknownProvider;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.to_ascii_lowercase().as_str() {
@@ -70,9 +75,7 @@ impl std::str::FromStr for ProviderKind {
             "openai-responses" | "openai_responses" => Ok(Self::OpenaiResponses),
             "anthropic" => Ok(Self::Anthropic),
             "codex" => Ok(Self::Codex),
-            other => {
-                Err(format!("unknown provider {other:?}: use openai, openai-responses, anthropic or codex"))
-            }
+            other => Err(UnknownProvider(other.to_owned())),
         }
     }
 }
@@ -331,7 +334,7 @@ mod tests {
         assert_eq!(kind.env_vars(), ProviderKind::Openai.env_vars());
         assert_eq!(kind.to_string(), "openai-responses");
         assert_eq!(serde_json::to_string(&kind).unwrap(), "\"openai-responses\"");
-        let err = "responses".parse::<ProviderKind>().unwrap_err();
+        let err = "responses".parse::<ProviderKind>().unwrap_err().to_string();
         assert!(err.contains("openai-responses"), "{err}");
         let cfg = ProviderConfig::from_lookup(kind, |n| (n == "OPENAI_API_KEY").then(|| "sk-1".to_owned()));
         assert_eq!(cfg.base(), "https://api.openai.com/v1");

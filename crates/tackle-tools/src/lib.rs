@@ -65,7 +65,7 @@ mod validation;
 
 pub use approval::{
     ApprovalDecision, ApprovalError, ApprovalPolicy, ApprovalQueue, ApprovalRequest, Approver, AutoApprove,
-    DenyAll,
+    DenyAll, InvalidApprovalPolicy,
 };
 pub use context::{ProgressSink, ToolContext, ToolProgress, TurnState, WaitClock, WaitGuard, WaitState};
 pub use doc::ToolDoc;
@@ -88,9 +88,9 @@ pub use script_hooks::{
     CommandHook, DEFAULT_HOOK_TIMEOUT_SECS, EventOutcome, HookEntry, HookEnv, HookEvent, HookHandler,
     HookJsonOutput, HookListing, HookMatcher, HookPayload, HookReply, HookScope, HookSpecificOutput,
     HookToolNames, HookVerdict, Permission, PreToolOutcome, ScriptHook, ScriptHookError, ScriptHooks,
-    interpret, split_hooks,
+    UnknownHookEvent, interpret, split_hooks,
 };
-pub use search::{BM25_B, BM25_K1, FieldWeights, Ranker, ToolSearchIndex};
+pub use search::{BM25_B, BM25_K1, FieldWeights, Ranker, ToolSearchIndex, UnknownRanker};
 pub use source::{StaticTools, ToolSource};
 pub use spool::{DEFAULT_SPOOL_BYTES, FullOutput, FullPart, SPOOL_MEMORY_BYTES, Spool, SpoolBudget};
 pub use tool::{Tool, ToolOutput};

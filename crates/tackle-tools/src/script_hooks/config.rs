@@ -74,14 +74,19 @@ impl fmt::Display for HookEvent {
     }
 }
 
+/// A hook `event` that is none of Claude Code's event names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown hook event {0:?}; use one of {names}", names = HookEvent::ALL.map(HookEvent::as_str).join(", "))]
+pub struct UnknownHookEvent(pub String);
+
 impl FromStr for HookEvent {
-    type Err = String;
+    type Err = UnknownHookEvent;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Self::ALL.into_iter().find(|e| e.as_str() == text.trim()).ok_or_else(|| {
-            let names: Vec<&str> = Self::ALL.iter().map(|e| e.as_str()).collect();
-            format!("unknown hook event {text:?}; use one of {}", names.join(", "))
-        })
+        Self::ALL
+            .into_iter()
+            .find(|e| e.as_str() == text.trim())
+            .ok_or_else(|| UnknownHookEvent(text.to_owned()))
     }
 }
 

@@ -40,7 +40,8 @@ mod protocol;
 mod runner;
 
 pub use config::{
-    DEFAULT_HOOK_TIMEOUT_SECS, HookEntry, HookEvent, HookMatcher, ScriptHook, ScriptHookError, split_hooks,
+    DEFAULT_HOOK_TIMEOUT_SECS, HookEntry, HookEvent, HookMatcher, ScriptHook, ScriptHookError,
+    UnknownHookEvent, split_hooks,
 };
 pub use names::HookToolNames;
 pub use protocol::{
