@@ -66,9 +66,9 @@ pub use openapi::{ApiDoc, document as openapi_document};
 pub use state::AppState;
 pub use turns::SharedApprovals;
 
+use routes::openai::{chat as openai, responses, shared};
 use routes::{
-    approvals, compat, elicitations as elicitation_routes, health, messages, metrics, openai, responses,
-    results, rewind, sessions, web,
+    approvals, elicitations as elicitation_routes, health, messages, metrics, results, rewind, sessions, web,
 };
 
 /// A part of the application served beside the HTTP API, such as the chat channels: its routes
@@ -105,13 +105,13 @@ pub fn router(state: AppState) -> Router {
         .route_layer(middleware::from_fn_with_state(state.clone(), auth::require_user::<ApiError>))
         .layer(middleware::from_fn(extract::json_errors::<ApiError>));
     // The OpenAI-compatible routes answer every error, 401 and axum's own 405/415 included, in
-    // OpenAI's shape (their paths are `compat::OPENAI_ROUTES`, which the OpenAPI document reads).
+    // OpenAI's shape (their paths are `routes::openai::shared::OPENAI_ROUTES`, which the OpenAPI document reads).
     let openai_api = Router::new()
         .route("/v1/chat/completions", post(openai::chat_completions))
         .route("/v1/responses", post(responses::create))
         .route("/v1/models", get(openai::models))
-        .route_layer(middleware::from_fn_with_state(state.clone(), auth::require_user::<compat::OpenAiError>))
-        .layer(middleware::from_fn(extract::json_errors::<compat::OpenAiError>));
+        .route_layer(middleware::from_fn_with_state(state.clone(), auth::require_user::<shared::OpenAiError>))
+        .layer(middleware::from_fn(extract::json_errors::<shared::OpenAiError>));
     // Operators scrape it: a scrape token opens it without a user's powers (see auth.rs).
     let operations = Router::new()
         .route("/metrics", get(metrics::metrics))

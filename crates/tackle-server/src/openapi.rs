@@ -9,9 +9,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::AppState;
-use crate::routes::{
-    approvals, elicitations, health, messages, metrics, openai, responses, results, rewind, sessions,
-};
+use crate::routes::openai::{chat as openai, responses};
+use crate::routes::{approvals, elicitations, health, messages, metrics, results, rewind, sessions};
 
 /// The API description served at `/openapi.json`.
 #[derive(OpenApi)]
@@ -114,7 +113,7 @@ pub fn document() -> Value {
             if !path.starts_with("/v1/") {
                 continue;
             }
-            let openai = crate::routes::compat::OPENAI_ROUTES.contains(&path.as_str());
+            let openai = crate::routes::openai::shared::OPENAI_ROUTES.contains(&path.as_str());
             let body = if openai { "OpenAiErrorBody" } else { "ErrorBody" };
             for operation in item.as_object_mut().into_iter().flat_map(|i| i.values_mut()) {
                 let takes_ids = path.contains('{');
@@ -174,7 +173,8 @@ pub(crate) fn document_for(state: &AppState) -> Value {
         models.dedup();
         // Chat Completions also answers the Codex bridge's models; Responses does not.
         let mut chat_models = models.clone();
-        chat_models.extend(crate::routes::codex_bridge::model_ids(state).into_iter().map(Value::from));
+        chat_models
+            .extend(crate::routes::openai::codex_bridge::model_ids(state).into_iter().map(Value::from));
         for (schema, models) in [("ChatRequest", chat_models), ("ResponsesRequest", models)] {
             if let Some(model) = doc.pointer_mut(&format!("/components/schemas/{schema}/properties/model")) {
                 model["enum"] = Value::Array(models);

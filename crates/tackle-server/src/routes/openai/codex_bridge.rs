@@ -20,7 +20,7 @@ use tackle_protocol::ResponseAccumulator;
 use super::chat_wire::{
     ChatRequest, completion_body, completion_id, convert_messages, convert_tools, gateway_chunks,
 };
-use super::compat::{OpenAiError, now_secs, tool_choice as convert_tool_choice};
+use super::shared::{OpenAiError, now_secs, tool_choice as convert_tool_choice};
 use crate::{ApiError, AppState};
 
 /// Model names with this prefix go to Codex.

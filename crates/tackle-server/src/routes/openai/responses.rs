@@ -30,7 +30,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use utoipa::ToSchema;
 
-use super::compat::{self, AgentTurn, ClientTool, Gateway, OpenAiError, async_stream, now_secs};
+use super::shared::{self, AgentTurn, ClientTool, Gateway, OpenAiError, async_stream, now_secs};
 use crate::auth::User;
 use crate::json::ValidJson;
 use crate::{ApiError, AppState};
@@ -587,12 +587,12 @@ async fn gateway(
             parameters: t.get("parameters"),
         })
         .collect();
-    let tools = compat::function_tools(&tools, "name")?;
-    let tool_choice = compat::tool_choice(request.tool_choice.as_ref(), &tools)?;
+    let tools = shared::function_tools(&tools, "name")?;
+    let tool_choice = shared::tool_choice(request.tool_choice.as_ref(), &tools)?;
     // `codex/<model>` runs on Codex through the bridge, as on /v1/chat/completions.
     let codex = super::codex_bridge::codex_model(&request.model).map(str::to_owned);
     if codex.is_none() {
-        compat::check_gateway_model(&state, &request.model)?;
+        shared::check_gateway_model(&state, &request.model)?;
     }
     let mut system: Vec<SystemSection> =
         request.instructions.iter().map(|t| SystemSection::cacheable("instructions", t.clone())).collect();
@@ -740,9 +740,9 @@ async fn run_agent(
             state.agent_for(&record.model).open_session(&id).await.map_err(ApiError::from)?
         }
         other => {
-            let mut history = compat::text_history(&other.map(|c| c.messages).unwrap_or_default());
-            history.extend(compat::text_history(earlier));
-            compat::new_agent_session(&state, &header.user, history).await?
+            let mut history = shared::text_history(&other.map(|c| c.messages).unwrap_or_default());
+            history.extend(shared::text_history(earlier));
+            shared::new_agent_session(&state, &header.user, history).await?
         }
     };
     let session_id = session.id().to_owned();
@@ -762,7 +762,7 @@ async fn run_agent(
             _ => End::Completed,
         };
         // One message item per step that said something, as streaming sends them.
-        let mut texts = compat::StepTexts::default();
+        let mut texts = shared::StepTexts::default();
         for e in &events {
             texts.observe(e);
         }
@@ -777,7 +777,7 @@ async fn run_agent(
         let mut events = UnboundedReceiverStream::new(turn.events);
         let mut usage = Usage::default();
         let mut end = End::Completed;
-        let mut texts = compat::StepTexts::default();
+        let mut texts = shared::StepTexts::default();
         let mut stop = None;
         while let Some(event) = events.next().await {
             texts.observe(&event);
