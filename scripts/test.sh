@@ -25,6 +25,11 @@ cargo fmt --all -- --check
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "tackle-agent without its default features (builtins, mcp, sandbox)"
+# The library an embedder gets with `default-features = false` must still build; a check only
+# (its unit tests run by hand: `cargo test -p tackle-agent --no-default-features --lib`).
+cargo check -p tackle-agent --no-default-features --locked
+
 step "PostgreSQL test server"
 # A throwaway cluster on a free port for the store suite on PostgreSQL and the two-instance server
 # tests (each test creates its own database); stopped and removed when this script exits.
@@ -38,12 +43,21 @@ fi
 echo "$TACKLE_TEST_DATABASE_URL"
 
 step "tests"
+tree_before="$(scripts/tree-state.sh)"
 # Real peers (browser, Python SDK, MCP servers, PostgreSQL) are required here, never silently skipped.
 export TACKLE_REQUIRE_PEERS=1
 cargo nextest run --workspace --locked --no-fail-fast
 
 step "doc tests"
 cargo test --workspace --doc --locked
+
+step "the tree is as the suite found it"
+tree_after="$(scripts/tree-state.sh)"
+if [ "$tree_before" != "$tree_after" ]; then
+  echo "the suite changed the working tree (tests must write under target/ or a temp dir):" >&2
+  diff <(echo "$tree_before") <(echo "$tree_after") >&2 || true
+  exit 1
+fi
 
 echo
 echo "all checks passed"

@@ -12,8 +12,11 @@ sizes=("$@")
 flag=(--profile "$profile")
 [ "$profile" = debug ] && flag=()
 dir="$profile"
-cargo build "${flag[@]}" --locked -q -p tackle-testkit --bin tackle-fake-model
-cargo build "${flag[@]}" --locked -q -p tackle-cli --bin tackle
+# SKIP_BUILD=1: measure the binaries already in target/PROFILE (e.g. built by the test suite).
+if [ -z "${SKIP_BUILD:-}" ]; then
+  cargo build "${flag[@]}" --locked -q -p tackle-testkit --bin tackle-fake-model
+  cargo build "${flag[@]}" --locked -q -p tackle-cli --bin tackle
+fi
 work=$(mktemp -d)
 fake_pid=
 trap '[ -n "$fake_pid" ] && kill "$fake_pid" 2>/dev/null; rm -rf "$work"' EXIT

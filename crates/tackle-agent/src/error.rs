@@ -25,12 +25,28 @@ pub enum AgentError {
         message: String,
     },
     /// The permission mode cannot be used here (the message says why and what to do).
-    #[error("{0}")]
-    Mode(String),
+    #[error(transparent)]
+    Mode(#[from] ModeUnavailable),
     /// A checkpoint could not be recorded or restored.
     #[error(transparent)]
     Checkpoint(#[from] tackle_checkpoint::CheckpointError),
     /// A rewind or a fork cannot be done as asked (the message says why and what to do).
     #[error("{0}")]
     Rewind(String),
+}
+
+/// Why an agent cannot run a permission mode ([`crate::Agent::mode_available`]); each says what
+/// to configure instead.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum ModeUnavailable {
+    /// `bypass` without an enforced sandbox.
+    #[error(
+        "bypass runs every call without asking, so it needs an enforced sandbox; configure [sandbox] \
+         (see `tackle sandbox check`)"
+    )]
+    BypassNeedsSandbox,
+    /// `plan` on an agent built without plan mode.
+    #[error("plan mode is off for this agent (AgentBuilder::plan_mode)")]
+    PlanModeOff,
 }

@@ -8,6 +8,7 @@ use tackle_protocol::{ContentBlock, ErrorCategory, Message, Role, ToolCallId, To
 
 /// What [`enforce`] changed, for logs and events.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Repair {
     /// A tool use had no result; an `interrupted` error result was added.
     MissingResult {

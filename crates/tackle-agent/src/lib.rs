@@ -56,6 +56,7 @@
 mod agent;
 mod context;
 mod error;
+mod failure;
 pub mod invariants;
 mod session;
 mod tools;
@@ -65,13 +66,13 @@ pub use agent::{
     RewindReport, TelemetryConfig, ensure_idle, fork, rewind, rewind_preview,
 };
 pub use context::{
-    CompactReason, CompactionReport, ContextConfig, DEFAULT_OFFLOAD_BYTES, DEFAULT_OFFLOAD_TTL,
-    ReadResultArgs, ReadUnit, StoreOffloader, read_page,
+    CompactReason, CompactionReport, ContextConfig, DEFAULT_OFFLOAD_BYTES, ReadResultArgs, ReadUnit,
+    StoreOffloader, read_page,
 };
-pub use error::AgentError;
-pub use session::{LoopGuardConfig, PrefixStats, Session, TurnInput, TurnOutcome};
+pub use error::{AgentError, ModeUnavailable};
+pub use failure::{TurnFailure, provider_code};
+pub use session::{LoopGuardConfig, Session, TurnInput, TurnOutcome};
 pub use tools::{
-    CompactDetail, DeferralConfig, DeferralMode, DeferredTools, DiscoveredSkills, MaskError, MaskStrategy,
-    SEARCH_RESULT_LINES, SEARCH_RESULT_TOKENS, Skill, SkillError, SkillLibrary, SkillSet, SkillSource,
-    StepTools, ToolCatalog, ToolChange, ToolMask, compact_tool,
+    DeferralConfig, DeferralMode, DeferredTools, DiscoveredSkills, MaskError, MaskStrategy,
+    SEARCH_RESULT_TOKENS, Skill, SkillLibrary, SkillSet, SkillSource, StepTools, ToolCatalog, ToolChange, ToolMask,
 };

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use common::{FORMATS, Harness};
 use serde_json::{Value, json};
-use tackle_agent::TurnInput;
-use tackle_protocol::{AgentEvent, ContentBlock, ErrorCategory, Role, ToolOutcome, TurnEnd};
+use tackle_agent::{TurnFailure, TurnInput};
+use tackle_protocol::{AgentEvent, ContentBlock, ErrorCategory, ErrorCode, Role, ToolOutcome, TurnEnd};
 use tackle_store::{BeginOutcome, MessageFilter, ToolCallFinish, ToolCallStatus};
 use tackle_testkit::{Fault, Script, Turn};
 use tokio_util::sync::CancellationToken;
@@ -102,7 +102,10 @@ async fn the_last_step_keeps_the_tools_and_says_none() {
         input.max_steps = Some(3);
         let outcome = session.run_turn(input, &h.sink(), &CancellationToken::new()).await.unwrap();
         assert_eq!(outcome.end, TurnEnd::MaxSteps, "{kind}");
-        assert!(outcome.error.as_deref().unwrap().contains("step limit (3)"));
+        let note = outcome.error.as_ref().unwrap();
+        // The fake still calls a tool on the last step (tool choice `none`): answered, not run.
+        assert!(matches!(note, TurnFailure::MaxSteps { limit: 3, calls_pending: true }), "{note:?}");
+        assert!(note.to_string().contains("step limit (3)"));
         let requests = h.fake.requests();
         assert_eq!(requests.len(), 3);
         let tools: Vec<String> = requests.iter().map(|r| r.body["tools"].to_string()).collect();
@@ -169,14 +172,14 @@ async fn repeated_identical_failures_get_a_reminder_then_stop_the_turn() {
         let outcome =
             session.run_turn(TurnInput::new("read it"), &h.sink(), &CancellationToken::new()).await.unwrap();
         assert_eq!(outcome.end, TurnEnd::Failed, "{kind}");
-        assert!(outcome.error.as_deref().unwrap().contains("failed 3 times"), "{outcome:?}");
+        let failure = outcome.error.as_ref().unwrap();
+        assert!(matches!(failure, TurnFailure::LoopGuard(_)), "{outcome:?}");
+        assert!(failure.to_string().contains("failed 3 times"), "{outcome:?}");
         assert_eq!(h.fake.requests().len(), 3);
         // The reminder sits at the tail of the third request, after the second failure.
         let third = h.fake.requests()[2].body.to_string();
         assert!(third.contains("has now failed 2 times"), "{kind}");
-        assert!(
-            h.events().iter().any(|e| matches!(e, AgentEvent::Error { code, .. } if code == "turn_failed"))
-        );
+        assert!(h.events().iter().any(|e| matches!(e, AgentEvent::Error { code: ErrorCode::LoopGuard, .. })));
     }
 }
 
@@ -462,7 +465,9 @@ async fn an_answer_cut_off_by_the_output_limit_does_not_end_completed() {
             session.run_turn(TurnInput::new("explain"), &h.sink(), &CancellationToken::new()).await.unwrap();
         assert_eq!(outcome.end, TurnEnd::Failed, "{kind}: {outcome:?}");
         assert_eq!(outcome.text, "The first half of an answ", "{kind}");
-        let error = outcome.error.unwrap_or_default();
+        let failure = outcome.error.unwrap();
+        assert_eq!(failure.code(), ErrorCode::OutputTruncated, "{kind}");
+        let error = failure.to_string();
         assert!(error.contains("cut off") && error.contains("max_tokens"), "{kind}: {error}");
         let finished = h.events().into_iter().find_map(|e| match e {
             AgentEvent::TurnFinished { reason, .. } => Some(reason),

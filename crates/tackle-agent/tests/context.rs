@@ -203,7 +203,9 @@ async fn thresholds_trigger_compaction_and_the_hard_block_refuses() {
         let outcome =
             session.run_turn(TurnInput::new(huge), &h.sink(), &CancellationToken::new()).await.unwrap();
         assert_eq!(outcome.end, TurnEnd::Failed);
-        assert!(outcome.error.unwrap().contains("even after compaction"));
+        let failure = outcome.error.unwrap();
+        assert_eq!(failure.code(), tackle_protocol::ErrorCode::ContextLengthExceeded, "{failure:?}");
+        assert!(failure.to_string().contains("even after compaction"));
     }
 }
 
@@ -353,7 +355,9 @@ async fn a_prompt_too_long_that_compaction_cannot_shrink_is_not_sent_again() {
         let outcome =
             session.run_turn(TurnInput::new("hello"), &h.sink(), &CancellationToken::new()).await.unwrap();
         assert_eq!(outcome.end, TurnEnd::Failed, "{kind}: {outcome:?}");
-        let error = outcome.error.clone().unwrap_or_default();
+        let failure = outcome.error.clone().unwrap();
+        assert_eq!(failure.code(), tackle_protocol::ErrorCode::ContextLengthExceeded, "{kind}: {failure:?}");
+        let error = failure.to_string();
         assert!(error.contains("prompt too long") && error.contains("compaction"), "{kind}: {error}");
         assert_eq!(h.fake.requests().len(), 1, "{kind}: the same request was not sent again");
     }

@@ -236,7 +236,9 @@ print("Current sprint: hooks and rewind")  # plain stdout is context here
     );
     let blocked = rig.turn(&mut session, "my password is hunter2").await;
     assert_eq!(blocked.end, TurnEnd::Failed);
-    assert!(blocked.error.unwrap().contains("prompts with secrets are not sent"));
+    let failure = blocked.error.unwrap();
+    assert!(matches!(failure, tackle_agent::TurnFailure::PromptBlocked(_)), "{failure:?}");
+    assert!(failure.to_string().contains("prompts with secrets are not sent"));
     assert_eq!(rig.fake.requests().len(), 1, "a blocked prompt never reaches the model");
     assert!(
         !session.history().iter().any(|m| m.text().contains("hunter2")),
@@ -466,4 +468,157 @@ async fn notification_runs_when_a_call_waits_for_a_person() {
             .unwrap();
     assert_eq!(input["notification_type"], "permission_prompt");
     assert_eq!(input["message"], "Tackle needs your permission to use shell");
+}
+
+/// A Python hook written for Claude Code, as its documentation shows: it knows the tools as
+/// `Bash` and `Write` and their arguments as `command`, `timeout` (ms) and `file_path`. With
+/// `names = "claude-code"` it runs unchanged against Tackle's `shell` and `write_file`.
+const CLAUDE_CODE_NAMES_PY: &str = r#"
+import json, sys
+d = json.load(sys.stdin)
+name, args = d["tool_name"], d["tool_input"]
+if name == "Bash":
+    assert "command" in args, args
+    print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow",
+                      "updatedInput": {"command": "echo rewritten > out.txt", "timeout": 5000}}}))
+elif name == "Write":
+    if args["file_path"].endswith(".env"):
+        print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                          "permissionDecisionReason": "no writes to " + args["file_path"]}}))
+else:
+    print("unexpected tool " + name, file=sys.stderr)
+    sys.exit(2)
+"#;
+
+#[tokio::test]
+async fn claude_code_names_let_a_claude_code_hook_run_unchanged() {
+    let script = Script::new(vec![
+        Turn::call("shell", r#"{"command": "touch never.txt"}"#),
+        Turn::call("write_file", r#"{"path": "prod.env", "content": "KEY=1"}"#),
+        Turn::call("write_file", r#"{"path": "notes.txt", "content": "ok"}"#),
+        Turn::text("done"),
+    ]);
+    let hooks_dir = tempfile::tempdir().unwrap();
+    let path = hooks_dir.path().join("cc.py");
+    std::fs::write(&path, CLAUDE_CODE_NAMES_PY).unwrap();
+    let rig = Rig::new(script, &[], |b| {
+        b.shared_approver(Arc::new(tackle_tools::DenyAll::new("nobody is here"))).hook(
+            ScriptHook {
+                matcher: Some("Bash|Write".into()),
+                ..ScriptHook::command(HookEvent::PreToolUse, format!("python3 {}", path.display()))
+            }
+            .claude_code_names(),
+        )
+    })
+    .await;
+    let mut session = rig.session().await;
+    let outcome = rig.turn(&mut session, "go").await;
+    assert_eq!(outcome.end, TurnEnd::Completed);
+    let ws = rig.workspace.path();
+    let results = tool_text(&rig.request_messages(3));
+    // `updatedInput` in Claude Code's names came back as the shell's arguments (and `allow`
+    // stood in for the approver that denies everything).
+    assert_eq!(
+        std::fs::read_to_string(ws.join("out.txt")).ok().as_deref(),
+        Some("rewritten\n"),
+        "{results:?}"
+    );
+    assert!(!ws.join("never.txt").exists());
+    assert!(!ws.join("prod.env").exists());
+    assert!(results[1].contains("no writes to prod.env"), "{results:?}");
+    // The matcher names Claude Code's tools: `Write` matched write_file, and a write the hook
+    // let through went to the approver, which denies it.
+    assert!(!ws.join("notes.txt").exists());
+    assert_eq!(rig.hook_runs().len(), 3, "{:?}", rig.hook_runs());
+}
+
+/// Hook scripts published by Anthropic in the anthropics/claude-code repository, run unmodified
+/// from a checkout of it: `TACKLE_CLAUDE_CODE_REPO=/path/to/claude-code cargo nextest run -p
+/// tackle-agent --test hooks --run-ignored all anthropic`. They are not vendored (that
+/// repository's licence reserves all rights), so CI does not run this test; the report of the
+/// issue says when it last passed.
+#[tokio::test]
+#[ignore = "needs a checkout of anthropics/claude-code in TACKLE_CLAUDE_CODE_REPO"]
+async fn anthropic_published_hook_scripts_run_unmodified() {
+    let repo = std::path::PathBuf::from(
+        std::env::var_os("TACKLE_CLAUDE_CODE_REPO")
+            .expect("set TACKLE_CLAUDE_CODE_REPO to a checkout of anthropics/claude-code"),
+    );
+    let validator = repo.join("examples/hooks/bash_command_validator_example.py");
+    let hookify = repo.join("plugins/hookify");
+    let session_start = repo.join("plugins/explanatory-output-style/hooks-handlers/session-start.sh");
+    for p in
+        [&validator, &hookify.join("hooks/pretooluse.py"), &hookify.join("hooks/stop.py"), &session_start]
+    {
+        assert!(p.is_file(), "{} is missing from the checkout", p.display());
+    }
+    let script = Script::new(vec![
+        Turn::call("shell", r#"{"command": "grep -n TODO notes.txt"}"#),
+        Turn::call("shell", r#"{"command": "rm -rf build"}"#),
+        Turn::call("shell", r#"{"command": "echo fine > fine.txt"}"#),
+        Turn::text("I am done."),
+        Turn::text("Checked again; done."),
+    ]);
+    let hookify_root = hookify.display().to_string();
+    let rig = Rig::new(script, &[], |b| {
+        b.max_steps(5)
+            .hook(
+                ScriptHook {
+                    matcher: Some("Bash".into()),
+                    ..ScriptHook::command(HookEvent::PreToolUse, format!("python3 {}", validator.display()))
+                }
+                .claude_code_names(),
+            )
+            .hook(
+                ScriptHook::command(
+                    HookEvent::PreToolUse,
+                    format!("CLAUDE_PLUGIN_ROOT={hookify_root} python3 {hookify_root}/hooks/pretooluse.py"),
+                )
+                .claude_code_names(),
+            )
+            .hook(ScriptHook::command(
+                HookEvent::Stop,
+                format!("CLAUDE_PLUGIN_ROOT={hookify_root} python3 {hookify_root}/hooks/stop.py"),
+            ))
+            .hook(ScriptHook::command(HookEvent::SessionStart, format!("bash {}", session_start.display())))
+    })
+    .await;
+    let ws = rig.workspace.path();
+    std::fs::create_dir(ws.join("build")).unwrap();
+    std::fs::write(ws.join("notes.txt"), "TODO\n").unwrap();
+    // hookify's own example rule, copied where hookify looks for rules, and a Stop rule in its
+    // format that blocks every stop.
+    std::fs::create_dir(ws.join(".claude")).unwrap();
+    std::fs::copy(
+        hookify.join("examples/dangerous-rm.local.md"),
+        ws.join(".claude/hookify.dangerous-rm.local.md"),
+    )
+    .unwrap();
+    std::fs::write(
+        ws.join(".claude/hookify.verify.local.md"),
+        "---\nname: verify-before-stop\nenabled: true\nevent: stop\naction: block\nconditions:\n  - field: reason\n    operator: not_contains\n    pattern: never-present\n---\n\nVerify the build before stopping.\n",
+    )
+    .unwrap();
+    let mut session = rig.session().await;
+    // The Stop rule blocks every stop (hookify does not look at `stop_hook_active`): the turn
+    // goes on until its step limit, whose last step runs no hook.
+    let outcome = rig.turn(&mut session, "tidy up").await;
+    assert_eq!(outcome.end, TurnEnd::MaxSteps);
+    let results = tool_text(&rig.request_messages(3));
+    // Exit code 2: blocked, stderr to the model.
+    assert!(
+        results[0].contains("denied") && results[0].contains("Use 'rg' (ripgrep) instead of 'grep'"),
+        "{results:?}"
+    );
+    // JSON `permissionDecision: deny` from hookify's rule engine.
+    assert!(results[1].contains("denied"), "{results:?}");
+    assert!(ws.join("build").is_dir(), "rm -rf was denied");
+    assert_eq!(std::fs::read_to_string(ws.join("fine.txt")).unwrap(), "fine\n", "{results:?}");
+    // SessionStart's `additionalContext` reached the model.
+    let first = rig.request_messages(0).iter().map(Value::to_string).collect::<String>();
+    assert!(first.contains("explanatory' output style mode"), "{first}");
+    // Stop's `decision: block` + `reason` made the model go on.
+    let last = rig.request_messages(4).last().unwrap().to_string();
+    assert!(last.contains("Verify the build before stopping"), "{last}");
+    assert_eq!(outcome.text, "Checked again; done.");
 }

@@ -908,7 +908,7 @@ impl Hub {
                     TurnEnd::Cancelled => Some("⏹ Stopped.".to_owned()),
                     TurnEnd::Failed => Some(format!(
                         "⚠️ The turn failed: {}",
-                        o.error.unwrap_or_else(|| "no reason given".into())
+                        o.error.map_or_else(|| "no reason given".to_owned(), |e| e.to_string())
                     )),
                 };
                 (Document::markdown(&o.text), ending)

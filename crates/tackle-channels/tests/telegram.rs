@@ -154,8 +154,8 @@ async fn a_ten_thousand_character_answer_is_split_on_boundaries_and_every_part_i
             .any(|m| m["text"].as_str().unwrap_or("").ends_with("xxxx"))
     })
     .await;
-    // Let the last edit of the first part land.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Stopping with a grace period waits for the turn's last edits.
+    bot.stop(Duration::from_secs(5)).await;
     s.assert_all_accepted().await;
     let parts: Vec<String> = s
         .emulator
@@ -189,7 +189,6 @@ async fn a_ten_thousand_character_answer_is_split_on_boundaries_and_every_part_i
     for i in 0..60 {
         assert!(code.contains(&format!("<div class=\"x\">{i} & {i}</div>")), "code line {i}");
     }
-    bot.stop(Duration::from_secs(5)).await;
 }
 
 #[tokio::test]
@@ -203,7 +202,9 @@ async fn a_disallowed_user_gets_one_polite_refusal_and_nothing_else() {
     s.emulator.press(chat, EVE, 1, "ap:whatever:y").await;
     until("all four updates confirmed", || async { s.emulator.pending().await.is_empty() }).await;
     s.wait_for(chat, "Your user id is 666000").await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Every confirmed update was handed to the bot's tasks; stopping with a grace period
+    // waits for them all, so whatever they would send has been sent.
+    bot.stop(Duration::from_secs(5)).await;
     let sent = s.emulator.calls_of("sendMessage").await;
     assert_eq!(sent.len(), 1, "one refusal: {sent:#?}");
     assert!(sent[0]["params"]["text"].as_str().unwrap().starts_with("Sorry"));
@@ -212,15 +213,13 @@ async fn a_disallowed_user_gets_one_polite_refusal_and_nothing_else() {
     assert!(acks[0]["params"]["text"].is_null(), "the button press is acknowledged without a word");
     assert!(s.fake.requests().is_empty(), "the model never saw them");
     assert!(s.emulator.calls_of("sendChatAction").await.is_empty());
-    bot.stop(Duration::from_secs(5)).await;
 
     // Not even after a restart.
     let bot = s.bot(BotSetup::default()).await;
     s.emulator.say(chat, EVE, "again").await;
     until("confirmed", || async { s.emulator.pending().await.is_empty() }).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(s.emulator.calls_of("sendMessage").await.len(), 1);
     bot.stop(Duration::from_secs(5)).await;
+    assert_eq!(s.emulator.calls_of("sendMessage").await.len(), 1);
 }
 
 #[tokio::test]
@@ -377,7 +376,13 @@ async fn a_restarted_bot_handles_no_update_twice_and_loses_none() {
     // The fake model answers in order; the cancelled request of m1 got no answer, so m2..m4
     // get "one".."three".
     s.wait_for(chat, "three").await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Every stored message is done (a store row, not a pause): nothing is left to run again.
+    until("every message done", || async {
+        let summary = bot.store.channel_summary("telegram").await.unwrap();
+        (summary.queued, summary.running) == (0, 0)
+    })
+    .await;
+    bot.stop(Duration::from_secs(5)).await;
     // Each message started exactly one turn.
     let firsts: Vec<String> = s.fake.requests().iter().filter_map(|r| last_user_text(&r.body)).collect();
     for m in ["m1", "m2", "m3", "m4"] {
@@ -387,10 +392,7 @@ async fn a_restarted_bot_handles_no_update_twice_and_loses_none() {
         s.emulator.messages_in(chat).await.iter().map(|m| visible(m["text"].as_str().unwrap())).collect();
     assert_eq!(texts, ["⏹ Stopped.", "one", "two", "three"], "m1 stopped, the others answered once each");
     assert!(s.emulator.pending().await.is_empty());
-    let summary = bot.store.channel_summary("telegram").await.unwrap();
-    assert_eq!((summary.queued, summary.running), (0, 0));
     s.assert_all_accepted().await;
-    bot.stop(Duration::from_secs(5)).await;
 }
 
 #[tokio::test]
@@ -595,9 +597,10 @@ async fn webhook_mode_takes_updates_only_with_the_secret_token() {
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(s.fake.requests().len(), 1);
+    // The webhook stored what it answered 200 for; stopping with a grace period waits for
+    // whatever it handed on.
     bot.stop(Duration::from_secs(5)).await;
+    assert_eq!(s.fake.requests().len(), 1);
 }
 
 async fn wait_for_buttons(s: &Setup, chat: Chat) -> Value {

@@ -68,6 +68,21 @@ fn change(root: &Path, round: usize) {
     }
 }
 
+/// CPU time this process used so far (user + system, all threads), from `/proc/self/stat`:
+/// on a loaded machine the wall time of a step includes waiting for a core, its CPU time does
+/// not (10 ms ticks: read it around many runs).
+fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let ticks: u64 = fields.get(11..13).map_or(0, |f| f.iter().filter_map(|t| t.parse::<u64>().ok()).sum());
+    Duration::from_millis(ticks * 10)
+}
+
+fn per_run(cpu: Duration, runs: usize) -> String {
+    format!("CPU {:.1} ms per run", cpu.as_secs_f64() * 1000.0 / runs as f64)
+}
+
 fn stats(mut samples: Vec<Duration>) -> String {
     samples.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
@@ -103,7 +118,12 @@ async fn main() {
         })
         .await
         .unwrap();
-    let checkpoints = Checkpoints::new(store.clone(), CheckpointConfig::default());
+    // TACKLE_BENCH_SERIAL_RESTORE=1: restores write on one thread (for comparison).
+    let serial = std::env::var_os("TACKLE_BENCH_SERIAL_RESTORE").is_some();
+    let mut checkpoints = Checkpoints::new(store.clone(), CheckpointConfig::default());
+    if serial {
+        checkpoints = checkpoints.parallel_restore_from(usize::MAX);
+    }
     let mut turn = 0i64;
     let mut next = || {
         turn += 1;
@@ -123,21 +143,27 @@ async fn main() {
     checkpoints.record(&session.id, next(), &root).await.unwrap();
 
     let mut warm = Vec::new();
+    let cpu = cpu_time();
     for _ in 0..30 {
         let s = checkpoints.record(&session.id, next(), &root).await.unwrap();
         assert!(s.unchanged && s.hashed == 0, "nothing changed: {s:?}");
         warm.push(s.duration);
     }
-    println!("checkpoint, nothing changed, warm: {}", stats(warm));
+    println!("checkpoint, nothing changed, warm: {}; {}", stats(warm), per_run(cpu_time() - cpu, 30));
 
     let mut cold = Vec::new();
+    let cpu = cpu_time();
     for _ in 0..10 {
         let fresh = Checkpoints::new(store.clone(), CheckpointConfig::default());
         let s = fresh.record(&session.id, next(), &root).await.unwrap();
         assert!(s.unchanged && s.hashed == 0, "nothing changed: {s:?}");
         cold.push(s.duration);
     }
-    println!("checkpoint, nothing changed, cold (manifest read from the store): {}", stats(cold));
+    println!(
+        "checkpoint, nothing changed, cold (manifest read from the store): {}; {}",
+        stats(cold),
+        per_run(cpu_time() - cpu, 10)
+    );
 
     let mut changed = Vec::new();
     let mut rewinds = Vec::new();
@@ -162,12 +188,29 @@ async fn main() {
 
     let all = next();
     checkpoints.record(&session.id, all, &root).await.unwrap();
+    // Once: on ext4 each round of deleting and re-creating 10,000 files makes the next inode
+    // allocations slower (the allocator steps around recently deleted inodes).
     std::fs::remove_dir_all(root.join("src")).unwrap();
+    let cpu = cpu_time();
     let report = checkpoints.restore(&session.id, all, &root).await.unwrap();
+    assert!(report.leftovers.is_empty());
     println!(
-        "rewind after deleting every file ({} paths written back): {:.0} ms",
+        "rewind after deleting every file ({} paths written back, {}): {:.0} ms; {}",
         report.plan.changes.len(),
-        report.duration.as_secs_f64() * 1000.0
+        if serial { "one thread" } else { "several threads" },
+        report.duration.as_secs_f64() * 1000.0,
+        per_run(cpu_time() - cpu, 1)
+    );
+    // The same files written into a new directory (a fork with its files): no recently
+    // deleted inodes in the way.
+    let cpu = cpu_time();
+    let copy = checkpoints.materialize(&session.id, all, &dir.path().join("copy")).await.unwrap();
+    assert!(copy.leftovers.is_empty());
+    println!(
+        "the checkpoint written into a new directory ({} paths): {:.0} ms; {}",
+        copy.plan.changes.len(),
+        copy.duration.as_secs_f64() * 1000.0,
+        per_run(cpu_time() - cpu, 1)
     );
     let size = std::fs::metadata(&db).map(|m| m.len()).unwrap_or(0)
         + std::fs::metadata(dir.path().join("tackle.db-wal")).map(|m| m.len()).unwrap_or(0);

@@ -1,6 +1,9 @@
 //! `[checkpoints]`: whether the workspace is recorded before each turn, and what is left out.
 
-use std::path::PathBuf;
+use std::collections::HashSet;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use serde::{Deserialize, Serialize};
@@ -41,24 +44,60 @@ impl Default for CheckpointConfig {
     }
 }
 
-/// The compiled rules of one workspace: the ignore patterns and the absolute paths that must
-/// never be recorded (Tackle's own data directory, when it lies inside the workspace).
+/// The compiled rules of one workspace: the ignore patterns and the paths that must never be
+/// recorded (Tackle's own data directory, when it lies inside the workspace), both matched
+/// against paths relative to the workspace.
 #[derive(Debug, Clone)]
 pub(crate) struct Rules {
-    pub(crate) ignore: Gitignore,
-    pub(crate) exclude: Vec<PathBuf>,
+    ignore: Ignore,
+    /// Relative to the workspace, `/`-separated.
+    exclude: Vec<Vec<u8>>,
     pub(crate) max_file_bytes: u64,
     pub(crate) max_files: usize,
 }
 
-impl Rules {
-    pub(crate) fn new(
-        root: &std::path::Path,
-        config: &CheckpointConfig,
-        exclude: &[PathBuf],
-    ) -> Result<Self, CheckpointError> {
+/// The ignore patterns, compiled. Plain names (`target`, `.git`, `node_modules/`: what almost
+/// every configuration holds) match a path's last component at any depth, exactly as
+/// `.gitignore` has it, so they are looked up in a set; anything else goes through the
+/// `.gitignore` matcher.
+#[derive(Debug, Clone)]
+enum Ignore {
+    Names { any: HashSet<Vec<u8>>, dirs: HashSet<Vec<u8>> },
+    Gitignore(Gitignore),
+}
+
+impl Ignore {
+    fn new(root: &Path, patterns: &[String]) -> Result<Self, CheckpointError> {
+        let mut any = HashSet::new();
+        let mut dirs = HashSet::new();
+        let mut simple = true;
+        for pattern in patterns {
+            if pattern.trim().is_empty() {
+                continue;
+            }
+            let (name, dir_only) = match pattern.strip_suffix('/') {
+                Some(n) => (n, true),
+                None => (pattern.as_str(), false),
+            };
+            let plain = !name.is_empty()
+                && name.trim() == name
+                && !name.starts_with(['#', '!'])
+                && !name.contains(['/', '*', '?', '[', '\\']);
+            if !plain {
+                simple = false;
+                break;
+            }
+            if dir_only {
+                dirs.insert(name.as_bytes().to_vec());
+            } else {
+                any.insert(name.as_bytes().to_vec());
+            }
+        }
+        if simple {
+            return Ok(Self::Names { any, dirs });
+        }
         let mut builder = GitignoreBuilder::new(root);
-        for pattern in &config.ignore {
+        for pattern in patterns {
             builder.add_line(None, pattern).map_err(|e| {
                 CheckpointError::Config(format!("invalid [checkpoints] ignore pattern {pattern:?}: {e}"))
             })?;
@@ -66,8 +105,36 @@ impl Rules {
         let ignore = builder
             .build()
             .map_err(|e| CheckpointError::Config(format!("invalid [checkpoints] ignore patterns: {e}")))?;
-        let exclude =
-            exclude.iter().filter_map(|p| p.canonicalize().ok().or_else(|| Some(p.clone()))).collect();
+        Ok(Self::Gitignore(ignore))
+    }
+
+    fn matches(&self, rel: &[u8], name: &[u8], is_dir: bool) -> bool {
+        match self {
+            Self::Names { any, dirs } => any.contains(name) || (is_dir && dirs.contains(name)),
+            Self::Gitignore(g) => g.matched(Path::new(OsStr::from_bytes(rel)), is_dir).is_ignore(),
+        }
+    }
+}
+
+impl Rules {
+    pub(crate) fn new(
+        root: &Path,
+        config: &CheckpointConfig,
+        exclude: &[PathBuf],
+    ) -> Result<Self, CheckpointError> {
+        let ignore = Ignore::new(root, &config.ignore)?;
+        let roots = [Some(root.to_owned()), root.canonicalize().ok()];
+        let exclude = exclude
+            .iter()
+            .flat_map(|p| [Some(p.clone()), p.canonicalize().ok()])
+            .flatten()
+            .filter_map(|p| {
+                roots
+                    .iter()
+                    .flatten()
+                    .find_map(|r| p.strip_prefix(r).ok().map(|rel| rel.as_os_str().as_bytes().to_vec()))
+            })
+            .collect();
         Ok(Self {
             ignore,
             exclude,
@@ -76,8 +143,58 @@ impl Rules {
         })
     }
 
-    /// Whether the entry at `path` (absolute, under the root) is left out.
-    pub(crate) fn skips(&self, path: &std::path::Path, is_dir: bool) -> bool {
-        self.ignore.matched(path, is_dir).is_ignore() || self.exclude.iter().any(|e| path.starts_with(e))
+    /// Whether the entry at `rel` (relative to the workspace, `/`-separated; `name` is its last
+    /// component) is left out.
+    pub(crate) fn skips(&self, rel: &[u8], name: &[u8], is_dir: bool) -> bool {
+        self.ignore.matches(rel, name, is_dir)
+            || self.exclude.iter().any(|e| {
+                e.is_empty() || (rel.starts_with(e) && (rel.len() == e.len() || rel[e.len()] == b'/'))
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_names_and_patterns_match_as_gitignore_does() {
+        let root = Path::new("/ws");
+        let rules = |patterns: &[&str]| {
+            let config = CheckpointConfig {
+                ignore: patterns.iter().map(|p| p.to_string()).collect(),
+                ..Default::default()
+            };
+            Rules::new(root, &config, &[PathBuf::from("/ws/.tackle")]).unwrap()
+        };
+        let skips = |r: &Rules, rel: &str, dir: bool| {
+            r.skips(rel.as_bytes(), rel.rsplit('/').next().unwrap().as_bytes(), dir)
+        };
+        for r in [
+            rules(&["target", "node_modules/", ".git"]),
+            rules(&["target", "node_modules/", ".git", "*.log"]),
+        ] {
+            assert!(matches!(r.ignore, Ignore::Names { .. }) == (r.ignore_len() == 3));
+            assert!(skips(&r, "target", true) && skips(&r, "a/b/target", false) && skips(&r, "x/.git", true));
+            assert!(skips(&r, "node_modules", true) && !skips(&r, "node_modules", false));
+            assert!(!skips(&r, "targets", true) && !skips(&r, "src/target.rs", false));
+            assert!(
+                skips(&r, ".tackle", true)
+                    && skips(&r, ".tackle/x.db", false)
+                    && !skips(&r, ".tackle2", true)
+            );
+        }
+        let r = rules(&["/dist", "*.log", "!keep.log"]);
+        assert!(skips(&r, "dist", true) && !skips(&r, "a/dist", true));
+        assert!(skips(&r, "a/x.log", false) && !skips(&r, "keep.log", false));
+    }
+
+    impl Rules {
+        fn ignore_len(&self) -> usize {
+            match &self.ignore {
+                Ignore::Names { any, dirs } => any.len() + dirs.len(),
+                Ignore::Gitignore(g) => g.num_ignores() as usize,
+            }
+        }
     }
 }

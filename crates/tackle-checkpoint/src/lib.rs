@@ -160,6 +160,7 @@ pub struct Checkpoints {
     config: CheckpointConfig,
     exclude: Vec<PathBuf>,
     racy_margin: Duration,
+    parallel_from: usize,
     last: Mutex<HashMap<PathBuf, Cached>>,
 }
 
@@ -172,7 +173,14 @@ impl std::fmt::Debug for Checkpoints {
 impl Checkpoints {
     /// Checkpoints kept in `store`.
     pub fn new(store: Store, config: CheckpointConfig) -> Self {
-        Self { store, config, exclude: Vec::new(), racy_margin: RACY_MARGIN, last: Mutex::default() }
+        Self {
+            store,
+            config,
+            exclude: Vec::new(),
+            racy_margin: RACY_MARGIN,
+            parallel_from: restore::PARALLEL_WRITES,
+            last: Mutex::default(),
+        }
     }
 
     /// Never records (nor touches) these absolute paths: Tackle's own data directory, when it
@@ -185,6 +193,13 @@ impl Checkpoints {
     /// Another margin for the racily-clean rule (tests and benchmarks that cannot wait).
     pub fn racy_margin(mut self, margin: Duration) -> Self {
         self.racy_margin = margin;
+        self
+    }
+
+    /// Restores that write at least this many files write them on several threads (default
+    /// 64; tests lower it to cover that path with small workspaces).
+    pub fn parallel_restore_from(mut self, files: usize) -> Self {
+        self.parallel_from = files.max(1);
         self
     }
 
@@ -291,10 +306,17 @@ impl Checkpoints {
             return Err(e.into());
         }
         let (manifest, stats) = scanned?;
-        let encoded = manifest.encode();
-        let digest = blake3::hash(&encoded);
-        let digest_hex = hex(digest.as_bytes());
-        let unchanged = previous.as_ref().is_some_and(|p| p.digest == digest_hex);
+        // The same entries encode to the same bytes: an unchanged workspace needs no encoding.
+        let same = previous.as_ref().filter(|p| *p.manifest == manifest);
+        let unchanged = same.is_some();
+        let (digest_hex, encoded) = match same {
+            Some(p) => (p.digest.clone(), Vec::new()),
+            None => {
+                let encoded = manifest.encode();
+                (hex(blake3::hash(&encoded).as_bytes()), encoded)
+            }
+        };
+        let unchanged = unchanged || previous.as_ref().is_some_and(|p| p.digest == digest_hex);
         if !unchanged {
             let data = zstd::bulk::compress(&encoded, 3)
                 .map_err(|e| CheckpointError::Io { path: PathBuf::from("(compressing)"), source: e })?;
@@ -329,7 +351,11 @@ impl Checkpoints {
                 stats: stats_json,
             })
             .await?;
-        self.remember(workspace, Some(Cached { digest: digest_hex, manifest: Arc::new(manifest) }));
+        let manifest = match same {
+            Some(p) => p.manifest.clone(),
+            None => Arc::new(manifest),
+        };
+        self.remember(workspace, Some(Cached { digest: digest_hex, manifest }));
         Ok(result)
     }
 
@@ -448,8 +474,9 @@ impl Checkpoints {
             }
         }
         let root = workspace.to_owned();
+        let parallel_from = self.parallel_from;
         let (plan, leftovers) = tokio::task::spawn_blocking(move || {
-            let leftovers = restore::apply(&root, &plan, &contents);
+            let leftovers = restore::apply(&root, &plan, &contents, parallel_from);
             (plan, leftovers)
         })
         .await

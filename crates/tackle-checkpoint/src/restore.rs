@@ -138,10 +138,8 @@ pub(crate) fn plan(current: &Manifest, target: &Manifest) -> RestorePlan {
                         steps.chmod.push((t.path.clone(), t.mode));
                     }
                     Kind::Symlink(_) => steps.write.push(t.clone()),
-                    _ => {
-                        steps.write.push(t.clone());
-                        steps.chmod.push((t.path.clone(), t.mode));
-                    }
+                    // The file is written with its mode (no second `chmod`).
+                    _ => steps.write.push(t.clone()),
                 }
                 let change = if c.is_some() { Change::Modify } else { Change::Create };
                 push(&mut changes, &t.path, change, Some(kind));
@@ -170,7 +168,12 @@ pub(crate) fn plan(current: &Manifest, target: &Manifest) -> RestorePlan {
 pub type Leftovers = Vec<(String, String)>;
 
 /// Applies `plan` under `root`, with `contents` holding the bytes of every digest it writes.
-pub(crate) fn apply(root: &Path, plan: &RestorePlan, contents: &HashMap<Digest, Vec<u8>>) -> Leftovers {
+pub(crate) fn apply(
+    root: &Path,
+    plan: &RestorePlan,
+    contents: &HashMap<Digest, Vec<u8>>,
+    parallel_from: usize,
+) -> Leftovers {
     let steps = &plan.steps;
     let mut left = Leftovers::new();
     let mut fail = |path: &[u8], why: String| left.push((lossy(path), why));
@@ -231,22 +234,10 @@ pub(crate) fn apply(root: &Path, plan: &RestorePlan, contents: &HashMap<Digest, 
         }
     }
     for entry in &steps.write {
-        let path = absolute(root, &entry.path);
-        writable(&path);
-        let done = match &entry.kind {
-            Kind::Symlink(target) => {
-                let _ = std::fs::remove_file(&path);
-                std::os::unix::fs::symlink(OsStr::from_bytes(target), &path)
-            }
-            Kind::File(digest) => match contents.get(digest) {
-                Some(bytes) => write_file(&path, bytes, entry.mode),
-                None => Err(std::io::Error::other("its content is missing from the store")),
-            },
-            _ => Ok(()),
-        };
-        if let Err(e) = done {
-            fail(&entry.path, format!("cannot write: {e}"));
-        }
+        writable(&absolute(root, &entry.path));
+    }
+    for (rel, why) in write_all(root, &steps.write, contents, parallel_from) {
+        fail(&rel, why);
     }
     for (rel, mode) in &steps.chmod {
         let path = absolute(root, rel);
@@ -267,6 +258,52 @@ pub(crate) fn apply(root: &Path, plan: &RestorePlan, contents: &HashMap<Digest, 
         }
     }
     left
+}
+
+/// Below this many files a restore writes them on the calling thread.
+pub(crate) const PARALLEL_WRITES: usize = 64;
+
+/// Writes the files and links of a plan, on a few threads when there are many (each file is a
+/// handful of system calls that wait on the file system: a full rewind of a large workspace
+/// is bound by them, not by the CPU). Returns the paths that failed, with why.
+fn write_all(
+    root: &Path,
+    write: &[Entry],
+    contents: &HashMap<Digest, Vec<u8>>,
+    parallel_from: usize,
+) -> Vec<(Vec<u8>, String)> {
+    let one = |entry: &Entry| -> Option<(Vec<u8>, String)> {
+        let path = absolute(root, &entry.path);
+        let done = match &entry.kind {
+            Kind::Symlink(target) => {
+                let _ = std::fs::remove_file(&path);
+                std::os::unix::fs::symlink(OsStr::from_bytes(target), &path)
+            }
+            Kind::File(digest) => match contents.get(digest) {
+                Some(bytes) => write_file(&path, bytes, entry.mode),
+                None => Err(std::io::Error::other("its content is missing from the store")),
+            },
+            _ => Ok(()),
+        };
+        done.err().map(|e| (entry.path.clone(), format!("cannot write: {e}")))
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
+    if write.len() < parallel_from || threads < 2 {
+        return write.iter().filter_map(one).collect();
+    }
+    let chunk = write.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = write
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().filter_map(one).collect::<Vec<_>>()))
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| {
+                w.join().unwrap_or_else(|_| vec![(Vec::new(), "a restore thread panicked".to_owned())])
+            })
+            .collect()
+    })
 }
 
 /// Writes `bytes` to `path` through a temporary file renamed over it (a reader never sees half a

@@ -39,8 +39,9 @@ pub(crate) fn scan(
     new_content: &mut ContentSink<'_>,
 ) -> Result<(Manifest, ScanStats), CheckpointError> {
     let started = now_ns() - i64::try_from(racy_margin.as_nanos()).unwrap_or(i64::MAX);
-    let known: HashSet<&Digest> =
-        prev.map(|m| m.entries.iter().filter_map(Entry::digest).collect()).unwrap_or_default();
+    // The digests the previous manifest has: built when the first file is hashed (most
+    // checkpoints hash nothing).
+    let mut known: Option<HashSet<&Digest>> = None;
     let mut emitted: HashSet<Digest> = HashSet::new();
     let mut stats = ScanStats::default();
     let mut entries = Vec::new();
@@ -59,17 +60,19 @@ pub(crate) fn scan(
         for item in listing {
             let item = item.map_err(|e| CheckpointError::Io { path: dir.clone(), source: e })?;
             let name = item.file_name();
-            let path = dir.join(&name);
+            let name = name.as_bytes();
             let Ok(file_type) = item.file_type() else { continue };
-            if rules.skips(&path, file_type.is_dir()) {
-                continue;
-            }
-            let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
-            let mut child = rel.clone();
+            let mut child = Vec::with_capacity(rel.len() + 1 + name.len());
+            child.extend_from_slice(&rel);
             if !child.is_empty() {
                 child.push(b'/');
             }
-            child.extend_from_slice(name.as_bytes());
+            child.extend_from_slice(name);
+            if rules.skips(&child, name, file_type.is_dir()) {
+                continue;
+            }
+            // `fstatat` on the open directory: no path to resolve again.
+            let Ok(meta) = item.metadata() else { continue };
             let stat = Stat {
                 size: meta.size(),
                 mtime_ns: meta.mtime().saturating_mul(1_000_000_000).saturating_add(meta.mtime_nsec()),
@@ -79,10 +82,10 @@ pub(crate) fn scan(
             let mode = meta.mode() & 0o7777;
             let racy = stat.mtime_ns.max(stat.ctime_ns) >= started;
             let kind = if meta.file_type().is_dir() {
-                stack.push((path, child.clone()));
+                stack.push((item.path(), child.clone()));
                 Kind::Dir
             } else if meta.file_type().is_symlink() {
-                match std::fs::read_link(&path) {
+                match std::fs::read_link(item.path()) {
                     Ok(target) => Kind::Symlink(target.as_os_str().as_bytes().to_vec()),
                     Err(_) => continue,
                 }
@@ -104,18 +107,22 @@ pub(crate) fn scan(
                         stats.opaque += 1;
                         Kind::Opaque
                     }
-                    _ => match std::fs::read(&path) {
+                    _ => match std::fs::read(item.path()) {
                         Ok(bytes) => {
                             stats.hashed += 1;
                             stats.hashed_bytes += bytes.len() as u64;
                             let digest: Digest = *blake3::hash(&bytes).as_bytes();
+                            let known = known.get_or_insert_with(|| {
+                                prev.map(|m| m.entries.iter().filter_map(Entry::digest).collect())
+                                    .unwrap_or_default()
+                            });
                             if !known.contains(&digest) && emitted.insert(digest) {
                                 new_content(digest, &bytes)?;
                             }
                             Kind::File(digest)
                         }
                         Err(e) => {
-                            tracing::debug!(path = %path.display(), error = %e, "unreadable file recorded without content");
+                            tracing::debug!(path = %item.path().display(), error = %e, "unreadable file recorded without content");
                             stats.opaque += 1;
                             Kind::Opaque
                         }
@@ -146,4 +153,39 @@ fn now_ns() -> i64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::CheckpointConfig;
+
+    fn scan_now(root: &Path, prev: Option<&Manifest>, margin: Duration) -> Manifest {
+        let rules = Rules::new(root, &CheckpointConfig::default(), &[]).unwrap();
+        scan(root, prev, &rules, margin, &mut |_, _| Ok(())).unwrap().0
+    }
+
+    /// The racily-clean rule: a file whose times are too recent to vouch for it is marked, and a
+    /// marked file is read again even when its `stat` is unchanged (a same-size write within
+    /// the clock tick of the checkpoint leaves the same `stat`); an unmarked one is trusted.
+    #[test]
+    fn a_racily_clean_file_is_read_again_whatever_its_stat_says() {
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::write(ws.path().join("f"), "after").unwrap();
+        let fresh = scan_now(ws.path(), None, Duration::from_secs(3600));
+        assert!(fresh.entries[0].racy, "written just now: racy");
+        assert!(!scan_now(ws.path(), None, Duration::ZERO).entries[0].racy);
+        // A previous manifest with this very stat but other content ("before", same size as
+        // a same-tick rewrite would leave it).
+        let stale = |racy: bool| Manifest {
+            entries: vec![Entry { kind: Kind::File([9; 32]), racy, ..fresh.entries[0].clone() }],
+        };
+        let real = Kind::File(*blake3::hash(b"after").as_bytes());
+        assert_eq!(scan_now(ws.path(), Some(&stale(true)), Duration::ZERO).entries[0].kind, real);
+        // Not marked: trusted (this is what makes an unchanged workspace cheap).
+        assert_eq!(
+            scan_now(ws.path(), Some(&stale(false)), Duration::ZERO).entries[0].kind,
+            Kind::File([9; 32])
+        );
+    }
 }

@@ -203,44 +203,84 @@ proptest! {
 
     #[test]
     fn restoring_any_earlier_turn_gives_back_its_workspace_byte_for_byte((turns, order) in histories()) {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        rt.block_on(async {
-            let ws = tempfile::tempdir().unwrap();
-            let root = ws.path().canonicalize().unwrap();
-            let store = Store::open_in_memory().await.unwrap();
-            let session = store
-                .create_session(NewSession {
-                    owner: "t".into(), title: String::new(), provider: "p".into(), model: "m".into(),
-                    workspace: root.display().to_string(), metadata: serde_json::Value::Null,
-                })
-                .await
-                .unwrap();
-            let checkpoints = Checkpoints::new(store, CheckpointConfig::default());
-            std::fs::write(root.join("a.txt"), "start\n").unwrap();
-            let mut expected = Vec::new();
-            for (i, ops) in turns.iter().enumerate() {
-                let turn = i as i64 + 1;
-                checkpoints.record(&session.id, turn, &root).await.unwrap();
-                expected.push(state(&root));
-                for op in ops {
-                    apply(&root, op);
-                }
-            }
-            let ignored = std::fs::read(root.join("target/debug/out")).ok();
-            // Every turn, in an order the case chooses, then every turn again from the last.
-            let mut visits: Vec<usize> = order.iter().map(|ix| ix.index(expected.len())).collect();
-            visits.extend((0..expected.len()).rev());
-            for i in visits {
-                let report = checkpoints.restore(&session.id, i as i64 + 1, &root).await.unwrap();
-                prop_assert!(report.leftovers.is_empty(), "turn {}: {:?}", i + 1, report.leftovers);
-                let now = state(&root);
-                prop_assert_eq!(&now, &expected[i], "turn {} after restoring it", i + 1);
-                prop_assert_eq!(std::fs::read(root.join("target/debug/out")).ok(), ignored.clone(), "ignored paths are never touched");
-                // Nothing left to change: a second look finds the workspace as recorded.
-                let again = checkpoints.preview(&session.id, i as i64 + 1, &root).await.unwrap();
-                prop_assert!(again.is_empty(), "turn {}: {:?}", i + 1, again.changes);
-            }
-            Ok(())
-        })?;
+        check(&turns, &order, None)?;
     }
+
+    /// The same with the stat cache at work: files are re-read only when their `stat` changed
+    /// (a 50 ms racily-clean margin, well above the file system's clock tick, and 60 ms between
+    /// a turn's last change and the next checkpoint, so a file written in one turn is trusted
+    /// by its `stat` at the next), and restores write on several threads.
+    #[test]
+    fn the_stat_cache_and_parallel_restores_miss_no_change((turns, order) in histories()) {
+        check(&turns, &order, Some(std::time::Duration::from_millis(50)))?;
+    }
+}
+
+fn check(
+    turns: &[Vec<Op>],
+    order: &[prop::sample::Index],
+    margin: Option<std::time::Duration>,
+) -> Result<(), TestCaseError> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let ws = tempfile::tempdir().unwrap();
+        let root = ws.path().canonicalize().unwrap();
+        let store = Store::open_in_memory().await.unwrap();
+        let session = store
+            .create_session(NewSession {
+                owner: "t".into(),
+                title: String::new(),
+                provider: "p".into(),
+                model: "m".into(),
+                workspace: root.display().to_string(),
+                metadata: serde_json::Value::Null,
+            })
+            .await
+            .unwrap();
+        let mut checkpoints = Checkpoints::new(store, CheckpointConfig::default());
+        if let Some(margin) = margin {
+            checkpoints = checkpoints.racy_margin(margin).parallel_restore_from(2);
+        }
+        std::fs::write(root.join("a.txt"), "start\n").unwrap();
+        let mut expected = Vec::new();
+        for (i, ops) in turns.iter().enumerate() {
+            let turn = i as i64 + 1;
+            if let Some(margin) = margin {
+                tokio::time::sleep(margin + std::time::Duration::from_millis(10)).await;
+            }
+            checkpoints.record(&session.id, turn, &root).await.unwrap();
+            expected.push(state(&root));
+            for op in ops {
+                apply(&root, op);
+            }
+        }
+        if let Some(margin) = margin {
+            // The cache at work: once the last turn's files are past the margin, a checkpoint
+            // of the unchanged workspace reads no file.
+            let last = turns.len() as i64 + 1;
+            tokio::time::sleep(margin + std::time::Duration::from_millis(10)).await;
+            checkpoints.record(&session.id, last, &root).await.unwrap();
+            let again = checkpoints.record(&session.id, last, &root).await.unwrap();
+            prop_assert!(again.unchanged && again.hashed == 0, "{again:?}");
+        }
+        let ignored = std::fs::read(root.join("target/debug/out")).ok();
+        // Every turn, in an order the case chooses, then every turn again from the last.
+        let mut visits: Vec<usize> = order.iter().map(|ix| ix.index(expected.len())).collect();
+        visits.extend((0..expected.len()).rev());
+        for i in visits {
+            let report = checkpoints.restore(&session.id, i as i64 + 1, &root).await.unwrap();
+            prop_assert!(report.leftovers.is_empty(), "turn {}: {:?}", i + 1, report.leftovers);
+            let now = state(&root);
+            prop_assert_eq!(&now, &expected[i], "turn {} after restoring it", i + 1);
+            prop_assert_eq!(
+                std::fs::read(root.join("target/debug/out")).ok(),
+                ignored.clone(),
+                "ignored paths are never touched"
+            );
+            // Nothing left to change: a second look finds the workspace as recorded.
+            let again = checkpoints.preview(&session.id, i as i64 + 1, &root).await.unwrap();
+            prop_assert!(again.is_empty(), "turn {}: {:?}", i + 1, again.changes);
+        }
+        Ok(())
+    })
 }

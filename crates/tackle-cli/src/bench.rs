@@ -124,6 +124,9 @@ pub struct CacheReport {
     pub input_tokens: u64,
     /// Prompt tokens read from the (simulated) cache.
     pub cache_read_tokens: u64,
+    /// Each step's prompt and cache-read tokens as the fake model's cache simulation reported
+    /// them: an oracle independent of Tackle's own prefix measurement.
+    pub step_usage: Vec<StepUsage>,
     /// Always true: the token figures come from the fake model's prompt-cache simulation, not
     /// from a provider (prefix ratios and cache breaks are measured on the bytes sent).
     pub simulated_usage: bool,
@@ -131,6 +134,15 @@ pub struct CacheReport {
     pub tool_ok: usize,
     /// Tool calls that failed.
     pub tool_errors: usize,
+}
+
+/// The simulated usage of one step.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct StepUsage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Of which read from the simulated cache.
+    pub cache_read_tokens: u64,
 }
 
 impl CacheReport {
@@ -301,6 +313,10 @@ async fn run_format(kind: ProviderKind, steps: usize, export: bool) -> Result<(C
                 report.steps += 1;
                 report.input_tokens += usage.input_tokens;
                 report.cache_read_tokens += usage.cache_read_tokens;
+                report.step_usage.push(StepUsage {
+                    input_tokens: usage.input_tokens,
+                    cache_read_tokens: usage.cache_read_tokens,
+                });
                 if let Some(m) = metrics {
                     if let Some(r) = m.prefix_ratio {
                         report.prefix_ratios.push(r);

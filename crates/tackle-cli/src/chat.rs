@@ -98,7 +98,7 @@ pub async fn run(args: ChatArgs) -> Result<ExitCode> {
         &approvals,
         elicitor.clone().map(|e| e as Arc<dyn tackle_tools::Elicitor>),
     );
-    questions.sign_in = crate::mcp_cmd::can_sign_in();
+    questions.sign_in = crate::mcp_sign_in::can_sign_in();
     let ModelProvider { provider, kind, .. } =
         provider_for(&settings, &workspace, &approvals, ApprovalMode::Interactive)?;
     let store = open_store(&settings).await?;

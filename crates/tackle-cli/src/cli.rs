@@ -160,7 +160,7 @@ pub struct TurnArgs {
     pub mode: Option<tackle_tools::PermissionMode>,
 }
 
-fn parse_mode(s: &str) -> Result<tackle_tools::PermissionMode, String> {
+fn parse_mode(s: &str) -> Result<tackle_tools::PermissionMode, tackle_tools::ModeError> {
     s.parse()
 }
 

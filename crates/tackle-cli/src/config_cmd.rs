@@ -1,16 +1,18 @@
 //! `tackle config`: the effective configuration as TOML (or JSON), every secret masked unless
 //! `--show-secrets`.
 //!
-//! What counts as a secret is decided here, once, by shape rather than by field: every value
-//! under `headers` or `env`, every string whose key names a secret (token, key, secret,
-//! password, credential, ...), and the user info and secret-named query parameters of every
-//! URL. The TOML printed is a valid `tackle.toml` (unset options are left out: TOML has no
+//! What counts as a secret is decided by shape rather than by field: every value under
+//! `headers` or `env` (this module), every string whose key names a secret (token, key, secret,
+//! password, credential, ...; [`tackle_protocol::is_secret_key`]), and the user info and
+//! secret-named parameters of every URL ([`tackle_protocol::mask_url`], the masker every error
+//! message uses too). The TOML printed is a valid `tackle.toml` (unset options are left out: TOML has no
 //! null), preceded by comments saying where it came from and what is in force.
 
 use std::process::ExitCode;
 
 use anyhow::Result;
 use serde_json::{Map, Value, json};
+use tackle_protocol::{MASK, is_secret_key, mask_url};
 use tackle_provider::ApiKey;
 
 use crate::UsageError;
@@ -18,107 +20,8 @@ use crate::cli::ConfigArgs;
 use crate::runtime::{env_lookup, sandbox_for, workspace_dir};
 use crate::settings::Settings;
 
-/// What a masked secret is replaced with.
-pub const MASK: &str = "********";
-
-/// Words of a key that name a secret.
-const SECRET_WORDS: [&str; 13] = [
-    "token",
-    "tokens",
-    "key",
-    "apikey",
-    "secret",
-    "secrets",
-    "password",
-    "passwd",
-    "credential",
-    "credentials",
-    "authorization",
-    "cookie",
-    "auth",
-];
-
-/// Last words of a key that say it names where a secret is, not the secret itself
-/// (`token_env`, `tokens_file`, `env_allow`).
-const REFERENCE_WORDS: [&str; 8] = ["env", "file", "path", "dir", "name", "names", "allow", "var"];
-
 /// Object keys whose every value is a secret (HTTP headers, environment variables).
 const SECRET_MAPS: [&str; 3] = ["headers", "env", "shell_env"];
-
-/// Query parameters that carry credentials besides those [`is_secret_key`] recognizes.
-const SECRET_PARAMS: [&str; 4] = ["sig", "signature", "code", "x-amz-signature"];
-
-/// The words of a key: split at `_`, `-`, `.` and lower-to-upper case changes, lowercased.
-fn words(key: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut current = String::new();
-    let mut previous_lower = false;
-    for c in key.chars() {
-        if matches!(c, '_' | '-' | '.' | ' ') {
-            words.extend((!current.is_empty()).then(|| std::mem::take(&mut current)));
-            previous_lower = false;
-            continue;
-        }
-        if c.is_uppercase() && previous_lower {
-            words.push(std::mem::take(&mut current));
-        }
-        previous_lower = c.is_lowercase() || c.is_ascii_digit();
-        current.extend(c.to_lowercase());
-    }
-    words.extend((!current.is_empty()).then_some(current));
-    words
-}
-
-/// Whether the value of `key` is a secret: a word of it names one, and it does not merely
-/// name where one is kept: `api_key`, `clientSecret` and `DB_PASSWORD` are secrets; `token_env`,
-/// `tokens_file` and `monkey` are not.
-pub fn is_secret_key(key: &str) -> bool {
-    let words = words(key);
-    let names_a_secret = words.iter().any(|w| SECRET_WORDS.contains(&w.as_str()));
-    let reference = words.last().is_some_and(|w| REFERENCE_WORDS.contains(&w.as_str()));
-    names_a_secret && !reference
-}
-
-/// `url` with its user info and secret-named query values masked; other strings unchanged.
-pub fn mask_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
-    if scheme.is_empty() || !scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) {
-        return url.to_owned();
-    }
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    let authority = match authority.rsplit_once('@') {
-        Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _password)) => format!("{user}:{MASK}@{host}"),
-            None => format!("{MASK}@{host}"),
-        },
-        None => authority.to_owned(),
-    };
-    let (before_fragment, fragment) = match tail.split_once('#') {
-        Some((t, f)) => (t, Some(f)),
-        None => (tail, None),
-    };
-    let tail = match before_fragment.split_once('?') {
-        Some((path, query)) => {
-            let params: Vec<String> = query
-                .split('&')
-                .map(|param| match param.split_once('=') {
-                    Some((name, _))
-                        if is_secret_key(name)
-                            || SECRET_PARAMS.contains(&name.to_ascii_lowercase().as_str()) =>
-                    {
-                        format!("{name}={MASK}")
-                    }
-                    _ => param.to_owned(),
-                })
-                .collect();
-            format!("{path}?{}", params.join("&"))
-        }
-        None => before_fragment.to_owned(),
-    };
-    let fragment = fragment.map(|f| format!("#{f}")).unwrap_or_default();
-    format!("{scheme}://{authority}{tail}{fragment}")
-}
 
 /// Masks every secret in `value` in place (see the module documentation).
 pub fn mask_secrets(value: &mut Value) {
@@ -272,39 +175,6 @@ pub async fn run(args: ConfigArgs) -> Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn keys_are_secret_by_their_words() {
-        for key in
-            ["api_key", "token", "clientSecret", "DB_PASSWORD", "x-api-key", "Authorization", "credentials"]
-        {
-            assert!(is_secret_key(key), "{key}");
-        }
-        for key in [
-            "token_env",
-            "tokens_file",
-            "env_allow",
-            "monkey",
-            "keyboard",
-            "model",
-            "user",
-            "max_tokens_name",
-        ] {
-            assert!(!is_secret_key(key), "{key}");
-        }
-    }
-
-    #[test]
-    fn urls_lose_user_info_and_secret_query_values() {
-        assert_eq!(mask_url("postgres://app:pw@db:5432/app"), format!("postgres://app:{MASK}@db:5432/app"));
-        assert_eq!(mask_url("https://ghp_abc@github.com/x.git"), format!("https://{MASK}@github.com/x.git"));
-        assert_eq!(
-            mask_url("https://h/mcp?api_key=1&page=2&access_token=3&sig=4#frag"),
-            format!("https://h/mcp?api_key={MASK}&page=2&access_token={MASK}&sig={MASK}#frag")
-        );
-        assert_eq!(mask_url("http://127.0.0.1:8080/v1"), "http://127.0.0.1:8080/v1");
-        assert_eq!(mask_url("not a url"), "not a url");
-    }
 
     #[test]
     fn every_secret_shape_is_masked_and_nothing_else() {

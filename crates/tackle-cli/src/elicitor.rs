@@ -109,13 +109,13 @@ impl TerminalElicitor {
             let value = match parse_field_input(field, &text) {
                 Ok(v) => v,
                 Err(problem) => {
-                    eprintln!("  {}", s.yellow(&problem));
+                    eprintln!("  {}", s.yellow(&problem.to_string()));
                     continue;
                 }
             };
             match validate_field(field, &value) {
                 Ok(()) => return Step::Value(Some(value)),
-                Err(problem) => eprintln!("  {}", s.yellow(&problem)),
+                Err(problem) => eprintln!("  {}", s.yellow(&problem.to_string())),
             }
         }
         Step::Decline

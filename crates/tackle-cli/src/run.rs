@@ -58,7 +58,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         &approvals,
         elicitor.clone().map(|e| e as Arc<dyn tackle_tools::Elicitor>),
     );
-    questions.sign_in = crate::mcp_cmd::can_sign_in();
+    questions.sign_in = crate::mcp_sign_in::can_sign_in();
     let attach_ctx = questions.context(&workspace);
     let agent = build_agent_with(
         &settings,

@@ -136,7 +136,7 @@ pub fn provider_for(
     let mut codex = None;
     let provider: Arc<dyn Provider> = match (kind, settings.openai_dialect) {
         (ProviderKind::Codex, _) => {
-            settings.codex.validate().map_err(UsageError)?;
+            settings.codex.validate().map_err(|e| UsageError(e.to_string()))?;
             let server = CodexServer::new(codex_config(settings));
             let (rules, _) = tackle_tools::split_hooks(&settings.hooks);
             let hooks = HookPolicy::new(rules, mode).map_err(|e| UsageError(e.to_string()))?;
@@ -342,7 +342,7 @@ pub async fn build_agent_with(
         .builtins(settings.builtins.clone())
         .sandbox(sandbox_for(settings, workspace))
         .mcp(settings.mcp.clone())
-        .mcp_options(crate::mcp_cmd::mcp_options(settings, questions.sign_in))
+        .mcp_options(crate::mcp_sign_in::mcp_options(settings, questions.sign_in))
         .hooks(rules, mode)
         .plan_mode(true)
         .permission_mode(settings.permissions.mode)
@@ -370,6 +370,7 @@ pub async fn build_agent_with(
     let agent = builder.build().await.map_err(|e| match e {
         BuildError::Hook(_)
         | BuildError::ScriptHook(_)
+        | BuildError::EditTools(_)
         | BuildError::Mode(_)
         | BuildError::Workspace { .. }
         | BuildError::NoModel

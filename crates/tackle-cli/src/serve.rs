@@ -60,7 +60,7 @@ pub async fn run(args: ServeArgs) -> Result<ExitCode> {
     // Codex on /v1/chat/completions (models codex/<model>), on the agent's app-server if it
     // runs on Codex.
     if settings.codex.bridge || codex.is_some() {
-        settings.codex.validate().map_err(UsageError)?;
+        settings.codex.validate().map_err(|e| UsageError(e.to_string()))?;
         let server =
             codex.unwrap_or_else(|| tackle_codex::CodexServer::new(crate::runtime::codex_config(&settings)));
         state = state

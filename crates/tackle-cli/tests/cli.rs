@@ -469,6 +469,23 @@ async fn bench_cache_reports_no_breaks_in_either_format() {
         assert_eq!(r["steps"], 20);
         assert_eq!(r["cache_breaks"], serde_json::json!([]));
         assert!(r["prefix_ratios"].as_array().unwrap().iter().all(|x| x.as_f64().unwrap() >= 0.995));
+        // The independent oracle: the fake model's prompt-cache simulation, which compares the
+        // bytes it received. Every step reads from the cache the whole previous request but its
+        // closing brackets (2 tokens), less OpenAI's rounding down to 128-token increments: a
+        // prefix that broke anywhere shows as a step that read much less.
+        let rounding = if r["format"] == "anthropic" { 0 } else { 127 };
+        let usage = r["step_usage"].as_array().unwrap();
+        assert_eq!(usage.len(), 20);
+        for (k, pair) in usage.windows(2).enumerate() {
+            let previous = pair[0]["input_tokens"].as_u64().unwrap();
+            let read = pair[1]["cache_read_tokens"].as_u64().unwrap();
+            assert!(
+                read + 2 + rounding >= previous,
+                "{} step {}: read {read} of the previous {previous} prompt tokens from the cache",
+                r["format"],
+                k + 1
+            );
+        }
         assert_eq!(r["tool_errors"], 2);
         assert!(r["cache_read_tokens"].as_u64().unwrap() > 0);
         assert_eq!(r["simulated_usage"], true, "the token figures say they are simulated");

@@ -169,6 +169,15 @@ async fn pending_approval(client: &reqwest::Client, instance: &Instance, session
     panic!("no approval became visible on {}", instance.base);
 }
 
+/// Waits until the shell call has created `path` (the call is running), polling the file.
+async fn file_appears(path: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !path.exists() {
+        assert!(Instant::now() < deadline, "the call never started: no {}", path.display());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 fn shell(command: &str) -> String {
     json!({"command": command}).to_string()
 }
@@ -188,10 +197,10 @@ async fn two_instances_share_sessions_turns_approvals_cancels_and_streams() {
         // 3: a call waiting on A, cancelled on B.
         Turn::call("shell", shell("echo twice >> marker.txt")),
         // 4: a call running on A when A stops answering; B takes over.
-        Turn::call("shell", shell("sleep 120")),
+        Turn::call("shell", shell("touch running-4; sleep 120")),
         Turn::text("recovered"),
         // 5: a call running on a restarted A when it is killed; B takes over at once.
-        Turn::call("shell", shell("sleep 121")),
+        Turn::call("shell", shell("touch running-5; sleep 121")),
         Turn::text("recovered again"),
     ]))
     .await
@@ -321,7 +330,7 @@ async fn two_instances_share_sessions_turns_approvals_cancels_and_streams() {
     // The call starts on A once the decision reached it (A's coordinator polls every 200 ms).
     let started = read_events(stream, |e| e.name == "approval_resolved").await;
     assert_eq!(started.last().unwrap().data["approved"], true, "{started:?}");
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    file_appears(&ws.path().join("running-4")).await;
     a.signal("-STOP");
     let frozen = Instant::now();
     let busy = post(
@@ -370,7 +379,7 @@ async fn two_instances_share_sessions_turns_approvals_cancels_and_streams() {
         200
     );
     read_events(stream, |e| e.name == "approval_resolved").await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    file_appears(&ws.path().join("running-5")).await;
     a2.signal("-KILL");
     let killed = Instant::now();
     let mut a2 = a2;

@@ -126,6 +126,7 @@ async fn serve_runs_the_telegram_bot_and_a_killed_process_loses_and_repeats_noth
         Turn::text("answer-a"),
         Turn::text("answer-b"),
         Turn::text("answer-c"),
+        Turn::text("answer-d"),
     ]))
     .await
     .unwrap();
@@ -152,8 +153,8 @@ async fn serve_runs_the_telegram_bot_and_a_killed_process_loses_and_repeats_noth
     emulator.say("m2").await;
     emulator.say("m3").await;
     until("m2 and m3 fetched", || async { emulator.pending().await == 0 }).await;
-    // Stored before the offset moved past them; now the process dies without a word.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Stored before the offset moved past them (the emulator saw the confirming offset): the
+    // process dies now, without a word.
     child.kill().unwrap();
     child.wait().unwrap();
     emulator.say("m4").await;
@@ -164,12 +165,15 @@ async fn serve_runs_the_telegram_bot_and_a_killed_process_loses_and_repeats_noth
         ["answer-a", "answer-b", "answer-c"].iter().all(|a| t.iter().any(|x| x == a))
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // A later message as the oracle for "exactly once": the chat's messages are handled in
+    // order, so a repeat of m2..m4 would reach the model (and be answered) before m5.
+    emulator.say("m5").await;
+    until("m5's answer", || async { emulator.texts().await.iter().any(|t| t == "answer-d") }).await;
     let texts = emulator.texts().await;
     assert!(texts[0].contains("Tackle restarted while working on your message “m1”"), "{texts:?}");
-    assert_eq!(texts.len(), 4, "the notice and one answer each for m2..m4: {texts:?}");
+    assert_eq!(texts.len(), 5, "the notice and one answer each for m2..m5: {texts:?}");
     let firsts: Vec<String> = fake.requests().iter().filter_map(|r| last_user_text(&r.body)).collect();
-    assert_eq!(firsts, ["m1", "m2", "m3", "m4"], "every message reached the model exactly once");
+    assert_eq!(firsts, ["m1", "m2", "m3", "m4", "m5"], "every message reached the model exactly once");
     assert_eq!(emulator.pending().await, 0);
 
     // SIGTERM: the bot stops with the server, cleanly.
@@ -189,7 +193,7 @@ async fn serve_runs_the_telegram_bot_and_a_killed_process_loses_and_repeats_noth
     assert_eq!(row["token"], "123456:***");
     assert_eq!(row["check"], json!({"ok": true, "bot": "TestNameBot"}));
     assert_eq!((row["store"]["queued"].as_u64(), row["store"]["running"].as_u64()), (Some(0), Some(0)));
-    assert_eq!(row["store"]["done"], 4);
+    assert_eq!(row["store"]["done"], 5);
     assert_eq!(row["store"]["sessions"], 1);
     assert_eq!(row["server"]["running"], false);
 

@@ -88,11 +88,23 @@ impl Default for CodexConfig {
     }
 }
 
+/// A `[codex]` value that cannot work; the message says what to change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CodexConfigError {
+    /// No executable to start.
+    #[error("[codex] command is empty; set it to the codex executable")]
+    EmptyCommand,
+    /// A timeout of zero seconds (the setting's name).
+    #[error("[codex] {0} must be at least 1")]
+    ZeroTimeout(&'static str),
+}
+
 impl CodexConfig {
     /// Checks values a file could set wrong; the message says what to change.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), CodexConfigError> {
         if self.command.trim().is_empty() {
-            return Err("[codex] command is empty; set it to the codex executable".into());
+            return Err(CodexConfigError::EmptyCommand);
         }
         for (name, secs) in [
             ("request_timeout_secs", self.request_timeout_secs),
@@ -100,7 +112,7 @@ impl CodexConfig {
             ("idle_timeout_secs", self.idle_timeout_secs),
         ] {
             if secs == 0 {
-                return Err(format!("[codex] {name} must be at least 1"));
+                return Err(CodexConfigError::ZeroTimeout(name));
             }
         }
         Ok(())
@@ -142,7 +154,7 @@ mod tests {
     #[test]
     fn toml_rejects_unknown_keys_and_zero_limits() {
         let c: CodexConfig = toml::from_str("command = \"x\"\nrequest_timeout_secs = 0\n").unwrap();
-        assert!(c.validate().unwrap_err().contains("request_timeout_secs"));
+        assert!(c.validate().unwrap_err().to_string().contains("request_timeout_secs"));
         assert!(toml::from_str::<CodexConfig>("comand = \"x\"").is_err());
     }
 }

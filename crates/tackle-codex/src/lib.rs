@@ -40,7 +40,7 @@ pub mod wire;
 
 pub use approvals::{CodexApprovals, DenyNativeTools, HookApprovals, NativeToolRequest};
 pub use bridge::{BridgeError, BridgeRequest, CodexBridge, tools_for};
-pub use config::CodexConfig;
+pub use config::{CodexConfig, CodexConfigError};
 pub use connection::ServerRequest;
 pub use error::CodexError;
 pub use provider::{ApprovalsFactory, CodexProvider};

@@ -414,7 +414,7 @@ async fn a_backend_that_is_down_fails_the_turn_after_the_allowed_retries() {
     let error = match outcome {
         Ok(o) => {
             assert_eq!(o.end, TurnEnd::Failed, "{o:?}");
-            o.error.unwrap_or_default()
+            o.error.map(|e| e.to_string()).unwrap_or_default()
         }
         Err(e) => e.to_string(),
     };

@@ -61,7 +61,7 @@ pub fn attach(message: &str, resources: &[(ResourceMention, ReadResourceResult)]
 /// A prompt's arguments from what follows `/server:prompt`: `name=value` words, and the others
 /// given in the order the prompt declares its arguments. Errors name what is wrong: an unknown
 /// argument, too many values, a required argument missing.
-pub fn prompt_arguments(prompt: &Prompt, words: &[&str]) -> Result<Map<String, Value>, String> {
+pub fn prompt_arguments(prompt: &Prompt, words: &[&str]) -> Result<Map<String, Value>, PromptArgumentsError> {
     let declared: Vec<&str> = prompt.arguments.iter().flatten().map(|a| a.name.as_str()).collect();
     let mut args = Map::new();
     let mut positional = declared.iter();
@@ -72,7 +72,7 @@ pub fn prompt_arguments(prompt: &Prompt, words: &[&str]) -> Result<Map<String, V
             }
             None => {
                 let name = positional.by_ref().find(|n| !args.contains_key(**n)).ok_or_else(|| {
-                    format!("too many arguments: `{}` takes {}", prompt.name, usage(prompt))
+                    PromptArgumentsError::TooMany { prompt: prompt.name.clone(), usage: usage(prompt) }
                 })?;
                 args.insert((*name).to_owned(), Value::String((*word).to_owned()));
             }
@@ -86,9 +86,37 @@ pub fn prompt_arguments(prompt: &Prompt, words: &[&str]) -> Result<Map<String, V
         .map(|a| a.name.as_str())
         .collect();
     if !missing.is_empty() {
-        return Err(format!("`{}` needs {}; it takes {}", prompt.name, missing.join(", "), usage(prompt)));
+        return Err(PromptArgumentsError::Missing {
+            prompt: prompt.name.clone(),
+            missing: missing.into_iter().map(str::to_owned).collect(),
+            usage: usage(prompt),
+        });
     }
     Ok(args)
+}
+
+/// Why the words after `/server:prompt` do not fit the prompt; each message shows its usage.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PromptArgumentsError {
+    /// More values than the prompt declares arguments.
+    #[error("too many arguments: `{prompt}` takes {usage}")]
+    TooMany {
+        /// The prompt's name.
+        prompt: String,
+        /// Its arguments, as [`usage`] writes them.
+        usage: String,
+    },
+    /// Required arguments without a value.
+    #[error("`{prompt}` needs {}; it takes {usage}", .missing.join(", "))]
+    Missing {
+        /// The prompt's name.
+        prompt: String,
+        /// The required arguments left out.
+        missing: Vec<String>,
+        /// Its arguments, as [`usage`] writes them.
+        usage: String,
+    },
 }
 
 /// `name* [optional]` of a prompt's arguments.
@@ -169,8 +197,8 @@ mod tests {
             json!({"path": "src/x.rs", "focus": "speed"}).as_object().unwrap().clone()
         );
         assert_eq!(prompt_arguments(&p, &["focus=docs", "a.rs"]).unwrap()["path"], "a.rs");
-        assert!(prompt_arguments(&p, &[]).unwrap_err().contains("needs path"));
-        assert!(prompt_arguments(&p, &["a", "b", "c"]).unwrap_err().contains("too many"));
+        assert!(prompt_arguments(&p, &[]).unwrap_err().to_string().contains("needs path"));
+        assert!(prompt_arguments(&p, &["a", "b", "c"]).unwrap_err().to_string().contains("too many"));
         assert_eq!(usage(&p), "path [focus]");
     }
 

@@ -163,11 +163,11 @@ impl McpTransportConfig {
     }
 
     /// A description safe to print: the command (without arguments or environment), or the URL
-    /// without credentials, query or fragment.
+    /// with its credentials masked ([`tackle_protocol::mask_url`]).
     pub fn display_target(&self) -> String {
         match self {
             Self::Stdio { command, .. } => command.clone(),
-            Self::Http { url, .. } => redact_url(url),
+            Self::Http { url, .. } => tackle_protocol::mask_url(url),
         }
     }
 }
@@ -185,7 +185,7 @@ impl fmt::Debug for McpTransportConfig {
                 .finish(),
             Self::Http { url, headers } => f
                 .debug_struct("Http")
-                .field("url", &redact_url(url))
+                .field("url", &tackle_protocol::mask_url(url))
                 .field("headers", &headers.keys().collect::<Vec<_>>())
                 .finish(),
         }
@@ -355,8 +355,13 @@ pub enum SigningAlgorithm {
     RS512,
 }
 
+/// A `signing_algorithm` that is none of those `private_key_jwt` supports.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not one of ES256, ES384, RS256, RS384, RS512")]
+pub struct UnknownSigningAlgorithm(pub String);
+
 impl std::str::FromStr for SigningAlgorithm {
-    type Err = String;
+    type Err = UnknownSigningAlgorithm;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         match text.trim().to_ascii_uppercase().as_str() {
@@ -365,7 +370,7 @@ impl std::str::FromStr for SigningAlgorithm {
             "RS256" => Ok(Self::RS256),
             "RS384" => Ok(Self::RS384),
             "RS512" => Ok(Self::RS512),
-            other => Err(format!("{other:?} is not one of ES256, ES384, RS256, RS384, RS512")),
+            other => Err(UnknownSigningAlgorithm(other.to_owned())),
         }
     }
 }
@@ -501,21 +506,6 @@ impl fmt::Debug for OAuthClientSettings {
             .field("assertion_file", &self.assertion_file)
             .field("assertion_env", &self.assertion_env)
             .finish()
-    }
-}
-
-/// Keeps scheme, host, port and path of a URL; drops user info, query and fragment.
-fn redact_url(url: &str) -> String {
-    let cut = url.find(['?', '#']).unwrap_or(url.len());
-    let url = &url[..cut];
-    match url.split_once("://") {
-        Some((scheme, rest)) => {
-            let authority_end = rest.find('/').unwrap_or(rest.len());
-            let (authority, path) = rest.split_at(authority_end);
-            let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
-            format!("{scheme}://{host}{path}")
-        }
-        None => url.to_owned(),
     }
 }
 
@@ -978,12 +968,5 @@ mod tests {
         let text = toml::to_string(&config).unwrap();
         let back: McpServerConfig = toml::from_str(&text).unwrap();
         assert_eq!(back, config);
-    }
-
-    #[test]
-    fn redacts_urls() {
-        assert_eq!(redact_url("http://127.0.0.1:3001/mcp"), "http://127.0.0.1:3001/mcp");
-        assert_eq!(redact_url("https://a:b@h.example/x#frag"), "https://h.example/x");
-        assert_eq!(redact_url("not a url?x=1"), "not a url");
     }
 }

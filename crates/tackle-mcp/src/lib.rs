@@ -37,7 +37,7 @@ mod tool;
 
 pub use config::{
     ConfigError, McpConfig, McpProtocol, McpServerConfig, McpTransportConfig, OAuthClientSettings,
-    OAuthGrant, SigningAlgorithm,
+    OAuthGrant, SigningAlgorithm, UnknownSigningAlgorithm,
 };
 pub use connection::{CallOutcome, McpConnection};
 pub use content::{block_text, map_call_result, prompt_message_text, resource_text};

@@ -15,6 +15,16 @@ use tackle_mcp::{McpConnection, McpManager, McpServerStatus};
 use tackle_protocol::ErrorCategory;
 use tackle_tools::{Tool, ToolContext};
 
+/// A context whose call reports when the server has it: the test server sends its progress
+/// notifications before it sleeps, so the first one means the call is running on the server.
+fn watched_context(call_id: &str) -> (ToolContext, Arc<tokio::sync::Notify>) {
+    let mut ctx = ToolContext::new("s", call_id, std::env::temp_dir());
+    let running = Arc::new(tokio::sync::Notify::new());
+    let signal = running.clone();
+    ctx.progress = tackle_tools::ProgressSink::new(move |_| signal.notify_one());
+    (ctx, running)
+}
+
 async fn manager(names: &[&str]) -> McpManager {
     let configs: BTreeMap<String, _> =
         names.iter().map(|n| ((*n).to_owned(), test_server_config())).collect();
@@ -85,14 +95,15 @@ async fn maps_rich_content_errors_and_timeouts() {
     // The server is still fine after a timed-out call.
     assert!(call(tool, json!({})).await.is_ok());
 
-    // Cancellation stops the call early.
-    let ctx = ToolContext::new("s", "c", std::env::temp_dir());
+    // Cancellation stops the call early: cancelled while the server sleeps, before its
+    // answer (400 ms, within the 500 ms timeout) could arrive.
+    let (ctx, running) = watched_context("c");
     let cancel = ctx.cancel.clone();
     tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        running.notified().await;
         cancel.cancel();
     });
-    let err = tool.call(json!({"sleep_ms": 400}), ctx).await.unwrap_err();
+    let err = tool.call(json!({"progress": 1, "sleep_ms": 400}), ctx).await.unwrap_err();
     assert_eq!(err.category, ErrorCategory::Interrupted);
 
     let err = call(tool, json!([1, 2])).await.unwrap_err();
@@ -178,11 +189,12 @@ async fn killed_server_is_unavailable_then_reconnected() {
     assert_eq!(manager.tools().len(), 100);
 
     // Killed mid-call: the in-flight call fails as unavailable too.
+    let (ctx, running) = watched_context("c-killed");
     let pending = {
         let tool = Arc::clone(tools.iter().find(|t| t.spec().name == "t__tool_011").unwrap());
-        tokio::spawn(async move { call(tool.as_ref(), json!({"sleep_ms": 5000})).await })
+        tokio::spawn(async move { tool.call(json!({"progress": 1, "sleep_ms": 5000}), ctx).await })
     };
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    running.notified().await;
     kill_9(new_pid);
     let err = pending.await.unwrap().unwrap_err();
     assert_eq!(err.category, ErrorCategory::Unavailable, "{err:?}");
@@ -252,13 +264,13 @@ async fn each_revision_negotiates_reports_progress_and_sends_cancellation() {
         assert_eq!(*seen.lock().unwrap(), ["step 1 (1/3)", "step 2 (2/3)", "step 3 (3/3)"], "{protocol}");
 
         // Cancelled by the turn, then past the call timeout: the server hears of both.
-        let ctx = ToolContext::new("s", "c2", std::env::temp_dir());
+        let (ctx, running) = watched_context("c2");
         let cancel = ctx.cancel.clone();
         tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(200)).await;
+            running.notified().await;
             cancel.cancel();
         });
-        let slow = json!({"sleep_ms": 10_000}).as_object().cloned();
+        let slow = json!({"progress": 1, "sleep_ms": 10_000}).as_object().cloned();
         let err = connection.call_tool("tool_001", slow.clone(), &ctx, "t__tool_001").await.unwrap_err();
         assert_eq!(err, tackle_mcp::McpError::Cancelled);
         let ctx = ToolContext::new("s", "c3", std::env::temp_dir());

@@ -185,8 +185,9 @@ pub enum AgentEvent {
     },
     /// The turn failed.
     Error {
-        /// Stable machine-readable code (e.g. `provider`, `doom_loop`, `cancelled`).
-        code: String,
+        /// Why, stable for machines (`rate_limited`, `context_length_exceeded`, `loop_guard`,
+        /// `cancelled`, ...).
+        code: crate::ErrorCode,
         /// What happened and what to do.
         message: String,
     },

@@ -24,16 +24,20 @@
 
 mod envelope;
 mod event;
+mod failure;
 mod ids;
 mod message;
 mod request;
 mod response;
+mod secrets;
 mod tool;
 
 pub use envelope::{ErrorCategory, ToolError};
 pub use event::{AgentEvent, ContextReport, SandboxInfo, StepMetrics, ToolOutcome, TurnEnd, WarningCode};
+pub use failure::{ErrorCode, FailureReport};
 pub use ids::{ApprovalId, ElicitationId, SessionId, ToolCallId};
 pub use message::{ContentBlock, Message, Reasoning, Role, ToolInput, ToolResult, ToolUse};
 pub use request::{CacheBreakpoint, CachePolicy, ModelRequest, SystemSection};
 pub use response::{ModelResponse, ResponseAccumulator, StopReason, StreamEvent, Usage};
+pub use secrets::{MASK, is_secret_key, mask_url};
 pub use tool::{AllowedToolsMode, ToolAnnotations, ToolChoice, ToolSpec, is_valid_tool_name};

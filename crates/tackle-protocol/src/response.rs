@@ -14,6 +14,7 @@ use crate::{ContentBlock, Message, Reasoning, Role, ToolInput, ToolUse};
 /// never a half-parsed call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum StreamEvent {
     /// More answer text.
     TextDelta {
@@ -124,6 +125,7 @@ impl Usage {
 /// assert_eq!(StopReason::from_wire("new_reason"), StopReason::Other("new_reason".into()));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum StopReason {
     /// The model finished its turn.
     #[default]

@@ -61,8 +61,13 @@ impl fmt::Display for ProviderKind {
     }
 }
 
+/// A provider name that is none of Tackle's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown provider {0:?}: use openai, openai-responses, anthropic or codex")]
+pub struct UnknownProvider(pub String);
+
 impl std::str::FromStr for ProviderKind {
-    type Err = String;
+    type Err = UnknownProvider;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.to_ascii_lowercase().as_str() {
@@ -70,9 +75,7 @@ impl std::str::FromStr for ProviderKind {
             "openai-responses" | "openai_responses" => Ok(Self::OpenaiResponses),
             "anthropic" => Ok(Self::Anthropic),
             "codex" => Ok(Self::Codex),
-            other => {
-                Err(format!("unknown provider {other:?}: use openai, openai-responses, anthropic or codex"))
-            }
+            other => Err(UnknownProvider(other.to_owned())),
         }
     }
 }
@@ -251,28 +254,19 @@ impl ProviderConfig {
     }
 }
 
-/// The URL as an error may show it: user, password, query and fragment, which may carry
-/// credentials, are replaced by `***`; text that does not parse is shown only when it has none
-/// of the characters that set them apart.
+/// The URL as an error may show it: [`tackle_protocol::mask_url`]'s masking when it parses as
+/// a `scheme://` URL; other text is shown only when it has none of the characters that set
+/// credentials apart.
 fn shown(url: &str) -> String {
-    match reqwest::Url::parse(url) {
-        Ok(mut u) => {
-            if !u.username().is_empty() {
-                let _ = u.set_username("***");
-            }
-            if u.password().is_some() {
-                let _ = u.set_password(Some("***"));
-            }
-            if u.query().is_some() {
-                u.set_query(Some("***"));
-            }
-            if u.fragment().is_some() {
-                u.set_fragment(Some("***"));
-            }
-            u.to_string()
-        }
-        Err(_) if url.contains(['@', '?', '#', ':']) => "(not shown: it may hold credentials)".to_owned(),
-        Err(_) => url.to_owned(),
+    let is_url = reqwest::Url::parse(url).is_ok_and(|u| {
+        url.split_once("://").is_some_and(|(scheme, _)| scheme.eq_ignore_ascii_case(u.scheme()))
+    });
+    if is_url {
+        tackle_protocol::mask_url(url)
+    } else if url.contains(['@', '?', '#', ':']) {
+        "(not shown: it may hold credentials)".to_owned()
+    } else {
+        url.to_owned()
     }
 }
 
@@ -280,7 +274,7 @@ fn shown(url: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid base URL {url:?}: {reason}; use an absolute URL like http://localhost:11434/v1")]
 pub struct BaseUrlError {
-    /// The URL given, with user, password, query and fragment replaced by `***`.
+    /// The URL given, its credentials masked ([`tackle_protocol::mask_url`]).
     pub url: String,
     /// What is wrong with it.
     pub reason: String,
@@ -340,7 +334,7 @@ mod tests {
         assert_eq!(kind.env_vars(), ProviderKind::Openai.env_vars());
         assert_eq!(kind.to_string(), "openai-responses");
         assert_eq!(serde_json::to_string(&kind).unwrap(), "\"openai-responses\"");
-        let err = "responses".parse::<ProviderKind>().unwrap_err();
+        let err = "responses".parse::<ProviderKind>().unwrap_err().to_string();
         assert!(err.contains("openai-responses"), "{err}");
         let cfg = ProviderConfig::from_lookup(kind, |n| (n == "OPENAI_API_KEY").then(|| "sk-1".to_owned()));
         assert_eq!(cfg.base(), "https://api.openai.com/v1");

@@ -9,6 +9,7 @@ use thiserror::Error;
 /// Every failure of a provider ends in one of these, whatever the provider sent: an HTML error
 /// page, a malformed stream, a dropped connection. Messages say what to do.
 #[derive(Debug, Clone, Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ProviderError {
     /// The provider asked to slow down (HTTP 429).
     #[error("rate limited by the provider{}: {message}", retry_after.map(|d| format!(" (retry after {:.1}s)", d.as_secs_f64())).unwrap_or_default())]
@@ -107,8 +108,8 @@ impl ProviderError {
         Self::Network { message: message.into() }
     }
 
-    /// Maps a transport error of reqwest, naming the URL it failed on without its query, fragment
-    /// or credentials (they may hold secrets).
+    /// Maps a transport error of reqwest, naming the URL it failed on with its credentials
+    /// masked ([`tackle_protocol::mask_url`]).
     pub(crate) fn from_reqwest(err: reqwest::Error) -> Self {
         let timeout = err.is_timeout();
         let message = describe_reqwest(err);
@@ -118,14 +119,7 @@ impl ProviderError {
 
 fn describe_reqwest(err: reqwest::Error) -> String {
     use std::error::Error as _;
-    let url = err.url().map(|u| {
-        let mut u = u.clone();
-        u.set_query(None);
-        u.set_fragment(None);
-        let _ = u.set_password(None);
-        let _ = u.set_username("");
-        u.to_string()
-    });
+    let url = err.url().map(|u| tackle_protocol::mask_url(u.as_str()));
     let err = err.without_url();
     let mut message = url.map(|u| format!("{u}: ")).unwrap_or_default();
     message.push_str(&err.to_string());

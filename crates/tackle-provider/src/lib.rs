@@ -44,7 +44,7 @@ use std::sync::Arc;
 pub use anthropic::{
     ANTHROPIC_VERSION, Anthropic, AnthropicDecoder, DEFAULT_MAX_TOKENS, DEFERRED_TOOLS_BETA, MAX_BREAKPOINTS,
 };
-pub use config::{ApiKey, BaseUrlError, ProviderConfig, ProviderKind, Timeouts};
+pub use config::{ApiKey, BaseUrlError, ProviderConfig, ProviderKind, Timeouts, UnknownProvider};
 pub use error::ProviderError;
 pub use http::{WireDecoder, decode_sse};
 pub use openai::{OpenAiChat, OpenAiChatDecoder, OpenAiDialect};
@@ -53,7 +53,7 @@ pub use provider::{
 };
 pub use responses::{
     OpenAiResponses, REASONING_FORMAT, ReasoningEffort, ReasoningSummary, ResponsesConfig, ResponsesDecoder,
-    strict_compatible,
+    UnknownReasoning, strict_compatible,
 };
 pub use retry::{RetryPolicy, server_requested_wait};
 pub use tool_schema::{ToolSchemaRules, adapt_schema, schema_problems};

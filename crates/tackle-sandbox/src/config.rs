@@ -37,20 +37,32 @@ impl fmt::Display for SandboxMode {
     }
 }
 
+/// A `[sandbox]` word that names none of its setting's values.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UnknownSandboxValue {
+    /// Not a [`SandboxMode`].
+    #[error("{0:?} is not a sandbox mode; use read-only, workspace-write or off")]
+    Mode(String),
+    /// Not a [`BackendChoice`].
+    #[error("{0:?} is not a sandbox backend; use auto, namespaces or landlock")]
+    Backend(String),
+}
+
 impl FromStr for SandboxMode {
-    type Err = String;
+    type Err = UnknownSandboxValue;
 
     /// ```
     /// use tackle_sandbox::SandboxMode;
     /// assert_eq!("read-only".parse::<SandboxMode>(), Ok(SandboxMode::ReadOnly));
-    /// assert!("danger".parse::<SandboxMode>().unwrap_err().contains("workspace-write"));
+    /// assert!("danger".parse::<SandboxMode>().unwrap_err().to_string().contains("workspace-write"));
     /// ```
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().as_str() {
             "read-only" => Ok(Self::ReadOnly),
             "workspace-write" => Ok(Self::WorkspaceWrite),
             "off" => Ok(Self::Off),
-            other => Err(format!("{other:?} is not a sandbox mode; use read-only, workspace-write or off")),
+            other => Err(UnknownSandboxValue::Mode(other.to_owned())),
         }
     }
 }
@@ -80,14 +92,14 @@ impl BackendChoice {
 }
 
 impl FromStr for BackendChoice {
-    type Err = String;
+    type Err = UnknownSandboxValue;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().as_str() {
             "auto" => Ok(Self::Auto),
             "namespaces" => Ok(Self::Namespaces),
             "landlock" => Ok(Self::Landlock),
-            other => Err(format!("{other:?} is not a sandbox backend; use auto, namespaces or landlock")),
+            other => Err(UnknownSandboxValue::Backend(other.to_owned())),
         }
     }
 }

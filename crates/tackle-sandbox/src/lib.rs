@@ -46,10 +46,12 @@ mod policy;
 mod probe;
 mod sandbox;
 
-pub use config::{BackendChoice, SandboxConfig, SandboxLimits, SandboxMode, expand_home};
+pub use config::{
+    BackendChoice, SandboxConfig, SandboxLimits, SandboxMode, UnknownSandboxValue, expand_home,
+};
 pub use env::{BASE_ENV_ALLOWLIST, child_env, env_name_allowed};
 pub use error::SandboxError;
 pub use helper::{ERROR_PREFIX, HELPER_ARG, LIMIT_PREFIX, SETUP_FAILED, run_helper_if_requested};
 pub use policy::{PolicyBuilder, SandboxPolicy};
-pub use probe::{Support, prefetch};
+pub use probe::{Support, Unsupported, prefetch};
 pub use sandbox::{Backend, CommandSpec, Sandbox, SandboxBuilder, SandboxStatus, SandboxedCommand};

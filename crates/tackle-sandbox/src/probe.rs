@@ -19,15 +19,33 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Support {
     /// Unprivileged user, mount, PID and network namespaces with a fresh `/proc`.
-    pub namespaces: Result<(), String>,
+    pub namespaces: Result<(), Unsupported>,
     /// Landlock, with the ABI version the kernel offers.
-    pub landlock: Result<u8, String>,
+    pub landlock: Result<u8, Unsupported>,
+}
+
+/// Why a sandbox backend does not work on this machine, as the probe found it for real (the
+/// kernel's or the helper's own words, e.g. which `unshare` failed), so it can name the sysctl
+/// or the container option to change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[serde(transparent)]
+#[error("{0}")]
+pub struct Unsupported(String);
+
+impl Unsupported {
+    /// The reason, as text.
+    pub fn reason(&self) -> &str {
+        &self.0
+    }
 }
 
 impl Support {
     /// Tries both backends with `helper` (see [`crate::run_helper_if_requested`]).
     pub fn probe(helper: &Path) -> Self {
-        Self { namespaces: probe_namespaces(helper), landlock: probe_landlock(helper) }
+        Self {
+            namespaces: probe_namespaces(helper).map_err(Unsupported),
+            landlock: probe_landlock(helper).map_err(Unsupported),
+        }
     }
 }
 

@@ -1,10 +1,14 @@
 //! Errors: [`ServerError`] for starting the server, [`ApiError`] for one request.
 
+use std::time::Duration;
+
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header::RETRY_AFTER};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
-use tackle_agent::AgentError;
+use tackle_agent::{AgentError, TurnFailure};
+use tackle_protocol::ErrorCode;
+use tackle_provider::ProviderError;
 use tackle_store::StoreError;
 use thiserror::Error;
 use utoipa::ToSchema;
@@ -36,6 +40,8 @@ pub struct ApiError {
     pub message: String,
     /// JSON path of the offending field, for validation errors (`toolMask.shell`).
     pub field: Option<String>,
+    /// Sent as `Retry-After` (whole seconds, rounded up): how long the provider asked to wait.
+    pub retry_after: Option<Duration>,
 }
 
 /// The JSON body of an error response.
@@ -59,7 +65,7 @@ pub struct ErrorDetail {
 
 impl ApiError {
     fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        Self { status, code, message: message.into(), field: None }
+        Self { status, code, message: message.into(), field: None, retry_after: None }
     }
 
     /// 400: the request is malformed.
@@ -127,6 +133,25 @@ impl ApiError {
         Self::new(StatusCode::BAD_GATEWAY, "provider_error", message)
     }
 
+    /// A provider's failure, with the status its class calls for ([`status_of`]).
+    pub fn provider(error: &ProviderError) -> Self {
+        let code = tackle_agent::provider_code(error);
+        let retry_after = match error {
+            ProviderError::RateLimited { retry_after, .. } => *retry_after,
+            _ => None,
+        };
+        Self { retry_after, ..Self::new(status_of(code), code.as_str(), error.to_string()) }
+    }
+
+    /// A turn that failed, with the status its [`ErrorCode`] calls for ([`status_of`]).
+    pub fn turn_failed(failure: &TurnFailure) -> Self {
+        let code = failure.code();
+        Self {
+            retry_after: failure.retry_after(),
+            ..Self::new(status_of(code), code.as_str(), failure.to_string())
+        }
+    }
+
     /// An error for a bare `status` (one axum answered itself), with its code derived from it.
     pub fn from_status(status: StatusCode, message: impl Into<String>) -> Self {
         let code = match status.as_u16() {
@@ -162,7 +187,57 @@ impl IntoResponse for ApiError {
         if self.status.is_server_error() {
             tracing::error!(code = self.code, message = %self.message, "request failed");
         }
-        (self.status, Json(self.body())).into_response()
+        let retry_after = self.retry_after_header();
+        let mut response = (self.status, Json(self.body())).into_response();
+        if let Some(value) = retry_after {
+            response.headers_mut().insert(RETRY_AFTER, value);
+        }
+        response
+    }
+}
+
+impl ApiError {
+    /// The `Retry-After` header value: whole seconds, rounded up (so a client never comes back
+    /// early).
+    pub(crate) fn retry_after_header(&self) -> Option<HeaderValue> {
+        let wait = self.retry_after?;
+        let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+        HeaderValue::from_str(&secs.to_string()).ok()
+    }
+}
+
+/// The HTTP status a turn's or a provider's failure is answered with, the same on every route:
+///
+/// | code | status |
+/// |---|---|
+/// | `rate_limited` | 429 (with `Retry-After` when the provider said) |
+/// | `overloaded` | 503 |
+/// | `context_length_exceeded` | 400 |
+/// | `prompt_blocked` | 403 |
+/// | `provider_timeout` | 504 |
+/// | `lease_lost` | 409 |
+/// | `output_truncated`, `max_steps`, `cancelled` | 200: not an HTTP error (the turn's result says how it ended, with its text) |
+/// | `provider_auth`, `provider_rejected`, `provider_error`, `provider_unreachable`, `provider_protocol`, `loop_guard` | 502 |
+/// | `internal` and anything else | 500 |
+///
+/// A provider that refused Tackle's key or request is a bad gateway, not the caller's fault:
+/// the caller's request to Tackle was fine.
+pub fn status_of(code: ErrorCode) -> StatusCode {
+    match code {
+        ErrorCode::RateLimited => StatusCode::TOO_MANY_REQUESTS,
+        ErrorCode::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorCode::ContextLengthExceeded => StatusCode::BAD_REQUEST,
+        ErrorCode::PromptBlocked => StatusCode::FORBIDDEN,
+        ErrorCode::ProviderTimeout => StatusCode::GATEWAY_TIMEOUT,
+        ErrorCode::LeaseLost => StatusCode::CONFLICT,
+        ErrorCode::OutputTruncated | ErrorCode::MaxSteps | ErrorCode::Cancelled => StatusCode::OK,
+        ErrorCode::ProviderAuth
+        | ErrorCode::ProviderRejected
+        | ErrorCode::ProviderError
+        | ErrorCode::ProviderUnreachable
+        | ErrorCode::ProviderProtocol
+        | ErrorCode::LoopGuard => StatusCode::BAD_GATEWAY,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
 
@@ -181,7 +256,7 @@ impl From<AgentError> for ApiError {
     fn from(e: AgentError) -> Self {
         match e {
             AgentError::Store(s) => s.into(),
-            AgentError::Provider(p) => Self::upstream(p.to_string()),
+            AgentError::Provider(p) => Self::provider(&p),
             AgentError::Workspace { .. } => Self::invalid(e.to_string()),
             other => Self::internal(other.to_string()),
         }

@@ -62,11 +62,11 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ValidPa
 const MAX_MESSAGE: usize = 1024;
 
 /// Middleware: an error response (status 400 and above) that is not JSON gets the JSON error
-/// shape ([`ApiError`], or OpenAI's under `/v1/chat/` and `/v1/models`), keeping its status and
-/// headers (a 405 keeps `Allow`). Handlers already answer JSON; this catches what axum answers
-/// itself (unknown methods, unreadable bodies, unsupported media types).
-pub async fn json_errors(request: Request<Body>, next: Next) -> Response {
-    let openai = is_openai_path(request.uri().path());
+/// shape `E` of the router it is layered on ([`ApiError`], or OpenAI's on the OpenAI-compatible
+/// routes), keeping its status and headers (a 405 keeps `Allow`). Handlers already answer JSON;
+/// this catches what axum answers itself (unknown methods, unreadable bodies, unsupported media
+/// types). The shape comes from the layer, never from the URL.
+pub async fn json_errors<E: From<ApiError> + IntoResponse>(request: Request<Body>, next: Next) -> Response {
     let response = next.run(request).await;
     let status = response.status();
     let is_json = response
@@ -87,12 +87,7 @@ pub async fn json_errors(request: Request<Body>, next: Next) -> Response {
         }
         None => status.canonical_reason().unwrap_or("error").to_owned(),
     };
-    let error = ApiError::from_status(status, message);
-    let mut fresh = if openai {
-        crate::routes::openai::OpenAiError(error).into_response()
-    } else {
-        error.into_response()
-    };
+    let mut fresh = E::from(ApiError::from_status(status, message)).into_response();
     parts.headers.remove(CONTENT_TYPE);
     parts.headers.remove("content-length");
     for (name, value) in &parts.headers {
@@ -100,11 +95,6 @@ pub async fn json_errors(request: Request<Body>, next: Next) -> Response {
     }
     fresh.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     fresh
-}
-
-/// Routes that answer errors in OpenAI's shape.
-pub(crate) fn is_openai_path(path: &str) -> bool {
-    path.starts_with("/v1/chat/") || path == "/v1/models"
 }
 
 #[cfg(test)]

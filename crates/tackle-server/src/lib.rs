@@ -66,9 +66,9 @@ pub use openapi::{ApiDoc, document as openapi_document};
 pub use state::AppState;
 pub use turns::SharedApprovals;
 
+use routes::openai::{chat as openai, responses, shared};
 use routes::{
-    approvals, compat, elicitations as elicitation_routes, health, messages, metrics, openai, responses,
-    results, rewind, sessions, web,
+    approvals, elicitations as elicitation_routes, health, messages, metrics, results, rewind, sessions, web,
 };
 
 /// A part of the application served beside the HTTP API, such as the chat channels: its routes
@@ -102,16 +102,16 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/sessions/{id}/elicitations", get(elicitation_routes::list))
         .route("/v1/elicitations/{id}", post(elicitation_routes::answer))
         .route("/v1/tools", get(sessions::tools))
-        .route_layer(middleware::from_fn_with_state(state.clone(), auth::require_user::<ApiError>));
-    // The OpenAI-compatible routes answer every error, 401 included, in OpenAI's shape.
+        .route_layer(middleware::from_fn_with_state(state.clone(), auth::require_user::<ApiError>))
+        .layer(middleware::from_fn(extract::json_errors::<ApiError>));
+    // The OpenAI-compatible routes answer every error, 401 and axum's own 405/415 included, in
+    // OpenAI's shape (their paths are `routes::openai::shared::OPENAI_ROUTES`, which the OpenAPI document reads).
     let openai_api = Router::new()
         .route("/v1/chat/completions", post(openai::chat_completions))
         .route("/v1/responses", post(responses::create))
         .route("/v1/models", get(openai::models))
-        .route_layer(middleware::from_fn_with_state(
-            state.clone(),
-            auth::require_user::<compat::OpenAiError>,
-        ));
+        .route_layer(middleware::from_fn_with_state(state.clone(), auth::require_user::<shared::OpenAiError>))
+        .layer(middleware::from_fn(extract::json_errors::<shared::OpenAiError>));
     // Operators scrape it: a scrape token opens it without a user's powers (see auth.rs).
     let operations = Router::new()
         .route("/metrics", get(metrics::metrics))
@@ -135,7 +135,8 @@ pub fn router(state: AppState) -> Router {
         // Inside the router's layers a request carries the route template it matched.
         .layer(middleware::from_fn_with_state(counted, routes::metrics::count_request))
         .layer(DefaultBodyLimit::max(limit))
-        .layer(middleware::from_fn(extract::json_errors))
+        // Everything else (the fallback's 404, the pages) in Tackle's shape.
+        .layer(middleware::from_fn(extract::json_errors::<ApiError>))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
             let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");

@@ -9,10 +9,8 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::AppState;
-use crate::extract::is_openai_path;
-use crate::routes::{
-    approvals, elicitations, health, messages, metrics, openai, responses, results, rewind, sessions,
-};
+use crate::routes::openai::{chat as openai, responses};
+use crate::routes::{approvals, elicitations, health, messages, metrics, results, rewind, sessions};
 
 /// The API description served at `/openapi.json`.
 #[derive(OpenApi)]
@@ -82,10 +80,13 @@ pub fn document() -> Value {
         if let Some(responses) = schemas.get_mut("ResponsesRequest").and_then(|c| c.get_mut("properties")) {
             responses["input"] = json!({
                 "description": "The user's message as text, or input items (`message`, `function_call`, \
-                    `function_call_output`, `reasoning`)",
+                    `function_call_output`, `reasoning`): each item has a `type`, or a `role` for a message",
                 "oneOf": [
                     {"type": "string", "minLength": 1},
-                    {"type": "array", "items": {"type": "object"}},
+                    {"type": "array", "items": {
+                        "type": "object",
+                        "anyOf": [{"required": ["type"]}, {"required": ["role"]}],
+                    }},
                 ],
             });
         }
@@ -112,7 +113,8 @@ pub fn document() -> Value {
             if !path.starts_with("/v1/") {
                 continue;
             }
-            let body = if is_openai_path(path) { "OpenAiErrorBody" } else { "ErrorBody" };
+            let openai = crate::routes::openai::shared::OPENAI_ROUTES.contains(&path.as_str());
+            let body = if openai { "OpenAiErrorBody" } else { "ErrorBody" };
             for operation in item.as_object_mut().into_iter().flat_map(|i| i.values_mut()) {
                 let takes_ids = path.contains('{');
                 let takes_body = operation.get("requestBody").is_some();
@@ -171,7 +173,8 @@ pub(crate) fn document_for(state: &AppState) -> Value {
         models.dedup();
         // Chat Completions also answers the Codex bridge's models; Responses does not.
         let mut chat_models = models.clone();
-        chat_models.extend(crate::routes::codex_bridge::model_ids(state).into_iter().map(Value::from));
+        chat_models
+            .extend(crate::routes::openai::codex_bridge::model_ids(state).into_iter().map(Value::from));
         for (schema, models) in [("ChatRequest", chat_models), ("ResponsesRequest", models)] {
             if let Some(model) = doc.pointer_mut(&format!("/components/schemas/{schema}/properties/model")) {
                 model["enum"] = Value::Array(models);
@@ -206,7 +209,7 @@ fn openai_error_schema() -> Value {
             "required": ["message", "type", "code"],
             "properties": {
                 "message": {"type": "string"},
-                "type": {"type": "string", "enum": ["invalid_request_error", "authentication_error", "server_error"]},
+                "type": {"type": "string", "enum": ["invalid_request_error", "authentication_error", "rate_limit_error", "server_error"]},
                 "param": {"type": ["string", "null"]},
                 "code": {"type": "string"},
             },

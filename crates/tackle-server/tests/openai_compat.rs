@@ -132,9 +132,45 @@ async fn errors_come_in_openai_shape() {
     assert_eq!(status, StatusCode::BAD_GATEWAY, "{error}");
     assert_eq!(error["error"]["type"], "server_error");
     // A method the route does not have: 405 in the same shape, with Allow.
-    let (status, error) = h.call(Method::PUT, "/v1/chat/completions", None, None).await;
+    // Every OpenAI-compatible route, /v1/responses included: the shape is the router's layer.
+    for path in ["/v1/chat/completions", "/v1/responses"] {
+        let (status, error) = h.call(Method::PUT, path, None, None).await;
+        assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED, "{path}: {error}");
+        assert_eq!(error["error"]["code"], "method_not_allowed", "{path}: {error}");
+        assert_eq!(error["error"]["type"], "invalid_request_error", "{path}: {error}");
+    }
+    // The sessions API keeps Tackle's own shape (no `type`).
+    let (status, error) = h.call(Method::PUT, "/v1/sessions", None, None).await;
     assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED, "{error}");
     assert_eq!(error["error"]["code"], "method_not_allowed", "{error}");
+    assert!(error["error"].get("type").is_none(), "{error}");
+}
+
+/// The two requests schemathesis once found accepted by the document and refused by the server
+/// (issue 32): the document now says they are invalid, and the server answers each with a 400
+/// naming the field, never forwarding it.
+#[tokio::test]
+async fn what_the_document_calls_invalid_the_server_refuses_by_field() {
+    let h = Harness::new(Script::new(vec![])).await;
+    let null_id = json!({"model": "model-x", "messages": [
+        {"role": "user", "content": "x"},
+        {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": null, "content": "r"}]});
+    let (status, error) = h.call(Method::POST, "/v1/chat/completions", None, Some(null_id)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{error}");
+    assert_eq!(error["error"]["param"], "messages[2].tool_call_id", "{error}");
+    let (status, error) =
+        h.call(Method::POST, "/v1/responses", None, Some(json!({"model": "model-x", "input": [{}]}))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{error}");
+    assert_eq!(error["error"]["param"], "input[0].type", "{error}");
+    assert!(h.fake.requests().is_empty(), "nothing invalid reached the provider");
+
+    let (_, doc) = h.call(Method::GET, "/openapi.json", None, None).await;
+    let schemas = &doc["components"]["schemas"];
+    let messages = schemas["ChatRequest"]["properties"]["messages"]["description"].as_str().unwrap();
+    assert!(messages.contains("a tool message needs `tool_call_id`"), "{messages}");
+    let items = &schemas["ResponsesRequest"]["properties"]["input"]["oneOf"][1]["items"];
+    assert_eq!(items["anyOf"], json!([{"required": ["type"]}, {"required": ["role"]}]), "{items}");
 }
 
 /// The gateway forwards only the models the server offers, unless it is configured open.

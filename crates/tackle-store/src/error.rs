@@ -4,6 +4,7 @@ use thiserror::Error;
 
 /// Why a store operation failed. Messages say what to do.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum StoreError {
     /// The record does not exist (or belongs to someone else, which is reported the same way).
     #[error("{what} {id} not found{}", hint_for(what))]

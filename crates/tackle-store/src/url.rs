@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use tackle_protocol::mask_url;
+
 use crate::StoreError;
 
 /// Which database a store uses.
@@ -43,7 +45,7 @@ pub enum StoreUrl {
 impl std::fmt::Debug for StoreUrl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Postgres(url) => f.debug_tuple("Postgres").field(&masked(url)).finish(),
+            Self::Postgres(url) => f.debug_tuple("Postgres").field(&mask_url(url)).finish(),
             Self::Sqlite(path) => f.debug_tuple("Sqlite").field(path).finish(),
         }
     }
@@ -53,7 +55,7 @@ impl StoreUrl {
     /// Parses `url`; the error says which forms are accepted (and never repeats a password).
     pub fn parse(url: &str) -> Result<Self, StoreError> {
         let url = url.trim();
-        let invalid = |reason: &str| StoreError::InvalidUrl { url: masked(url), reason: reason.to_owned() };
+        let invalid = |reason: &str| StoreError::InvalidUrl { url: mask_url(url), reason: reason.to_owned() };
         if let Some(rest) = url.strip_prefix("postgres://").or_else(|| url.strip_prefix("postgresql://")) {
             if rest.is_empty() || rest.starts_with('/') && rest.len() == 1 {
                 return Err(invalid("it names no host or database"));
@@ -80,44 +82,14 @@ impl StoreUrl {
     }
 }
 
-/// `url` for messages: the password of its user info and every query value (PostgreSQL takes
-/// `?password=` too) replaced by `***`.
-pub(crate) fn masked(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    let authority = match authority.rsplit_once('@') {
-        Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _password)) => format!("{user}:***@{host}"),
-            None => authority.to_owned(),
-        },
-        None => authority.to_owned(),
-    };
-    let tail = match tail.split_once('?') {
-        Some((path, query)) => {
-            let names: Vec<String> = query
-                .split('&')
-                .map(|param| format!("{}=***", param.split('=').next().unwrap_or_default()))
-                .collect();
-            format!("{path}?{}", names.join("&"))
-        }
-        None => tail.to_owned(),
-    };
-    format!("{scheme}://{authority}{tail}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn passwords_never_show() {
-        assert_eq!(masked("postgres://u:p%40ss@h:5432/db"), "postgres://u:***@h:5432/db");
-        assert_eq!(masked("postgres://u@h/db"), "postgres://u@h/db");
-        assert_eq!(
-            masked("postgres://u@h/db?sslmode=require&password=hunter2"),
-            "postgres://u@h/db?sslmode=***&password=***"
-        );
+        assert!(!mask_url("postgres://u:hunter2@h:5432/db").contains("hunter2"));
+        assert!(!mask_url("postgres://u@h/db?sslmode=require&password=hunter2").contains("hunter2"));
         let err = StoreUrl::parse("mysql://h/db?password=hunter2").unwrap_err().to_string();
         assert!(!err.contains("hunter2"), "{err}");
         let parsed = StoreUrl::parse("postgresql://u:hunter2@h/db").unwrap();

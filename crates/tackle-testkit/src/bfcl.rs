@@ -67,7 +67,7 @@ pub fn load() -> Result<Bfcl, MissingPeer> {
 }
 
 /// The data, exported by `python` (an interpreter that can import `bfcl_eval`).
-pub fn load_with(python: &Path) -> Result<Bfcl, String> {
+fn load_with(python: &Path) -> Result<Bfcl, String> {
     let out = Command::new(python)
         .arg(script())
         .args(["export", "-"])

@@ -134,12 +134,16 @@ impl fmt::Display for ApprovalPolicy {
     }
 }
 
+/// An approval policy that is not `deny`, `auto`, `wait` or `wait:SECONDS`.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("approval policy {0:?} is not deny, auto, wait or wait:SECONDS (e.g. wait:300)")]
+pub struct InvalidApprovalPolicy(pub String);
+
 impl FromStr for ApprovalPolicy {
-    type Err = String;
+    type Err = InvalidApprovalPolicy;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let bad =
-            || format!("approval policy {text:?} is not deny, auto, wait or wait:SECONDS (e.g. wait:300)");
+        let bad = || InvalidApprovalPolicy(text.to_owned());
         match text.trim() {
             "deny" => Ok(Self::Deny),
             "auto" => Ok(Self::Auto),
@@ -156,7 +160,7 @@ impl FromStr for ApprovalPolicy {
 }
 
 impl TryFrom<String> for ApprovalPolicy {
-    type Error = String;
+    type Error = InvalidApprovalPolicy;
 
     fn try_from(text: String) -> Result<Self, Self::Error> {
         text.parse()

@@ -327,10 +327,60 @@ pub fn missing_required(schema: &Value, content: &Value) -> Vec<String> {
         .collect()
 }
 
+/// Why a form cannot be shown, or why an answer does not fit it. The messages are shown to
+/// the person answering (a terminal form re-asks) and to the model (a declined question).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FormError {
+    /// A form's schema must be an object of primitive fields.
+    #[error("the schema is not an object")]
+    SchemaNotObject,
+    /// A list field must offer its choices (`items.enum` or `items.anyOf`).
+    #[error("field `{field}` is a list without choices")]
+    ListWithoutChoices {
+        /// The field's name.
+        field: String,
+    },
+    /// A field of a type a form cannot ask for (`None`: no type and no choices).
+    #[error("field `{field}` has the unsupported type {kind:?}")]
+    UnsupportedFieldType {
+        /// The field's name.
+        field: String,
+        /// Its `type`, if it has one.
+        kind: Option<String>,
+    },
+    /// The schema itself does not compile (`of` is `form` or `field`).
+    #[error("the {of}'s schema is invalid: {reason}")]
+    InvalidSchema {
+        /// `form` or `field`.
+        of: &'static str,
+        /// What the JSON Schema compiler said.
+        reason: String,
+    },
+    /// A form's answer must be an object of fields.
+    #[error("the answer is not an object")]
+    AnswerNotObject,
+    /// The answer breaks the schema: one problem per field, `field: problem`.
+    #[error("{}", .0.join("; "))]
+    DoesNotFit(Vec<String>),
+    /// A yes/no field got something else.
+    #[error("answer yes or no")]
+    NotYesOrNo,
+    /// An integer field got something else.
+    #[error("enter a whole number")]
+    NotInteger,
+    /// A number field got something else (or a number JSON cannot hold).
+    #[error("enter a number")]
+    NotNumber,
+    /// A choice field got neither a choice's number nor its value or label.
+    #[error("choose one of: {}", .0.join(", "))]
+    NotAChoice(Vec<String>),
+}
+
 /// Refuses schemas a form cannot be built from: not an object of primitive fields.
-pub fn check_form_schema(schema: &Value) -> Result<(), String> {
+pub fn check_form_schema(schema: &Value) -> Result<(), FormError> {
     if schema.get("type").and_then(Value::as_str) != Some("object") {
-        return Err("the schema is not an object".to_owned());
+        return Err(FormError::SchemaNotObject);
     }
     for (name, field) in form_fields(schema) {
         let kind = field.get("type").and_then(Value::as_str);
@@ -342,25 +392,30 @@ pub fn check_form_schema(schema: &Value) -> Result<(), String> {
                 let items = field.get("items");
                 let has_choices = items.is_some_and(|i| i.get("enum").is_some() || i.get("anyOf").is_some());
                 if !has_choices {
-                    return Err(format!("field `{name}` is a list without choices"));
+                    return Err(FormError::ListWithoutChoices { field: name.to_owned() });
                 }
             }
             None if choices => {}
-            other => return Err(format!("field `{name}` has the unsupported type {other:?}")),
+            other => {
+                return Err(FormError::UnsupportedFieldType {
+                    field: name.to_owned(),
+                    kind: other.map(str::to_owned),
+                });
+            }
         }
     }
     Ok(())
 }
 
 /// Checks a filled-in form against its schema (JSON Schema, formats included).
-pub fn validate_form(schema: &Value, content: &Value) -> Result<(), String> {
+pub fn validate_form(schema: &Value, content: &Value) -> Result<(), FormError> {
     if !content.is_object() {
-        return Err("the answer is not an object".to_owned());
+        return Err(FormError::AnswerNotObject);
     }
     let validator = jsonschema::options()
         .should_validate_formats(true)
         .build(schema)
-        .map_err(|e| format!("the form's schema is invalid: {e}"))?;
+        .map_err(|e| FormError::InvalidSchema { of: "form", reason: e.to_string() })?;
     let problems: Vec<String> = validator
         .iter_errors(content)
         .map(|e| {
@@ -368,17 +423,17 @@ pub fn validate_form(schema: &Value, content: &Value) -> Result<(), String> {
             if at.is_empty() { e.to_string() } else { format!("{}: {e}", at.trim_start_matches('/')) }
         })
         .collect();
-    if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) }
+    if problems.is_empty() { Ok(()) } else { Err(FormError::DoesNotFit(problems)) }
 }
 
 /// Checks one field's value against the field's schema (a terminal form re-asks on failure).
-pub fn validate_field(field_schema: &Value, value: &Value) -> Result<(), String> {
+pub fn validate_field(field_schema: &Value, value: &Value) -> Result<(), FormError> {
     let validator = jsonschema::options()
         .should_validate_formats(true)
         .build(field_schema)
-        .map_err(|e| format!("the field's schema is invalid: {e}"))?;
+        .map_err(|e| FormError::InvalidSchema { of: "field", reason: e.to_string() })?;
     let problems: Vec<String> = validator.iter_errors(value).map(|e| e.to_string()).collect();
-    if problems.is_empty() { Ok(()) } else { Err(problems.join("; ")) }
+    if problems.is_empty() { Ok(()) } else { Err(FormError::DoesNotFit(problems)) }
 }
 
 /// The choices of a single-choice field: `(value, label)` from `enum` (with the legacy
@@ -419,7 +474,7 @@ pub fn field_choices(field: &Value) -> Vec<(Value, String)> {
 
 /// Parses what a person typed for a field into a value of the field's type (`yes`/`no` for
 /// booleans, numbers, a choice by number or value, comma-separated choices for lists).
-pub fn parse_field_input(field: &Value, text: &str) -> Result<Value, String> {
+pub fn parse_field_input(field: &Value, text: &str) -> Result<Value, FormError> {
     let text = text.trim();
     let choices = field_choices(field);
     if !choices.is_empty() {
@@ -429,16 +484,14 @@ pub fn parse_field_input(field: &Value, text: &str) -> Result<Value, String> {
         Some("boolean") => match text.to_ascii_lowercase().as_str() {
             "y" | "yes" | "true" | "1" | "on" => Ok(Value::Bool(true)),
             "n" | "no" | "false" | "0" | "off" => Ok(Value::Bool(false)),
-            _ => Err("answer yes or no".to_owned()),
+            _ => Err(FormError::NotYesOrNo),
         },
-        Some("integer") => {
-            text.parse::<i64>().map(Value::from).map_err(|_| "enter a whole number".to_owned())
-        }
+        Some("integer") => text.parse::<i64>().map(Value::from).map_err(|_| FormError::NotInteger),
         Some("number") => match text.parse::<f64>() {
             Ok(n) if n.is_finite() => {
-                serde_json::Number::from_f64(n).map(Value::Number).ok_or_else(|| "enter a number".to_owned())
+                serde_json::Number::from_f64(n).map(Value::Number).ok_or(FormError::NotNumber)
             }
-            _ => Err("enter a number".to_owned()),
+            _ => Err(FormError::NotNumber),
         },
         Some("array") => {
             let items = field.get("items").cloned().unwrap_or(Value::Null);
@@ -459,7 +512,7 @@ pub fn parse_field_input(field: &Value, text: &str) -> Result<Value, String> {
     }
 }
 
-fn pick_choice(choices: &[(Value, String)], text: &str) -> Result<Value, String> {
+fn pick_choice(choices: &[(Value, String)], text: &str) -> Result<Value, FormError> {
     if let Ok(n) = text.parse::<usize>()
         && (1..=choices.len()).contains(&n)
     {
@@ -470,9 +523,9 @@ fn pick_choice(choices: &[(Value, String)], text: &str) -> Result<Value, String>
         .find(|(value, label)| value.as_str() == Some(text) || label.eq_ignore_ascii_case(text))
         .map(|(value, _)| value.clone())
         .ok_or_else(|| {
-            let names: Vec<String> =
-                choices.iter().enumerate().map(|(i, (_, l))| format!("{} {l}", i + 1)).collect();
-            format!("choose one of: {}", names.join(", "))
+            FormError::NotAChoice(
+                choices.iter().enumerate().map(|(i, (_, l))| format!("{} {l}", i + 1)).collect(),
+            )
         })
 }
 

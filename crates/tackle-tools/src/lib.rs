@@ -65,13 +65,13 @@ mod validation;
 
 pub use approval::{
     ApprovalDecision, ApprovalError, ApprovalPolicy, ApprovalQueue, ApprovalRequest, Approver, AutoApprove,
-    DenyAll,
+    DenyAll, InvalidApprovalPolicy,
 };
 pub use context::{ProgressSink, ToolContext, ToolProgress, TurnState, WaitClock, WaitGuard, WaitState};
 pub use doc::ToolDoc;
 pub use elicitation::{
     ElicitationAnswer, ElicitationError, ElicitationKind, ElicitationPolicy, ElicitationQueue,
-    ElicitationRequest, Elicitor, Question, TurnElicitor, elicit,
+    ElicitationRequest, Elicitor, FormError, Question, TurnElicitor, elicit,
 };
 pub use events::EventSink;
 pub use executor::{
@@ -81,15 +81,16 @@ pub use executor::{
 pub use failure::ToolFailure;
 pub use function::{FnTool, IntoTool, IntoToolResult, tool_fn};
 pub use hooks::{AnnotationMatch, ApprovalMode, HookAction, HookDecision, HookError, HookPolicy, HookRule};
-pub use modes::{DEFAULT_EDIT_TOOLS, ModeRules, PermissionMode};
+pub use modes::{DEFAULT_EDIT_TOOLS, ModeError, ModeRules, PermissionMode};
 pub use output_cap::{Capped, OutputCap, cap_output, count_lines};
 pub use registry::{RegistryError, ToolRegistry};
 pub use script_hooks::{
     CommandHook, DEFAULT_HOOK_TIMEOUT_SECS, EventOutcome, HookEntry, HookEnv, HookEvent, HookHandler,
     HookJsonOutput, HookListing, HookMatcher, HookPayload, HookReply, HookScope, HookSpecificOutput,
-    HookVerdict, Permission, PreToolOutcome, ScriptHook, ScriptHooks, interpret, split_hooks,
+    HookToolNames, HookVerdict, Permission, PreToolOutcome, ScriptHook, ScriptHookError, ScriptHooks,
+    UnknownHookEvent, interpret, split_hooks,
 };
-pub use search::{BM25_B, BM25_K1, FieldWeights, Ranker, ToolSearchIndex};
+pub use search::{BM25_B, BM25_K1, FieldWeights, Ranker, ToolSearchIndex, UnknownRanker};
 pub use source::{StaticTools, ToolSource};
 pub use spool::{DEFAULT_SPOOL_BYTES, FullOutput, FullPart, SPOOL_MEMORY_BYTES, Spool, SpoolBudget};
 pub use tool::{Tool, ToolOutput};

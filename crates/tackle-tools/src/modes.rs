@@ -29,7 +29,7 @@ use tackle_protocol::ToolSpec;
 /// assert_eq!("bypassPermissions".parse::<PermissionMode>().unwrap(), PermissionMode::Bypass);
 /// // Shift-Tab in `tackle chat` cycles default → accept-edits → plan → default.
 /// assert_eq!(PermissionMode::Plan.next(), PermissionMode::Default);
-/// assert!("yolo".parse::<PermissionMode>().unwrap_err().contains("default, accept-edits, plan or bypass"));
+/// assert!("yolo".parse::<PermissionMode>().unwrap_err().to_string().contains("default, accept-edits, plan or bypass"));
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
@@ -86,8 +86,28 @@ impl fmt::Display for PermissionMode {
     }
 }
 
+/// Why a permission mode or the rules of the modes cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ModeError {
+    /// The name of no mode.
+    #[error("permission mode {0:?} is not default, accept-edits, plan or bypass")]
+    Unknown(String),
+    /// An edit-tool glob (`[permissions] edit_tools`) that does not parse.
+    #[error("invalid edit-tool glob {glob:?}: {reason}")]
+    EditGlob {
+        /// The glob as written.
+        glob: String,
+        /// What the glob parser said.
+        reason: String,
+    },
+    /// The edit-tool globs together cannot be compiled.
+    #[error("invalid edit-tool globs: {0}")]
+    EditGlobs(String),
+}
+
 impl FromStr for PermissionMode {
-    type Err = String;
+    type Err = ModeError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         match text.trim() {
@@ -95,13 +115,13 @@ impl FromStr for PermissionMode {
             "accept-edits" | "acceptEdits" | "accept_edits" => Ok(Self::AcceptEdits),
             "plan" => Ok(Self::Plan),
             "bypass" | "bypassPermissions" => Ok(Self::Bypass),
-            other => Err(format!("permission mode {other:?} is not default, accept-edits, plan or bypass")),
+            other => Err(ModeError::Unknown(other.to_owned())),
         }
     }
 }
 
 impl TryFrom<String> for PermissionMode {
-    type Error = String;
+    type Error = ModeError;
 
     fn try_from(text: String) -> Result<Self, Self::Error> {
         text.parse()
@@ -154,15 +174,18 @@ pub const DEFAULT_EDIT_TOOLS: [&str; 2] = ["write_file", "edit_file"];
 
 impl ModeRules {
     /// Rules from globs of edit tools and the names (besides read-only tools) plan mode runs.
-    pub fn new(edit_tools: &[impl AsRef<str>], plan_tools: &[impl AsRef<str>]) -> Result<Self, String> {
+    pub fn new(edit_tools: &[impl AsRef<str>], plan_tools: &[impl AsRef<str>]) -> Result<Self, ModeError> {
         let mut builder = GlobSetBuilder::new();
         let mut edit_globs = Vec::new();
         for glob in edit_tools {
             let glob = glob.as_ref();
-            builder.add(Glob::new(glob).map_err(|e| format!("invalid edit-tool glob {glob:?}: {e}"))?);
+            builder.add(
+                Glob::new(glob)
+                    .map_err(|e| ModeError::EditGlob { glob: glob.to_owned(), reason: e.to_string() })?,
+            );
             edit_globs.push(glob.to_owned());
         }
-        let edits = builder.build().map_err(|e| format!("invalid edit-tool globs: {e}"))?;
+        let edits = builder.build().map_err(|e| ModeError::EditGlobs(e.to_string()))?;
         Ok(Self {
             edit_globs,
             edits,

@@ -82,16 +82,19 @@ impl std::fmt::Display for Ranker {
     }
 }
 
+/// A `[deferral] ranker` that names none of the rankers.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown ranker {0:?}: use \"bm25f\" (default), \"hybrid\" or \"bm25\"")]
+pub struct UnknownRanker(pub String);
+
 impl std::str::FromStr for Ranker {
-    type Err = String;
+    type Err = UnknownRanker;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().as_str() {
             "bm25f" => Ok(Ranker::Bm25f),
             "bm25" => Ok(Ranker::Bm25),
             "hybrid" => Ok(Ranker::Hybrid),
-            other => {
-                Err(format!("unknown ranker {other:?}: use \"bm25f\" (default), \"hybrid\" or \"bm25\""))
-            }
+            other => Err(UnknownRanker(other.to_owned())),
         }
     }
 }
@@ -679,7 +682,7 @@ mod tests {
             assert_eq!(serde_json::to_value(ranker).unwrap(), json!(ranker.as_str()));
         }
         assert_eq!(" BM25F ".parse::<Ranker>().unwrap(), Ranker::Bm25f);
-        let e = "vector".parse::<Ranker>().unwrap_err();
+        let e = "vector".parse::<Ranker>().unwrap_err().to_string();
         assert!(e.contains("bm25f") && e.contains("hybrid") && e.contains("bm25"), "{e}");
     }
 

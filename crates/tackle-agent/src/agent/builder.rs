@@ -3,10 +3,14 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use tackle_builtins::{BuiltinConfig, builtin_tools_in};
+#[cfg(feature = "builtins")]
+use tackle_builtins::BuiltinConfig;
+#[cfg(feature = "mcp")]
 use tackle_mcp::{McpConfig, McpManager, McpOptions};
+#[cfg(feature = "builtins")]
 use tackle_protocol::SandboxInfo;
 use tackle_provider::{IntoProvider, Provider};
+#[cfg(feature = "sandbox")]
 use tackle_sandbox::Sandbox;
 use tackle_store::Store;
 use tackle_tools::{
@@ -52,7 +56,10 @@ pub enum BuildError {
     Hook(#[from] tackle_tools::HookError),
     /// A script hook is invalid.
     #[error("invalid script hook in [[hooks]]: {0}")]
-    ScriptHook(String),
+    ScriptHook(#[from] tackle_tools::ScriptHookError),
+    /// An edit-tool glob ([`AgentBuilder::edit_tools`]) is invalid.
+    #[error("invalid edit_tools in [permissions]: {0}")]
+    EditTools(#[from] tackle_tools::ModeError),
     /// The permission mode cannot be used with this agent.
     #[error("{0}")]
     Mode(String),
@@ -97,10 +104,14 @@ pub struct AgentBuilder {
     store: StoreChoice,
     workspace: Option<PathBuf>,
     workspaces: Vec<PathBuf>,
+    #[cfg(feature = "builtins")]
     builtins: Option<BuiltinConfig>,
+    #[cfg(feature = "sandbox")]
     sandbox: Sandbox,
     tools: Vec<Arc<dyn Tool>>,
+    #[cfg(feature = "mcp")]
     mcp: McpConfig,
+    #[cfg(feature = "mcp")]
     mcp_options: McpOptions,
     elicitation: super::Elicitation,
     sources: Vec<Arc<dyn ToolSource>>,
@@ -139,10 +150,14 @@ impl AgentBuilder {
             store: StoreChoice::Default,
             workspace: None,
             workspaces: Vec::new(),
+            #[cfg(feature = "builtins")]
             builtins: Some(BuiltinConfig::default()),
+            #[cfg(feature = "sandbox")]
             sandbox: Sandbox::off(),
             tools: Vec::new(),
+            #[cfg(feature = "mcp")]
             mcp: McpConfig::default(),
+            #[cfg(feature = "mcp")]
             mcp_options: McpOptions::default(),
             elicitation: super::Elicitation::default(),
             sources: Vec::new(),
@@ -200,6 +215,7 @@ impl AgentBuilder {
     }
 
     /// The builtin tools with these limits (they are on by default).
+    #[cfg(feature = "builtins")]
     pub fn builtins(mut self, config: BuiltinConfig) -> Self {
         self.builtins = Some(config);
         self
@@ -208,14 +224,20 @@ impl AgentBuilder {
     /// The sandbox the builtin shell's commands run in (none unless set: building one needs a
     /// helper executable, see `tackle_sandbox::Sandbox::builder`). It is reported in every
     /// `session_started` event.
+    #[cfg(feature = "sandbox")]
     pub fn sandbox(mut self, sandbox: Sandbox) -> Self {
         self.sandbox = sandbox;
         self
     }
 
-    /// No builtin tools (shell, files, web fetch): only the agent's own and those added.
+    /// No builtin tools (shell, files, web fetch): only the agent's own and those added
+    /// (without the `builtins` feature there are none to leave out).
+    #[cfg_attr(not(feature = "builtins"), allow(unused_mut))]
     pub fn without_builtins(mut self) -> Self {
-        self.builtins = None;
+        #[cfg(feature = "builtins")]
+        {
+            self.builtins = None;
+        }
         self
     }
 
@@ -235,6 +257,7 @@ impl AgentBuilder {
     /// MCP servers whose tools join the agent (started in parallel at `build`; a server that
     /// fails to start is reported and skipped). Their tools are deferred behind `tool_search`
     /// when their definitions are over budget (see [`AgentBuilder::deferral`]).
+    #[cfg(feature = "mcp")]
     pub fn mcp(mut self, config: McpConfig) -> Self {
         self.mcp = config;
         self
@@ -242,6 +265,7 @@ impl AgentBuilder {
 
     /// Where the MCP servers' OAuth credentials are kept and whether a person can sign in when a
     /// server asks for it (default: nothing on disk, never interactively).
+    #[cfg(feature = "mcp")]
     pub fn mcp_options(mut self, options: McpOptions) -> Self {
         self.mcp_options = options;
         self
@@ -435,6 +459,19 @@ impl AgentBuilder {
         self
     }
 
+    /// Whether the sandbox set with [`AgentBuilder::sandbox`] is enforced (never without the
+    /// `sandbox` feature).
+    fn sandbox_enforced(&self) -> bool {
+        #[cfg(feature = "sandbox")]
+        {
+            matches!(self.sandbox.status(), tackle_sandbox::SandboxStatus::Enforced { .. })
+        }
+        #[cfg(not(feature = "sandbox"))]
+        {
+            false
+        }
+    }
+
     /// Validates the parts, opens the store, connects MCP servers and registers the tools.
     pub async fn build(self) -> Result<Agent, BuildError> {
         if self.config.model.trim().is_empty() {
@@ -443,23 +480,27 @@ impl AgentBuilder {
         if self.config.max_steps == 0 {
             return Err(BuildError::Limit("max_steps"));
         }
+        let sandbox_enforced = self.sandbox_enforced();
         let hooks = HookPolicy::new(self.hooks, self.approval_mode)?;
-        if self.config.permission_mode == PermissionMode::Bypass
-            && !matches!(self.sandbox.status(), tackle_sandbox::SandboxStatus::Enforced { .. })
-        {
+        if self.config.permission_mode == PermissionMode::Bypass && !sandbox_enforced {
             return Err(BuildError::Mode(
                 "permission mode `bypass` runs every call without asking, so it needs an enforced sandbox; \
                  configure [sandbox] (see `tackle sandbox check`) or choose another mode"
                     .to_owned(),
             ));
         }
+        #[cfg(feature = "builtins")]
         let hook_env = HookEnv {
             allow: self.builtins.as_ref().map(|b| b.shell_env_allow.clone()).unwrap_or_default(),
             set: self.builtins.as_ref().map(|b| b.shell_env.clone()).unwrap_or_default(),
             base: None,
         };
-        let mut script_hooks = ScriptHooks::from_config(&self.script_hooks, &self.sandbox, &hook_env)
-            .map_err(BuildError::ScriptHook)?;
+        #[cfg(not(feature = "builtins"))]
+        let hook_env = HookEnv::default();
+        #[cfg(feature = "sandbox")]
+        let mut script_hooks = ScriptHooks::from_config(&self.script_hooks, &self.sandbox, &hook_env)?;
+        #[cfg(not(feature = "sandbox"))]
+        let mut script_hooks = ScriptHooks::from_config_unsandboxed(&self.script_hooks, &hook_env)?;
         for (matcher, handler, timeout) in self.hook_handlers {
             script_hooks.push(matcher, handler, timeout);
         }
@@ -480,12 +521,16 @@ impl AgentBuilder {
 
         // MCP servers start first: the skills they serve join the library (the tools they
         // offer are registered after Tackle's own, below).
+        #[cfg(feature = "mcp")]
         let mcp = if self.mcp.servers.is_empty() {
             None
         } else {
             Some(Arc::new(McpManager::connect_with(&self.mcp.servers, &self.mcp_options).await))
         };
+        #[cfg(feature = "mcp")]
         let served = mcp.as_ref().map(|m| m.skills().iter().map(crate::tools::Skill::from_mcp).collect());
+        #[cfg(not(feature = "mcp"))]
+        let served: Option<Vec<crate::tools::Skill>> = None;
         let skills = Arc::new(SkillLibrary::new(self.skill_roots).with_served(served.unwrap_or_default()));
         let any_skills = self.skills
             && std::iter::once(&workspace)
@@ -495,24 +540,37 @@ impl AgentBuilder {
         // The order tools are offered in: builtins, todo, the embedder's, skills, the context
         // tools, then tools from sources (MCP), then the deferral tools.
         let mut registry = ToolRegistry::new();
+        #[cfg_attr(not(feature = "builtins"), allow(unused_mut))]
         let mut config = self.config;
+        #[cfg(feature = "builtins")]
         if let Some(builtins) = &self.builtins {
-            for tool in builtin_tools_in(builtins, &self.sandbox) {
+            #[cfg(feature = "sandbox")]
+            let tools = tackle_builtins::builtin_tools_in(builtins, &self.sandbox);
+            #[cfg(not(feature = "sandbox"))]
+            let tools = tackle_builtins::builtin_tools(builtins);
+            for tool in tools {
                 registry.register(tool)?;
             }
-            config.sandbox = Some(SandboxInfo {
+            // What `session_started` reports: the sandbox the shell's commands run in.
+            #[cfg(feature = "sandbox")]
+            let info = SandboxInfo {
                 mode: self.sandbox.mode().to_string(),
                 network: self.sandbox.network(),
                 enforced_by: self.sandbox.backend().map(|b| b.to_string()),
-            });
+            };
+            #[cfg(not(feature = "sandbox"))]
+            let info = SandboxInfo { mode: "off".to_owned(), network: true, enforced_by: None };
+            config.sandbox = Some(info);
         }
         registry.register(typed(TodoTool::new(store.clone())))?;
         for tool in self.tools {
             registry.register(tool)?;
         }
         if any_skills {
-            registry
-                .register(typed(ActivateSkill::new(skills.clone(), store.clone()).with_mcp(mcp.clone())))?;
+            let activate = ActivateSkill::new(skills.clone(), store.clone());
+            #[cfg(feature = "mcp")]
+            let activate = activate.with_mcp(mcp.clone());
+            registry.register(typed(activate))?;
         }
         registry.register(typed(ReadResult::new(store.clone())))?;
         registry.register(typed(CompactContext))?;
@@ -520,7 +578,9 @@ impl AgentBuilder {
             registry.register(typed(ProposePlan::new(store.clone())))?;
         }
 
+        #[cfg_attr(not(feature = "mcp"), allow(unused_mut))]
         let mut sources = self.sources;
+        #[cfg(feature = "mcp")]
         if let Some(manager) = &mcp {
             sources.push(Arc::clone(manager) as Arc<dyn ToolSource>);
         }
@@ -558,8 +618,7 @@ impl AgentBuilder {
                 crate::tools::CALL_TOOL,
                 "compact_context",
             ],
-        )
-        .map_err(BuildError::ScriptHook)?;
+        )?;
         if config.plan_mode {
             modes = modes.with_plan_approval(PROPOSE_PLAN);
         }
@@ -582,8 +641,11 @@ impl AgentBuilder {
             Agent::from_parts(self.provider, Arc::new(executor), store, config, workspace, skills)
                 .with_deferred(deferred)
                 .with_checkpoints(checkpoints)
-                .with_elicitation(self.elicitation)
-                .with_mcp(mcp);
+                .with_elicitation(self.elicitation);
+        #[cfg(feature = "mcp")]
+        {
+            agent = agent.with_mcp(mcp);
+        }
         for source in sources {
             agent = agent.with_tool_source(source);
         }

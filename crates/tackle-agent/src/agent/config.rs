@@ -47,6 +47,7 @@ pub struct AgentConfig {
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct TelemetryConfig {
     /// Record message content on the spans: the model's answer (`gen_ai.output.messages`), tool
     /// call arguments and results (`gen_ai.tool.call.arguments`, `gen_ai.tool.call.result`).

@@ -49,6 +49,7 @@ pub(crate) struct AgentInner {
     pub(crate) elicitation: Elicitation,
     /// The MCP servers configured with [`crate::AgentBuilder::mcp`], for their prompts and
     /// resources.
+    #[cfg(feature = "mcp")]
     pub(crate) mcp: Option<Arc<tackle_mcp::McpManager>>,
 }
 
@@ -134,6 +135,7 @@ impl Agent {
                 skills,
                 checkpoints: None,
                 elicitation: Elicitation::default(),
+                #[cfg(feature = "mcp")]
                 mcp: None,
             }),
         }
@@ -150,12 +152,14 @@ impl Agent {
     }
 
     /// The same agent with its MCP servers reachable through [`Agent::mcp`].
+    #[cfg(feature = "mcp")]
     pub(crate) fn with_mcp(self, mcp: Option<Arc<tackle_mcp::McpManager>>) -> Self {
         self.derive(|inner| inner.mcp = mcp)
     }
 
     /// The MCP servers the agent was built with (their prompts and resources; their tools are in
     /// the catalog already), when there are any.
+    #[cfg(feature = "mcp")]
     pub fn mcp(&self) -> Option<&Arc<tackle_mcp::McpManager>> {
         self.inner.mcp.as_ref()
     }
@@ -345,17 +349,15 @@ impl Agent {
 
     /// Whether sessions of this agent can run in `mode`: `bypass` needs an enforced sandbox,
     /// `plan` needs plan mode ([`AgentBuilder::plan_mode`]). The error says why not.
-    pub fn mode_available(&self, mode: tackle_tools::PermissionMode) -> Result<(), String> {
+    pub fn mode_available(&self, mode: tackle_tools::PermissionMode) -> Result<(), crate::ModeUnavailable> {
         use tackle_tools::PermissionMode;
         match mode {
-            PermissionMode::Bypass if self.inner.config.sandbox.as_ref().is_none_or(|s| s.enforced_by.is_none()) => {
-                Err("bypass runs every call without asking, so it needs an enforced sandbox; configure [sandbox] \
-                     (see `tackle sandbox check`)"
-                    .to_owned())
+            PermissionMode::Bypass
+                if self.inner.config.sandbox.as_ref().is_none_or(|s| s.enforced_by.is_none()) =>
+            {
+                Err(crate::ModeUnavailable::BypassNeedsSandbox)
             }
-            PermissionMode::Plan if !self.inner.config.plan_mode => {
-                Err("plan mode is off for this agent (AgentBuilder::plan_mode)".to_owned())
-            }
+            PermissionMode::Plan if !self.inner.config.plan_mode => Err(crate::ModeUnavailable::PlanModeOff),
             _ => Ok(()),
         }
     }

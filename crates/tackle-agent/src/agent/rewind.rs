@@ -27,6 +27,7 @@ impl Default for RewindOptions {
 
 /// What a rewind changes (before it is made) or changed.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct RewindReport {
     /// The turn the session goes back to before.
     pub turn: i64,
@@ -144,6 +145,7 @@ pub struct ForkOptions {
 
 /// What a fork made.
 #[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
 pub struct ForkReport {
     /// The new session.
     pub session_id: String,

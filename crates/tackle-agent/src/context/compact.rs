@@ -43,6 +43,7 @@ impl CompactReason {
 
 /// What a compaction did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CompactionReport {
     /// Why it ran.
     pub reason: CompactReason,

@@ -10,7 +10,7 @@ mod window;
 pub(crate) use compact::CompactionRequested;
 pub use compact::{CompactReason, CompactionReport};
 pub(crate) use compact_tool::CompactContext;
-pub use offload::{DEFAULT_OFFLOAD_BYTES, DEFAULT_OFFLOAD_TTL, StoreOffloader};
+pub use offload::{DEFAULT_OFFLOAD_BYTES, StoreOffloader};
 pub(crate) use read_result::ReadResult;
 pub use read_result::{ReadResultArgs, ReadUnit, read_page};
 pub use window::ContextConfig;

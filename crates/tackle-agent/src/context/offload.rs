@@ -9,8 +9,6 @@ use tackle_tools::{FullOutput, Offloaded, OutputOffloader, ToolContext, ToolFail
 
 /// Default size above which outputs are offloaded.
 pub const DEFAULT_OFFLOAD_BYTES: usize = 4 * 1024;
-/// Default time to live of offloaded outputs.
-pub const DEFAULT_OFFLOAD_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 
 const HEAD_LINES: usize = 15;
 const TAIL_LINES: usize = 8;

@@ -20,7 +20,6 @@ mod turn;
 
 pub(crate) use history::History;
 pub use loop_guard::LoopGuardConfig;
-pub use prefix::PrefixStats;
 pub(crate) use prefix::PrefixTracker;
 pub(crate) use system_prompt::system_sections;
 pub(crate) use tail_note::{NOTE_PREFIX, TailNotes};
@@ -29,7 +28,7 @@ use crate::agent::LoadedMessage;
 use crate::context::{CALIBRATION_KEY, ContextState};
 use crate::invariants::interrupted_result;
 use crate::tools::{SessionTools, SkillSet, StepTools};
-use crate::{Agent, AgentError, ToolCatalog, ToolMask};
+use crate::{Agent, AgentError, ToolCatalog, ToolMask, TurnFailure};
 
 /// What the user sends in a turn.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -64,7 +63,8 @@ impl TurnInput {
 }
 
 /// How a turn ended.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct TurnOutcome {
     /// Session id.
     pub session_id: SessionId,
@@ -76,9 +76,13 @@ pub struct TurnOutcome {
     pub text: String,
     /// Usage summed over the turn.
     pub usage: Usage,
-    /// Error message when the turn failed or was stopped.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    /// Why the turn failed or stopped short (`None` when it completed).
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "serialize_failure")]
+    pub error: Option<TurnFailure>,
+}
+
+fn serialize_failure<S: serde::Serializer>(failure: &Option<TurnFailure>, s: S) -> Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(&failure.as_ref().map(TurnFailure::report), s)
 }
 
 /// A conversation with its history, loaded in memory and persisted message by message.

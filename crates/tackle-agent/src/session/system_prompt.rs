@@ -48,14 +48,52 @@ pub fn system_sections(workspace: &Path) -> Vec<SystemSection> {
 
 #[cfg(test)]
 mod tests {
+    use tackle_protocol::CachePolicy;
+
     use super::*;
 
+    fn texts(sections: &[SystemSection]) -> Vec<(&str, &str)> {
+        sections.iter().map(|s| (s.name.as_str(), s.text.as_str())).collect()
+    }
+
     #[test]
-    fn workspace_prompt_files_become_sections() {
-        let dir = std::env::temp_dir().join(format!("tackle-doc-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("AGENTS.md"), "Use tabs.").unwrap();
-        let sections = system_sections(&dir);
+    fn the_base_alone_when_the_workspace_has_no_prompt_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let sections = system_sections(dir.path());
+        assert_eq!(texts(&sections), [("base", BASE_PROMPT)]);
+        assert_eq!(sections[0].cache, CachePolicy::Cacheable);
+    }
+
+    #[test]
+    fn soul_then_agents_each_with_its_file_heading_and_trimmed_text() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("AGENTS.md"), "\n  Use tabs.\nRun `make check`.\n\n").unwrap();
+        std::fs::write(dir.path().join("SOUL.md"), "You are Ferris.").unwrap();
+        let sections = system_sections(dir.path());
+        assert_eq!(
+            texts(&sections),
+            [
+                ("base", BASE_PROMPT),
+                ("soul", "# SOUL.md\n\nYou are Ferris."),
+                ("agents", "# AGENTS.md\n\nUse tabs.\nRun `make check`."),
+            ]
+        );
+        assert!(sections.iter().all(|s| s.cache == CachePolicy::Cacheable), "every section is stable");
+    }
+
+    #[test]
+    fn a_blank_file_adds_nothing_and_a_huge_one_is_cut_with_a_note() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("SOUL.md"), " \n\t\n").unwrap();
+        let huge = "a".repeat(MAX_PROMPT_FILE_BYTES) + "TAIL";
+        std::fs::write(dir.path().join("AGENTS.md"), &huge).unwrap();
+        let sections = system_sections(dir.path());
         assert_eq!(sections.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["base", "agents"]);
+        let expected = format!(
+            "# AGENTS.md\n\n{}\n[AGENTS.md was cut at {MAX_PROMPT_FILE_BYTES} bytes]",
+            "a".repeat(MAX_PROMPT_FILE_BYTES)
+        );
+        assert_eq!(sections[1].text, expected);
+        assert!(!sections[1].text.contains("TAIL"));
     }
 }

@@ -28,7 +28,7 @@ use crate::context::CALIBRATION_KEY;
 use crate::context::{CompactReason, CompactionRequested};
 use crate::invariants;
 use crate::tools::{MaskStrategy, StepTools, StepView};
-use crate::{AgentError, Session, ToolMask, TurnInput, TurnOutcome};
+use crate::{AgentError, Session, ToolMask, TurnFailure, TurnInput, TurnOutcome};
 
 use crate::tools::todo::NAME as TODO_TOOL;
 
@@ -97,8 +97,8 @@ impl Session {
             let payload = HookPayload::UserPromptSubmit { prompt: input.message.clone() };
             let done = hooks.run_event(&payload, &self.hook_scope(), sink).await;
             if let Some(why) = done.blocked.or(done.stop) {
-                let message = format!("a UserPromptSubmit hook blocked the prompt: {why}");
-                sink.emit(AgentEvent::Error { code: "prompt_blocked".to_owned(), message: message.clone() });
+                let failure = TurnFailure::PromptBlocked(why);
+                sink.emit(AgentEvent::Error { code: failure.code(), message: failure.to_string() });
                 sink.emit(AgentEvent::TurnFinished {
                     steps: 0,
                     reason: TurnEnd::Failed,
@@ -111,7 +111,7 @@ impl Session {
                     end: TurnEnd::Failed,
                     text: String::new(),
                     usage: Usage::default(),
-                    error: Some(message),
+                    error: Some(failure),
                 });
             }
             hook_context.extend(done.context.into_iter().map(|c| (HookEvent::UserPromptSubmit, c)));
@@ -186,15 +186,10 @@ impl Session {
             self.record = record;
         }
         let outcome = outcome?;
-        if let Some(error) = &outcome.error {
-            let code = match outcome.end {
-                TurnEnd::Cancelled => "cancelled",
-                TurnEnd::MaxSteps => "max_steps",
-                _ => "turn_failed",
-            };
-            if outcome.end != TurnEnd::MaxSteps {
-                sink.emit(AgentEvent::Error { code: code.to_owned(), message: error.clone() });
-            }
+        // A turn that stopped at its step limit ended normally (its warning said so); every
+        // other failure is the turn's `error` event.
+        if let Some(failure) = outcome.error.as_ref().filter(|_| outcome.end != TurnEnd::MaxSteps) {
+            sink.emit(AgentEvent::Error { code: failure.code(), message: failure.to_string() });
         }
         sink.emit(AgentEvent::TurnFinished {
             steps: outcome.steps,
@@ -248,10 +243,10 @@ impl Session {
         let mut usage = Usage::default();
         let mut fallback_warned = false;
         let session_id = self.record.id.clone();
-        let outcome = |steps: u32, end: TurnEnd, text: String, usage: Usage, error: Option<String>| {
+        let outcome = |steps: u32, end: TurnEnd, text: String, usage: Usage, error: Option<TurnFailure>| {
             TurnOutcome { session_id: session_id.clone(), steps, end, text, usage, error }
         };
-        let cancelled = || Some("the turn was cancelled".to_owned());
+        let cancelled = || Some(TurnFailure::Cancelled);
         let mut step = 0;
         while step < max_steps {
             step += 1;
@@ -307,12 +302,8 @@ impl Session {
                     self.compact(self.turn_start, CompactReason::Threshold, sink).await?;
                     budget = self.context.budget(&self.history);
                     if thresholds.pressure(&budget) == Pressure::Block {
-                        let message = format!(
-                            "the conversation uses {:.0}% of the context window even after compaction; start a new \
-                             session (this one stays stored) or configure a larger context.window",
-                            budget.percent()
-                        );
-                        return Ok(outcome(step, TurnEnd::Failed, String::new(), usage, Some(message)));
+                        let failure = TurnFailure::ContextFull { percent: budget.percent() };
+                        return Ok(outcome(step, TurnEnd::Failed, String::new(), usage, Some(failure)));
                     }
                 }
                 let request = self.build_request(tools);
@@ -324,8 +315,8 @@ impl Session {
                 let encoded = match encoded {
                     Ok(e) => e,
                     Err(e) => {
-                        let message = format!("the request could not be encoded: {e}");
-                        return Ok(outcome(step, TurnEnd::Failed, String::new(), usage, Some(message)));
+                        let failure = TurnFailure::Encode(e.to_string());
+                        return Ok(outcome(step, TurnEnd::Failed, String::new(), usage, Some(failure)));
                     }
                 };
                 let mut metrics = StepMetrics {
@@ -387,8 +378,13 @@ impl Session {
                     return Ok(outcome(step, TurnEnd::Cancelled, text, usage, cancelled()));
                 }
                 Err(ModelCallError::Provider(e)) => {
-                    let message = format!("model call failed: {e}");
-                    return Ok(outcome(step, TurnEnd::Failed, String::new(), usage, Some(message)));
+                    return Ok(outcome(
+                        step,
+                        TurnEnd::Failed,
+                        String::new(),
+                        usage,
+                        Some(TurnFailure::Provider(e)),
+                    ));
                 }
             };
             usage.add(&response.usage);
@@ -419,11 +415,8 @@ impl Session {
                 self.finish_step(sink, turn, report, answer, Vec::new()).await?;
                 if let Some(reason) = cut {
                     // What was said stays in the history; the turn did not complete.
-                    let message = format!(
-                        "the model's answer was cut off ({reason}); raise max_output_tokens or ask for a shorter \
-                         answer, then send another message to continue"
-                    );
-                    return Ok(outcome(step, TurnEnd::Failed, text, usage, Some(message)));
+                    let failure = TurnFailure::Truncated { reason };
+                    return Ok(outcome(step, TurnEnd::Failed, text, usage, Some(failure)));
                 }
                 if !last && hooks.has(HookEvent::Stop) {
                     let payload =
@@ -442,13 +435,10 @@ impl Session {
                     }
                 }
                 if last && step > 1 {
-                    let note = format!(
-                        "reached the step limit ({max_steps}); the last step ran without tools. \
-                         Send another message to continue, or raise --max-steps."
-                    );
+                    let note = TurnFailure::MaxSteps { limit: max_steps, calls_pending: false };
                     sink.emit(AgentEvent::Warning {
                         code: tackle_protocol::WarningCode::MaxSteps,
-                        message: note.clone(),
+                        message: note.to_string(),
                     });
                     return Ok(outcome(step, TurnEnd::MaxSteps, text, usage, Some(note)));
                 }
@@ -462,12 +452,10 @@ impl Session {
                 let results = calls.iter().map(|c| step_limit_result(&c.id, &c.name)).collect::<Vec<_>>();
                 self.finish_step(sink, turn, report, Some(Message::tool_results(results)), Vec::new())
                     .await?;
-                let note = format!(
-                    "reached the step limit ({max_steps}) with tool calls pending; they were not run"
-                );
+                let note = TurnFailure::MaxSteps { limit: max_steps, calls_pending: true };
                 sink.emit(AgentEvent::Warning {
                     code: tackle_protocol::WarningCode::MaxSteps,
-                    message: note.clone(),
+                    message: note.to_string(),
                 });
                 return Ok(outcome(step, TurnEnd::MaxSteps, text, usage, Some(note)));
             }
@@ -503,7 +491,13 @@ impl Session {
                 }
             }
             if let Some(message) = stop {
-                return Ok(outcome(step, TurnEnd::Failed, text, usage, Some(message)));
+                return Ok(outcome(
+                    step,
+                    TurnEnd::Failed,
+                    text,
+                    usage,
+                    Some(TurnFailure::LoopGuard(message)),
+                ));
             }
             if let Some(mode) = turn_state.get::<PermissionMode>() {
                 self.mode = mode;
@@ -672,7 +666,9 @@ fn record_turn(span: &tracing::Span, outcome: &Result<TurnOutcome, AgentError>) 
             span.record("gen_ai.usage.input_tokens", o.usage.input_tokens);
             span.record("gen_ai.usage.output_tokens", o.usage.output_tokens);
             if end == "failed" {
-                span.record("error.type", "turn_failed");
+                // OTel's `error.type`: the failure's stable code (`rate_limited`, `loop_guard`, ...).
+                let code = o.error.as_ref().map_or(tackle_protocol::ErrorCode::Other, TurnFailure::code);
+                span.record("error.type", code.as_str());
                 span.record("otel.status_code", "error");
             }
         }

@@ -22,7 +22,7 @@ pub const SEARCH_RESULT_TOKENS: u64 = 2_000;
 
 /// Most lines of one answer: far under the executor's output cap (400 lines by default), so a
 /// tool with a hundred parameters is shown on one line rather than cut.
-pub const SEARCH_RESULT_LINES: usize = 200;
+pub(crate) const SEARCH_RESULT_LINES: usize = 200;
 
 /// Longest first sentence of a description shown.
 const DESCRIPTION_CHARS: usize = 240;
@@ -35,7 +35,7 @@ const INLINE_DEPTH: usize = 2;
 
 /// How much of a tool the compact form shows, from most to least.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum CompactDetail {
+pub(crate) enum CompactDetail {
     /// A line per parameter: type (nested objects inline), required mark, enum values, and the
     /// first sentence of its description.
     Full,
@@ -62,7 +62,7 @@ impl CompactDetail {
 ///   city (string, required): City name, e.g. Paris.
 ///   unit ("celsius" | "fahrenheit")
 /// ```
-pub fn compact_tool(spec: &ToolSpec, detail: CompactDetail) -> String {
+pub(crate) fn compact_tool(spec: &ToolSpec, detail: CompactDetail) -> String {
     let mut out = spec.name.clone();
     let sentence = first_sentence(&spec.description, DESCRIPTION_CHARS);
     if !sentence.is_empty() {

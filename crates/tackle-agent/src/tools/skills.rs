@@ -8,7 +8,7 @@
 //!
 //! A server's skill is read only when it is activated: its `SKILL.md` is fetched then and used
 //! only when its size, digest and front matter match what the server listed (see
-//! [`tackle_mcp::skills`]); otherwise the model is told why and the skill stays inactive. An
+//! `tackle_mcp::skills`); otherwise the model is told why and the skill stays inactive. An
 //! active skill's other files are read with `activate_skill` and `file`, checked the same way.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -33,6 +33,7 @@ pub const ACTIVE_SKILLS_KEY: &str = "skills.active";
 
 /// A discovered skill.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Skill {
     /// Name (the directory name unless the front matter says otherwise).
     pub name: String,
@@ -68,6 +69,7 @@ pub enum SkillSource {
 
 impl Skill {
     /// The skill an MCP server listed.
+    #[cfg(feature = "mcp")]
     pub fn from_mcp(skill: &tackle_mcp::McpSkill) -> Self {
         Self {
             name: skill.name().to_owned(),
@@ -101,7 +103,7 @@ fn split_front_matter(text: &str) -> Option<(&str, &str)> {
 /// Why a SKILL.md was skipped; each message says what to fix in the file.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum SkillError {
+pub(crate) enum SkillError {
     /// The file does not start with front matter.
     #[error("missing YAML front matter (--- name/description/tools ---)")]
     NoFrontMatter,
@@ -239,6 +241,7 @@ impl SkillSet {
 
 /// Skills found for one workspace, with the problems met while reading them.
 #[derive(Debug, Default)]
+#[non_exhaustive]
 pub struct DiscoveredSkills {
     /// The skills.
     pub skills: SkillSet,
@@ -343,6 +346,7 @@ pub struct ActivateSkillArgs {
 pub struct ActivateSkill {
     library: Arc<SkillLibrary>,
     store: Store,
+    #[cfg(feature = "mcp")]
     mcp: Option<Arc<tackle_mcp::McpManager>>,
 }
 
@@ -350,16 +354,23 @@ impl ActivateSkill {
     /// A tool activating the skills `library` holds for the calling session's workspace,
     /// keeping the active list in `store`.
     pub fn new(library: Arc<SkillLibrary>, store: Store) -> Self {
-        Self { library, store, mcp: None }
+        Self {
+            library,
+            store,
+            #[cfg(feature = "mcp")]
+            mcp: None,
+        }
     }
 
     /// The same tool reading the skills MCP servers serve through `mcp`.
+    #[cfg(feature = "mcp")]
     pub fn with_mcp(mut self, mcp: Option<Arc<tackle_mcp::McpManager>>) -> Self {
         self.mcp = mcp;
         self
     }
 
     /// The server's listing of an MCP skill.
+    #[cfg(feature = "mcp")]
     fn served(
         &self,
         server: &str,
@@ -384,20 +395,14 @@ impl ActivateSkill {
     async fn instructions(&self, skill: &Skill, ctx: &ToolContext) -> Result<String, ToolFailure> {
         match &skill.source {
             SkillSource::File { instructions, .. } => Ok(instructions.clone()),
-            SkillSource::Mcp { server, uri } => {
-                let (mcp, served) = self.served(server, uri)?;
-                mcp.load_skill(&served, ctx).await.map_err(|e| refused(&skill.name, e))
-            }
+            SkillSource::Mcp { server, uri } => self.read_served(skill, server, uri, None, ctx).await,
         }
     }
 
     /// `file` of the active skill `skill`.
     async fn read_file(&self, skill: &Skill, file: &str, ctx: &ToolContext) -> Result<String, ToolFailure> {
         match &skill.source {
-            SkillSource::Mcp { server, uri } => {
-                let (mcp, served) = self.served(server, uri)?;
-                mcp.read_skill_file(&served, file, ctx).await.map_err(|e| refused(&skill.name, e))
-            }
+            SkillSource::Mcp { server, uri } => self.read_served(skill, server, uri, Some(file), ctx).await,
             SkillSource::File { path, .. } => {
                 let dir = path.parent().unwrap_or(Path::new("."));
                 let wanted = dir.join(file);
@@ -417,7 +422,45 @@ impl ActivateSkill {
     }
 }
 
+impl ActivateSkill {
+    /// A served skill's `SKILL.md` body (`file` `None`) or another of its files, checked
+    /// against the server's listing.
+    #[cfg(feature = "mcp")]
+    async fn read_served(
+        &self,
+        skill: &Skill,
+        server: &str,
+        uri: &str,
+        file: Option<&str>,
+        ctx: &ToolContext,
+    ) -> Result<String, ToolFailure> {
+        let (mcp, served) = self.served(server, uri)?;
+        let read = match file {
+            None => mcp.load_skill(&served, ctx).await,
+            Some(file) => mcp.read_skill_file(&served, file, ctx).await,
+        };
+        read.map_err(|e| refused(&skill.name, e))
+    }
+
+    /// Without the `mcp` feature no server is connected, so no served skill can be read.
+    #[cfg(not(feature = "mcp"))]
+    async fn read_served(
+        &self,
+        _skill: &Skill,
+        server: &str,
+        uri: &str,
+        _file: Option<&str>,
+        _ctx: &ToolContext,
+    ) -> Result<String, ToolFailure> {
+        Err(ToolFailure::new(
+            ErrorCategory::Unavailable,
+            format!("{uri} of MCP server {server} cannot be read: this build has no MCP client (feature `mcp`)"),
+        ))
+    }
+}
+
 /// A server's skill file that could not be used.
+#[cfg(feature = "mcp")]
 fn refused(name: &str, e: tackle_mcp::SkillLoadError) -> ToolFailure {
     let category = match &e {
         tackle_mcp::SkillLoadError::Read(_) => ErrorCategory::Unavailable,

@@ -16,6 +16,7 @@ use crate::DeferredTools;
 
 /// What a refresh of tool sources changed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ToolChange {
     /// Sources whose lists changed (`mcp`).
     pub sources: Vec<String>,

@@ -57,6 +57,7 @@ pub struct Availability<'a> {
 
 /// The tools of one step.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct StepTools {
     /// Callable tools, in catalog order.
     pub active: Vec<String>,

@@ -22,14 +22,19 @@ pub enum TelegramMode {
     Webhook,
 }
 
+/// A Telegram `mode` that is not `polling` or `webhook`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not polling or webhook")]
+pub struct UnknownTelegramMode(pub String);
+
 impl std::str::FromStr for TelegramMode {
-    type Err = String;
+    type Err = UnknownTelegramMode;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().as_str() {
             "polling" => Ok(Self::Polling),
             "webhook" => Ok(Self::Webhook),
-            other => Err(format!("{other:?} is not polling or webhook")),
+            other => Err(UnknownTelegramMode(other.to_owned())),
         }
     }
 }

@@ -28,7 +28,7 @@ use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
 
 pub use api::BotApi;
-pub use config::{BotToken, DEFAULT_API_URL, TelegramConfig, TelegramMode};
+pub use config::{BotToken, DEFAULT_API_URL, TelegramConfig, TelegramMode, UnknownTelegramMode};
 
 use crate::rich::Document;
 use crate::{

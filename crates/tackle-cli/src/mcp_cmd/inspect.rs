@@ -10,11 +10,12 @@ use tackle_mcp::oauth::store::CredentialFile;
 use tackle_mcp::{McpConnection, McpServerConfig, McpTransportConfig};
 use tackle_tools::{ElicitationPolicy, ProgressSink, ToolContext, TurnElicitor};
 
-use super::{can_sign_in, credentials_dir, load, mcp_options, pairs, server};
+use super::{load, pairs, server};
 use crate::UsageError;
 use crate::cli::{McpCallArgs, McpNameArgs, McpPromptsArgs, McpResourcesArgs};
 use crate::config_cmd::mask_secrets;
 use crate::elicitor::TerminalElicitor;
+use crate::mcp_sign_in::{can_sign_in, credentials_dir, mcp_options};
 use crate::screen::Screen;
 use crate::settings::Settings;
 use crate::terminal::Terminal;

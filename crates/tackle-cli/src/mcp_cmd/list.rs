@@ -23,7 +23,8 @@ pub async fn list(args: McpListArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let manager =
-        McpManager::connect_with(&settings.mcp.servers, &super::mcp_options(&settings, false)).await;
+        McpManager::connect_with(&settings.mcp.servers, &crate::mcp_sign_in::mcp_options(&settings, false))
+            .await;
     let counter = tackle_context::TokenCounter::for_model(&settings.model.clone().unwrap_or_default());
     let tools = manager.tools();
     let statuses = manager.statuses();

@@ -1,65 +1,15 @@
-//! `tackle mcp login NAME` / `tackle mcp logout NAME`, and the browser sign-in.
+//! `tackle mcp login NAME` / `tackle mcp logout NAME`.
 
-use std::process::{ExitCode, Stdio};
-use std::time::Duration;
+use std::process::ExitCode;
 
 use anyhow::Result;
-use tackle_mcp::oauth::SignIn;
 use tackle_mcp::oauth::store::CredentialFile;
 use tackle_mcp::{McpConnection, McpTransportConfig};
 
-use super::{credentials_dir, load, mcp_options, server};
+use super::{load, server};
 use crate::UsageError;
 use crate::cli::McpNameArgs;
-
-/// Shows the sign-in page: runs `$BROWSER` with the URL (`%s` in it is replaced, else the URL
-/// is appended; of a `:`-separated list the first is used) and prints the URL on stderr.
-#[derive(Debug, Clone)]
-pub struct BrowserSignIn {
-    timeout: Duration,
-}
-
-impl BrowserSignIn {
-    /// A sign-in that waits at most `timeout` for the person.
-    pub fn new(timeout: Duration) -> Self {
-        Self { timeout }
-    }
-}
-
-/// The program and arguments `$BROWSER` asks for, to open `url`.
-pub fn browser_command(browser: &str, url: &str) -> Option<Vec<String>> {
-    let first = browser.split(':').map(str::trim).find(|b| !b.is_empty())?;
-    let mut words: Vec<String> = first.split_whitespace().map(str::to_owned).collect();
-    if words.iter().any(|w| w.contains("%s")) {
-        for word in &mut words {
-            *word = word.replace("%s", url);
-        }
-    } else {
-        words.push(url.to_owned());
-    }
-    Some(words)
-}
-
-impl SignIn for BrowserSignIn {
-    fn show(&self, server: &str, url: &str) {
-        eprintln!("Sign in to `{server}` in your browser; if it does not open, visit:\n  {url}");
-        let Some(browser) = std::env::var("BROWSER").ok() else { return };
-        let Some(words) = browser_command(&browser, url) else { return };
-        let mut command = std::process::Command::new(&words[0]);
-        command.args(&words[1..]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
-        match command.spawn() {
-            // Reaped on a thread of its own: the browser may outlive the sign-in.
-            Ok(mut child) => {
-                std::thread::spawn(move || child.wait());
-            }
-            Err(e) => eprintln!("(could not run $BROWSER `{}`: {e})", words[0]),
-        }
-    }
-
-    fn timeout(&self) -> Duration {
-        self.timeout
-    }
-}
+use crate::mcp_sign_in::{credentials_dir, mcp_options};
 
 pub async fn login(args: McpNameArgs) -> Result<ExitCode> {
     let (_, settings) = load(&args.place)?;
@@ -115,18 +65,4 @@ pub async fn logout(args: McpNameArgs) -> Result<ExitCode> {
         eprintln!("`{}` has no stored sign-in", args.name);
     }
     Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn browser_commands() {
-        let url = "https://as.example/authorize?x=1";
-        assert_eq!(browser_command("firefox", url).unwrap(), ["firefox", url]);
-        assert_eq!(browser_command("open -a Safari %s", url).unwrap(), ["open", "-a", "Safari", url]);
-        assert_eq!(browser_command(" : w3m:lynx", url).unwrap(), ["w3m", url]);
-        assert!(browser_command("", url).is_none());
-    }
 }

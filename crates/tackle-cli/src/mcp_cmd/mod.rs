@@ -3,24 +3,21 @@
 //! - `list.rs`: `list` (every server: state, protocol, tools, definition tokens).
 //! - `edit.rs`: `add` / `remove`, editing tackle.toml in place (comments kept).
 //! - `inspect.rs`: `get`, `tools`, `call`, `resources`, `prompts`, `skills` (one server at a time).
-//! - `login.rs`: `login` / `logout`, and [`BrowserSignIn`]: the sign-in page through `$BROWSER`.
+//! - `login.rs`: `login` / `logout` (the browser sign-in itself is `crate::mcp_sign_in`, shared with
+//!   every command that connects).
 
 mod edit;
 mod inspect;
 mod list;
 mod login;
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Result;
-use tackle_mcp::{McpOptions, McpServerConfig};
+use tackle_mcp::McpServerConfig;
 
 pub use list::list;
-pub use login::BrowserSignIn;
 
 use crate::UsageError;
 use crate::cli::{McpCommand, McpWhere};
@@ -65,30 +62,6 @@ fn server<'a>(settings: &'a Settings, name: &str) -> Result<&'a McpServerConfig>
         ))
         .into()
     })
-}
-
-/// Where the servers' OAuth credentials live: `mcp-credentials` in the data directory.
-pub fn credentials_dir(settings: &Settings) -> Option<PathBuf> {
-    settings.data_dir().ok().map(|d| d.join("mcp-credentials"))
-}
-
-/// Whether a person can sign in to a server from this process: a browser is configured
-/// (`$BROWSER`) or someone is at the terminal to open the printed URL.
-pub fn can_sign_in() -> bool {
-    std::env::var_os("BROWSER").is_some_and(|b| !b.is_empty()) || std::io::stderr().is_terminal()
-}
-
-/// Connection options of a command: the credentials directory, and the browser sign-in when
-/// `interactive`.
-pub fn mcp_options(settings: &Settings, interactive: bool) -> McpOptions {
-    McpOptions {
-        credentials_dir: credentials_dir(settings),
-        sign_in: interactive.then(|| {
-            Arc::new(BrowserSignIn::new(Duration::from_secs(settings.mcp.login_timeout_secs.max(1))))
-                as Arc<dyn tackle_mcp::oauth::SignIn>
-        }),
-        fresh_sign_in: false,
-    }
 }
 
 /// `NAME=VALUE` pairs of a repeatable flag.

@@ -328,7 +328,7 @@ impl Settings {
     /// else the SQLite file in the data directory.
     pub fn store_display(&self) -> String {
         match &self.store.url {
-            Some(url) => crate::config_cmd::mask_url(url),
+            Some(url) => tackle_protocol::mask_url(url),
             None => self.database_path().map(|p| p.display().to_string()).unwrap_or_default(),
         }
     }

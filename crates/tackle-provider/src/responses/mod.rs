@@ -62,22 +62,33 @@ pub enum ReasoningSummary {
     Detailed,
 }
 
+/// A reasoning effort or summary setting that names none of its values.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UnknownReasoning {
+    /// Not a [`ReasoningEffort`].
+    #[error("{0:?} is not a reasoning effort: use none, minimal, low, medium, high or xhigh")]
+    Effort(String),
+    /// Not a [`ReasoningSummary`].
+    #[error("{0:?} is not a reasoning summary: use auto, concise or detailed")]
+    Summary(String),
+}
+
 impl std::str::FromStr for ReasoningEffort {
-    type Err = String;
+    type Err = UnknownReasoning;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        serde_json::from_value(serde_json::Value::String(s.trim().to_ascii_lowercase())).map_err(|_| {
-            format!("{s:?} is not a reasoning effort: use none, minimal, low, medium, high or xhigh")
-        })
+        serde_json::from_value(serde_json::Value::String(s.trim().to_ascii_lowercase()))
+            .map_err(|_| UnknownReasoning::Effort(s.to_owned()))
     }
 }
 
 impl std::str::FromStr for ReasoningSummary {
-    type Err = String;
+    type Err = UnknownReasoning;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         serde_json::from_value(serde_json::Value::String(s.trim().to_ascii_lowercase()))
-            .map_err(|_| format!("{s:?} is not a reasoning summary: use auto, concise or detailed"))
+            .map_err(|_| UnknownReasoning::Summary(s.to_owned()))
     }
 }
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
+use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
@@ -116,6 +117,19 @@ pub struct CancelResult {
     pub cancelled: bool,
 }
 
+/// The body of a failed `POST /v1/sessions/{id}/messages`: an [`ErrorBody`] when the request
+/// was refused, or the [`TurnResult`] of a turn that failed (`stream: false`). Both have
+/// `error.code` and `error.message`; the status follows from the code (docs/operations.md).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)] // Documents the shapes; responses are built as either type directly.
+pub enum SendFailure {
+    /// The request was refused before a turn ran.
+    Refused(ErrorBody),
+    /// The turn ran and failed.
+    Failed(TurnResult),
+}
+
 /// Result of a turn (`stream: false`).
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -130,9 +144,9 @@ pub struct TurnResult {
     pub text: String,
     /// Usage summed over the turn.
     pub usage: tackle_protocol::Usage,
-    /// Why the turn failed or stopped.
+    /// Why the turn failed or stopped short; its `code` also decides the response's status.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    pub error: Option<tackle_protocol::FailureReport>,
     /// Every event of the turn, in order.
     #[schema(value_type = Vec<AgentEvent>)]
     pub events: Vec<AgentEvent>,
@@ -177,9 +191,20 @@ impl From<CompactionReport> for CompactResult {
         (status = 200, description = "An SSE stream of agent events (`stream` true or omitted: `text/event-stream`, \
             each event's data one `AgentEvent`), or the turn's result (`stream: false`: `application/json`)",
             content((AgentEvent = "text/event-stream"), (TurnResult = "application/json"))),
-        (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody),
-        (status = 413, body = ErrorBody), (status = 502, description = "The provider failed (`stream: false`)", body = ErrorBody),
-        (status = 503, body = ErrorBody)),
+        (status = 400, description = "The request is invalid, or (`stream: false`) the turn failed with \
+            `context_length_exceeded`", body = SendFailure),
+        (status = 403, description = "A `UserPromptSubmit` hook refused the prompt (`stream: false`)", body = SendFailure),
+        (status = 404, body = ErrorBody),
+        (status = 409, description = "The session is busy, or its lease moved to another instance", body = SendFailure),
+        (status = 413, body = ErrorBody),
+        (status = 429, description = "The provider rate-limited the turn (`stream: false`); `Retry-After` says when \
+            to try again if the provider did", body = SendFailure),
+        (status = 500, body = SendFailure),
+        (status = 502, description = "The provider failed or refused Tackle's request, or the loop guard stopped \
+            the model (`stream: false`)", body = SendFailure),
+        (status = 503, description = "The provider is overloaded (`stream: false`), or the server is shutting down",
+            body = SendFailure),
+        (status = 504, description = "The provider did not answer in time (`stream: false`)", body = SendFailure)),
     security(("bearer" = [])))]
 pub async fn send(
     State(state): State<AppState>,
@@ -237,11 +262,11 @@ pub async fn send(
                 tracing::error!(session = %session.id(), error = %e, "turn failed");
                 let code = match e {
                     tackle_agent::AgentError::Store(tackle_store::StoreError::LeaseLost { .. }) => {
-                        "lease_lost"
+                        tackle_protocol::ErrorCode::LeaseLost
                     }
-                    _ => "internal",
+                    _ => tackle_protocol::ErrorCode::Internal,
                 };
-                sink.emit(AgentEvent::Error { code: code.into(), message: e.to_string() });
+                sink.emit(AgentEvent::Error { code, message: e.to_string() });
             }
             // The session is free (lease released, events stored) before the client's stream
             // ends, so a client that got `turn_finished` may send the next message at once.
@@ -267,16 +292,28 @@ pub async fn send(
         .await
         .map_err(|e| ApiError::internal(format!("the turn stopped unexpectedly: {e}")))?
         .map_err(ApiError::from)?;
-    Ok(Json(TurnResult {
-        session_id: outcome.session_id.into(),
-        steps: outcome.steps,
-        end: outcome.end,
-        text: outcome.text,
-        usage: outcome.usage,
-        error: outcome.error,
-        events,
-    })
-    .into_response())
+    // A failed turn answers with the status its failure calls for (429 for a rate-limited
+    // provider, 400 for a full context, ...), the whole result in the body either way.
+    let failure = outcome.error.as_ref().filter(|_| outcome.end == tackle_protocol::TurnEnd::Failed);
+    let status = failure.map_or(StatusCode::OK, |f| crate::error::status_of(f.code()));
+    let retry_after = failure.map(ApiError::turn_failed).and_then(|e| e.retry_after_header());
+    let mut response = (
+        status,
+        Json(TurnResult {
+            session_id: outcome.session_id.into(),
+            steps: outcome.steps,
+            end: outcome.end,
+            text: outcome.text,
+            usage: outcome.usage,
+            error: outcome.error.as_ref().map(tackle_agent::TurnFailure::report),
+            events,
+        }),
+    )
+        .into_response();
+    if let Some(value) = retry_after {
+        response.headers_mut().insert(axum::http::header::RETRY_AFTER, value);
+    }
+    Ok(response)
 }
 
 /// Cancels the running turn of a session. The turn ends with `cancelled`; calls in flight are

@@ -81,9 +81,13 @@ pub async fn read(
     };
     let text = read_page(state.agent().store(), &id, &args).await.map_err(|f| match f.category {
         ErrorCategory::NotFound => ApiError::not_found("stored output", &locator),
-        ErrorCategory::Expired => {
-            ApiError { status: StatusCode::GONE, code: "expired", message: f.message, field: None }
-        }
+        ErrorCategory::Expired => ApiError {
+            status: StatusCode::GONE,
+            code: "expired",
+            message: f.message,
+            field: None,
+            retry_after: None,
+        },
         ErrorCategory::InvalidArgs => ApiError::invalid(f.message),
         _ => ApiError::internal(f.message),
     })?;

@@ -21,6 +21,8 @@ pub(crate) fn stop_reason(stop: &StopReason) -> &str {
         StopReason::Pause => "pause_turn",
         StopReason::ContextExceeded => "model_context_window_exceeded",
         StopReason::Other(s) => s,
+        // A reason newer than this fake: the plainest end.
+        _ => "end_turn",
     }
 }
 

@@ -14,6 +14,7 @@ pub(crate) fn finish_reason(stop: &StopReason) -> &str {
         StopReason::Refusal => "content_filter",
         StopReason::Other(s) => s,
         StopReason::Pause | StopReason::ContextExceeded => "stop",
+        _ => "stop",
     }
 }
 

@@ -9,6 +9,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use tackle_protocol::ToolSpec;
 
+use super::names::HookToolNames;
 use crate::hooks::{AnnotationMatch, HookRule};
 
 /// When a script hook runs. The names are Claude Code's, so its users' configurations read the
@@ -73,14 +74,19 @@ impl fmt::Display for HookEvent {
     }
 }
 
+/// A hook `event` that is none of Claude Code's event names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown hook event {0:?}; use one of {names}", names = HookEvent::ALL.map(HookEvent::as_str).join(", "))]
+pub struct UnknownHookEvent(pub String);
+
 impl FromStr for HookEvent {
-    type Err = String;
+    type Err = UnknownHookEvent;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Self::ALL.into_iter().find(|e| e.as_str() == text.trim()).ok_or_else(|| {
-            let names: Vec<&str> = Self::ALL.iter().map(|e| e.as_str()).collect();
-            format!("unknown hook event {text:?}; use one of {}", names.join(", "))
-        })
+        Self::ALL
+            .into_iter()
+            .find(|e| e.as_str() == text.trim())
+            .ok_or_else(|| UnknownHookEvent(text.to_owned()))
     }
 }
 
@@ -121,6 +127,15 @@ pub struct ScriptHook {
     /// non-blocking error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_secs: Option<u64>,
+    /// The tool and argument names the hook sees: `tackle` (default) or `claude-code` (`Bash`,
+    /// `Write`, `file_path`, ...: Claude Code's hook scripts run unchanged; `matcher` then
+    /// names Claude Code's tools).
+    #[serde(default, skip_serializing_if = "is_tackle_names")]
+    pub names: HookToolNames,
+}
+
+fn is_tackle_names(names: &HookToolNames) -> bool {
+    *names == HookToolNames::Tackle
 }
 
 impl ScriptHook {
@@ -133,7 +148,14 @@ impl ScriptHook {
             matcher: None,
             command: command.into(),
             timeout_secs: None,
+            names: HookToolNames::Tackle,
         }
+    }
+
+    /// Shows the hook Claude Code's tool and argument names (`Bash`, `file_path`).
+    pub fn claude_code_names(mut self) -> Self {
+        self.names = HookToolNames::ClaudeCode;
+        self
     }
 
     /// Only for tools whose name matches `glob`.
@@ -154,42 +176,84 @@ impl ScriptHook {
     }
 
     /// Its matcher, compiled; an error says what to fix.
-    pub fn matcher(&self) -> Result<HookMatcher, String> {
+    pub fn matcher(&self) -> Result<HookMatcher, ScriptHookError> {
+        let event = self.event;
         if self.command.trim().is_empty() {
-            return Err(format!("the {} hook has an empty command", self.event));
+            return Err(ScriptHookError::EmptyCommand { event });
         }
         if self.timeout_secs == Some(0) {
-            return Err(format!(
-                "the {} hook `{}` has timeout_secs = 0; use at least 1",
-                self.event, self.command
-            ));
+            return Err(ScriptHookError::ZeroTimeout { event, command: self.command.clone() });
         }
         if !self.event.is_tool_event() && (self.tools.is_some() || self.annotation.is_some()) {
-            return Err(format!(
-                "`tools` and `annotation` apply to PreToolUse and PostToolUse hooks only; the {} hook `{}` \
-                 cannot use them (use `matcher`)",
-                self.event, self.command
-            ));
+            return Err(ScriptHookError::ToolFiltersOnNonToolEvent { event, command: self.command.clone() });
         }
         let tools = match &self.tools {
             Some(g) => Some(
                 Glob::new(g)
-                    .map_err(|e| format!("invalid hook glob {g:?}: {e}; use * and ? wildcards"))?
+                    .map_err(|e| ScriptHookError::Glob { glob: g.clone(), reason: e.to_string() })?
                     .compile_matcher(),
             ),
             None => None,
         };
-        let matcher = match self.matcher.as_deref().map(str::trim) {
-            None | Some("" | "*") => None,
-            Some(m) if m.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '|')) => {
-                Some(NameMatcher::Exact(m.split('|').map(str::to_owned).collect()))
-            }
-            Some(m) => Some(NameMatcher::Regex(
-                Regex::new(&format!("^(?:{m})$")).map_err(|e| format!("invalid hook matcher {m:?}: {e}"))?,
-            )),
-        };
-        Ok(HookMatcher { event: self.event, tools, annotation: self.annotation, matcher })
+        let matcher =
+            match self.matcher.as_deref().map(str::trim) {
+                None | Some("" | "*") => None,
+                Some(m) if m.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '|')) => {
+                    Some(NameMatcher::Exact(m.split('|').map(str::to_owned).collect()))
+                }
+                Some(m) => Some(NameMatcher::Regex(Regex::new(&format!("^(?:{m})$")).map_err(|e| {
+                    ScriptHookError::Matcher { matcher: m.to_owned(), reason: e.to_string() }
+                })?)),
+            };
+        Ok(HookMatcher { event: self.event, tools, annotation: self.annotation, matcher, names: self.names })
     }
+}
+
+/// Why a script hook (`[[hooks]]` with a `command`) cannot be used; each says what to fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScriptHookError {
+    /// The hook has no command to run.
+    #[error("the {event} hook has an empty command")]
+    EmptyCommand {
+        /// The hook's event.
+        event: HookEvent,
+    },
+    /// `timeout_secs = 0` would stop the hook before it starts.
+    #[error("the {event} hook `{command}` has timeout_secs = 0; use at least 1")]
+    ZeroTimeout {
+        /// The hook's event.
+        event: HookEvent,
+        /// Its command.
+        command: String,
+    },
+    /// `tools` and `annotation` filter tool calls, which only tool events have.
+    #[error(
+        "`tools` and `annotation` apply to PreToolUse and PostToolUse hooks only; the {event} hook `{command}` \
+         cannot use them (use `matcher`)"
+    )]
+    ToolFiltersOnNonToolEvent {
+        /// The hook's event.
+        event: HookEvent,
+        /// Its command.
+        command: String,
+    },
+    /// The `tools` glob does not parse.
+    #[error("invalid hook glob {glob:?}: {reason}; use * and ? wildcards")]
+    Glob {
+        /// The glob as written.
+        glob: String,
+        /// What the glob parser said.
+        reason: String,
+    },
+    /// The `matcher` regular expression does not compile.
+    #[error("invalid hook matcher {matcher:?}: {reason}")]
+    Matcher {
+        /// The matcher as written.
+        matcher: String,
+        /// What the regex compiler said.
+        reason: String,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -214,12 +278,18 @@ pub struct HookMatcher {
     tools: Option<GlobMatcher>,
     annotation: Option<AnnotationMatch>,
     matcher: Option<NameMatcher>,
+    names: HookToolNames,
 }
 
 impl HookMatcher {
     /// Every occurrence of `event`.
     pub fn event(event: HookEvent) -> Self {
-        Self { event, tools: None, annotation: None, matcher: None }
+        Self { event, tools: None, annotation: None, matcher: None, names: HookToolNames::Tackle }
+    }
+
+    /// The tool names its hook sees.
+    pub fn names(&self) -> HookToolNames {
+        self.names
     }
 
     /// The event.
@@ -231,7 +301,7 @@ impl HookMatcher {
     pub fn matches_tool(&self, spec: &ToolSpec) -> bool {
         self.tools.as_ref().is_none_or(|g| g.is_match(&spec.name))
             && self.annotation.is_none_or(|a| a.matches(&spec.annotations))
-            && self.matcher.as_ref().is_none_or(|m| m.is_match(&spec.name))
+            && self.matcher.as_ref().is_none_or(|m| m.is_match(self.names.tool_name(&spec.name)))
     }
 
     /// Whether an event whose matcher value (source, trigger, reason, type) is `value` matches.
@@ -356,7 +426,7 @@ mod tests {
         assert!(neither.contains("action"), "{neither}");
         let stop_tools =
             ScriptHook { tools: Some("shell".into()), ..ScriptHook::command(HookEvent::Stop, "x") };
-        assert!(stop_tools.matcher().unwrap_err().contains("PreToolUse and PostToolUse"));
+        assert!(stop_tools.matcher().unwrap_err().to_string().contains("PreToolUse and PostToolUse"));
         assert!(ScriptHook::command(HookEvent::Stop, " ").matcher().is_err());
         assert!(ScriptHook::command(HookEvent::Stop, "x").timeout_secs(0).matcher().is_err());
     }

@@ -35,10 +35,15 @@ use tracing::field::Empty;
 use crate::EventSink;
 
 mod config;
+mod names;
 mod protocol;
 mod runner;
 
-pub use config::{DEFAULT_HOOK_TIMEOUT_SECS, HookEntry, HookEvent, HookMatcher, ScriptHook, split_hooks};
+pub use config::{
+    DEFAULT_HOOK_TIMEOUT_SECS, HookEntry, HookEvent, HookMatcher, ScriptHook, ScriptHookError,
+    UnknownHookEvent, split_hooks,
+};
+pub use names::HookToolNames;
 pub use protocol::{
     HookJsonOutput, HookPayload, HookReply, HookScope, HookSpecificOutput, HookVerdict, Permission, interpret,
 };
@@ -107,7 +112,11 @@ impl ScriptHooks {
 
     /// Command hooks from configuration, run under `sandbox` with `env`'s rules; an invalid
     /// entry is an error naming it.
-    pub fn from_config(hooks: &[ScriptHook], sandbox: &Sandbox, env: &HookEnv) -> Result<Self, String> {
+    pub fn from_config(
+        hooks: &[ScriptHook],
+        sandbox: &Sandbox,
+        env: &HookEnv,
+    ) -> Result<Self, ScriptHookError> {
         let mut out = Self::new();
         for hook in hooks {
             let matcher = hook.matcher()?;
@@ -118,6 +127,12 @@ impl ScriptHooks {
             );
         }
         Ok(out)
+    }
+
+    /// Command hooks from configuration, run without a sandbox (as Claude Code runs them), for
+    /// embedders built without one (`tackle-agent` without its `sandbox` feature).
+    pub fn from_config_unsandboxed(hooks: &[ScriptHook], env: &HookEnv) -> Result<Self, ScriptHookError> {
+        Self::from_config(hooks, &Sandbox::off(), env)
     }
 
     /// Adds a hook after the others.
@@ -181,9 +196,27 @@ impl ScriptHooks {
             "tackle.hook.exit_code" = Empty,
         );
         let started = Instant::now();
-        let input = payload.input(scope);
+        let names = hook.matcher.names();
+        let mut input = payload.input(scope);
+        let tool = match payload {
+            HookPayload::PreToolUse { tool_name, .. } | HookPayload::PostToolUse { tool_name, .. } => {
+                Some(tool_name.as_str())
+            }
+            _ => None,
+        };
+        if let (Some(tool), Value::Object(fields)) = (tool, &mut input)
+            && names != HookToolNames::Tackle
+        {
+            fields.insert("tool_name".into(), Value::from(names.tool_name(tool)));
+            if let Some(args) = fields.get_mut("tool_input") {
+                *args = names.input_for_hook(tool, args);
+            }
+        }
         let reply = hook.handler.run(&input, scope.cwd, hook.timeout).instrument(span.clone()).await;
-        let verdict = interpret(event, &reply);
+        let mut verdict = interpret(event, &reply);
+        if let Some(tool) = tool {
+            verdict.updated_input = verdict.updated_input.map(|i| names.input_from_hook(tool, i));
+        }
         span.record("tackle.hook.outcome", verdict.outcome());
         if let Some(code) = reply.exit_code {
             span.record("tackle.hook.exit_code", i64::from(code));

@@ -20,7 +20,7 @@ use tackle_protocol::ResponseAccumulator;
 use super::chat_wire::{
     ChatRequest, completion_body, completion_id, convert_messages, convert_tools, gateway_chunks,
 };
-use super::compat::{OpenAiError, now_secs, tool_choice as convert_tool_choice};
+use super::shared::{OpenAiError, now_secs, tool_choice as convert_tool_choice};
 use crate::{ApiError, AppState};
 
 /// Model names with this prefix go to Codex.
@@ -44,6 +44,7 @@ fn bridge_for(state: &AppState, model: &str) -> Result<std::sync::Arc<tackle_cod
             "model {model:?} is not served: Codex models need `tackle serve --provider codex` or [codex] bridge = true"
         ),
         field: Some("model".into()),
+        retry_after: None,
     })
 }
 
@@ -117,6 +118,7 @@ fn bridge_error(e: BridgeError, at: impl Fn(&str) -> String) -> OpenAiError {
         code,
         message: message.clone(),
         field,
+        retry_after: None,
     };
     let error = match &e {
         BridgeError::UnknownToolCall { id, .. } => {

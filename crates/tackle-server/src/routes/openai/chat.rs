@@ -15,15 +15,15 @@ use futures::StreamExt;
 use serde::Serialize;
 use serde_json::{Value, json};
 use tackle_protocol::{
-    AgentEvent, ContentBlock, ErrorCategory, ModelResponse, Role, StopReason, ToolOutcome, Usage,
+    AgentEvent, ContentBlock, ErrorCategory, ErrorCode, ModelResponse, Role, StopReason, ToolOutcome, Usage,
 };
 use tackle_provider::CallOptions;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use utoipa::ToSchema;
 
 use super::chat_wire::*;
-pub use super::compat::OpenAiError;
-use super::compat::{self, AgentTurn, Gateway, async_stream, now_secs};
+pub use super::shared::OpenAiError;
+use super::shared::{self, AgentTurn, Gateway, async_stream, now_secs};
 use crate::auth::User;
 use crate::json::ValidJson;
 use crate::{ApiError, AppState};
@@ -87,10 +87,10 @@ pub async fn chat_completions(
             .into());
         }
         // The agent picks its own tools; a tool_choice is still checked, not silently dropped.
-        compat::tool_choice(request.tool_choice.as_ref(), &[])?;
+        shared::tool_choice(request.tool_choice.as_ref(), &[])?;
         return run_agent(state, user, request).await;
     }
-    compat::check_gateway_model(&state, &request.model)?;
+    shared::check_gateway_model(&state, &request.model)?;
     gateway(state, request).await
 }
 
@@ -104,9 +104,9 @@ async fn gateway(state: AppState, chat: ChatRequest) -> Result<Response, OpenAiE
         )
         .into());
     }
-    compat::check_tool_rounds(&messages)?;
+    shared::check_tool_rounds(&messages)?;
     let tools = convert_tools(&chat.tools)?;
-    let tool_choice = compat::tool_choice(chat.tool_choice.as_ref(), &tools)?;
+    let tool_choice = shared::tool_choice(chat.tool_choice.as_ref(), &tools)?;
     let request = Gateway {
         model: chat.model.clone(),
         system,
@@ -123,17 +123,13 @@ async fn gateway(state: AppState, chat: ChatRequest) -> Result<Response, OpenAiE
     let id = completion_id();
     let created = now_secs();
     if !chat.stream {
-        let response = provider
-            .complete(&request, &CallOptions::default())
-            .await
-            .map_err(|e| ApiError::upstream(e.to_string()))?;
+        let response =
+            provider.complete(&request, &CallOptions::default()).await.map_err(|e| ApiError::provider(&e))?;
         return Ok(Json(completion_body(&id, created, &chat.model, &response)).into_response());
     }
     let include_usage = chat.include_usage();
-    let events = provider
-        .stream(&request, &CallOptions::default())
-        .await
-        .map_err(|e| ApiError::upstream(e.to_string()))?;
+    let events =
+        provider.stream(&request, &CallOptions::default()).await.map_err(|e| ApiError::provider(&e))?;
     let chunks = gateway_chunks(events, id, created, chat.model, include_usage);
     Ok(Sse::new(chunks).into_response())
 }
@@ -150,8 +146,8 @@ async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<R
         .into());
     };
     let prompt = last.text();
-    let history = compat::text_history(&messages[..messages.len() - 1]);
-    let session = compat::new_agent_session(&state, &user, history).await?;
+    let history = shared::text_history(&messages[..messages.len() - 1]);
+    let session = shared::new_agent_session(&state, &user, history).await?;
     let session_id = session.id().as_str().to_owned();
     let turn = AgentTurn::start(&state, session, prompt).await?;
     let id = completion_id();
@@ -161,16 +157,19 @@ async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<R
     if !chat.stream {
         let (outcome, events) = turn.finish().await?;
         let mut extension = TackleExtension::new(session_id);
-        let mut texts = compat::StepTexts::default();
+        let mut texts = shared::StepTexts::default();
         for e in &events {
             extension.observe(e);
             texts.observe(e);
         }
-        // Every step's text, as streaming sends it (not only the last step's).
+        // Every step's text, as streaming sends it (not only the last step's); a turn that hit
+        // its step limit or whose answer was cut off ends `length`, as streaming says.
+        let cut = outcome.end == tackle_protocol::TurnEnd::MaxSteps
+            || matches!(outcome.error, Some(tackle_agent::TurnFailure::Truncated { .. }));
         let response = ModelResponse {
             content: vec![ContentBlock::text(texts.joined())],
             usage: outcome.usage,
-            stop_reason: StopReason::EndTurn,
+            stop_reason: if cut { StopReason::MaxTokens } else { StopReason::EndTurn },
             ..ModelResponse::default()
         };
         let mut body = completion_body(&id, created, &model, &response);
@@ -185,7 +184,7 @@ async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<R
         let mut usage = Usage::default();
         let mut finish = "stop";
         let mut extension = TackleExtension::new(session_id);
-        let mut texts = compat::StepTexts::default();
+        let mut texts = shared::StepTexts::default();
         while let Some(event) = events.next().await {
             extension.observe(&event);
             // Only the answer is streamed, its steps as paragraphs; tool activity stays inside
@@ -200,8 +199,10 @@ async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<R
                         finish = "length";
                     }
                 }
-                AgentEvent::Error { message, code } if code != "max_steps" => {
-                    out.error(&code, &message);
+                // An answer cut off by its output limit ends `length`, as a model's would.
+                AgentEvent::Error { code: ErrorCode::OutputTruncated, .. } => finish = "length",
+                AgentEvent::Error { message, code } => {
+                    out.error(code.as_str(), &message);
                 }
                 _ => {}
             }

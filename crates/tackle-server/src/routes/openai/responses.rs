@@ -21,8 +21,8 @@ use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tackle_protocol::{
-    AgentEvent, ContentBlock, Message, ModelResponse, Reasoning, ResponseAccumulator, Role, StopReason,
-    StreamEvent, SystemSection, ToolInput, ToolResult, ToolUse, TurnEnd, Usage,
+    AgentEvent, ContentBlock, ErrorCode, Message, ModelResponse, Reasoning, ResponseAccumulator, Role,
+    StopReason, StreamEvent, SystemSection, ToolInput, ToolResult, ToolUse, TurnEnd, Usage,
 };
 use tackle_provider::{CallOptions, ProviderError, REASONING_FORMAT};
 use tackle_store::NewResponse;
@@ -30,7 +30,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use utoipa::ToSchema;
 
-use super::compat::{self, AgentTurn, ClientTool, Gateway, OpenAiError, async_stream, now_secs};
+use super::shared::{self, AgentTurn, ClientTool, Gateway, OpenAiError, async_stream, now_secs};
 use crate::auth::User;
 use crate::json::ValidJson;
 use crate::{ApiError, AppState};
@@ -223,12 +223,19 @@ impl End {
     }
 
     fn from_provider(e: &ProviderError) -> Self {
-        let code = match e {
-            ProviderError::RateLimited { .. } => "rate_limit_exceeded",
-            ProviderError::BadRequest { .. } | ProviderError::ContextExceeded { .. } => "invalid_prompt",
+        Self::from_code(tackle_agent::provider_code(e), e.to_string())
+    }
+
+    /// A failure in the Responses API's own error codes (`response.error.code`).
+    fn from_code(code: ErrorCode, message: String) -> Self {
+        let code = match code {
+            ErrorCode::RateLimited => "rate_limit_exceeded",
+            ErrorCode::ProviderRejected | ErrorCode::ContextLengthExceeded | ErrorCode::PromptBlocked => {
+                "invalid_prompt"
+            }
             _ => "server_error",
         };
-        Self::Failed(code, e.to_string())
+        Self::Failed(code, message)
     }
 
     fn status(&self) -> &'static str {
@@ -580,12 +587,12 @@ async fn gateway(
             parameters: t.get("parameters"),
         })
         .collect();
-    let tools = compat::function_tools(&tools, "name")?;
-    let tool_choice = compat::tool_choice(request.tool_choice.as_ref(), &tools)?;
+    let tools = shared::function_tools(&tools, "name")?;
+    let tool_choice = shared::tool_choice(request.tool_choice.as_ref(), &tools)?;
     // `codex/<model>` runs on Codex through the bridge, as on /v1/chat/completions.
     let codex = super::codex_bridge::codex_model(&request.model).map(str::to_owned);
     if codex.is_none() {
-        compat::check_gateway_model(&state, &request.model)?;
+        shared::check_gateway_model(&state, &request.model)?;
     }
     let mut system: Vec<SystemSection> =
         request.instructions.iter().map(|t| SystemSection::cacheable("instructions", t.clone())).collect();
@@ -666,7 +673,7 @@ impl Upstream {
             return provider
                 .stream(request, &CallOptions::default())
                 .await
-                .map_err(|e| ApiError::upstream(e.to_string()).into());
+                .map_err(|e| ApiError::provider(&e).into());
         };
         let instructions: Vec<&str> = request.system.iter().map(|s| s.text.as_str()).collect();
         let bridged = tackle_codex::BridgeRequest {
@@ -699,7 +706,7 @@ impl Upstream {
         let mut events = self.stream(request, input).await?;
         let mut acc = ResponseAccumulator::default();
         while let Some(event) = events.next().await {
-            acc.push(&event.map_err(|e| ApiError::upstream(e.to_string()))?);
+            acc.push(&event.map_err(|e| ApiError::provider(&e))?);
         }
         Ok(acc.finish())
     }
@@ -733,9 +740,9 @@ async fn run_agent(
             state.agent_for(&record.model).open_session(&id).await.map_err(ApiError::from)?
         }
         other => {
-            let mut history = compat::text_history(&other.map(|c| c.messages).unwrap_or_default());
-            history.extend(compat::text_history(earlier));
-            compat::new_agent_session(&state, &header.user, history).await?
+            let mut history = shared::text_history(&other.map(|c| c.messages).unwrap_or_default());
+            history.extend(shared::text_history(earlier));
+            shared::new_agent_session(&state, &header.user, history).await?
         }
     };
     let session_id = session.id().to_owned();
@@ -747,12 +754,15 @@ async fn run_agent(
             TurnEnd::Failed => match last_stop(&events).map(End::from_stop) {
                 // The answer was cut off: what was said is returned, marked incomplete.
                 Some(incomplete @ End::Incomplete(_)) => incomplete,
-                _ => End::Failed("server_error", outcome.error.clone().unwrap_or_default()),
+                _ => match &outcome.error {
+                    Some(failure) => End::from_code(failure.code(), failure.to_string()),
+                    None => End::Failed("server_error", "the turn failed".to_owned()),
+                },
             },
             _ => End::Completed,
         };
         // One message item per step that said something, as streaming sends them.
-        let mut texts = compat::StepTexts::default();
+        let mut texts = shared::StepTexts::default();
         for e in &events {
             texts.observe(e);
         }
@@ -767,7 +777,7 @@ async fn run_agent(
         let mut events = UnboundedReceiverStream::new(turn.events);
         let mut usage = Usage::default();
         let mut end = End::Completed;
-        let mut texts = compat::StepTexts::default();
+        let mut texts = shared::StepTexts::default();
         let mut stop = None;
         while let Some(event) = events.next().await {
             texts.observe(&event);
@@ -785,9 +795,7 @@ async fn run_agent(
                         end = End::Incomplete("max_steps");
                     }
                 }
-                AgentEvent::Error { message, code } if code != "max_steps" => {
-                    end = End::Failed("server_error", message);
-                }
+                AgentEvent::Error { message, code } => end = End::from_code(code, message),
                 _ => {}
             }
         }

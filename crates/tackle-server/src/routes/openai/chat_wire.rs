@@ -1,6 +1,6 @@
 //! The Chat Completions wire: request types, their conversion to Tackle's types, and
 //! responses written back in OpenAI's shape (whole or as `chat.completion.chunk`s). No routes:
-//! `openai` (Tackle's gateway and agent modes) and `codex_bridge` (models `codex/<model>`) both
+//! `chat` (Tackle's gateway and agent modes) and `codex_bridge` (models `codex/<model>`) both
 //! speak it.
 
 use std::convert::Infallible;
@@ -16,7 +16,7 @@ use tackle_protocol::{
 use tokio::sync::mpsc;
 use utoipa::ToSchema;
 
-use super::compat::{self, ClientTool, async_stream};
+use super::shared::{self, ClientTool, async_stream};
 use crate::ApiError;
 
 /// `POST /v1/chat/completions` body (the parts Tackle uses; others are ignored).
@@ -244,7 +244,7 @@ pub(crate) fn convert_tools(tools: &[ChatTool]) -> Result<Vec<ToolSpec>, ApiErro
             parameters: t.function.parameters.as_ref(),
         })
         .collect();
-    compat::function_tools(&tools, "function.name")
+    shared::function_tools(&tools, "function.name")
 }
 
 pub(crate) fn finish_reason(stop: &StopReason) -> &'static str {

@@ -21,6 +21,9 @@ use tracing::Instrument as _;
 
 use crate::{ApiError, AppState};
 
+/// The OpenAI-compatible routes: every error they answer is an [`OpenAiError`].
+pub(crate) const OPENAI_ROUTES: [&str; 3] = ["/v1/chat/completions", "/v1/responses", "/v1/models"];
+
 /// An [`ApiError`] in OpenAI's error shape: `{"error": {message, type, param, code}}`.
 #[derive(Debug)]
 pub struct OpenAiError(pub ApiError);
@@ -35,12 +38,18 @@ impl IntoResponse for OpenAiError {
     fn into_response(self) -> Response {
         let e = self.0;
         let kind = match e.status.as_u16() {
-            400 | 404 | 409 | 413 => "invalid_request_error",
             401 => "authentication_error",
+            429 => "rate_limit_error",
+            400..=499 => "invalid_request_error",
             _ => "server_error",
         };
+        let retry_after = e.retry_after_header();
         let body = json!({"error": {"message": e.message, "type": kind, "param": e.field, "code": e.code}});
-        (e.status, Json(body)).into_response()
+        let mut response = (e.status, Json(body)).into_response();
+        if let Some(value) = retry_after {
+            response.headers_mut().insert(axum::http::header::RETRY_AFTER, value);
+        }
+        response
     }
 }
 
@@ -422,7 +431,9 @@ impl AgentTurn {
         Ok((self.outcome().await?, events))
     }
 
-    /// Waits for the outcome; a turn that failed is an upstream error.
+    /// Waits for the outcome; a turn that failed is the error its [`tackle_agent::TurnFailure`]
+    /// calls for (`status_of`), except an answer cut off by its output limit, which the route
+    /// returns as such (`finish_reason: "length"`, an `incomplete` response).
     pub(crate) async fn outcome(self) -> Result<TurnOutcome, ApiError> {
         drop(self.events);
         let outcome = self
@@ -430,9 +441,11 @@ impl AgentTurn {
             .await
             .map_err(|e| ApiError::internal(format!("the agent stopped unexpectedly: {e}")))?
             .map_err(ApiError::from)?;
-        if let Some(error) = outcome.error.clone().filter(|_| outcome.end == tackle_protocol::TurnEnd::Failed)
+        if let Some(failure) =
+            outcome.error.as_ref().filter(|_| outcome.end == tackle_protocol::TurnEnd::Failed)
+            && !matches!(failure, tackle_agent::TurnFailure::Truncated { .. })
         {
-            return Err(ApiError::upstream(error));
+            return Err(ApiError::turn_failed(failure));
         }
         Ok(outcome)
     }
