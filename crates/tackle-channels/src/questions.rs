@@ -190,7 +190,7 @@ impl Dialog {
                 if let Some(value) = &value
                     && let Err(reason) = validate_field(field, value)
                 {
-                    return Step::Retry { reason };
+                    return Step::Retry { reason: reason.to_string() };
                 }
                 let shown = shown_value(value.as_ref());
                 let label = field_label(name, field);
@@ -213,10 +213,10 @@ impl Dialog {
         let Some((name, field)) = fields.get(step) else { return Step::Ignored };
         let value = match parse_field_input(field, text) {
             Ok(v) => v,
-            Err(reason) => return Step::Retry { reason },
+            Err(reason) => return Step::Retry { reason: reason.to_string() },
         };
         if let Err(reason) = validate_field(field, &value) {
-            return Step::Retry { reason };
+            return Step::Retry { reason: reason.to_string() };
         }
         let shown = shown_value(Some(&value));
         let label = field_label(name, field);
