@@ -833,7 +833,11 @@ mod tests {
         assert_eq!(remote.start_timeout, DEFAULT_START_TIMEOUT);
         assert_eq!(remote.call_timeout, Duration::from_secs(5));
         assert_eq!(remote.transport.kind(), "http");
-        assert_eq!(remote.transport.display_target(), "https://example.com/mcp");
+        // The password and the key are masked (tackle_protocol::mask_url), never shown.
+        assert_eq!(
+            remote.transport.display_target(),
+            format!("https://user:{MASK}@example.com/mcp?key={MASK}", MASK = tackle_protocol::MASK)
+        );
     }
 
     #[test]
