@@ -13,6 +13,10 @@
 //! - a rewind after every file was deleted (10,000 files written back).
 //!
 //! Targets (issue 31): checkpoint <= 50 ms when nothing changed, rewind <= 1 s.
+//!
+//! `TACKLE_BENCH_DIR=DIR`: where the workspace and the store go (ext4 and tmpfs differ).
+//! `TACKLE_BENCH_SERIAL_RESTORE=1`: restores write on one thread. `TACKLE_BENCH_WARM_RUNS=N`:
+//! N unchanged checkpoints instead of 30 (to profile them).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -142,14 +146,16 @@ async fn main() {
     tokio::time::sleep(RACY_MARGIN + Duration::from_millis(200)).await;
     checkpoints.record(&session.id, next(), &root).await.unwrap();
 
+    // TACKLE_BENCH_WARM_RUNS=N: more unchanged checkpoints (to profile them).
+    let warm_runs = std::env::var("TACKLE_BENCH_WARM_RUNS").ok().and_then(|n| n.parse().ok()).unwrap_or(30);
     let mut warm = Vec::new();
     let cpu = cpu_time();
-    for _ in 0..30 {
+    for _ in 0..warm_runs {
         let s = checkpoints.record(&session.id, next(), &root).await.unwrap();
         assert!(s.unchanged && s.hashed == 0, "nothing changed: {s:?}");
         warm.push(s.duration);
     }
-    println!("checkpoint, nothing changed, warm: {}; {}", stats(warm), per_run(cpu_time() - cpu, 30));
+    println!("checkpoint, nothing changed, warm: {}; {}", stats(warm), per_run(cpu_time() - cpu, warm_runs));
 
     let mut cold = Vec::new();
     let cpu = cpu_time();

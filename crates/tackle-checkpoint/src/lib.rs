@@ -267,23 +267,30 @@ impl Checkpoints {
         let root = workspace.to_owned();
         let margin = self.racy_margin;
         let scanning = tokio::task::spawn_blocking(move || {
-            let mut batch = Vec::new();
-            let mut pending = 0usize;
-            let mut send = |digest: Digest, bytes: &[u8]| -> Result<(), CheckpointError> {
+            // Filled by the scanning threads; a full batch goes to the store while they go on.
+            let batch = Mutex::new((Vec::new(), 0usize));
+            let send = |digest: Digest, bytes: &[u8]| -> Result<(), CheckpointError> {
                 let data = zstd::bulk::compress(bytes, 1)
                     .map_err(|e| CheckpointError::Io { path: PathBuf::from("(compressing)"), source: e })?;
-                pending += data.len();
-                batch.push(CheckpointObject { digest: hex(&digest), size: bytes.len() as i64, data });
-                if pending >= BATCH_BYTES {
-                    pending = 0;
-                    tx.blocking_send(std::mem::take(&mut batch))
+                let full = {
+                    let mut batch = batch.lock().unwrap_or_else(|p| p.into_inner());
+                    batch.1 += data.len();
+                    batch.0.push(CheckpointObject { digest: hex(&digest), size: bytes.len() as i64, data });
+                    (batch.1 >= BATCH_BYTES).then(|| {
+                        batch.1 = 0;
+                        std::mem::take(&mut batch.0)
+                    })
+                };
+                if let Some(full) = full {
+                    tx.blocking_send(full)
                         .map_err(|_| CheckpointError::Corrupt("the store stopped taking content".into()))?;
                 }
                 Ok(())
             };
-            let scanned = scan::scan(&root, prev_manifest.as_deref(), &rules, margin, &mut send)?;
-            if !batch.is_empty() {
-                tx.blocking_send(batch)
+            let scanned = scan::scan(&root, prev_manifest.as_ref(), &rules, margin, &send)?;
+            let (rest, _) = batch.into_inner().unwrap_or_else(|p| p.into_inner());
+            if !rest.is_empty() {
+                tx.blocking_send(rest)
                     .map_err(|_| CheckpointError::Corrupt("the store stopped taking content".into()))?;
             }
             Ok::<_, CheckpointError>(scanned)
@@ -305,30 +312,31 @@ impl Checkpoints {
         if let Some(e) = store_error {
             return Err(e.into());
         }
-        let (manifest, stats) = scanned?;
-        // The same entries encode to the same bytes: an unchanged workspace needs no encoding.
-        let same = previous.as_ref().filter(|p| *p.manifest == manifest);
-        let unchanged = same.is_some();
-        let (digest_hex, encoded) = match same {
-            Some(p) => (p.digest.clone(), Vec::new()),
+        let (manifest, stats, same) = scanned?;
+        // The same entries as the previous manifest: the same bytes, so no encoding nor hashing.
+        let (digest_hex, unchanged) = match previous.as_ref().filter(|_| same) {
+            Some(p) => (p.digest.clone(), true),
             None => {
                 let encoded = manifest.encode();
-                (hex(blake3::hash(&encoded).as_bytes()), encoded)
+                let digest_hex = hex(blake3::hash(&encoded).as_bytes());
+                let unchanged = previous.as_ref().is_some_and(|p| p.digest == digest_hex);
+                if !unchanged {
+                    let data = zstd::bulk::compress(&encoded, 3).map_err(|e| CheckpointError::Io {
+                        path: PathBuf::from("(compressing)"),
+                        source: e,
+                    })?;
+                    stored_bytes += self
+                        .store
+                        .put_checkpoint_objects(vec![CheckpointObject {
+                            digest: digest_hex.clone(),
+                            size: encoded.len() as i64,
+                            data,
+                        }])
+                        .await?;
+                }
+                (digest_hex, unchanged)
             }
         };
-        let unchanged = unchanged || previous.as_ref().is_some_and(|p| p.digest == digest_hex);
-        if !unchanged {
-            let data = zstd::bulk::compress(&encoded, 3)
-                .map_err(|e| CheckpointError::Io { path: PathBuf::from("(compressing)"), source: e })?;
-            stored_bytes += self
-                .store
-                .put_checkpoint_objects(vec![CheckpointObject {
-                    digest: digest_hex.clone(),
-                    size: encoded.len() as i64,
-                    data,
-                }])
-                .await?;
-        }
         let result = CheckpointStats {
             turn,
             entries: stats.entries,
@@ -351,10 +359,6 @@ impl Checkpoints {
                 stats: stats_json,
             })
             .await?;
-        let manifest = match same {
-            Some(p) => p.manifest.clone(),
-            None => Arc::new(manifest),
-        };
         self.remember(workspace, Some(Cached { digest: digest_hex, manifest }));
         Ok(result)
     }
@@ -386,13 +390,13 @@ impl Checkpoints {
 
     /// Scans `workspace` as it is now (hashing what changed since the last checkpoint; nothing
     /// is stored).
-    async fn current(&self, workspace: &Path) -> Result<Manifest, CheckpointError> {
+    async fn current(&self, workspace: &Path) -> Result<Arc<Manifest>, CheckpointError> {
         let rules = self.rules(workspace)?;
         let previous = self.previous(workspace).await?;
         let root = workspace.to_owned();
         let margin = self.racy_margin;
-        let (manifest, _) = tokio::task::spawn_blocking(move || {
-            scan::scan(&root, previous.as_ref().map(|p| &*p.manifest), &rules, margin, &mut |_, _| Ok(()))
+        let (manifest, _, _) = tokio::task::spawn_blocking(move || {
+            scan::scan(&root, previous.as_ref().map(|p| &p.manifest), &rules, margin, &|_, _| Ok(()))
         })
         .await
         .map_err(|e| CheckpointError::Corrupt(format!("the scan stopped: {e}")))??;
