@@ -463,19 +463,23 @@ impl Checkpoints {
     ) -> Result<RestoreReport, CheckpointError> {
         let current = self.current(workspace).await?;
         let plan = restore::plan(&current, target);
+        // Every object is read, decompressed and checked before anything is touched: each
+        // chunk is decompressed on a blocking thread while the store reads the next.
         let needed: Vec<String> = plan.needed().iter().map(hex).collect();
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
+        let mut unpacking = std::collections::VecDeque::new();
         let mut contents = HashMap::with_capacity(needed.len());
-        for chunk in needed.chunks(500) {
-            for (digest, data) in self.store.get_checkpoint_objects(chunk).await? {
-                let bytes = decompress(&data)?;
-                let actual = *blake3::hash(&bytes).as_bytes();
-                if hex(&actual) != digest {
-                    return Err(CheckpointError::Corrupt(format!(
-                        "object {digest} does not match its digest"
-                    )));
-                }
-                contents.insert(actual, bytes);
+        for chunk in needed.chunks(UNPACK_CHUNK) {
+            let packed = self.store.get_checkpoint_objects(chunk).await?;
+            unpacking.push_back(tokio::task::spawn_blocking(move || unpack(&packed)));
+            if unpacking.len() >= threads
+                && let Some(oldest) = unpacking.pop_front()
+            {
+                contents.extend(joined(oldest.await)?);
             }
+        }
+        for part in unpacking {
+            contents.extend(joined(part.await)?);
         }
         let root = workspace.to_owned();
         let parallel_from = self.parallel_from;
@@ -511,6 +515,45 @@ impl Checkpoints {
     }
 }
 
+/// Objects are at most this large once decompressed (a file's content is at most
+/// `max_file_bytes`); a frame that says more is decompressed as a stream.
+const MAX_OBJECT_BYTES: u64 = 1 << 30;
+
 fn decompress(data: &[u8]) -> Result<Vec<u8>, CheckpointError> {
-    zstd::stream::decode_all(data).map_err(|e| CheckpointError::Corrupt(format!("cannot decompress: {e}")))
+    let mut d = zstd::bulk::Decompressor::new()
+        .map_err(|e| CheckpointError::Corrupt(format!("cannot decompress: {e}")))?;
+    decompress_with(&mut d, data)
+}
+
+/// Decompresses one object with a reused context, straight into a buffer of its recorded size.
+fn decompress_with(d: &mut zstd::bulk::Decompressor<'_>, data: &[u8]) -> Result<Vec<u8>, CheckpointError> {
+    let bad = |e: std::io::Error| CheckpointError::Corrupt(format!("cannot decompress: {e}"));
+    match zstd::zstd_safe::get_frame_content_size(data) {
+        Ok(Some(size)) if size <= MAX_OBJECT_BYTES => d.decompress(data, size as usize).map_err(bad),
+        _ => zstd::stream::decode_all(data).map_err(bad),
+    }
+}
+
+/// The objects a restore reads from the store at once (and decompresses on one thread).
+const UNPACK_CHUNK: usize = 500;
+
+/// Decompresses objects read for a restore and checks each against its digest.
+fn unpack(objects: &[(String, Vec<u8>)]) -> Result<Vec<(Digest, Vec<u8>)>, CheckpointError> {
+    let mut d = zstd::bulk::Decompressor::new()
+        .map_err(|e| CheckpointError::Corrupt(format!("cannot decompress: {e}")))?;
+    objects
+        .iter()
+        .map(|(digest, data)| {
+            let bytes = decompress_with(&mut d, data)?;
+            let actual = *blake3::hash(&bytes).as_bytes();
+            if hex(&actual) != *digest {
+                return Err(CheckpointError::Corrupt(format!("object {digest} does not match its digest")));
+            }
+            Ok((actual, bytes))
+        })
+        .collect()
+}
+
+fn joined<T>(done: Result<Result<T, CheckpointError>, tokio::task::JoinError>) -> Result<T, CheckpointError> {
+    done.map_err(|e| CheckpointError::Corrupt(format!("decompressing stopped: {e}")))?
 }

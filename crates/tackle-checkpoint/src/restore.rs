@@ -531,3 +531,45 @@ fn file_name(rel: &[u8]) -> &[u8] {
 fn c_string(bytes: &[u8]) -> std::io::Result<CString> {
     CString::new(bytes).map_err(|_| std::io::Error::other("a path holds a NUL byte"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::Stat;
+
+    fn entry(path: &str, kind: Kind) -> Entry {
+        Entry { path: path.into(), kind, mode: 0o644, stat: Stat::default(), racy: false }
+    }
+
+    /// A file or link that changes is replaced in one `rename` (a reader sees the old content
+    /// or the new, never no file); only what gives way to a directory, or a directory that
+    /// gives way, is removed first.
+    #[test]
+    fn a_file_or_link_being_replaced_is_not_removed_first() {
+        let current = Manifest {
+            entries: vec![
+                entry("a", Kind::File([1; 32])),
+                entry("b", Kind::Symlink(b"x".to_vec())),
+                entry("c", Kind::Dir),
+                entry("d", Kind::File([3; 32])),
+                entry("e", Kind::File([4; 32])),
+            ],
+        };
+        let target = Manifest {
+            entries: vec![
+                entry("a", Kind::File([2; 32])),
+                entry("b", Kind::File([2; 32])),
+                entry("c", Kind::File([2; 32])),
+                entry("d", Kind::Dir),
+                entry("e", Kind::Symlink(b"y".to_vec())),
+                entry("f", Kind::File([5; 32])),
+            ],
+        };
+        let plan = plan(&current, &target);
+        assert_eq!(plan.steps.remove, [b"d".to_vec()]);
+        assert_eq!(plan.steps.rmdir, [b"c".to_vec()]);
+        let writes: Vec<(&[u8], bool)> =
+            plan.steps.write.iter().map(|w| (w.entry.path.as_slice(), w.replace)).collect();
+        assert_eq!(writes, [(&b"a"[..], true), (b"b", true), (b"c", false), (b"e", true), (b"f", false)]);
+    }
+}
