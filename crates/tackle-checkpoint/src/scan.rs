@@ -128,6 +128,8 @@ struct Part {
     stats: ScanStats,
     /// Entries equal to the previous manifest's at their path.
     matched: usize,
+    /// Directories found in the directory being read (then queued).
+    found: Vec<Vec<u8>>,
 }
 
 /// The entries of the previous manifest under the directory `rel`, and the length of their
@@ -186,7 +188,6 @@ impl Walk<'_> {
     /// is reading one (which could add more).
     fn work(&self) -> Part {
         let mut part = Part::default();
-        let mut found = Vec::new();
         let mut buf = vec![MaybeUninit::<u8>::uninit(); 32 * 1024];
         loop {
             let dir = {
@@ -207,12 +208,12 @@ impl Walk<'_> {
                     queue.waiting -= 1;
                 }
             };
-            if let Err(e) = self.read_dir(&dir, &mut buf, &mut part, &mut found) {
+            if let Err(e) = self.read_dir(&dir, &mut buf, &mut part) {
                 self.fail(e);
             }
             let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
             queue.busy -= 1;
-            queue.dirs.append(&mut found);
+            queue.dirs.append(&mut part.found);
             let wake = queue.waiting > 0 && (!queue.dirs.is_empty() || queue.busy == 0);
             drop(queue);
             if wake {
@@ -233,13 +234,12 @@ impl Walk<'_> {
     }
 
     /// Records the entries of the directory `rel` (relative to the root; empty for the root),
-    /// and adds its subdirectories to `found`.
+    /// and adds its subdirectories to `part.found`.
     fn read_dir(
         &self,
         rel: &[u8],
         buf: &mut [MaybeUninit<u8>],
         part: &mut Part,
-        found: &mut Vec<Vec<u8>>,
     ) -> Result<(), CheckpointError> {
         let opened;
         let fd: BorrowedFd<'_> = if rel.is_empty() {
@@ -305,7 +305,7 @@ impl Walk<'_> {
                 },
             };
             let previous = child(before, prefix, name_bytes);
-            let Some(entry) = self.entry(fd, name, child_path, &st, previous, &mut part.stats, found)? else {
+            let Some(entry) = self.entry(fd, name, child_path, &st, previous, part)? else {
                 continue;
             };
             if previous == Some(&entry) {
@@ -338,9 +338,9 @@ impl Walk<'_> {
         path: Vec<u8>,
         st: &rustix::fs::Stat,
         previous: Option<&Entry>,
-        stats: &mut ScanStats,
-        found: &mut Vec<Vec<u8>>,
+        part: &mut Part,
     ) -> Result<Option<Entry>, CheckpointError> {
+        let stats = &mut part.stats;
         let ns = |secs: i64, nsec: u64| {
             secs.saturating_mul(1_000_000_000).saturating_add(i64::try_from(nsec).unwrap_or(0))
         };
@@ -355,7 +355,7 @@ impl Walk<'_> {
         let racy = stat.mtime_ns.max(stat.ctime_ns) >= self.racy_from;
         let kind = match FileType::from_raw_mode(st.st_mode) {
             FileType::Directory => {
-                found.push(path.clone());
+                part.found.push(path.clone());
                 Kind::Dir
             }
             FileType::Symlink => match rustix::fs::readlinkat(dir, name, Vec::new()) {

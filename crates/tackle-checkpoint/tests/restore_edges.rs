@@ -105,7 +105,6 @@ async fn a_change_that_keeps_the_number_of_paths_is_a_change() {
     let (_, swapped) = record().await;
     assert!(!swapped.unchanged, "{swapped:?}");
 
-    drop(record);
     let report = checkpoints.restore(&session, first, root).await.unwrap();
     assert!(report.leftovers.is_empty(), "{:?}", report.leftovers);
     assert_eq!(std::fs::read_to_string(root.join("a/z")).unwrap(), "a/z");
