@@ -4,9 +4,10 @@
 //!
 //! A checkpoint is a [`Manifest`] (every path with its kind, mode and BLAKE3 digest, plus the
 //! `stat` fields of each file) and the content of the files whose digest no earlier checkpoint
-//! stored. Taking one costs an `lstat` per path: a file is read and hashed only when its size,
-//! times, inode or mode changed since the previous checkpoint of the workspace (or when its
-//! times were too recent to vouch for it: the "racily clean" rule of git's index). Objects and
+//! stored. Taking one costs an `lstat` per path (through its open directory, on every core): a
+//! file is read and hashed only when its size, times, inode or mode changed since the previous
+//! checkpoint of the workspace (or when its times were too recent to vouch for it: the "racily
+//! clean" rule of git's index). Objects and
 //! manifests live in the session store (`checkpoint_objects`, `checkpoints`), shared by every
 //! session, so unchanged files are stored once.
 //!
