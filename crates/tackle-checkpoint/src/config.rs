@@ -1,6 +1,5 @@
 //! `[checkpoints]`: whether the workspace is recorded before each turn, and what is left out.
 
-use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -58,18 +57,18 @@ pub(crate) struct Rules {
 
 /// The ignore patterns, compiled. Plain names (`target`, `.git`, `node_modules/`: what almost
 /// every configuration holds) match a path's last component at any depth, exactly as
-/// `.gitignore` has it, so they are looked up in a set; anything else goes through the
-/// `.gitignore` matcher.
+/// `.gitignore` has it, so they are compared with it (a few byte comparisons per path: less
+/// than hashing it for a set); anything else goes through the `.gitignore` matcher.
 #[derive(Debug, Clone)]
 enum Ignore {
-    Names { any: HashSet<Vec<u8>>, dirs: HashSet<Vec<u8>> },
+    Names { any: Vec<Vec<u8>>, dirs: Vec<Vec<u8>> },
     Gitignore(Gitignore),
 }
 
 impl Ignore {
     fn new(root: &Path, patterns: &[String]) -> Result<Self, CheckpointError> {
-        let mut any = HashSet::new();
-        let mut dirs = HashSet::new();
+        let mut any = Vec::new();
+        let mut dirs = Vec::new();
         let mut simple = true;
         for pattern in patterns {
             if pattern.trim().is_empty() {
@@ -87,10 +86,9 @@ impl Ignore {
                 simple = false;
                 break;
             }
-            if dir_only {
-                dirs.insert(name.as_bytes().to_vec());
-            } else {
-                any.insert(name.as_bytes().to_vec());
+            let list = if dir_only { &mut dirs } else { &mut any };
+            if !list.iter().any(|n| n == name.as_bytes()) {
+                list.push(name.as_bytes().to_vec());
             }
         }
         if simple {
@@ -110,7 +108,9 @@ impl Ignore {
 
     fn matches(&self, rel: &[u8], name: &[u8], is_dir: bool) -> bool {
         match self {
-            Self::Names { any, dirs } => any.contains(name) || (is_dir && dirs.contains(name)),
+            Self::Names { any, dirs } => {
+                any.iter().any(|n| n == name) || (is_dir && dirs.iter().any(|n| n == name))
+            }
             Self::Gitignore(g) => g.matched(Path::new(OsStr::from_bytes(rel)), is_dir).is_ignore(),
         }
     }

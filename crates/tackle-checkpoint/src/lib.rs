@@ -4,9 +4,10 @@
 //!
 //! A checkpoint is a [`Manifest`] (every path with its kind, mode and BLAKE3 digest, plus the
 //! `stat` fields of each file) and the content of the files whose digest no earlier checkpoint
-//! stored. Taking one costs an `lstat` per path: a file is read and hashed only when its size,
-//! times, inode or mode changed since the previous checkpoint of the workspace (or when its
-//! times were too recent to vouch for it: the "racily clean" rule of git's index). Objects and
+//! stored. Taking one costs an `lstat` per path (through its open directory, on every core): a
+//! file is read and hashed only when its size, times, inode or mode changed since the previous
+//! checkpoint of the workspace (or when its times were too recent to vouch for it: the "racily
+//! clean" rule of git's index). Objects and
 //! manifests live in the session store (`checkpoint_objects`, `checkpoints`), shared by every
 //! session, so unchanged files are stored once.
 //!
@@ -267,23 +268,30 @@ impl Checkpoints {
         let root = workspace.to_owned();
         let margin = self.racy_margin;
         let scanning = tokio::task::spawn_blocking(move || {
-            let mut batch = Vec::new();
-            let mut pending = 0usize;
-            let mut send = |digest: Digest, bytes: &[u8]| -> Result<(), CheckpointError> {
+            // Filled by the scanning threads; a full batch goes to the store while they go on.
+            let batch = Mutex::new((Vec::new(), 0usize));
+            let send = |digest: Digest, bytes: &[u8]| -> Result<(), CheckpointError> {
                 let data = zstd::bulk::compress(bytes, 1)
                     .map_err(|e| CheckpointError::Io { path: PathBuf::from("(compressing)"), source: e })?;
-                pending += data.len();
-                batch.push(CheckpointObject { digest: hex(&digest), size: bytes.len() as i64, data });
-                if pending >= BATCH_BYTES {
-                    pending = 0;
-                    tx.blocking_send(std::mem::take(&mut batch))
+                let full = {
+                    let mut batch = batch.lock().unwrap_or_else(|p| p.into_inner());
+                    batch.1 += data.len();
+                    batch.0.push(CheckpointObject { digest: hex(&digest), size: bytes.len() as i64, data });
+                    (batch.1 >= BATCH_BYTES).then(|| {
+                        batch.1 = 0;
+                        std::mem::take(&mut batch.0)
+                    })
+                };
+                if let Some(full) = full {
+                    tx.blocking_send(full)
                         .map_err(|_| CheckpointError::Corrupt("the store stopped taking content".into()))?;
                 }
                 Ok(())
             };
-            let scanned = scan::scan(&root, prev_manifest.as_deref(), &rules, margin, &mut send)?;
-            if !batch.is_empty() {
-                tx.blocking_send(batch)
+            let scanned = scan::scan(&root, prev_manifest.as_ref(), &rules, margin, &send)?;
+            let (rest, _) = batch.into_inner().unwrap_or_else(|p| p.into_inner());
+            if !rest.is_empty() {
+                tx.blocking_send(rest)
                     .map_err(|_| CheckpointError::Corrupt("the store stopped taking content".into()))?;
             }
             Ok::<_, CheckpointError>(scanned)
@@ -305,30 +313,31 @@ impl Checkpoints {
         if let Some(e) = store_error {
             return Err(e.into());
         }
-        let (manifest, stats) = scanned?;
-        // The same entries encode to the same bytes: an unchanged workspace needs no encoding.
-        let same = previous.as_ref().filter(|p| *p.manifest == manifest);
-        let unchanged = same.is_some();
-        let (digest_hex, encoded) = match same {
-            Some(p) => (p.digest.clone(), Vec::new()),
+        let (manifest, stats, same) = scanned?;
+        // The same entries as the previous manifest: the same bytes, so no encoding nor hashing.
+        let (digest_hex, unchanged) = match previous.as_ref().filter(|_| same) {
+            Some(p) => (p.digest.clone(), true),
             None => {
                 let encoded = manifest.encode();
-                (hex(blake3::hash(&encoded).as_bytes()), encoded)
+                let digest_hex = hex(blake3::hash(&encoded).as_bytes());
+                let unchanged = previous.as_ref().is_some_and(|p| p.digest == digest_hex);
+                if !unchanged {
+                    let data = zstd::bulk::compress(&encoded, 3).map_err(|e| CheckpointError::Io {
+                        path: PathBuf::from("(compressing)"),
+                        source: e,
+                    })?;
+                    stored_bytes += self
+                        .store
+                        .put_checkpoint_objects(vec![CheckpointObject {
+                            digest: digest_hex.clone(),
+                            size: encoded.len() as i64,
+                            data,
+                        }])
+                        .await?;
+                }
+                (digest_hex, unchanged)
             }
         };
-        let unchanged = unchanged || previous.as_ref().is_some_and(|p| p.digest == digest_hex);
-        if !unchanged {
-            let data = zstd::bulk::compress(&encoded, 3)
-                .map_err(|e| CheckpointError::Io { path: PathBuf::from("(compressing)"), source: e })?;
-            stored_bytes += self
-                .store
-                .put_checkpoint_objects(vec![CheckpointObject {
-                    digest: digest_hex.clone(),
-                    size: encoded.len() as i64,
-                    data,
-                }])
-                .await?;
-        }
         let result = CheckpointStats {
             turn,
             entries: stats.entries,
@@ -351,10 +360,6 @@ impl Checkpoints {
                 stats: stats_json,
             })
             .await?;
-        let manifest = match same {
-            Some(p) => p.manifest.clone(),
-            None => Arc::new(manifest),
-        };
         self.remember(workspace, Some(Cached { digest: digest_hex, manifest }));
         Ok(result)
     }
@@ -386,13 +391,13 @@ impl Checkpoints {
 
     /// Scans `workspace` as it is now (hashing what changed since the last checkpoint; nothing
     /// is stored).
-    async fn current(&self, workspace: &Path) -> Result<Manifest, CheckpointError> {
+    async fn current(&self, workspace: &Path) -> Result<Arc<Manifest>, CheckpointError> {
         let rules = self.rules(workspace)?;
         let previous = self.previous(workspace).await?;
         let root = workspace.to_owned();
         let margin = self.racy_margin;
-        let (manifest, _) = tokio::task::spawn_blocking(move || {
-            scan::scan(&root, previous.as_ref().map(|p| &*p.manifest), &rules, margin, &mut |_, _| Ok(()))
+        let (manifest, _, _) = tokio::task::spawn_blocking(move || {
+            scan::scan(&root, previous.as_ref().map(|p| &p.manifest), &rules, margin, &|_, _| Ok(()))
         })
         .await
         .map_err(|e| CheckpointError::Corrupt(format!("the scan stopped: {e}")))??;
@@ -459,19 +464,23 @@ impl Checkpoints {
     ) -> Result<RestoreReport, CheckpointError> {
         let current = self.current(workspace).await?;
         let plan = restore::plan(&current, target);
+        // Every object is read, decompressed and checked before anything is touched: each
+        // chunk is decompressed on a blocking thread while the store reads the next.
         let needed: Vec<String> = plan.needed().iter().map(hex).collect();
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
+        let mut unpacking = std::collections::VecDeque::new();
         let mut contents = HashMap::with_capacity(needed.len());
-        for chunk in needed.chunks(500) {
-            for (digest, data) in self.store.get_checkpoint_objects(chunk).await? {
-                let bytes = decompress(&data)?;
-                let actual = *blake3::hash(&bytes).as_bytes();
-                if hex(&actual) != digest {
-                    return Err(CheckpointError::Corrupt(format!(
-                        "object {digest} does not match its digest"
-                    )));
-                }
-                contents.insert(actual, bytes);
+        for chunk in needed.chunks(UNPACK_CHUNK) {
+            let packed = self.store.get_checkpoint_objects(chunk).await?;
+            unpacking.push_back(tokio::task::spawn_blocking(move || unpack(&packed)));
+            if unpacking.len() >= threads
+                && let Some(oldest) = unpacking.pop_front()
+            {
+                contents.extend(joined(oldest.await)?);
             }
+        }
+        for part in unpacking {
+            contents.extend(joined(part.await)?);
         }
         let root = workspace.to_owned();
         let parallel_from = self.parallel_from;
@@ -507,6 +516,45 @@ impl Checkpoints {
     }
 }
 
+/// Objects are at most this large once decompressed (a file's content is at most
+/// `max_file_bytes`); a frame that says more is decompressed as a stream.
+const MAX_OBJECT_BYTES: u64 = 1 << 30;
+
 fn decompress(data: &[u8]) -> Result<Vec<u8>, CheckpointError> {
-    zstd::stream::decode_all(data).map_err(|e| CheckpointError::Corrupt(format!("cannot decompress: {e}")))
+    let mut d = zstd::bulk::Decompressor::new()
+        .map_err(|e| CheckpointError::Corrupt(format!("cannot decompress: {e}")))?;
+    decompress_with(&mut d, data)
+}
+
+/// Decompresses one object with a reused context, straight into a buffer of its recorded size.
+fn decompress_with(d: &mut zstd::bulk::Decompressor<'_>, data: &[u8]) -> Result<Vec<u8>, CheckpointError> {
+    let bad = |e: std::io::Error| CheckpointError::Corrupt(format!("cannot decompress: {e}"));
+    match zstd::zstd_safe::get_frame_content_size(data) {
+        Ok(Some(size)) if size <= MAX_OBJECT_BYTES => d.decompress(data, size as usize).map_err(bad),
+        _ => zstd::stream::decode_all(data).map_err(bad),
+    }
+}
+
+/// The objects a restore reads from the store at once (and decompresses on one thread).
+const UNPACK_CHUNK: usize = 500;
+
+/// Decompresses objects read for a restore and checks each against its digest.
+fn unpack(objects: &[(String, Vec<u8>)]) -> Result<Vec<(Digest, Vec<u8>)>, CheckpointError> {
+    let mut d = zstd::bulk::Decompressor::new()
+        .map_err(|e| CheckpointError::Corrupt(format!("cannot decompress: {e}")))?;
+    objects
+        .iter()
+        .map(|(digest, data)| {
+            let bytes = decompress_with(&mut d, data)?;
+            let actual = *blake3::hash(&bytes).as_bytes();
+            if hex(&actual) != *digest {
+                return Err(CheckpointError::Corrupt(format!("object {digest} does not match its digest")));
+            }
+            Ok((actual, bytes))
+        })
+        .collect()
+}
+
+fn joined<T>(done: Result<Result<T, CheckpointError>, tokio::task::JoinError>) -> Result<T, CheckpointError> {
+    done.map_err(|e| CheckpointError::Corrupt(format!("decompressing stopped: {e}")))?
 }

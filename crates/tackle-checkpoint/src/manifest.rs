@@ -9,9 +9,11 @@ pub type Digest = [u8; 32];
 
 /// Hex of a digest, as the store keys objects.
 pub fn hex(digest: &Digest) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(64);
     for b in digest {
-        out.push_str(&format!("{b:02x}"));
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0xf)]));
     }
     out
 }
