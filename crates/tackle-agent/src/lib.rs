@@ -74,5 +74,6 @@ pub use failure::{TurnFailure, provider_code};
 pub use session::{LoopGuardConfig, Session, TurnInput, TurnOutcome};
 pub use tools::{
     DeferralConfig, DeferralMode, DeferredTools, DiscoveredSkills, MaskError, MaskStrategy,
-    SEARCH_RESULT_TOKENS, Skill, SkillLibrary, SkillSet, SkillSource, StepTools, ToolCatalog, ToolChange, ToolMask,
+    SEARCH_RESULT_TOKENS, Skill, SkillLibrary, SkillSet, SkillSource, StepTools, ToolCatalog, ToolChange,
+    ToolMask,
 };

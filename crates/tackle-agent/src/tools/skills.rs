@@ -454,7 +454,9 @@ impl ActivateSkill {
     ) -> Result<String, ToolFailure> {
         Err(ToolFailure::new(
             ErrorCategory::Unavailable,
-            format!("{uri} of MCP server {server} cannot be read: this build has no MCP client (feature `mcp`)"),
+            format!(
+                "{uri} of MCP server {server} cannot be read: this build has no MCP client (feature `mcp`)"
+            ),
         ))
     }
 }
