@@ -18,4 +18,7 @@
 //! let _ = Message::default();
 //! ```
 
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+#![deny(missing_docs)]
+
 pub mod anthropic;
