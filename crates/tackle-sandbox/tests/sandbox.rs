@@ -317,7 +317,10 @@ fn a_prefetched_probe_gives_the_same_backend() {
 /// control) the same connect succeeds.
 #[test]
 fn without_network_a_unix_socket_outside_the_workspace_is_unreachable() {
-    let outside = test_dir();
+    // The socket lives outside `/tmp` (which the namespaces backend replaces with a private
+    // one) so that the positive control can reach it wherever the checkout lives, and in a
+    // short path (a socket path has at most 107 bytes).
+    let outside = tempfile::tempdir_in("/var/tmp").expect("/var/tmp must exist and be writable (FHS)");
     let path = outside.path().join("service.sock");
     let _listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
     let script = format!(
