@@ -96,6 +96,24 @@ def main():
 
         report(f"{dump['ranker']} x WordLlama, lexical share {share}", hybrid)
 
+    # How many first-place misses are near-duplicates of a relevant tool (the pooled catalogue
+    # holds several tools for the same job): name and description words, Jaccard >= 0.5.
+    def words(tool):
+        text = split_name(tool["name"]) + " " + (tool.get("description") or "")
+        return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) > 2}
+
+    vocab = [words(t) for t in data["tools"]]
+    misses = near = 0
+    for r in rows:
+        relevant = {index[n] for n in r["relevant"]}
+        top = index[r["hits"][0][0]] if r["hits"] else None
+        if top in relevant:
+            continue
+        misses += 1
+        if top is not None and max(len(vocab[top] & vocab[x]) / max(len(vocab[top] | vocab[x]), 1) for x in relevant) >= 0.5:
+            near += 1
+    print(f"\n{dump['ranker']}: {misses} requests with a wrong first result; {near} of them a near-duplicate of a relevant tool")
+
 
 if __name__ == "__main__":
     main()
