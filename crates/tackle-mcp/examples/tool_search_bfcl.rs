@@ -8,6 +8,9 @@
 //! over every request, index build time and the index's heap size.
 //! `tool_search_bfcl DATA.json --tune` reruns the weight search on the tuning half only and
 //! reports the best weights on both halves.
+//! `tool_search_bfcl DATA.json --dump OUT.json` writes the shipped ranker's best 100 tools (with
+//! their scores) for every request, so that other rankers can be tried on top of it
+//! (`bench/tool-search/embedding_probe.py`).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -24,10 +27,24 @@ const BUILDS: usize = 30;
 fn main() {
     let mut args = std::env::args().skip(1);
     let Some(path) = args.next() else {
-        eprintln!("usage: tool_search_bfcl DATA.json [--tune]  (bench/tool-search/run.sh makes DATA.json)");
+        eprintln!(
+            "usage: tool_search_bfcl DATA.json [--tune | --dump OUT.json]  (bench/tool-search/run.sh makes DATA.json)"
+        );
         std::process::exit(2);
     };
-    let tune = args.next().as_deref() == Some("--tune");
+    let mode = args.next();
+    let tune = mode.as_deref() == Some("--tune");
+    let dump = if mode.as_deref() == Some("--dump") {
+        match args.next() {
+            Some(out) => Some(out),
+            None => {
+                eprintln!("--dump needs the file to write: tool_search_bfcl DATA.json --dump OUT.json");
+                std::process::exit(2);
+            }
+        }
+    } else {
+        None
+    };
     let data: Bfcl = match std::fs::read(&path).map_err(|e| e.to_string()).and_then(|bytes| {
         serde_json::from_slice(&bytes).map_err(|e| format!("{path} is not bfcl.py export output: {e}"))
     }) {
@@ -57,6 +74,13 @@ fn main() {
     );
     if tune {
         search_weights(&specs, &queries);
+        return;
+    }
+    if let Some(out) = dump {
+        if let Err(e) = dump_rankings(&specs, &queries, &out) {
+            eprintln!("cannot write {out}: {e}");
+            std::process::exit(1);
+        }
         return;
     }
     // The hybrid ranker's word table is parsed once per process, on the first hybrid index.
@@ -103,6 +127,26 @@ fn main() {
         let r = recall(&index, queries.iter().filter(|q| q.source.category == category));
         println!("| {category} | {} | {:.3} | {:.3} |", r.queries, r.at1, r.at5);
     }
+}
+
+/// The shipped ranker's best 100 tools for every request, as JSON: `names` (the catalogue in
+/// index order) and one row per request (`id`, `category`, `relevant`, `hits` as [name, score]).
+fn dump_rankings(specs: &[ToolSpec], queries: &[Query], out: &str) -> std::io::Result<()> {
+    let index = ToolSearchIndex::new(specs);
+    let rows: Vec<serde_json::Value> = queries
+        .iter()
+        .map(|q| {
+            serde_json::json!({
+                "id": q.source.id,
+                "category": q.source.category,
+                "relevant": q.relevant,
+                "hits": index.search(&q.source.query, 100),
+            })
+        })
+        .collect();
+    let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+    let json = serde_json::json!({ "ranker": Ranker::default().to_string(), "names": names, "rows": rows });
+    std::fs::write(out, serde_json::to_vec(&json)?)
 }
 
 struct Query<'a> {
