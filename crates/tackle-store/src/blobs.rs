@@ -60,7 +60,7 @@ pub struct NewBlob<'a> {
     pub ttl: Duration,
 }
 
-fn meta(row: &impl DbRow) -> Result<BlobMeta, StoreError> {
+fn meta(row: &(impl DbRow + ?Sized)) -> Result<BlobMeta, StoreError> {
     Ok(BlobMeta {
         locator: row.try_get("locator")?,
         session_id: row.try_get("session_id")?,

@@ -3,11 +3,10 @@
 //! bytes) and, per session and turn, the manifest of the workspace before that turn
 //! (`checkpoints`).
 
-use rusqlite::ToSql;
 use serde_json::Value;
 
 use crate::db::{Db, DbRow, now_ms, on_db, session_fk};
-use crate::writer;
+use crate::sql::{self, Conn, PgConn, Query, SqliteConn};
 use crate::{Store, StoreError};
 
 /// An object to store: its digest (hex), its raw size and its compressed bytes.
@@ -57,7 +56,7 @@ const INSERT_OBJECT: &str =
     "INSERT INTO checkpoint_objects (digest, size, data, created_at) VALUES ($1, $2, $3, $4)
      ON CONFLICT (digest) DO NOTHING";
 
-fn record(row: &impl DbRow) -> Result<CheckpointRecord, StoreError> {
+fn record(row: &(impl DbRow + ?Sized)) -> Result<CheckpointRecord, StoreError> {
     Ok(CheckpointRecord {
         session_id: row.try_get("session_id")?,
         turn: row.try_get("turn")?,
@@ -73,6 +72,18 @@ fn placeholders(n: usize) -> String {
     (1..=n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
 }
 
+/// Runs each insert of [`Store::put_checkpoint_objects`] (with its object's stored size);
+/// returns the bytes of the objects that were new.
+async fn put_objects(conn: &mut impl Conn, inserts: &[(Query, u64)]) -> Result<u64, StoreError> {
+    let mut added = 0u64;
+    for (insert, len) in inserts {
+        if conn.execute(insert).await? > 0 {
+            added += len;
+        }
+    }
+    Ok(added)
+}
+
 impl Store {
     /// Stores objects not stored yet (in one transaction); returns the compressed bytes added.
     pub async fn put_checkpoint_objects(&self, objects: Vec<CheckpointObject>) -> Result<u64, StoreError> {
@@ -80,37 +91,23 @@ impl Store {
             return Ok(0);
         }
         let now = now_ms();
+        let inserts: Vec<(Query, u64)> = objects
+            .into_iter()
+            .map(|o| {
+                let len = o.data.len() as u64;
+                (Query::new(INSERT_OBJECT).bind(o.digest).bind(o.size).bind(o.data).bind(now), len)
+            })
+            .collect();
         match &self.db {
             Db::Sqlite(sqlite) => {
                 sqlite
                     .writer
-                    .transaction(move |tx| {
-                        let mut added = 0u64;
-                        for o in &objects {
-                            let params: [&dyn ToSql; 4] = [&o.digest, &o.size, &o.data, &now];
-                            if writer::execute(tx, INSERT_OBJECT, &params)? > 0 {
-                                added += o.data.len() as u64;
-                            }
-                        }
-                        Ok(added)
-                    })
+                    .transaction(move |tx| sql::ready(put_objects(&mut SqliteConn(tx), &inserts)))
                     .await
             }
             Db::Postgres(pool) => {
                 let mut tx = pool.begin().await?;
-                let mut added = 0u64;
-                for o in &objects {
-                    let done = sqlx::query(INSERT_OBJECT)
-                        .bind(&o.digest)
-                        .bind(o.size)
-                        .bind(&o.data)
-                        .bind(now)
-                        .execute(&mut *tx)
-                        .await?;
-                    if done.rows_affected() > 0 {
-                        added += o.data.len() as u64;
-                    }
-                }
+                let added = put_objects(&mut PgConn(&mut tx), &inserts).await?;
                 tx.commit().await?;
                 Ok(added)
             }

@@ -38,10 +38,12 @@ mod frames;
 mod history;
 mod leases;
 mod messages;
+mod readers;
 mod responses;
 mod runner;
 mod sessions;
 mod snapshots;
+mod sql;
 mod state;
 mod steps;
 mod todos;
@@ -150,6 +152,7 @@ impl Store {
         match &self.db {
             db::Db::Sqlite(sqlite) => {
                 sqlite.writer.close().await;
+                sqlite.readers.close();
                 sqlite.pool.close().await;
             }
             db::Db::Postgres(pool) => pool.close().await,
