@@ -1,9 +1,9 @@
 //! Opening the database: the two backends, pragmas, pools, embedded migrations.
 //!
 //! Every query is written once, in SQL both backends accept (`$1` parameters, `ON CONFLICT`,
-//! `RETURNING`, `"user"` quoted), and [`on_db!`] runs it on whichever pool the store holds. The
-//! schema is the same on both, created by migrations with the same versions; only the dialect of
-//! the DDL differs (`migrations/` for SQLite, `migrations/postgres/` for PostgreSQL).
+//! `RETURNING`, `"user"` quoted), as a [`Query`] run through [`Db`]'s methods or, for statements
+//! that run together, [`transaction!`] (see `sql.rs`). The schema is the same on both, created
+//! by migrations with the same versions; only the dialect of the DDL differs (`migrations/` for SQLite, `migrations/postgres/` for PostgreSQL).
 
 use std::borrow::Cow;
 use std::path::Path;
@@ -215,22 +215,6 @@ macro_rules! transaction {
 }
 pub(crate) use transaction;
 
-/// Runs `$body` with `$pool` bound to the store's sqlx pool, whichever backend it is. The body
-/// is compiled once per backend, so a query that one of them cannot bind or decode fails to
-/// build. (The per-step calls match on [`Db`] instead: SQLite runs them on the writer.)
-macro_rules! on_db {
-    ($store:expr, $pool:ident => $body:expr) => {
-        match &$store.db {
-            $crate::db::Db::Sqlite(sqlite) => {
-                let $pool = &sqlite.pool;
-                $body
-            }
-            $crate::db::Db::Postgres($pool) => $body,
-        }
-    };
-}
-pub(crate) use on_db;
-
 /// Typed access to a row of any driver (see `sql.rs`); decoders take
 /// `&(impl DbRow + ?Sized)`, which `&dyn sql::Row` is.
 pub(crate) use crate::sql::RowExt as DbRow;
@@ -328,12 +312,6 @@ where
             other => return other,
         }
     }
-}
-
-/// A foreign key violation (a row for a session that does not exist) read as the session not
-/// being found; any other error as it is.
-pub(crate) fn session_fk(e: sqlx::Error, session_id: &str) -> StoreError {
-    crate::sql::no_session(StoreError::Database(e), session_id)
 }
 
 /// Milliseconds since the Unix epoch (the store's clock).

@@ -61,26 +61,6 @@ pub(crate) async fn pg_check(conn: &mut sqlx::PgConnection, epoch: &Epoch) -> Re
     found.ok_or_else(|| lost(session))
 }
 
-/// A connection of either sqlx backend that can check a fence inside its transaction.
-pub(crate) trait CheckFence {
-    /// Fails with [`StoreError::LeaseLost`] unless `epoch` holds.
-    fn check_fence(&mut self, epoch: &Epoch) -> impl Future<Output = Result<(), StoreError>> + Send;
-}
-
-impl CheckFence for sqlx::SqliteConnection {
-    async fn check_fence(&mut self, epoch: &Epoch) -> Result<(), StoreError> {
-        let Some((session, e)) = epoch else { return Ok(()) };
-        let row = sqlx::query(CHECK).bind(session).bind(e).fetch_optional(self).await?;
-        row.map(|_| ()).ok_or_else(|| lost(session))
-    }
-}
-
-impl CheckFence for sqlx::PgConnection {
-    async fn check_fence(&mut self, epoch: &Epoch) -> Result<(), StoreError> {
-        pg_check(self, epoch).await
-    }
-}
-
 impl SqliteWriter {
     /// Runs `work` on the writer: as one call when `epoch` is `None`, else in a write
     /// transaction that checks it first.
@@ -149,7 +129,7 @@ impl Store {
         }
         match &self.db {
             crate::db::Db::Sqlite(sqlite) => sqlite.writer.call(move |conn| check_on(conn, &epoch)).await,
-            crate::db::Db::Postgres(pool) => pool.acquire().await?.check_fence(&epoch).await,
+            crate::db::Db::Postgres(pool) => pg_check(&mut *pool.acquire().await?, &epoch).await,
         }
     }
 }
@@ -166,7 +146,7 @@ pub(crate) async fn pg_write<T>(
         return work(&mut conn).await;
     }
     let mut tx = pool.begin().await?;
-    tx.check_fence(epoch).await?;
+    pg_check(&mut tx, epoch).await?;
     let done = work(&mut tx).await?;
     tx.commit().await?;
     Ok(done)
