@@ -13,9 +13,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use sqlx::SqlSafeStr;
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
 
 use crate::StoreError;
 use crate::fence::{self, Epoch};
@@ -24,7 +21,7 @@ use crate::sql::{self, Query, Row};
 use crate::writer::SqliteWriter;
 
 /// The SQLite schema, embedded in the binary: version, description, SQL.
-const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
+pub(crate) const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "init", include_str!("../migrations/0001_init.sql")),
     (2, "steps", include_str!("../migrations/0002_steps.sql")),
     (3, "channels", include_str!("../migrations/0003_channels.sql")),
@@ -51,7 +48,7 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (10, "elicitations", include_str!("../migrations/postgres/0010_elicitations.sql")),
 ];
 
-fn migrator(migrations: &'static [(i64, &'static str, &'static str)]) -> Migrator {
+pub(crate) fn migrator(migrations: &'static [(i64, &'static str, &'static str)]) -> Migrator {
     let migrations = migrations
         .iter()
         .map(|(version, description, sql)| {
@@ -76,11 +73,11 @@ pub(crate) enum Db {
     Postgres(PgPool),
 }
 
-/// A SQLite store: the calls an agent makes every step run on one rusqlite connection
-/// ([`SqliteWriter`], in the calling thread when it is free); the others through sqlx's pool.
+/// A SQLite store, reached through rusqlite only: every write (and the reads an agent makes every
+/// step) on one connection ([`SqliteWriter`], in the calling thread when it is free), the other
+/// reads on a few read connections ([`SqliteReaders`]).
 #[derive(Clone)]
 pub(crate) struct SqliteDb {
-    pub(crate) pool: SqlitePool,
     pub(crate) writer: SqliteWriter,
     pub(crate) readers: SqliteReaders,
 }
@@ -228,25 +225,23 @@ pub(crate) async fn open_file(path: &Path) -> Result<SqliteDb, StoreError> {
     {
         std::fs::create_dir_all(parent)?;
     }
-    let options = SqliteConnectOptions::new()
-        .filename(path)
-        .create_if_missing(true)
-        .journal_mode(SqliteJournalMode::Wal)
-        .synchronous(SqliteSynchronous::Normal)
-        .foreign_keys(true)
-        .busy_timeout(BUSY_TIMEOUT)
-        .pragma("wal_autocheckpoint", crate::checkpoint::AUTOCHECKPOINT_PAGES.to_string());
     // SQLite has no migration lock of its own: two processes opening a fresh file at once would
     // both create the tables (one then fails), and switching a new file to WAL needs an exclusive
     // lock that SQLite refuses at once rather than waiting for. An exclusive lock on a file beside
     // the database makes openers take turns; the second finds the schema current.
     let lock = MigrationLock::acquire(path).await?;
-    let pool = SqlitePoolOptions::new().max_connections(8).connect_with(options).await?;
-    migrator(SQLITE_MIGRATIONS).run(&pool).await?;
+    let file = path.to_owned();
+    let conn = tokio::task::spawn_blocking(move || -> Result<rusqlite::Connection, StoreError> {
+        let mut conn = crate::writer::open_connection(&file, BUSY_TIMEOUT)?;
+        crate::migrate::run(&mut conn, &migrator(SQLITE_MIGRATIONS))?;
+        Ok(conn)
+    })
+    .await
+    .map_err(|e| StoreError::Io(std::io::Error::other(e)))??;
     drop(lock);
-    let writer = SqliteWriter::open(path, BUSY_TIMEOUT).await?;
+    let writer = SqliteWriter::new(conn, BUSY_TIMEOUT);
     let readers = SqliteReaders::new(path.to_owned(), BUSY_TIMEOUT);
-    Ok(SqliteDb { pool, writer, readers })
+    Ok(SqliteDb { writer, readers })
 }
 
 /// Connections a PostgreSQL store opens at most.

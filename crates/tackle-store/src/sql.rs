@@ -22,7 +22,6 @@ use std::task::{Context, Poll, Waker};
 use rusqlite::ToSql;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use sqlx::postgres::{PgArguments, PgRow, Postgres};
-use sqlx::sqlite::SqliteRow;
 use sqlx::{Decode, Row as _, TypeInfo as _, ValueRef as _};
 
 use crate::StoreError;
@@ -281,42 +280,6 @@ pub(crate) async fn pg_fetch_optional<'c, T>(
 ) -> Result<Option<T>, StoreError> {
     let row = pg_query(query).fetch_optional(conn).await?;
     row.as_ref().map(|row| decode(row)).transpose()
-}
-
-// ---------------------------------------------------------------------------------------------
-// sqlx (SQLite): read only by the calls not yet moved to rusqlite; goes with sqlx's `sqlite`
-// feature.
-
-impl Row for SqliteRow {
-    fn value(&self, column: &str) -> Result<Value<'_>, StoreError> {
-        let raw = self.try_get_raw(column)?;
-        if raw.is_null() {
-            return Ok(Value::Null);
-        }
-        // A value's type is its storage class.
-        let type_name = raw.type_info().name().to_owned();
-        Ok(match type_name.as_str() {
-            "INTEGER" => Value::Int(sqlite_decode::<i64>(raw, column)?),
-            "REAL" => Value::Real(sqlite_decode::<f64>(raw, column)?),
-            "TEXT" => Value::Text(sqlite_decode::<&str>(raw, column)?),
-            "BLOB" => Value::Blob(sqlite_decode::<&[u8]>(raw, column)?),
-            other => {
-                return Err(StoreError::Corrupt {
-                    what: "column type",
-                    detail: format!("{column} is {other}, which the store does not read"),
-                });
-            }
-        })
-    }
-}
-
-fn sqlite_decode<'r, T: Decode<'r, sqlx::Sqlite>>(
-    value: sqlx::sqlite::SqliteValueRef<'r>,
-    column: &str,
-) -> Result<T, StoreError> {
-    T::decode(value).map_err(|source| {
-        StoreError::Database(sqlx::Error::ColumnDecode { index: column.to_owned(), source })
-    })
 }
 
 // ---------------------------------------------------------------------------------------------

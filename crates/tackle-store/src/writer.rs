@@ -36,13 +36,9 @@ pub(crate) struct SqliteWriter {
 }
 
 impl SqliteWriter {
-    /// Opens `path` (already created and migrated).
-    pub(crate) async fn open(path: &std::path::Path, busy_timeout: Duration) -> Result<Self, StoreError> {
-        let path = path.to_owned();
-        let conn = tokio::task::spawn_blocking(move || open_connection(&path))
-            .await
-            .map_err(|e| StoreError::Io(std::io::Error::other(e)))??;
-        Ok(Self { conn: Arc::new(Mutex::new(Some(conn))), busy_timeout })
+    /// The writer over `conn` (opened by [`open_connection`], migrated).
+    pub(crate) fn new(conn: Connection, busy_timeout: Duration) -> Self {
+        Self { conn: Arc::new(Mutex::new(Some(conn))), busy_timeout }
     }
 
     /// Runs `work` on the connection and returns what it returned: in place when the
@@ -144,13 +140,21 @@ fn is_busy(error: &StoreError) -> bool {
     )
 }
 
-fn open_connection(path: &std::path::Path) -> Result<Connection, StoreError> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+/// Opens (creating it if needed) the database file at `path` in WAL mode, with the store's
+/// settings.
+pub(crate) fn open_connection(
+    path: &std::path::Path,
+    busy_timeout: Duration,
+) -> Result<Connection, StoreError> {
+    let flags =
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags)?;
-    // The same settings as the sqlx pool's connections (`db::open_file`); journal_mode is a
-    // property of the file, already WAL.
+    conn.busy_timeout(busy_timeout)?;
+    // WAL is a property of the file (set once, by the first opener, under the migration lock);
+    // the others are per connection.
     conn.execute_batch(&format!(
-        "PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = {};",
+        "PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;
+         PRAGMA wal_autocheckpoint = {};",
         crate::checkpoint::AUTOCHECKPOINT_PAGES
     ))?;
     conn.set_prepared_statement_cache_capacity(64);

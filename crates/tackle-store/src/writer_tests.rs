@@ -8,6 +8,26 @@ async fn open(dir: &tempfile::TempDir) -> SqliteDb {
     open_file(&dir.path().join("w.db")).await.unwrap()
 }
 
+/// Another connection to the same file (another process, say), waiting up to 10 s for locks.
+fn other(dir: &tempfile::TempDir) -> rusqlite::Connection {
+    let conn = rusqlite::Connection::open(dir.path().join("w.db")).unwrap();
+    conn.busy_timeout(Duration::from_secs(10)).unwrap();
+    conn
+}
+
+/// `SELECT COUNT(*), SUM(x) FROM t`, on a read connection.
+async fn count_and_sum(db: &SqliteDb) -> (i64, i64) {
+    db.readers
+        .call(|conn| {
+            let query = Query::new("SELECT COUNT(*) AS n, COALESCE(SUM(x), 0) AS s FROM t");
+            let row =
+                sqlite_fetch_optional(conn, &query, |r| Ok((r.try_get::<i64>("n")?, r.try_get::<i64>("s")?)));
+            Ok(row?.unwrap_or_default())
+        })
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn numbered_parameters_bind_by_number_wherever_they_appear() {
     let dir = tempfile::tempdir().unwrap();
@@ -31,7 +51,7 @@ async fn numbered_parameters_bind_by_number_wherever_they_appear() {
 }
 
 #[tokio::test]
-async fn what_the_writer_commits_the_pool_reads_at_once() {
+async fn what_the_writer_commits_the_readers_read_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(&dir).await;
     db.writer
@@ -41,8 +61,7 @@ async fn what_the_writer_commits_the_pool_reads_at_once() {
         })
         .await
         .unwrap();
-    let row: (i64,) = sqlx::query_as("SELECT x FROM t").fetch_one(&db.pool).await.unwrap();
-    assert_eq!(row.0, 7);
+    assert_eq!(count_and_sum(&db).await, (1, 7));
 }
 
 #[tokio::test]
@@ -68,7 +87,9 @@ async fn a_panicking_call_fails_alone_and_rolls_its_transaction_back() {
         .await
         .unwrap();
     assert_eq!(n, Some(0));
-    sqlx::query("INSERT INTO t (x) VALUES (2)").execute(&db.pool).await.unwrap();
+    let other = other(&dir);
+    other.busy_timeout(Duration::ZERO).unwrap();
+    other.execute_batch("INSERT INTO t (x) VALUES (2)").unwrap();
 }
 
 /// A call that finds the connection taken waits for it on a blocking thread; if its caller
@@ -107,30 +128,29 @@ async fn a_call_whose_caller_gave_up_still_commits() {
     assert!(landed.is_ok(), "the abandoned call never committed");
 }
 
-/// The pool holds the write lock across an await on a one-thread runtime: the call finds the
-/// lock busy at once, waits for it on a blocking thread (never blocking the runtime, which
-/// must run the pool's transaction to its commit), and both commit.
+/// Another connection holds the write lock while a one-thread runtime goes on: the call finds
+/// the lock busy at once, waits for it on a blocking thread (never blocking the runtime, which
+/// must go on to let the other connection commit), and both commit.
 #[tokio::test(flavor = "current_thread")]
 async fn a_busy_lock_never_blocks_the_runtime() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(&dir).await;
     db.writer.call(|conn| sqlite_execute(conn, &Query::new("CREATE TABLE t (x INTEGER)"))).await.unwrap();
-    let mut tx = db.pool.begin_with("BEGIN IMMEDIATE").await.unwrap();
-    sqlx::query("INSERT INTO t (x) VALUES (1)").execute(&mut *tx).await.unwrap();
+    let holder = other(&dir);
+    holder.execute_batch("BEGIN IMMEDIATE; INSERT INTO t (x) VALUES (1);").unwrap();
     let writer = db.writer.clone();
     let waiting = tokio::spawn(async move {
         writer.call(|conn| sqlite_execute(conn, &Query::new("INSERT INTO t (x) VALUES (2)"))).await
     });
     tokio::time::sleep(Duration::from_millis(50)).await;
-    assert!(!waiting.is_finished(), "the call got the write lock the pool holds");
-    tx.commit().await.unwrap();
+    assert!(!waiting.is_finished(), "the call got the write lock another connection holds");
+    holder.execute_batch("COMMIT").unwrap();
     waiting.await.unwrap().unwrap();
-    let row: (i64,) = sqlx::query_as("SELECT SUM(x) FROM t").fetch_one(&db.pool).await.unwrap();
-    assert_eq!(row.0, 3);
+    assert_eq!(count_and_sum(&db).await, (2, 3));
 }
 
-/// Many tasks on several threads write at once, the pool too (holding the lock across
-/// awaits): every call lands once, whichever path it took.
+/// Many tasks on several threads write at once, another connection too: every call lands once,
+/// whichever path it took.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_calls_all_land_once() {
     let dir = tempfile::tempdir().unwrap();
@@ -142,13 +162,19 @@ async fn concurrent_calls_all_land_once() {
     let tasks: Vec<_> = (0..400i64)
         .map(|i| {
             let writer = db.writer.clone();
-            let pool = db.pool.clone();
+            let path = dir.path().join("w.db");
             tokio::spawn(async move {
                 if i % 10 == 0 {
-                    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.unwrap();
-                    sqlx::query("INSERT INTO t (x) VALUES ($1)").bind(i).execute(&mut *tx).await.unwrap();
-                    tokio::task::yield_now().await;
-                    tx.commit().await.unwrap();
+                    tokio::task::spawn_blocking(move || {
+                        let conn = rusqlite::Connection::open(path).unwrap();
+                        conn.busy_timeout(Duration::from_secs(10)).unwrap();
+                        conn.execute_batch(&format!(
+                            "BEGIN IMMEDIATE; INSERT INTO t (x) VALUES ({i}); COMMIT;"
+                        ))
+                        .unwrap();
+                    })
+                    .await
+                    .unwrap();
                 } else {
                     writer
                         .call(move |conn| {
@@ -167,8 +193,7 @@ async fn concurrent_calls_all_land_once() {
     for t in tasks {
         t.await.unwrap();
     }
-    let row: (i64, i64) = sqlx::query_as("SELECT COUNT(*), SUM(x) FROM t").fetch_one(&db.pool).await.unwrap();
-    assert_eq!(row, (400, (0..400).sum()));
+    assert_eq!(count_and_sum(&db).await, (400, (0..400).sum()));
 }
 
 #[tokio::test]
