@@ -4,7 +4,8 @@
 
 use serde_json::Value;
 
-use crate::db::{DbRow, on_db};
+use crate::db::DbRow;
+use crate::sql::{Query, Row};
 use crate::{Store, StoreError, now_ms};
 
 /// A tool call waiting for a person's decision.
@@ -38,69 +39,41 @@ pub struct ApprovalDecisionRecord {
 impl Store {
     /// Records a request this process waits on.
     pub async fn put_approval(&self, approval: &StoredApproval) -> Result<(), StoreError> {
-        on_db!(self, pool => {
-            sqlx::query(
-                "INSERT INTO approvals (id, session_id, call_id, tool, args, rule, runner, created_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
-            )
-            .bind(&approval.id)
-            .bind(&approval.session_id)
-            .bind(&approval.call_id)
-            .bind(&approval.tool)
-            .bind(serde_json::to_string(&approval.args)?)
-            .bind(&approval.rule)
-            .bind(crate::runner::current_id())
-            .bind(now_ms())
-            .execute(pool)
-            .await?;
-            Ok(())
-        })
+        let query = Query::new(
+            "INSERT INTO approvals (id, session_id, call_id, tool, args, rule, runner, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
+        )
+        .bind(&approval.id)
+        .bind(&approval.session_id)
+        .bind(&approval.call_id)
+        .bind(&approval.tool)
+        .bind(serde_json::to_string(&approval.args)?)
+        .bind(&approval.rule)
+        .bind(crate::runner::current_id())
+        .bind(now_ms());
+        self.db.execute(None, query).await?;
+        Ok(())
     }
 
     /// Undecided approvals of `session_id`'s live turn, oldest first.
     pub async fn pending_approvals(&self, session_id: &str) -> Result<Vec<StoredApproval>, StoreError> {
-        on_db!(self, pool => {
-            let rows = sqlx::query(
-                "SELECT a.id, a.session_id, a.call_id, a.tool, a.args, a.rule, s.runner, s.lease_until
-                 FROM approvals a JOIN sessions s ON s.id = a.session_id
-                 WHERE a.session_id = $1 AND a.approved IS NULL AND s.status = 'running' AND s.runner = a.runner
-                 ORDER BY a.created_at, a.id",
-            )
-            .bind(session_id)
-            .fetch_all(pool)
-            .await?;
-            let now = now_ms();
-            let mut out = Vec::with_capacity(rows.len());
-            for row in &rows {
-                // Requests of a turn whose instance died wait for nobody.
-                if !crate::sessions::turn_alive(row.try_get("runner")?, row.try_get("lease_until")?, now) {
-                    continue;
-                }
-                out.push(StoredApproval {
-                    id: row.try_get("id")?,
-                    session_id: row.try_get("session_id")?,
-                    call_id: row.try_get("call_id")?,
-                    tool: row.try_get("tool")?,
-                    args: serde_json::from_str(row.try_get::<&str>("args")?)?,
-                    rule: row.try_get("rule")?,
-                });
-            }
-            Ok(out)
-        })
+        let query = Query::new(
+            "SELECT a.id, a.session_id, a.call_id, a.tool, a.args, a.rule, s.runner, s.lease_until
+             FROM approvals a JOIN sessions s ON s.id = a.session_id
+             WHERE a.session_id = $1 AND a.approved IS NULL AND s.status = 'running' AND s.runner = a.runner
+             ORDER BY a.created_at, a.id",
+        )
+        .bind(session_id);
+        let rows = self.db.read_all(query, |row| Ok((pending(row)?, alive(row, now_ms())?))).await?;
+        // Requests of a turn whose instance died wait for nobody.
+        Ok(rows.into_iter().filter(|(_, alive)| *alive).map(|(approval, _)| approval).collect())
     }
 
     /// The session of an undecided approval, if there is one with this id.
     pub async fn approval_session(&self, id: &str) -> Result<Option<String>, StoreError> {
-        on_db!(self, pool => {
-            let row = sqlx::query("SELECT session_id FROM approvals WHERE id = $1 AND approved IS NULL")
-                .bind(id)
-                .fetch_optional(pool)
-                .await?;
-            Ok(match row {
-                Some(row) => Some(row.try_get("session_id")?),
-                None => None,
-            })
-        })
+        let query =
+            Query::new("SELECT session_id FROM approvals WHERE id = $1 AND approved IS NULL").bind(id);
+        self.db.read_optional(query, |r| r.try_get::<String>("session_id")).await
     }
 
     /// Records a decision for whichever instance waits on it; false when the approval is not
@@ -111,45 +84,52 @@ impl Store {
         approved: bool,
         reason: Option<&str>,
     ) -> Result<bool, StoreError> {
-        on_db!(self, pool => {
-            let n = sqlx::query(
-                "UPDATE approvals SET approved = $1, reason = $2, decided_at = $3 WHERE id = $4 AND approved IS NULL",
-            )
-            .bind(i64::from(approved))
-            .bind(reason)
-            .bind(now_ms())
-            .bind(id)
-            .execute(pool)
-            .await?
-            .rows_affected();
-            Ok(n == 1)
-        })
+        let query = Query::new(
+            "UPDATE approvals SET approved = $1, reason = $2, decided_at = $3 WHERE id = $4 AND approved IS NULL",
+        )
+        .bind(i64::from(approved))
+        .bind(reason)
+        .bind(now_ms())
+        .bind(id);
+        Ok(self.db.execute(None, query).await? == 1)
     }
 
     /// Decisions recorded for approvals this process waits on.
     pub async fn decided_approvals(&self) -> Result<Vec<ApprovalDecisionRecord>, StoreError> {
-        on_db!(self, pool => {
-            let rows = sqlx::query("SELECT id, approved, reason FROM approvals WHERE runner = $1 AND approved IS NOT NULL")
-                .bind(crate::runner::current_id())
-                .fetch_all(pool)
-                .await?;
-            rows.iter()
-                .map(|r| {
-                    Ok(ApprovalDecisionRecord {
-                        id: r.try_get("id")?,
-                        approved: r.try_get::<i64>("approved")? != 0,
-                        reason: r.try_get("reason")?,
-                    })
+        let query = Query::new(
+            "SELECT id, approved, reason FROM approvals WHERE runner = $1 AND approved IS NOT NULL",
+        )
+        .bind(crate::runner::current_id());
+        self.db
+            .read_all(query, |r| {
+                Ok(ApprovalDecisionRecord {
+                    id: r.try_get("id")?,
+                    approved: r.try_get::<i64>("approved")? != 0,
+                    reason: r.try_get("reason")?,
                 })
-                .collect()
-        })
+            })
+            .await
     }
 
     /// Forgets an approval (decided, or its call ended).
     pub async fn delete_approval(&self, id: &str) -> Result<(), StoreError> {
-        on_db!(self, pool => {
-            sqlx::query("DELETE FROM approvals WHERE id = $1").bind(id).execute(pool).await?;
-            Ok(())
-        })
+        self.db.execute(None, Query::new("DELETE FROM approvals WHERE id = $1").bind(id)).await?;
+        Ok(())
     }
+}
+
+fn pending(row: &dyn Row) -> Result<StoredApproval, StoreError> {
+    Ok(StoredApproval {
+        id: row.try_get("id")?,
+        session_id: row.try_get("session_id")?,
+        call_id: row.try_get("call_id")?,
+        tool: row.try_get("tool")?,
+        args: serde_json::from_str(row.try_get::<&str>("args")?)?,
+        rule: row.try_get("rule")?,
+    })
+}
+
+/// Whether the turn that asked still runs (its instance is alive), at `now`.
+pub(crate) fn alive(row: &dyn Row, now: i64) -> Result<bool, StoreError> {
+    Ok(crate::sessions::turn_alive(row.try_get("runner")?, row.try_get("lease_until")?, now))
 }

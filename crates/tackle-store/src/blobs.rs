@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
-use crate::db::{DbRow, on_db, session_fk};
+use crate::db::DbRow;
+use crate::sql::{Query, no_session};
 use serde::{Deserialize, Serialize};
 
 use crate::db::now_ms;
-use crate::fence::CheckFence;
 use crate::frames;
 use crate::{Store, StoreError};
 
@@ -60,7 +60,7 @@ pub struct NewBlob<'a> {
     pub ttl: Duration,
 }
 
-fn meta(row: &impl DbRow) -> Result<BlobMeta, StoreError> {
+fn meta(row: &(impl DbRow + ?Sized)) -> Result<BlobMeta, StoreError> {
     Ok(BlobMeta {
         locator: row.try_get("locator")?,
         session_id: row.try_get("session_id")?,
@@ -191,105 +191,81 @@ impl Store {
         };
         let ttl_ms = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
         let meta = BlobMeta { expires_at: meta.created_at.saturating_add(ttl_ms), ..meta };
-        on_db!(self, pool => {
-            let mut tx = pool.begin().await?;
-            sqlx::query(
-                "INSERT INTO blobs (locator, session_id, tool, call_id, digest, raw_bytes, lines, data, created_at, expires_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-            )
-            .bind(&meta.locator)
-            .bind(session_id)
-            .bind(tool)
-            .bind(call_id)
-            .bind(&meta.digest)
-            .bind(i64::try_from(meta.raw_bytes).unwrap_or(i64::MAX))
-            .bind(i64::try_from(meta.lines).unwrap_or(i64::MAX))
-            .bind(&compressed)
-            .bind(meta.created_at)
-            .bind(meta.expires_at)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| session_fk(e, session_id))?;
-            tx.check_fence(&self.epoch_for(session_id)).await?;
-            tx.commit().await?;
-            // The row holds exactly these values; reading them back would cost a query.
-            Ok(meta)
-        })
+        let query = Query::new(
+            "INSERT INTO blobs (locator, session_id, tool, call_id, digest, raw_bytes, lines, data, created_at, expires_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        )
+        .bind(&meta.locator)
+        .bind(session_id)
+        .bind(tool)
+        .bind(call_id)
+        .bind(&meta.digest)
+        .bind(i64::try_from(meta.raw_bytes).unwrap_or(i64::MAX))
+        .bind(i64::try_from(meta.lines).unwrap_or(i64::MAX))
+        .bind(compressed)
+        .bind(meta.created_at)
+        .bind(meta.expires_at);
+        self.db.execute(self.epoch_for(session_id), query).await.map_err(|e| no_session(e, session_id))?;
+        // The row holds exactly these values; reading them back would cost a query.
+        Ok(meta)
     }
 
     /// The session a locator belongs to, for a local client that owns every session
     /// (`tackle results show`). Servers must use [`Store::get_blob`] with the caller's session.
     pub async fn blob_session(&self, locator: &str) -> Result<String, StoreError> {
-        on_db!(self, pool => {
-            let row = sqlx::query("SELECT session_id FROM blobs WHERE locator = $1")
-                .bind(locator)
-                .fetch_optional(pool)
-                .await?
-                .ok_or_else(|| StoreError::not_found("locator", locator))?;
-            Ok(row.try_get("session_id")?)
-        })
+        let query = Query::new("SELECT session_id FROM blobs WHERE locator = $1").bind(locator);
+        let session = self.db.read_optional(query, |r| r.try_get::<String>("session_id")).await?;
+        session.ok_or_else(|| StoreError::not_found("locator", locator))
     }
 
     /// Metadata of a stored output, even after it expired.
     pub async fn blob_meta(&self, session_id: &str, locator: &str) -> Result<BlobMeta, StoreError> {
-        on_db!(self, pool => {
-            let row = sqlx::query(
-                "SELECT locator, session_id, tool, call_id, digest, raw_bytes, lines, created_at, expires_at
-                 FROM blobs WHERE locator = $1 AND session_id = $2",
-            )
-            .bind(locator)
-            .bind(session_id)
-            .fetch_optional(pool)
-            .await?
-            // Another session's locator is reported exactly like a missing one.
-            .ok_or_else(|| StoreError::not_found("locator", locator))?;
-            meta(&row)
-        })
+        let query = Query::new(
+            "SELECT locator, session_id, tool, call_id, digest, raw_bytes, lines, created_at, expires_at
+             FROM blobs WHERE locator = $1 AND session_id = $2",
+        )
+        .bind(locator)
+        .bind(session_id);
+        let meta = self.db.read_optional(query, |r| meta(r)).await?;
+        // Another session's locator is reported exactly like a missing one.
+        meta.ok_or_else(|| StoreError::not_found("locator", locator))
     }
 
     /// The stored output, byte-exact. A locator of another session is not found; an expired
     /// one is [`StoreError::Expired`]; data that does not match its digest is corrupt.
     pub async fn get_blob(&self, session_id: &str, locator: &str) -> Result<Blob, StoreError> {
-        on_db!(self, pool => {
-            let row = sqlx::query(
-                "SELECT locator, session_id, tool, call_id, digest, raw_bytes, lines, created_at, expires_at, data
-                 FROM blobs WHERE locator = $1 AND session_id = $2",
-            )
-            .bind(locator)
-            .bind(session_id)
-            .fetch_optional(pool)
-            .await?
-            .ok_or_else(|| StoreError::not_found("locator", locator))?;
-            let meta = meta(&row)?;
-            let data: Option<Vec<u8>> = row.try_get("data")?;
-            let data = match data {
-                Some(d) if meta.expires_at > now_ms() => d,
-                _ => return Err(StoreError::Expired { locator: meta.locator, expired_at: meta.expires_at }),
-            };
-            let capacity = usize::try_from(meta.raw_bytes).unwrap_or(0);
-            let raw = frames::decompress(&data, capacity)
-                .map_err(|e| StoreError::Corrupt { what: "output", detail: format!("{locator}: {e}") })?;
-            // Frames written with checksums were verified while decoding (cheaper than hashing the
-            // whole output again); older blobs are checked against their digest.
-            if !frames::has_checksums(&data) && blake3::hash(&raw).to_hex().as_str() != meta.digest {
-                return Err(StoreError::Corrupt {
-                    what: "output",
-                    detail: format!("{locator}: digest mismatch"),
-                });
-            }
-            Ok(Blob { meta, data: raw })
-        })
+        let query = Query::new(
+            "SELECT locator, session_id, tool, call_id, digest, raw_bytes, lines, created_at, expires_at, data
+             FROM blobs WHERE locator = $1 AND session_id = $2",
+        )
+        .bind(locator)
+        .bind(session_id);
+        let row =
+            self.db.read_optional(query, |r| Ok((meta(r)?, r.try_get::<Option<Vec<u8>>>("data")?))).await?;
+        let (meta, data) = row.ok_or_else(|| StoreError::not_found("locator", locator))?;
+        let data = match data {
+            Some(d) if meta.expires_at > now_ms() => d,
+            _ => return Err(StoreError::Expired { locator: meta.locator, expired_at: meta.expires_at }),
+        };
+        let capacity = usize::try_from(meta.raw_bytes).unwrap_or(0);
+        let raw = frames::decompress(&data, capacity)
+            .map_err(|e| StoreError::Corrupt { what: "output", detail: format!("{locator}: {e}") })?;
+        // Frames written with checksums were verified while decoding (cheaper than hashing the
+        // whole output again); older blobs are checked against their digest.
+        if !frames::has_checksums(&data) && blake3::hash(&raw).to_hex().as_str() != meta.digest {
+            return Err(StoreError::Corrupt {
+                what: "output",
+                detail: format!("{locator}: digest mismatch"),
+            });
+        }
+        Ok(Blob { meta, data: raw })
     }
 
     /// Removes the data of outputs expired at `now_ms`, keeping their metadata so a later read
     /// says "expired" rather than "not found". Returns how many were purged.
     pub async fn purge_expired(&self, now_ms: i64) -> Result<u64, StoreError> {
-        on_db!(self, pool => {
-            let done = sqlx::query("UPDATE blobs SET data = NULL WHERE expires_at <= $1 AND data IS NOT NULL")
-                .bind(now_ms)
-                .execute(pool)
-                .await?;
-            Ok(done.rows_affected())
-        })
+        let query = Query::new("UPDATE blobs SET data = NULL WHERE expires_at <= $1 AND data IS NOT NULL")
+            .bind(now_ms);
+        self.db.execute(None, query).await
     }
 }

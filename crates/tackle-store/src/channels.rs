@@ -7,7 +7,8 @@
 //! crash, `queued` updates are handled as if just received, and `running` ones are never started
 //! again (the person is told instead).
 
-use crate::db::{DbRow, on_db, session_fk};
+use crate::db::{DbRow, transaction};
+use crate::sql::{Conn, Query, no_session};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -82,7 +83,7 @@ pub struct InboxItem {
 }
 
 impl InboxItem {
-    fn from_row(row: &impl DbRow) -> Result<Self, StoreError> {
+    fn from_row(row: &(impl DbRow + ?Sized)) -> Result<Self, StoreError> {
         Ok(Self {
             channel: row.try_get("channel")?,
             update_id: row.try_get("update_id")?,
@@ -120,12 +121,11 @@ impl Store {
         updates: &[NewInboxItem],
         next_offset: Option<i64>,
     ) -> Result<Vec<i64>, StoreError> {
-        on_db!(self, pool => {
-            let now = now_ms();
-            let mut tx = pool.begin().await?;
-            let mut new = Vec::with_capacity(updates.len());
-            for u in updates {
-                let inserted = sqlx::query(
+        let now = now_ms();
+        let inserts = updates
+            .iter()
+            .map(|u| {
+                let query = Query::new(
                     "INSERT INTO channel_inbox (channel, update_id, chat, payload, state, received_at)
                      VALUES ($1, $2, $3, $4, 'queued', $5) ON CONFLICT (channel, update_id) DO NOTHING",
                 )
@@ -133,29 +133,32 @@ impl Store {
                 .bind(u.update_id)
                 .bind(&u.chat)
                 .bind(serde_json::to_string(&u.payload)?)
-                .bind(now)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-                if inserted > 0 {
-                    new.push(u.update_id);
-                }
-            }
-            if let Some(offset) = next_offset {
-                // Offsets only move forward, whatever order concurrent writers commit in.
-                sqlx::query(
-                    "INSERT INTO channel_state (channel, key, value, updated_at) VALUES ($1, $2, $3, $4)
+                .bind(now);
+                Ok((u.update_id, query))
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        // Offsets only move forward, whatever order concurrent writers commit in.
+        let offset = next_offset.map(|offset| {
+            Query::new(
+                "INSERT INTO channel_state (channel, key, value, updated_at) VALUES ($1, $2, $3, $4)
                  ON CONFLICT (channel, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
                  WHERE CAST(excluded.value AS INTEGER) > CAST(channel_state.value AS INTEGER)",
-                )
-                .bind(channel)
-                .bind(OFFSET_KEY)
-                .bind(offset.to_string())
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
+            )
+            .bind(channel)
+            .bind(OFFSET_KEY)
+            .bind(offset.to_string())
+            .bind(now)
+        });
+        transaction!(&self.db, None, |conn| {
+            let mut new = Vec::with_capacity(inserts.len());
+            for (update_id, insert) in &inserts {
+                if conn.execute(insert).await? > 0 {
+                    new.push(*update_id);
+                }
             }
-            tx.commit().await?;
+            if let Some(offset) = &offset {
+                conn.execute(offset).await?;
+            }
             Ok(new)
         })
     }
@@ -167,63 +170,47 @@ impl Store {
 
     /// Updates not handled yet (queued and running), in `update_id` order.
     pub async fn open_channel_updates(&self, channel: &str) -> Result<Vec<InboxItem>, StoreError> {
-        on_db!(self, pool => {
-            let rows = sqlx::query(
-                "SELECT channel, update_id, chat, payload, state, received_at FROM channel_inbox
-                 WHERE channel = $1 AND state IN ('queued', 'running') ORDER BY update_id",
-            )
-            .bind(channel)
-            .fetch_all(pool)
-            .await?;
-            rows.iter().map(InboxItem::from_row).collect()
-        })
+        let query = Query::new(
+            "SELECT channel, update_id, chat, payload, state, received_at FROM channel_inbox
+             WHERE channel = $1 AND state IN ('queued', 'running') ORDER BY update_id",
+        )
+        .bind(channel);
+        self.db.read_all(query, |r| InboxItem::from_row(r)).await
     }
 
     /// Marks a queued update running. False when it is not queued (started before, or unknown):
     /// the caller must not act on it.
     pub async fn start_channel_update(&self, channel: &str, update_id: i64) -> Result<bool, StoreError> {
-        on_db!(self, pool => {
-            let n = sqlx::query(
-                "UPDATE channel_inbox SET state = 'running', started_at = $1
-                 WHERE channel = $2 AND update_id = $3 AND state = 'queued'",
-            )
-            .bind(now_ms())
-            .bind(channel)
-            .bind(update_id)
-            .execute(pool)
-            .await?
-            .rows_affected();
-            Ok(n == 1)
-        })
+        let query = Query::new(
+            "UPDATE channel_inbox SET state = 'running', started_at = $1
+             WHERE channel = $2 AND update_id = $3 AND state = 'queued'",
+        )
+        .bind(now_ms())
+        .bind(channel)
+        .bind(update_id);
+        Ok(self.db.execute(None, query).await? == 1)
     }
 
     /// Marks an update handled.
     pub async fn finish_channel_update(&self, channel: &str, update_id: i64) -> Result<(), StoreError> {
-        on_db!(self, pool => {
-            sqlx::query(
-                "UPDATE channel_inbox SET state = 'done', finished_at = $1 WHERE channel = $2 AND update_id = $3",
-            )
-            .bind(now_ms())
-            .bind(channel)
-            .bind(update_id)
-            .execute(pool)
-            .await?;
-            Ok(())
-        })
+        let query = Query::new(
+            "UPDATE channel_inbox SET state = 'done', finished_at = $1 WHERE channel = $2 AND update_id = $3",
+        )
+        .bind(now_ms())
+        .bind(channel)
+        .bind(update_id);
+        self.db.execute(None, query).await?;
+        Ok(())
     }
 
     /// Deletes handled updates received before `before_ms`; returns how many.
     pub async fn prune_channel_updates(&self, channel: &str, before_ms: i64) -> Result<u64, StoreError> {
-        on_db!(self, pool => {
-            let n =
-                sqlx::query("DELETE FROM channel_inbox WHERE channel = $1 AND state = 'done' AND received_at < $2")
-                    .bind(channel)
-                    .bind(before_ms)
-                    .execute(pool)
-                    .await?
-                    .rows_affected();
-            Ok(n)
-        })
+        let query = Query::new(
+            "DELETE FROM channel_inbox WHERE channel = $1 AND state = 'done' AND received_at < $2",
+        )
+        .bind(channel)
+        .bind(before_ms);
+        self.db.execute(None, query).await
     }
 
     /// The session `user` talks to in `chat` of `channel`, if any (gone when the session was
@@ -234,17 +221,14 @@ impl Store {
         chat: &str,
         user: &str,
     ) -> Result<Option<SessionId>, StoreError> {
-        on_db!(self, pool => {
-            let row = sqlx::query(
-                "SELECT session_id FROM channel_sessions WHERE channel = $1 AND chat = $2 AND \"user\" = $3",
-            )
-            .bind(channel)
-            .bind(chat)
-            .bind(user)
-            .fetch_optional(pool)
-            .await?;
-            Ok(row.map(|r| r.try_get::<String>("session_id")).transpose()?.map(SessionId::from))
-        })
+        let query = Query::new(
+            "SELECT session_id FROM channel_sessions WHERE channel = $1 AND chat = $2 AND \"user\" = $3",
+        )
+        .bind(channel)
+        .bind(chat)
+        .bind(user);
+        let id = self.db.read_optional(query, |r| r.try_get::<String>("session_id")).await?;
+        Ok(id.map(SessionId::from))
     }
 
     /// Points `user` in `chat` of `channel` at `session_id` (which must exist), replacing any
@@ -256,21 +240,17 @@ impl Store {
         user: &str,
         session_id: &str,
     ) -> Result<(), StoreError> {
-        on_db!(self, pool => {
-            sqlx::query(
-                "INSERT INTO channel_sessions (channel, chat, \"user\", session_id, updated_at) VALUES ($1, $2, $3, $4, $5)
-                 ON CONFLICT (channel, chat, \"user\") DO UPDATE SET session_id = excluded.session_id, updated_at = excluded.updated_at",
-            )
-            .bind(channel)
-            .bind(chat)
-            .bind(user)
-            .bind(session_id)
-            .bind(now_ms())
-            .execute(pool)
-            .await
-            .map_err(|e| session_fk(e, session_id))?;
-            Ok(())
-        })
+        let query = Query::new(
+            "INSERT INTO channel_sessions (channel, chat, \"user\", session_id, updated_at) VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (channel, chat, \"user\") DO UPDATE SET session_id = excluded.session_id, updated_at = excluded.updated_at",
+        )
+        .bind(channel)
+        .bind(chat)
+        .bind(user)
+        .bind(session_id)
+        .bind(now_ms());
+        self.db.execute(None, query).await.map_err(|e| no_session(e, session_id))?;
+        Ok(())
     }
 
     /// A value stored for `channel` under `key`.
@@ -279,17 +259,11 @@ impl Store {
         channel: &str,
         key: &str,
     ) -> Result<Option<T>, StoreError> {
-        on_db!(self, pool => {
-            let row = sqlx::query("SELECT value FROM channel_state WHERE channel = $1 AND key = $2")
-                .bind(channel)
-                .bind(key)
-                .fetch_optional(pool)
-                .await?;
-            match row {
-                Some(r) => Ok(Some(serde_json::from_str(r.try_get::<&str>("value")?)?)),
-                None => Ok(None),
-            }
-        })
+        let query = Query::new("SELECT value FROM channel_state WHERE channel = $1 AND key = $2")
+            .bind(channel)
+            .bind(key);
+        let value = self.db.read_optional(query, |r| r.try_get::<String>("value")).await?;
+        Ok(value.map(|v| serde_json::from_str(&v)).transpose()?)
     }
 
     /// Stores `value` for `channel` under `key`, replacing any previous value.
@@ -299,19 +273,16 @@ impl Store {
         key: &str,
         value: &T,
     ) -> Result<(), StoreError> {
-        on_db!(self, pool => {
-            sqlx::query(
-                "INSERT INTO channel_state (channel, key, value, updated_at) VALUES ($1, $2, $3, $4)
-                 ON CONFLICT (channel, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-            )
-            .bind(channel)
-            .bind(key)
-            .bind(serde_json::to_string(value)?)
-            .bind(now_ms())
-            .execute(pool)
-            .await?;
-            Ok(())
-        })
+        let query = Query::new(
+            "INSERT INTO channel_state (channel, key, value, updated_at) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (channel, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+        )
+        .bind(channel)
+        .bind(key)
+        .bind(serde_json::to_string(value)?)
+        .bind(now_ms());
+        self.db.execute(None, query).await?;
+        Ok(())
     }
 
     /// Stores `value` under `key` unless a value is there already; true when it was stored.
@@ -321,47 +292,44 @@ impl Store {
         key: &str,
         value: &T,
     ) -> Result<bool, StoreError> {
-        on_db!(self, pool => {
-            let n = sqlx::query(
-                "INSERT INTO channel_state (channel, key, value, updated_at) VALUES ($1, $2, $3, $4)
-                 ON CONFLICT (channel, key) DO NOTHING",
-            )
-            .bind(channel)
-            .bind(key)
-            .bind(serde_json::to_string(value)?)
-            .bind(now_ms())
-            .execute(pool)
-            .await?
-            .rows_affected();
-            Ok(n == 1)
-        })
+        let query = Query::new(
+            "INSERT INTO channel_state (channel, key, value, updated_at) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (channel, key) DO NOTHING",
+        )
+        .bind(channel)
+        .bind(key)
+        .bind(serde_json::to_string(value)?)
+        .bind(now_ms());
+        Ok(self.db.execute(None, query).await? == 1)
     }
 
     /// Counts of a channel's inbox and sessions, and its offset.
     pub async fn channel_summary(&self, channel: &str) -> Result<ChannelSummary, StoreError> {
-        on_db!(self, pool => {
-            let row = sqlx::query(
-                "SELECT
+        let query = Query::new(
+            "SELECT
                 (SELECT COUNT(*) FROM channel_inbox WHERE channel = $1 AND state = 'queued') AS queued,
                 (SELECT COUNT(*) FROM channel_inbox WHERE channel = $1 AND state = 'running') AS running,
                 (SELECT COUNT(*) FROM channel_inbox WHERE channel = $1 AND state = 'done') AS done,
                 (SELECT COUNT(*) FROM channel_sessions WHERE channel = $1) AS sessions,
                 (SELECT MAX(received_at) FROM channel_inbox WHERE channel = $1) AS last_received_at",
-            )
-            .bind(channel)
-            .fetch_one(pool)
-            .await?;
-            let count = |name: &str| -> Result<u64, StoreError> {
-                Ok(u64::try_from(row.try_get::<i64>(name)?).unwrap_or(0))
-            };
-            Ok(ChannelSummary {
-                offset: self.channel_offset(channel).await?,
-                queued: count("queued")?,
-                running: count("running")?,
-                done: count("done")?,
-                sessions: count("sessions")?,
-                last_received_at: row.try_get("last_received_at")?,
+        )
+        .bind(channel);
+        let summary = self
+            .db
+            .read_one(query, |row| {
+                let count = |name: &str| -> Result<u64, StoreError> {
+                    Ok(u64::try_from(row.try_get::<i64>(name)?).unwrap_or(0))
+                };
+                Ok(ChannelSummary {
+                    offset: None,
+                    queued: count("queued")?,
+                    running: count("running")?,
+                    done: count("done")?,
+                    sessions: count("sessions")?,
+                    last_received_at: row.try_get("last_received_at")?,
+                })
             })
-        })
+            .await?;
+        Ok(ChannelSummary { offset: self.channel_offset(channel).await?, ..summary })
     }
 }

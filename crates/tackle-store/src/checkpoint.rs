@@ -6,10 +6,12 @@
 //! committing connection; the automatic checkpoint stays as a backstop at a higher threshold in
 //! case the task falls behind.
 
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use sqlx::SqlitePool;
+use rusqlite::{Connection, OpenFlags};
 use tokio::sync::watch;
 
 /// How often the background task checkpoints.
@@ -18,56 +20,80 @@ pub(crate) const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 /// Pages in the WAL before a commit checkpoints by itself (SQLite's default is 1000).
 pub(crate) const AUTOCHECKPOINT_PAGES: u32 = 4000;
 
-/// Keeps the checkpoint task alive; the task ends when the last clone is dropped or the pool
-/// closes.
+/// Keeps the checkpoint task alive; the task ends when the last clone is dropped or
+/// [`Checkpointer::stop`] is called.
 #[derive(Clone)]
 pub(crate) struct Checkpointer {
     _alive: Arc<watch::Sender<()>>,
+    stopped: Arc<AtomicBool>,
 }
 
-/// Starts checkpointing `pool` every `every`.
-pub(crate) fn spawn(pool: SqlitePool, every: Duration) -> Checkpointer {
+impl Checkpointer {
+    /// Ends the task at its next tick (the store is closing).
+    pub(crate) fn stop(&self) {
+        self.stopped.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Starts checkpointing the database at `path` every `every`, on a connection of its own used
+/// on a blocking thread.
+pub(crate) fn spawn(path: PathBuf, every: Duration) -> Checkpointer {
     let (alive, mut dropped) = watch::channel(());
+    let stopped = Arc::new(AtomicBool::new(false));
+    let stop = stopped.clone();
     tokio::spawn(async move {
+        let mut conn: Option<Connection> = None;
         loop {
             tokio::select! {
                 _ = dropped.changed() => break,
                 () = tokio::time::sleep(every) => {
-                    if pool.is_closed() {
+                    if stop.load(Ordering::Relaxed) {
                         break;
                     }
-                    if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)").execute(&pool).await {
-                        tracing::debug!(error = %e, "background WAL checkpoint failed");
+                    let (path, held) = (path.clone(), conn.take());
+                    match tokio::task::spawn_blocking(move || checkpoint(&path, held)).await {
+                        Ok(Ok(kept)) => conn = Some(kept),
+                        Ok(Err(e)) => tracing::debug!(error = %e, "background WAL checkpoint failed"),
+                        Err(e) => tracing::debug!(error = %e, "background WAL checkpoint failed"),
                     }
                 }
             }
         }
     });
-    Checkpointer { _alive: Arc::new(alive) }
+    Checkpointer { _alive: Arc::new(alive), stopped }
+}
+
+/// One passive checkpoint on `conn` (opened on first use); returns the connection to keep.
+fn checkpoint(path: &std::path::Path, conn: Option<Connection>) -> rusqlite::Result<Connection> {
+    let conn = match conn {
+        Some(conn) => conn,
+        None => Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?,
+    };
+    conn.execute_batch("PRAGMA wal_checkpoint(PASSIVE)")?;
+    Ok(conn)
 }
 
 #[cfg(test)]
 mod tests {
-    use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
-
     use super::*;
 
     #[tokio::test]
     async fn pages_reach_the_database_file_without_a_commit_waiting() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.db");
-        let options = SqliteConnectOptions::new()
-            .filename(&path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .pragma("wal_autocheckpoint", "0");
-        let pool = SqlitePoolOptions::new().max_connections(2).connect_with(options).await.unwrap();
-        sqlx::query("CREATE TABLE t (x BLOB)").execute(&pool).await.unwrap();
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0; CREATE TABLE t (x BLOB);",
+        )
+        .unwrap();
         for _ in 0..200 {
-            sqlx::query("INSERT INTO t VALUES (zeroblob(4000))").execute(&pool).await.unwrap();
+            conn.execute_batch("INSERT INTO t VALUES (zeroblob(4000))").unwrap();
         }
         let before = std::fs::metadata(&path).unwrap().len();
-        let checkpointer = spawn(pool.clone(), Duration::from_millis(20));
+        let checkpointer = spawn(path.clone(), Duration::from_millis(20));
         let mut after = before;
         for _ in 0..250 {
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -78,6 +104,5 @@ mod tests {
         }
         assert!(after > before + 500_000, "the WAL was copied into the database: {before} -> {after} bytes");
         drop(checkpointer);
-        pool.close().await;
     }
 }

@@ -1,29 +1,27 @@
 //! Opening the database: the two backends, pragmas, pools, embedded migrations.
 //!
 //! Every query is written once, in SQL both backends accept (`$1` parameters, `ON CONFLICT`,
-//! `RETURNING`, `"user"` quoted), and [`on_db!`] runs it on whichever pool the store holds. The
-//! schema is the same on both, created by migrations with the same versions; only the dialect of
-//! the DDL differs (`migrations/` for SQLite, `migrations/postgres/` for PostgreSQL).
+//! `RETURNING`, `"user"` quoted), as a [`Query`] run through [`Db`]'s methods or, for statements
+//! that run together, [`transaction!`] (see `sql.rs`). The schema is the same on both, created
+//! by migrations with the same versions; only the dialect of the DDL differs (`migrations/` for SQLite, `migrations/postgres/` for PostgreSQL).
 
 use std::borrow::Cow;
 use std::path::Path;
 use std::str::FromStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rusqlite::types::{FromSqlResult, ValueRef};
+use sqlx::SqlSafeStr;
 use sqlx::migrate::{Migration, MigrationType, Migrator};
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow, Postgres};
-use sqlx::sqlite::{
-    Sqlite, SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
-    SqliteSynchronous,
-};
-use sqlx::{Decode, SqlSafeStr, Type};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
 use crate::StoreError;
+use crate::fence::{self, Epoch};
+use crate::readers::SqliteReaders;
+use crate::sql::{self, Query, Row};
 use crate::writer::SqliteWriter;
 
 /// The SQLite schema, embedded in the binary: version, description, SQL.
-const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
+pub(crate) const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "init", include_str!("../migrations/0001_init.sql")),
     (2, "steps", include_str!("../migrations/0002_steps.sql")),
     (3, "channels", include_str!("../migrations/0003_channels.sql")),
@@ -50,7 +48,7 @@ const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
     (10, "elicitations", include_str!("../migrations/postgres/0010_elicitations.sql")),
 ];
 
-fn migrator(migrations: &'static [(i64, &'static str, &'static str)]) -> Migrator {
+pub(crate) fn migrator(migrations: &'static [(i64, &'static str, &'static str)]) -> Migrator {
     let migrations = migrations
         .iter()
         .map(|(version, description, sql)| {
@@ -75,112 +73,148 @@ pub(crate) enum Db {
     Postgres(PgPool),
 }
 
-/// A SQLite store: the calls an agent makes every step run on one rusqlite connection
-/// ([`SqliteWriter`], in the calling thread when it is free); the others through sqlx's pool.
+/// A SQLite store, reached through rusqlite only: every write (and the reads an agent makes every
+/// step) on one connection ([`SqliteWriter`], in the calling thread when it is free), the other
+/// reads on a few read connections ([`SqliteReaders`]).
 #[derive(Clone)]
 pub(crate) struct SqliteDb {
-    pub(crate) pool: SqlitePool,
     pub(crate) writer: SqliteWriter,
+    pub(crate) readers: SqliteReaders,
 }
 
-/// Runs `$body` with `$pool` bound to the store's sqlx pool, whichever backend it is. The body
-/// is compiled once per backend, so a query that one of them cannot bind or decode fails to
-/// build. (The per-step calls match on [`Db`] instead: SQLite runs them on the writer.)
-macro_rules! on_db {
-    ($store:expr, $pool:ident => $body:expr) => {
-        match &$store.db {
-            $crate::db::Db::Sqlite(sqlite) => {
-                let $pool = &sqlite.pool;
-                $body
+impl Db {
+    /// Runs a write of one statement, checked against `epoch` (`fence.rs`); returns the rows
+    /// it changed. SQLite: on the writer ([no-wait-in-place]).
+    pub(crate) async fn execute(&self, epoch: Epoch, query: Query) -> Result<u64, StoreError> {
+        match self {
+            Db::Sqlite(sqlite) => {
+                sqlite.writer.write(epoch, move |conn| sql::sqlite_execute(conn, &query)).await
             }
-            $crate::db::Db::Postgres($pool) => $body,
+            Db::Postgres(pool) => {
+                fence::pg_write(pool, &epoch, async |conn| sql::pg_execute(conn, &query).await).await
+            }
+        }
+    }
+
+    /// Runs one statement on the writer's connection (SQLite) or the pool, checked against
+    /// `epoch` when it is a write, and decodes every row.
+    pub(crate) async fn fetch_all<T: Send + 'static>(
+        &self,
+        epoch: Epoch,
+        query: Query,
+        decode: fn(&dyn Row) -> Result<T, StoreError>,
+    ) -> Result<Vec<T>, StoreError> {
+        match self {
+            Db::Sqlite(sqlite) => {
+                sqlite.writer.write(epoch, move |conn| sql::sqlite_fetch_all(conn, &query, decode)).await
+            }
+            Db::Postgres(pool) => {
+                fence::pg_write(pool, &epoch, async |conn| sql::pg_fetch_all(conn, &query, decode).await)
+                    .await
+            }
+        }
+    }
+
+    /// Like [`Db::fetch_all`], for at most one row.
+    pub(crate) async fn fetch_optional<T: Send + 'static>(
+        &self,
+        epoch: Epoch,
+        query: Query,
+        decode: fn(&dyn Row) -> Result<T, StoreError>,
+    ) -> Result<Option<T>, StoreError> {
+        match self {
+            Db::Sqlite(sqlite) => {
+                sqlite.writer.write(epoch, move |conn| sql::sqlite_fetch_optional(conn, &query, decode)).await
+            }
+            Db::Postgres(pool) => {
+                fence::pg_write(pool, &epoch, async |conn| sql::pg_fetch_optional(conn, &query, decode).await)
+                    .await
+            }
+        }
+    }
+}
+
+impl Db {
+    /// Runs one read on a read connection (SQLite: on a blocking thread, never holding the
+    /// writer) or the pool, and decodes every row.
+    pub(crate) async fn read_all<T: Send + 'static>(
+        &self,
+        query: Query,
+        decode: fn(&dyn Row) -> Result<T, StoreError>,
+    ) -> Result<Vec<T>, StoreError> {
+        match self {
+            Db::Sqlite(sqlite) => {
+                sqlite.readers.call(move |conn| sql::sqlite_fetch_all(conn, &query, decode)).await
+            }
+            Db::Postgres(pool) => sql::pg_fetch_all(pool, &query, decode).await,
+        }
+    }
+
+    /// Like [`Db::read_all`], for at most one row.
+    pub(crate) async fn read_optional<T: Send + 'static>(
+        &self,
+        query: Query,
+        decode: fn(&dyn Row) -> Result<T, StoreError>,
+    ) -> Result<Option<T>, StoreError> {
+        match self {
+            Db::Sqlite(sqlite) => {
+                sqlite.readers.call(move |conn| sql::sqlite_fetch_optional(conn, &query, decode)).await
+            }
+            Db::Postgres(pool) => sql::pg_fetch_optional(pool, &query, decode).await,
+        }
+    }
+
+    /// Like [`Db::read_optional`], for exactly one row (an aggregate, say).
+    pub(crate) async fn read_one<T: Send + 'static>(
+        &self,
+        query: Query,
+        decode: fn(&dyn Row) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.read_optional(query, decode)
+            .await?
+            .ok_or(StoreError::Internal("a query that always returns a row returned none"))
+    }
+}
+
+/// Runs `$body` (an expression of type `Result<T, StoreError>`, usually an `async fn` over
+/// `$conn: &mut impl sql::Conn` awaited) in one write transaction that first checks the fence
+/// `$epoch`: on SQLite inside the writer's closure (so what it names is moved in: own it), on
+/// PostgreSQL in a sqlx transaction. The body is written once and compiled once per driver.
+macro_rules! transaction {
+    ($db:expr, $epoch:expr, |$conn:ident| $body:expr) => {
+        match $db {
+            $crate::db::Db::Sqlite(sqlite) => {
+                sqlite
+                    .writer
+                    .transaction(move |tx| {
+                        let $conn = &mut $crate::sql::SqliteConn(tx);
+                        $crate::sql::ready(async {
+                            $crate::sql::Conn::check_fence($conn, &$epoch).await?;
+                            $body
+                        })
+                    })
+                    .await
+            }
+            $crate::db::Db::Postgres(pool) => {
+                let mut tx = pool.begin().await?;
+                let $conn = &mut $crate::sql::PgConn(&mut tx);
+                let done: Result<_, $crate::StoreError> = async {
+                    $crate::sql::Conn::check_fence($conn, &$epoch).await?;
+                    $body
+                }
+                .await;
+                let done = done?;
+                tx.commit().await?;
+                Ok(done)
+            }
         }
     };
 }
-pub(crate) use on_db;
+pub(crate) use transaction;
 
-/// A column type every backend decodes: sqlx's SQLite and PostgreSQL, and rusqlite (the
-/// writer's connection).
-pub(crate) trait DbValue<'r>:
-    Sized + Decode<'r, Sqlite> + Type<Sqlite> + Decode<'r, Postgres> + Type<Postgres>
-{
-    /// The value from a rusqlite column.
-    fn from_rusqlite(value: ValueRef<'r>) -> FromSqlResult<Self>;
-}
-
-impl<'r> DbValue<'r> for i64 {
-    fn from_rusqlite(value: ValueRef<'r>) -> FromSqlResult<Self> {
-        value.as_i64()
-    }
-}
-
-impl<'r> DbValue<'r> for f64 {
-    fn from_rusqlite(value: ValueRef<'r>) -> FromSqlResult<Self> {
-        match value {
-            ValueRef::Integer(i) => Ok(i as f64),
-            other => other.as_f64(),
-        }
-    }
-}
-
-impl<'r> DbValue<'r> for &'r str {
-    fn from_rusqlite(value: ValueRef<'r>) -> FromSqlResult<Self> {
-        value.as_str()
-    }
-}
-
-impl<'r> DbValue<'r> for String {
-    fn from_rusqlite(value: ValueRef<'r>) -> FromSqlResult<Self> {
-        value.as_str().map(str::to_owned)
-    }
-}
-
-impl<'r> DbValue<'r> for Vec<u8> {
-    fn from_rusqlite(value: ValueRef<'r>) -> FromSqlResult<Self> {
-        value.as_blob().map(<[u8]>::to_vec)
-    }
-}
-
-impl<'r, T: DbValue<'r>> DbValue<'r> for Option<T> {
-    fn from_rusqlite(value: ValueRef<'r>) -> FromSqlResult<Self> {
-        match value {
-            ValueRef::Null => Ok(None),
-            other => T::from_rusqlite(other).map(Some),
-        }
-    }
-}
-
-/// Reading a column from a row of any backend; decoders take `&impl DbRow`.
-pub(crate) trait DbRow {
-    /// The value of `column`, decoded as `T`.
-    fn try_get<'r, T: DbValue<'r>>(&'r self, column: &str) -> Result<T, StoreError>;
-}
-
-impl DbRow for SqliteRow {
-    fn try_get<'r, T: DbValue<'r>>(&'r self, column: &str) -> Result<T, StoreError> {
-        Ok(sqlx::Row::try_get(self, column)?)
-    }
-}
-
-impl DbRow for PgRow {
-    fn try_get<'r, T: DbValue<'r>>(&'r self, column: &str) -> Result<T, StoreError> {
-        Ok(sqlx::Row::try_get(self, column)?)
-    }
-}
-
-impl DbRow for rusqlite::Row<'_> {
-    fn try_get<'r, T: DbValue<'r>>(&'r self, column: &str) -> Result<T, StoreError> {
-        let index = self.as_ref().column_index(column)?;
-        let value = self.get_ref(index)?;
-        T::from_rusqlite(value).map_err(|e| {
-            StoreError::Sqlite(rusqlite::Error::FromSqlConversionFailure(
-                index,
-                value.data_type(),
-                Box::new(e),
-            ))
-        })
-    }
-}
+/// Typed access to a row of any driver (see `sql.rs`); decoders take
+/// `&(impl DbRow + ?Sized)`, which `&dyn sql::Row` is.
+pub(crate) use crate::sql::RowExt as DbRow;
 
 /// How long a SQLite connection waits for another writer before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -191,24 +225,23 @@ pub(crate) async fn open_file(path: &Path) -> Result<SqliteDb, StoreError> {
     {
         std::fs::create_dir_all(parent)?;
     }
-    let options = SqliteConnectOptions::new()
-        .filename(path)
-        .create_if_missing(true)
-        .journal_mode(SqliteJournalMode::Wal)
-        .synchronous(SqliteSynchronous::Normal)
-        .foreign_keys(true)
-        .busy_timeout(BUSY_TIMEOUT)
-        .pragma("wal_autocheckpoint", crate::checkpoint::AUTOCHECKPOINT_PAGES.to_string());
     // SQLite has no migration lock of its own: two processes opening a fresh file at once would
     // both create the tables (one then fails), and switching a new file to WAL needs an exclusive
     // lock that SQLite refuses at once rather than waiting for. An exclusive lock on a file beside
     // the database makes openers take turns; the second finds the schema current.
     let lock = MigrationLock::acquire(path).await?;
-    let pool = SqlitePoolOptions::new().max_connections(8).connect_with(options).await?;
-    migrator(SQLITE_MIGRATIONS).run(&pool).await?;
+    let file = path.to_owned();
+    let conn = tokio::task::spawn_blocking(move || -> Result<rusqlite::Connection, StoreError> {
+        let mut conn = crate::writer::open_connection(&file, BUSY_TIMEOUT)?;
+        crate::migrate::run(&mut conn, &migrator(SQLITE_MIGRATIONS))?;
+        Ok(conn)
+    })
+    .await
+    .map_err(|e| StoreError::Io(std::io::Error::other(e)))??;
     drop(lock);
-    let writer = SqliteWriter::open(path, BUSY_TIMEOUT).await?;
-    Ok(SqliteDb { pool, writer })
+    let writer = SqliteWriter::new(conn, BUSY_TIMEOUT);
+    let readers = SqliteReaders::new(path.to_owned(), BUSY_TIMEOUT);
+    Ok(SqliteDb { writer, readers })
 }
 
 /// Connections a PostgreSQL store opens at most.
@@ -273,17 +306,6 @@ where
             }
             other => return other,
         }
-    }
-}
-
-/// A foreign key violation (a row for a session that does not exist) read as the session not
-/// being found; any other error as it is.
-pub(crate) fn session_fk(e: sqlx::Error, session_id: &str) -> StoreError {
-    match &e {
-        sqlx::Error::Database(d) if d.is_foreign_key_violation() => {
-            StoreError::not_found("session", session_id)
-        }
-        _ => StoreError::Database(e),
     }
 }
 

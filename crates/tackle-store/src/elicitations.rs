@@ -5,7 +5,9 @@
 
 use serde_json::Value;
 
-use crate::db::{DbRow, on_db};
+use crate::approvals::alive;
+use crate::db::DbRow;
+use crate::sql::{Query, Row};
 use crate::{Store, StoreError, now_ms};
 
 /// A question waiting for a person.
@@ -44,120 +46,91 @@ pub struct ElicitationAnswerRecord {
 impl Store {
     /// Records a question this process waits on.
     pub async fn put_elicitation(&self, question: &StoredElicitation) -> Result<(), StoreError> {
-        let schema = question.schema.as_ref().map(serde_json::to_string).transpose()?;
-        on_db!(self, pool => {
-            sqlx::query(
-                "INSERT INTO elicitations (id, session_id, call_id, tool, server, message, mode, schema, url, runner, created_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (id) DO NOTHING",
-            )
-            .bind(&question.id)
-            .bind(&question.session_id)
-            .bind(&question.call_id)
-            .bind(&question.tool)
-            .bind(&question.server)
-            .bind(&question.message)
-            .bind(&question.mode)
-            .bind(schema.as_deref())
-            .bind(question.url.as_deref())
-            .bind(crate::runner::current_id())
-            .bind(now_ms())
-            .execute(pool)
-            .await?;
-            Ok(())
-        })
+        let query = Query::new(
+            "INSERT INTO elicitations (id, session_id, call_id, tool, server, message, mode, schema, url, runner, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (id) DO NOTHING",
+        )
+        .bind(&question.id)
+        .bind(&question.session_id)
+        .bind(&question.call_id)
+        .bind(&question.tool)
+        .bind(&question.server)
+        .bind(&question.message)
+        .bind(&question.mode)
+        .bind(question.schema.as_ref().map(serde_json::to_string).transpose()?)
+        .bind(&question.url)
+        .bind(crate::runner::current_id())
+        .bind(now_ms());
+        self.db.execute(None, query).await?;
+        Ok(())
     }
 
     /// Unanswered questions of `session_id`'s live turn, oldest first.
     pub async fn pending_elicitations(&self, session_id: &str) -> Result<Vec<StoredElicitation>, StoreError> {
-        on_db!(self, pool => {
-            let rows = sqlx::query(
-                "SELECT e.id, e.session_id, e.call_id, e.tool, e.server, e.message, e.mode, e.schema, e.url,
-                        s.runner, s.lease_until
-                 FROM elicitations e JOIN sessions s ON s.id = e.session_id
-                 WHERE e.session_id = $1 AND e.answer IS NULL AND s.status = 'running' AND s.runner = e.runner
-                 ORDER BY e.created_at, e.id",
-            )
-            .bind(session_id)
-            .fetch_all(pool)
-            .await?;
-            let now = now_ms();
-            let mut out = Vec::with_capacity(rows.len());
-            for row in &rows {
-                // Questions of a turn whose instance died wait for nobody.
-                if !crate::sessions::turn_alive(row.try_get("runner")?, row.try_get("lease_until")?, now) {
-                    continue;
-                }
-                let schema: Option<String> = row.try_get("schema")?;
-                out.push(StoredElicitation {
-                    id: row.try_get("id")?,
-                    session_id: row.try_get("session_id")?,
-                    call_id: row.try_get("call_id")?,
-                    tool: row.try_get("tool")?,
-                    server: row.try_get("server")?,
-                    message: row.try_get("message")?,
-                    mode: row.try_get("mode")?,
-                    schema: schema.as_deref().map(serde_json::from_str).transpose()?,
-                    url: row.try_get("url")?,
-                });
-            }
-            Ok(out)
-        })
+        let query = Query::new(
+            "SELECT e.id, e.session_id, e.call_id, e.tool, e.server, e.message, e.mode, e.schema, e.url,
+                    s.runner, s.lease_until
+             FROM elicitations e JOIN sessions s ON s.id = e.session_id
+             WHERE e.session_id = $1 AND e.answer IS NULL AND s.status = 'running' AND s.runner = e.runner
+             ORDER BY e.created_at, e.id",
+        )
+        .bind(session_id);
+        let rows = self.db.read_all(query, |row| Ok((pending(row)?, alive(row, now_ms())?))).await?;
+        // Questions of a turn whose instance died wait for nobody.
+        Ok(rows.into_iter().filter(|(_, alive)| *alive).map(|(question, _)| question).collect())
     }
 
     /// The session of an unanswered question, if there is one with this id.
     pub async fn elicitation_session(&self, id: &str) -> Result<Option<String>, StoreError> {
-        on_db!(self, pool => {
-            let row = sqlx::query("SELECT session_id FROM elicitations WHERE id = $1 AND answer IS NULL")
-                .bind(id)
-                .fetch_optional(pool)
-                .await?;
-            Ok(match row {
-                Some(row) => Some(row.try_get("session_id")?),
-                None => None,
-            })
-        })
+        let query =
+            Query::new("SELECT session_id FROM elicitations WHERE id = $1 AND answer IS NULL").bind(id);
+        self.db.read_optional(query, |r| r.try_get::<String>("session_id")).await
     }
 
     /// Records an answer for whichever instance waits on it; false when the question is not
     /// pending (answered already, or gone).
     pub async fn answer_elicitation(&self, id: &str, answer: &Value) -> Result<bool, StoreError> {
-        let answer = serde_json::to_string(answer)?;
-        on_db!(self, pool => {
-            let n = sqlx::query(
-                "UPDATE elicitations SET answer = $1, answered_at = $2 WHERE id = $3 AND answer IS NULL",
-            )
-            .bind(&answer)
-            .bind(now_ms())
-            .bind(id)
-            .execute(pool)
-            .await?
-            .rows_affected();
-            Ok(n == 1)
-        })
+        let query = Query::new(
+            "UPDATE elicitations SET answer = $1, answered_at = $2 WHERE id = $3 AND answer IS NULL",
+        )
+        .bind(serde_json::to_string(answer)?)
+        .bind(now_ms())
+        .bind(id);
+        Ok(self.db.execute(None, query).await? == 1)
     }
 
     /// The answer recorded for question `id`, if there is one.
     pub async fn elicitation_answer(&self, id: &str) -> Result<Option<ElicitationAnswerRecord>, StoreError> {
-        on_db!(self, pool => {
-            let row = sqlx::query("SELECT id, answer FROM elicitations WHERE id = $1 AND answer IS NOT NULL")
-                .bind(id)
-                .fetch_optional(pool)
-                .await?;
-            match row {
-                None => Ok(None),
-                Some(row) => Ok(Some(ElicitationAnswerRecord {
+        let query =
+            Query::new("SELECT id, answer FROM elicitations WHERE id = $1 AND answer IS NOT NULL").bind(id);
+        self.db
+            .read_optional(query, |row| {
+                Ok(ElicitationAnswerRecord {
                     id: row.try_get("id")?,
                     answer: serde_json::from_str(row.try_get::<&str>("answer")?)?,
-                })),
-            }
-        })
+                })
+            })
+            .await
     }
 
     /// Forgets a question (answered, or its call ended).
     pub async fn delete_elicitation(&self, id: &str) -> Result<(), StoreError> {
-        on_db!(self, pool => {
-            sqlx::query("DELETE FROM elicitations WHERE id = $1").bind(id).execute(pool).await?;
-            Ok(())
-        })
+        self.db.execute(None, Query::new("DELETE FROM elicitations WHERE id = $1").bind(id)).await?;
+        Ok(())
     }
+}
+
+fn pending(row: &dyn Row) -> Result<StoredElicitation, StoreError> {
+    let schema: Option<&str> = row.try_get("schema")?;
+    Ok(StoredElicitation {
+        id: row.try_get("id")?,
+        session_id: row.try_get("session_id")?,
+        call_id: row.try_get("call_id")?,
+        tool: row.try_get("tool")?,
+        server: row.try_get("server")?,
+        message: row.try_get("message")?,
+        mode: row.try_get("mode")?,
+        schema: schema.map(serde_json::from_str).transpose()?,
+        url: row.try_get("url")?,
+    })
 }

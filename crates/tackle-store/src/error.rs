@@ -73,6 +73,9 @@ pub enum StoreError {
     /// A store call panicked (a bug); nothing of it was committed, and the store stays usable.
     #[error("a store call failed on a bug (it panicked); nothing of it was committed")]
     Panicked,
+    /// A store call broke one of the store's own rules (a bug); nothing of it was committed.
+    #[error("a store call failed on a bug ({0}); nothing of it was committed")]
+    Internal(&'static str),
     /// Migrating the schema failed.
     #[error("cannot migrate the database schema: {0}; a newer tackle may have created this database")]
     Migrate(#[from] sqlx::migrate::MigrateError),

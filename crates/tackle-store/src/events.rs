@@ -1,8 +1,8 @@
 //! The streamed events of a session's latest turn, kept so a client that lost its SSE
 //! connection can reconnect with `Last-Event-ID`, on any instance, and get what it missed.
 
-use crate::db::{DbRow, on_db};
-use crate::fence::CheckFence;
+use crate::db::DbRow;
+use crate::sql::Query;
 use crate::{Store, StoreError, now_ms};
 
 /// One streamed event.
@@ -45,16 +45,10 @@ impl Store {
                  ON CONFLICT (session_id, seq) DO NOTHING"
             );
             let now = now_ms();
-            on_db!(self, pool => {
-                let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-                for event in chunk {
-                    query = query.bind(session_id).bind(event.seq).bind(&event.name).bind(&event.data).bind(now);
-                }
-                let mut tx = pool.begin().await?;
-                query.execute(&mut *tx).await?;
-                tx.check_fence(&epoch).await?;
-                tx.commit().await?;
+            let query = chunk.iter().fold(Query::assembled(sql), |q, event| {
+                q.bind(session_id).bind(event.seq).bind(&event.name).bind(&event.data).bind(now)
             });
+            self.db.execute(epoch.clone(), query).await?;
         }
         Ok(())
     }
@@ -66,18 +60,16 @@ impl Store {
         after: i64,
         limit: u32,
     ) -> Result<Vec<StoredEvent>, StoreError> {
-        on_db!(self, pool => {
-            let rows = sqlx::query(
-                "SELECT seq, name, data FROM session_events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
-            )
-            .bind(session_id)
-            .bind(after)
-            .bind(i64::from(limit))
-            .fetch_all(pool)
-            .await?;
-            rows.iter()
-                .map(|r| Ok(StoredEvent { seq: r.try_get("seq")?, name: r.try_get("name")?, data: r.try_get("data")? }))
-                .collect()
-        })
+        let query = Query::new(
+            "SELECT seq, name, data FROM session_events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+        )
+        .bind(session_id)
+        .bind(after)
+        .bind(i64::from(limit));
+        self.db
+            .read_all(query, |r| {
+                Ok(StoredEvent { seq: r.try_get("seq")?, name: r.try_get("name")?, data: r.try_get("data")? })
+            })
+            .await
     }
 }

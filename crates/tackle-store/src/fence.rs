@@ -15,7 +15,8 @@
 
 use std::sync::Arc;
 
-use crate::writer::{self, SqliteWriter};
+use crate::sql::{self, Query};
+use crate::writer::SqliteWriter;
 use crate::{Lease, Store, StoreError};
 
 /// The lease a fenced store writes under.
@@ -46,32 +47,18 @@ fn lost(session: &str) -> StoreError {
 
 /// Checks `epoch` on the writer's connection, inside the caller's write transaction.
 pub(crate) fn check_on(conn: &rusqlite::Connection, epoch: &Epoch) -> Result<(), StoreError> {
-    let Some((session, epoch)) = epoch else { return Ok(()) };
-    let params: [&dyn rusqlite::ToSql; 2] = [session, epoch];
-    let found = writer::query_optional(conn, CHECK, &params, |_| Ok(()))?;
+    let Some((session, e)) = epoch else { return Ok(()) };
+    let found = sql::sqlite_fetch_optional(conn, &Query::new(CHECK).bind(session).bind(*e), |_| Ok(()))?;
     found.ok_or_else(|| lost(session))
 }
 
-/// A connection of either sqlx backend that can check a fence inside its transaction.
-pub(crate) trait CheckFence {
-    /// Fails with [`StoreError::LeaseLost`] unless `epoch` holds.
-    fn check_fence(&mut self, epoch: &Epoch) -> impl Future<Output = Result<(), StoreError>> + Send;
-}
-
-impl CheckFence for sqlx::SqliteConnection {
-    async fn check_fence(&mut self, epoch: &Epoch) -> Result<(), StoreError> {
-        let Some((session, e)) = epoch else { return Ok(()) };
-        let row = sqlx::query(CHECK).bind(session).bind(e).fetch_optional(self).await?;
-        row.map(|_| ()).ok_or_else(|| lost(session))
-    }
-}
-
-impl CheckFence for sqlx::PgConnection {
-    async fn check_fence(&mut self, epoch: &Epoch) -> Result<(), StoreError> {
-        let Some((session, e)) = epoch else { return Ok(()) };
-        let row = sqlx::query(CHECK_POSTGRES).bind(session).bind(e).fetch_optional(self).await?;
-        row.map(|_| ()).ok_or_else(|| lost(session))
-    }
+/// Checks `epoch` on a PostgreSQL connection, inside the caller's transaction (locking the
+/// session row until it commits).
+pub(crate) async fn pg_check(conn: &mut sqlx::PgConnection, epoch: &Epoch) -> Result<(), StoreError> {
+    let Some((session, e)) = epoch else { return Ok(()) };
+    let query = Query::new(CHECK_POSTGRES).bind(session).bind(*e);
+    let found = sql::pg_fetch_optional(conn, &query, |_| Ok(())).await?;
+    found.ok_or_else(|| lost(session))
 }
 
 impl SqliteWriter {
@@ -142,7 +129,7 @@ impl Store {
         }
         match &self.db {
             crate::db::Db::Sqlite(sqlite) => sqlite.writer.call(move |conn| check_on(conn, &epoch)).await,
-            crate::db::Db::Postgres(pool) => pool.acquire().await?.check_fence(&epoch).await,
+            crate::db::Db::Postgres(pool) => pg_check(&mut *pool.acquire().await?, &epoch).await,
         }
     }
 }
@@ -159,7 +146,7 @@ pub(crate) async fn pg_write<T>(
         return work(&mut conn).await;
     }
     let mut tx = pool.begin().await?;
-    tx.check_fence(epoch).await?;
+    pg_check(&mut tx, epoch).await?;
     let done = work(&mut tx).await?;
     tx.commit().await?;
     Ok(done)

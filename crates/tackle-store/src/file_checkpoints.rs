@@ -3,11 +3,10 @@
 //! bytes) and, per session and turn, the manifest of the workspace before that turn
 //! (`checkpoints`).
 
-use rusqlite::ToSql;
 use serde_json::Value;
 
-use crate::db::{Db, DbRow, now_ms, on_db, session_fk};
-use crate::writer;
+use crate::db::{Db, DbRow, now_ms};
+use crate::sql::{self, Conn, PgConn, Query, SqliteConn, no_session};
 use crate::{Store, StoreError};
 
 /// An object to store: its digest (hex), its raw size and its compressed bytes.
@@ -57,7 +56,7 @@ const INSERT_OBJECT: &str =
     "INSERT INTO checkpoint_objects (digest, size, data, created_at) VALUES ($1, $2, $3, $4)
      ON CONFLICT (digest) DO NOTHING";
 
-fn record(row: &impl DbRow) -> Result<CheckpointRecord, StoreError> {
+fn record(row: &(impl DbRow + ?Sized)) -> Result<CheckpointRecord, StoreError> {
     Ok(CheckpointRecord {
         session_id: row.try_get("session_id")?,
         turn: row.try_get("turn")?,
@@ -73,6 +72,18 @@ fn placeholders(n: usize) -> String {
     (1..=n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
 }
 
+/// Runs each insert of [`Store::put_checkpoint_objects`] (with its object's stored size);
+/// returns the bytes of the objects that were new.
+async fn put_objects(conn: &mut impl Conn, inserts: &[(Query, u64)]) -> Result<u64, StoreError> {
+    let mut added = 0u64;
+    for (insert, len) in inserts {
+        if conn.execute(insert).await? > 0 {
+            added += len;
+        }
+    }
+    Ok(added)
+}
+
 impl Store {
     /// Stores objects not stored yet (in one transaction); returns the compressed bytes added.
     pub async fn put_checkpoint_objects(&self, objects: Vec<CheckpointObject>) -> Result<u64, StoreError> {
@@ -80,37 +91,23 @@ impl Store {
             return Ok(0);
         }
         let now = now_ms();
+        let inserts: Vec<(Query, u64)> = objects
+            .into_iter()
+            .map(|o| {
+                let len = o.data.len() as u64;
+                (Query::new(INSERT_OBJECT).bind(o.digest).bind(o.size).bind(o.data).bind(now), len)
+            })
+            .collect();
         match &self.db {
             Db::Sqlite(sqlite) => {
                 sqlite
                     .writer
-                    .transaction(move |tx| {
-                        let mut added = 0u64;
-                        for o in &objects {
-                            let params: [&dyn ToSql; 4] = [&o.digest, &o.size, &o.data, &now];
-                            if writer::execute(tx, INSERT_OBJECT, &params)? > 0 {
-                                added += o.data.len() as u64;
-                            }
-                        }
-                        Ok(added)
-                    })
+                    .transaction(move |tx| sql::ready(put_objects(&mut SqliteConn(tx), &inserts)))
                     .await
             }
             Db::Postgres(pool) => {
                 let mut tx = pool.begin().await?;
-                let mut added = 0u64;
-                for o in &objects {
-                    let done = sqlx::query(INSERT_OBJECT)
-                        .bind(&o.digest)
-                        .bind(o.size)
-                        .bind(&o.data)
-                        .bind(now)
-                        .execute(&mut *tx)
-                        .await?;
-                    if done.rows_affected() > 0 {
-                        added += o.data.len() as u64;
-                    }
-                }
+                let added = put_objects(&mut PgConn(&mut tx), &inserts).await?;
                 tx.commit().await?;
                 Ok(added)
             }
@@ -128,51 +125,38 @@ impl Store {
                 "SELECT digest, data FROM checkpoint_objects WHERE digest IN ({})",
                 placeholders(chunk.len())
             );
-            on_db!(self, pool => {
-                let mut query = sqlx::query(sqlx::AssertSqlSafe(sql.clone()));
-                for d in chunk {
-                    query = query.bind(d);
-                }
-                for row in query.fetch_all(pool).await? {
-                    out.push((row.try_get::<String>("digest")?, row.try_get::<Vec<u8>>("data")?));
-                }
-            });
+            let query = chunk.iter().fold(Query::assembled(sql), |q, d| q.bind(d));
+            out.extend(
+                self.db
+                    .read_all(query, |r| Ok((r.try_get::<String>("digest")?, r.try_get::<Vec<u8>>("data")?)))
+                    .await?,
+            );
         }
         Ok(out)
     }
 
     /// Whether the object `digest` is stored.
     pub async fn has_checkpoint_object(&self, digest: &str) -> Result<bool, StoreError> {
-        on_db!(self, pool => {
-            let row = sqlx::query("SELECT 1 AS one FROM checkpoint_objects WHERE digest = $1")
-                .bind(digest)
-                .fetch_optional(pool)
-                .await?;
-            Ok(row.is_some())
-        })
+        let query = Query::new("SELECT 1 AS one FROM checkpoint_objects WHERE digest = $1").bind(digest);
+        Ok(self.db.read_optional(query, |_| Ok(())).await?.is_some())
     }
 
     /// Records (or replaces) the checkpoint before `turn` of a session.
     pub async fn save_checkpoint(&self, new: NewCheckpoint) -> Result<(), StoreError> {
-        let stats = serde_json::to_string(&new.stats)?;
-        on_db!(self, pool => {
-            sqlx::query(
-                "INSERT INTO checkpoints (session_id, turn, workspace, manifest, stats, created_at)
-                 VALUES ($1, $2, $3, $4, $5, $6)
-                 ON CONFLICT (session_id, turn) DO UPDATE SET workspace = excluded.workspace,
-                     manifest = excluded.manifest, stats = excluded.stats, created_at = excluded.created_at",
-            )
-            .bind(&new.session_id)
-            .bind(new.turn)
-            .bind(&new.workspace)
-            .bind(&new.manifest)
-            .bind(&stats)
-            .bind(now_ms())
-            .execute(pool)
-            .await
-            .map_err(|e| session_fk(e, &new.session_id))?;
-            Ok(())
-        })
+        let query = Query::new(
+            "INSERT INTO checkpoints (session_id, turn, workspace, manifest, stats, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6)
+             ON CONFLICT (session_id, turn) DO UPDATE SET workspace = excluded.workspace,
+                 manifest = excluded.manifest, stats = excluded.stats, created_at = excluded.created_at",
+        )
+        .bind(&new.session_id)
+        .bind(new.turn)
+        .bind(&new.workspace)
+        .bind(&new.manifest)
+        .bind(serde_json::to_string(&new.stats)?)
+        .bind(now_ms());
+        self.db.execute(None, query).await.map_err(|e| no_session(e, &new.session_id))?;
+        Ok(())
     }
 
     /// The checkpoint before `turn` of a session.
@@ -181,24 +165,23 @@ impl Store {
         session_id: &str,
         turn: i64,
     ) -> Result<Option<CheckpointRecord>, StoreError> {
-        on_db!(self, pool => {
-            let row = sqlx::query(
-                "SELECT session_id, turn, workspace, manifest, stats, created_at FROM checkpoints
-                 WHERE session_id = $1 AND turn = $2",
-            ).bind(session_id).bind(turn).fetch_optional(pool).await?;
-            row.as_ref().map(record).transpose()
-        })
+        let query = Query::new(
+            "SELECT session_id, turn, workspace, manifest, stats, created_at FROM checkpoints
+             WHERE session_id = $1 AND turn = $2",
+        )
+        .bind(session_id)
+        .bind(turn);
+        self.db.read_optional(query, |r| record(r)).await
     }
 
     /// A session's checkpoints, by turn.
     pub async fn checkpoints(&self, session_id: &str) -> Result<Vec<CheckpointRecord>, StoreError> {
-        on_db!(self, pool => {
-            let rows = sqlx::query(
-                "SELECT session_id, turn, workspace, manifest, stats, created_at FROM checkpoints
-                 WHERE session_id = $1 ORDER BY turn",
-            ).bind(session_id).fetch_all(pool).await?;
-            rows.iter().map(record).collect()
-        })
+        let query = Query::new(
+            "SELECT session_id, turn, workspace, manifest, stats, created_at FROM checkpoints
+             WHERE session_id = $1 ORDER BY turn",
+        )
+        .bind(session_id);
+        self.db.read_all(query, |r| record(r)).await
     }
 
     /// The latest checkpoint of a workspace, whatever its session.
@@ -206,51 +189,38 @@ impl Store {
         &self,
         workspace: &str,
     ) -> Result<Option<CheckpointRecord>, StoreError> {
-        on_db!(self, pool => {
-            let row = sqlx::query(
-                "SELECT session_id, turn, workspace, manifest, stats, created_at FROM checkpoints
-                 WHERE workspace = $1 ORDER BY created_at DESC, turn DESC LIMIT 1",
-            ).bind(workspace).fetch_optional(pool).await?;
-            row.as_ref().map(record).transpose()
-        })
+        let query = Query::new(
+            "SELECT session_id, turn, workspace, manifest, stats, created_at FROM checkpoints
+             WHERE workspace = $1 ORDER BY created_at DESC, turn DESC LIMIT 1",
+        )
+        .bind(workspace);
+        self.db.read_optional(query, |r| record(r)).await
     }
 
     /// Copies the checkpoints of turns up to `upto_turn` of one session to another (a fork).
     pub async fn copy_checkpoints(&self, from: &str, to: &str, upto_turn: i64) -> Result<u64, StoreError> {
-        on_db!(self, pool => {
-            let done = sqlx::query(
-                "INSERT INTO checkpoints (session_id, turn, workspace, manifest, stats, created_at)
-                 SELECT $2, turn, workspace, manifest, stats, created_at FROM checkpoints
-                 WHERE session_id = $1 AND turn <= $3
-                 ON CONFLICT (session_id, turn) DO NOTHING",
-            )
-            .bind(from)
-            .bind(to)
-            .bind(upto_turn)
-            .execute(pool)
-            .await
-            .map_err(|e| session_fk(e, to))?;
-            Ok(done.rows_affected())
-        })
+        let query = Query::new(
+            "INSERT INTO checkpoints (session_id, turn, workspace, manifest, stats, created_at)
+             SELECT $2, turn, workspace, manifest, stats, created_at FROM checkpoints
+             WHERE session_id = $1 AND turn <= $3
+             ON CONFLICT (session_id, turn) DO NOTHING",
+        )
+        .bind(from)
+        .bind(to)
+        .bind(upto_turn);
+        self.db.execute(None, query).await.map_err(|e| no_session(e, to))
     }
 
     /// Every manifest a checkpoint refers to.
     pub async fn checkpoint_manifests(&self) -> Result<Vec<String>, StoreError> {
-        on_db!(self, pool => {
-            let rows = sqlx::query("SELECT DISTINCT manifest FROM checkpoints").fetch_all(pool).await?;
-            rows.iter().map(|r| r.try_get::<String>("manifest")).collect()
-        })
+        let query = Query::new("SELECT DISTINCT manifest FROM checkpoints");
+        self.db.read_all(query, |r| r.try_get::<String>("manifest")).await
     }
 
     /// Objects stored before `before_ms` (garbage collection candidates).
     pub async fn checkpoint_objects_before(&self, before_ms: i64) -> Result<Vec<String>, StoreError> {
-        on_db!(self, pool => {
-            let rows = sqlx::query("SELECT digest FROM checkpoint_objects WHERE created_at < $1")
-                .bind(before_ms)
-                .fetch_all(pool)
-                .await?;
-            rows.iter().map(|r| r.try_get::<String>("digest")).collect()
-        })
+        let query = Query::new("SELECT digest FROM checkpoint_objects WHERE created_at < $1").bind(before_ms);
+        self.db.read_all(query, |r| r.try_get::<String>("digest")).await
     }
 
     /// Deletes these objects; returns how many went.
@@ -259,13 +229,8 @@ impl Store {
         for chunk in digests.chunks(500) {
             let sql =
                 format!("DELETE FROM checkpoint_objects WHERE digest IN ({})", placeholders(chunk.len()));
-            on_db!(self, pool => {
-                let mut query = sqlx::query(sqlx::AssertSqlSafe(sql.clone()));
-                for d in chunk {
-                    query = query.bind(d);
-                }
-                deleted += query.execute(pool).await?.rows_affected();
-            });
+            let query = chunk.iter().fold(Query::assembled(sql), |q, d| q.bind(d));
+            deleted += self.db.execute(None, query).await?;
         }
         Ok(deleted)
     }

@@ -8,8 +8,10 @@
 
 use tackle_protocol::Message;
 
-use crate::db::{DbRow, on_db};
+use crate::db::{DbRow, transaction};
+use crate::messages::execute_all;
 use crate::messages::stored;
+use crate::sql::{Query, Row};
 use crate::{NewSession, SessionRecord, Store, StoreError};
 
 /// What a rewind of the conversation did.
@@ -26,14 +28,10 @@ pub struct ConversationRewind {
 impl Store {
     /// The first message of `turn` in a session, if the turn has any.
     pub async fn first_seq_of_turn(&self, session_id: &str, turn: i64) -> Result<Option<i64>, StoreError> {
-        on_db!(self, pool => {
-            let row = sqlx::query("SELECT MIN(seq) AS s FROM messages WHERE session_id = $1 AND turn = $2")
-                .bind(session_id)
-                .bind(turn)
-                .fetch_one(pool)
-                .await?;
-            row.try_get::<Option<i64>>("s")
-        })
+        let query = Query::new("SELECT MIN(seq) AS s FROM messages WHERE session_id = $1 AND turn = $2")
+            .bind(session_id)
+            .bind(turn);
+        self.db.read_one(query, |r| r.try_get::<Option<i64>>("s")).await
     }
 
     /// The conversation as the model saw it before message `seq` (all of it when `None`).
@@ -43,36 +41,30 @@ impl Store {
         seq: Option<i64>,
     ) -> Result<Vec<Message>, StoreError> {
         let before = seq.unwrap_or(i64::MAX);
-        let snapshot = on_db!(self, pool => {
-            let row = sqlx::query(
-                "SELECT upto_seq, messages FROM snapshots WHERE session_id = $1 AND upto_seq < $2
-                 ORDER BY id DESC LIMIT 1",
-            )
-            .bind(session_id)
-            .bind(before)
-            .fetch_optional(pool)
-            .await?;
-            match row {
-                Some(r) => Some((
+        let query = Query::new(
+            "SELECT upto_seq, messages FROM snapshots WHERE session_id = $1 AND upto_seq < $2
+             ORDER BY id DESC LIMIT 1",
+        )
+        .bind(session_id)
+        .bind(before);
+        let snapshot = self
+            .db
+            .read_optional(query, |r| {
+                Ok((
                     r.try_get::<i64>("upto_seq")?,
                     serde_json::from_str::<Vec<Message>>(r.try_get::<&str>("messages")?)?,
-                )),
-                None => None,
-            }
-        });
-        let (after, mut messages) = snapshot.unwrap_or((-1, Vec::new()));
-        let rows = on_db!(self, pool => {
-            let rows = sqlx::query(
-                "SELECT seq, turn, role, content, hidden, token_count, created_at FROM messages
-                 WHERE session_id = $1 AND seq > $2 AND seq < $3 ORDER BY seq",
-            )
-            .bind(session_id)
-            .bind(after)
-            .bind(before)
-            .fetch_all(pool)
+                ))
+            })
             .await?;
-            rows.iter().map(stored).collect::<Result<Vec<_>, _>>()?
-        });
+        let (after, mut messages) = snapshot.unwrap_or((-1, Vec::new()));
+        let query = Query::new(
+            "SELECT seq, turn, role, content, hidden, token_count, created_at FROM messages
+             WHERE session_id = $1 AND seq > $2 AND seq < $3 ORDER BY seq",
+        )
+        .bind(session_id)
+        .bind(after)
+        .bind(before);
+        let rows = self.db.read_all(query, |r| stored(r)).await?;
         messages.extend(rows.into_iter().map(|m| m.message));
         Ok(messages)
     }
@@ -91,27 +83,27 @@ impl Store {
             .ok_or_else(|| StoreError::not_found("turn", format!("{turn} of session {session_id}")))?;
         let before = self.load_context(session_id).await?.messages().len();
         let messages = self.conversation_before(session_id, Some(first)).await?;
-        let prompt = on_db!(self, pool => {
-            let row = sqlx::query(
-                "SELECT seq, turn, role, content, hidden, token_count, created_at FROM messages
-                 WHERE session_id = $1 AND seq = $2",
-            )
-            .bind(session_id)
-            .bind(first)
-            .fetch_one(pool)
-            .await?;
-            stored(&row)?.message.text()
-        });
+        let query = Query::new(
+            "SELECT seq, turn, role, content, hidden, token_count, created_at FROM messages
+             WHERE session_id = $1 AND seq = $2",
+        )
+        .bind(session_id)
+        .bind(first);
+        let prompt = self
+            .db
+            .read_optional(query, |r| stored(r))
+            .await?
+            .ok_or_else(|| StoreError::not_found("message", format!("{first} of session {session_id}")))?
+            .message
+            .text();
         let upto = self.message_count(session_id).await? - 1;
         let stats = serde_json::json!({"rewind": {"turn": turn, "messages_before": before}});
         self.save_snapshot(session_id, upto, &messages, &stats).await?;
-        on_db!(self, pool => {
-            sqlx::query("UPDATE messages SET hidden = 1 WHERE session_id = $1 AND seq >= $2 AND hidden = 0")
+        let hide =
+            Query::new("UPDATE messages SET hidden = 1 WHERE session_id = $1 AND seq >= $2 AND hidden = 0")
                 .bind(session_id)
-                .bind(first)
-                .execute(pool)
-                .await?;
-        });
+                .bind(first);
+        self.db.execute(None, hide).await?;
         Ok(ConversationRewind { messages_before: before, messages_after: messages.len(), prompt })
     }
 
@@ -129,46 +121,28 @@ impl Store {
         let conversation = self.conversation_before(source, upto).await?;
         let record = self.create_session(new).await?;
         let target = record.id.to_string();
-        on_db!(self, pool => {
-            let mut tx = pool.begin().await?;
-            sqlx::query(
-                "INSERT INTO messages (session_id, seq, turn, role, content, hidden, token_count, created_at)
-                 SELECT $2, seq, turn, role, content, hidden, token_count, created_at FROM messages
-                 WHERE session_id = $1 AND seq < $3",
-            )
-            .bind(source)
-            .bind(&target)
-            .bind(before)
-            .execute(&mut *tx)
-            .await?;
-            sqlx::query(
-                "INSERT INTO tool_calls (session_id, call_id, name, args, status, result, envelope, bytes, truncated,
-                     locator, started_at, finished_at, duration_ms)
-                 SELECT $2, call_id, name, args, status, result, envelope, bytes, truncated, locator, started_at,
-                     finished_at, duration_ms FROM tool_calls WHERE session_id = $1",
-            )
-            .bind(source)
-            .bind(&target)
-            .execute(&mut *tx)
-            .await?;
-            sqlx::query(
-                "INSERT INTO todos (session_id, id, text, status, position, created_at, updated_at)
-                 SELECT $2, id, text, status, position, created_at, updated_at FROM todos WHERE session_id = $1",
-            )
-            .bind(source)
-            .bind(&target)
-            .execute(&mut *tx)
-            .await?;
-            sqlx::query(
-                "INSERT INTO session_state (session_id, key, value, updated_at)
-                 SELECT $2, key, value, updated_at FROM session_state WHERE session_id = $1",
-            )
-            .bind(source)
-            .bind(&target)
-            .execute(&mut *tx)
-            .await?;
-            tx.commit().await?;
-        });
+        let copies: Vec<Query> = [
+            "INSERT INTO messages (session_id, seq, turn, role, content, hidden, token_count, created_at)
+             SELECT $2, seq, turn, role, content, hidden, token_count, created_at FROM messages
+             WHERE session_id = $1 AND seq < $3",
+            "INSERT INTO tool_calls (session_id, call_id, name, args, status, result, envelope, bytes, truncated,
+                 locator, started_at, finished_at, duration_ms)
+             SELECT $2, call_id, name, args, status, result, envelope, bytes, truncated, locator, started_at,
+                 finished_at, duration_ms FROM tool_calls WHERE session_id = $1",
+            "INSERT INTO todos (session_id, id, text, status, position, created_at, updated_at)
+             SELECT $2, id, text, status, position, created_at, updated_at FROM todos WHERE session_id = $1",
+            "INSERT INTO session_state (session_id, key, value, updated_at)
+             SELECT $2, key, value, updated_at FROM session_state WHERE session_id = $1",
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, sql)| {
+            let query = Query::new(sql).bind(source).bind(&target);
+            // Only the messages are cut at `upto`.
+            if i == 0 { query.bind(before) } else { query }
+        })
+        .collect();
+        transaction!(&self.db, None, |conn| execute_all(conn, &copies).await)?;
         // The fork resumes from exactly that conversation: when its visible messages are not it
         // (the source was compacted or rewound before `upto`), a snapshot says what it is.
         let visible: Vec<Message> = self.load_context(&target).await?.messages();
@@ -183,33 +157,28 @@ impl Store {
     /// A session's turns: number, first message's sequence number, the user's message, whether
     /// it is in the conversation now (not rewound away).
     pub async fn turns(&self, session_id: &str) -> Result<Vec<TurnSummary>, StoreError> {
-        let rows = on_db!(self, pool => {
-            let rows = sqlx::query(
-                "SELECT m.turn AS turn, m.seq AS seq, m.content AS content, m.hidden AS hidden, m.created_at AS created_at
-                 FROM messages m JOIN (
-                     SELECT turn, MIN(seq) AS first FROM messages WHERE session_id = $1 GROUP BY turn
-                 ) f ON m.turn = f.turn AND m.seq = f.first
-                 WHERE m.session_id = $1 ORDER BY m.turn",
-            )
-            .bind(session_id)
-            .fetch_all(pool)
-            .await?;
-            rows.iter()
-                .map(|r| {
-                    let content: Vec<tackle_protocol::ContentBlock> = serde_json::from_str(r.try_get::<&str>("content")?)?;
-                    let text = Message { role: tackle_protocol::Role::User, content }.text();
-                    Ok(TurnSummary {
-                        turn: r.try_get("turn")?,
-                        first_seq: r.try_get("seq")?,
-                        prompt: text,
-                        hidden: r.try_get::<i64>("hidden")? != 0,
-                        created_at: r.try_get("created_at")?,
-                    })
-                })
-                .collect::<Result<Vec<_>, StoreError>>()?
-        });
-        Ok(rows)
+        let query = Query::new(
+            "SELECT m.turn AS turn, m.seq AS seq, m.content AS content, m.hidden AS hidden, m.created_at AS created_at
+             FROM messages m JOIN (
+                 SELECT turn, MIN(seq) AS first FROM messages WHERE session_id = $1 GROUP BY turn
+             ) f ON m.turn = f.turn AND m.seq = f.first
+             WHERE m.session_id = $1 ORDER BY m.turn",
+        )
+        .bind(session_id);
+        self.db.read_all(query, |r| turn_summary(r)).await
     }
+}
+
+fn turn_summary(r: &dyn Row) -> Result<TurnSummary, StoreError> {
+    let content: Vec<tackle_protocol::ContentBlock> = serde_json::from_str(r.try_get::<&str>("content")?)?;
+    let text = Message { role: tackle_protocol::Role::User, content }.text();
+    Ok(TurnSummary {
+        turn: r.try_get("turn")?,
+        first_seq: r.try_get("seq")?,
+        prompt: text,
+        hidden: r.try_get::<i64>("hidden")? != 0,
+        created_at: r.try_get("created_at")?,
+    })
 }
 
 /// One turn of a session, as listed.

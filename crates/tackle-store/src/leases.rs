@@ -12,8 +12,9 @@
 
 use std::time::Duration;
 
-use crate::db::{DbRow, on_db};
+use crate::db::{DbRow, transaction};
 use crate::sessions::turn_alive;
+use crate::sql::{Conn, Query, Row};
 use crate::{Store, StoreError};
 
 /// A held lease on a session's turn.
@@ -52,120 +53,130 @@ impl Store {
         session_id: &str,
         ttl: Duration,
     ) -> Result<Result<Lease, LeaseRefusal>, StoreError> {
-        on_db!(self, pool => {
-            let row = sqlx::query(
-                "SELECT status, runner, lease_id, lease_until, event_seq, (SELECT now_ms FROM db_clock) AS db_now
-                 FROM sessions WHERE id = $1",
-            )
-                .bind(session_id)
-                .fetch_optional(pool)
-                .await?
-                .ok_or_else(|| StoreError::not_found("session", session_id))?;
-            let status: String = row.try_get("status")?;
-            let runner: Option<String> = row.try_get("runner")?;
-            let lease_id: Option<String> = row.try_get("lease_id")?;
-            let lease_until: Option<i64> = row.try_get("lease_until")?;
-            let event_base: i64 = row.try_get("event_seq")?;
-            // Expiry by the database's clock: instances' clocks may disagree.
-            let now: i64 = row.try_get("db_now")?;
-            if status == "running" && turn_alive(runner.as_deref(), lease_until, now) {
-                return Ok(Err(LeaseRefusal::Busy));
+        let query = Query::new(
+            "SELECT status, runner, lease_id, lease_until, event_seq, (SELECT now_ms FROM db_clock) AS db_now
+             FROM sessions WHERE id = $1",
+        )
+        .bind(session_id);
+        let seen = self.db.fetch_optional(None, query, |row| LeaseRow::read(row)).await?;
+        let seen = seen.ok_or_else(|| StoreError::not_found("session", session_id))?;
+        // Expiry by the database's clock: instances' clocks may disagree.
+        if seen.status == "running" && turn_alive(seen.runner.as_deref(), seen.lease_until, seen.db_now) {
+            return Ok(Err(LeaseRefusal::Busy));
+        }
+        let token = uuid::Uuid::new_v4().simple().to_string();
+        // Compare and set: another instance that read the same row and took the lease first
+        // changed `lease_id`, and this update then matches nothing. The new epoch fences
+        // every write of the turn this lease ends, should it wake up (`fence.rs`).
+        let take = Query::new(
+            "UPDATE sessions SET status = 'running', runner = $1, lease_id = $2,
+                 lease_until = (SELECT now_ms FROM db_clock) + $3, cancel_requested = 0,
+                 lease_epoch = lease_epoch + 1
+             WHERE id = $4 AND status = $5 AND runner IS NOT DISTINCT FROM $6
+                 AND lease_id IS NOT DISTINCT FROM $7 AND lease_until IS NOT DISTINCT FROM $8
+             RETURNING lease_epoch",
+        )
+        .bind(crate::runner::current_id())
+        .bind(&token)
+        .bind(millis(ttl))
+        .bind(session_id)
+        .bind(seen.status)
+        .bind(seen.runner)
+        .bind(seen.lease_id)
+        .bind(seen.lease_until);
+        let clear = [
+            Query::new("DELETE FROM approvals WHERE session_id = $1").bind(session_id),
+            Query::new("DELETE FROM session_events WHERE session_id = $1").bind(session_id),
+        ];
+        let epoch = transaction!(&self.db, None, |conn| take_lease(conn, &take, &clear).await)?;
+        Ok(match epoch {
+            Some(epoch) => {
+                Ok(Lease { session_id: session_id.to_owned(), token, event_base: seen.event_seq, epoch })
             }
-            let token = uuid::Uuid::new_v4().simple().to_string();
-            let mut tx = pool.begin().await?;
-            // Compare and set: another instance that read the same row and took the lease first
-            // changed `lease_id`, and this update then matches nothing. The new epoch fences
-            // every write of the turn this lease ends, should it wake up (`fence.rs`).
-            let taken = sqlx::query(
-                "UPDATE sessions SET status = 'running', runner = $1, lease_id = $2,
-                     lease_until = (SELECT now_ms FROM db_clock) + $3, cancel_requested = 0,
-                     lease_epoch = lease_epoch + 1
-                 WHERE id = $4 AND status = $5 AND runner IS NOT DISTINCT FROM $6
-                     AND lease_id IS NOT DISTINCT FROM $7 AND lease_until IS NOT DISTINCT FROM $8
-                 RETURNING lease_epoch",
-            )
-            .bind(crate::runner::current_id())
-            .bind(&token)
-            .bind(millis(ttl))
-            .bind(session_id)
-            .bind(&status)
-            .bind(&runner)
-            .bind(&lease_id)
-            .bind(lease_until)
-            .fetch_optional(&mut *tx)
-            .await?;
-            let Some(taken) = taken else {
-                return Ok(Err(LeaseRefusal::Busy));
-            };
-            let epoch: i64 = taken.try_get("lease_epoch")?;
-            sqlx::query("DELETE FROM approvals WHERE session_id = $1").bind(session_id).execute(&mut *tx).await?;
-            sqlx::query("DELETE FROM session_events WHERE session_id = $1").bind(session_id).execute(&mut *tx).await?;
-            tx.commit().await?;
-            Ok(Ok(Lease { session_id: session_id.to_owned(), token, event_base, epoch }))
+            None => Err(LeaseRefusal::Busy),
         })
     }
 
     /// Pushes the expiry of every lease this process holds to `ttl` from now (the database's
     /// clock); returns how many.
     pub async fn renew_leases(&self, ttl: Duration) -> Result<u64, StoreError> {
-        on_db!(self, pool => {
-            Ok(sqlx::query(
-                "UPDATE sessions SET lease_until = (SELECT now_ms FROM db_clock) + $1
-                 WHERE runner = $2 AND lease_id IS NOT NULL",
-            )
-                .bind(millis(ttl))
-                .bind(crate::runner::current_id())
-                .execute(pool)
-                .await?
-                .rows_affected())
-        })
+        let query = Query::new(
+            "UPDATE sessions SET lease_until = (SELECT now_ms FROM db_clock) + $1
+             WHERE runner = $2 AND lease_id IS NOT NULL",
+        )
+        .bind(millis(ttl))
+        .bind(crate::runner::current_id());
+        self.db.execute(None, query).await
     }
 
     /// Ends `lease`: the session is free for the next turn. `last_event` is the id of the turn's
     /// last streamed event. A session the turn left `running` (it never began, or it failed
     /// before it could say how it ended) becomes `idle`. Does nothing if the lease was lost.
     pub async fn release_lease(&self, lease: &Lease, last_event: i64) -> Result<(), StoreError> {
-        on_db!(self, pool => {
-            sqlx::query(
-                "UPDATE sessions SET lease_id = NULL, lease_until = NULL, cancel_requested = 0, event_seq = $1,
-                     status = CASE WHEN status = 'running' THEN 'idle' ELSE status END,
-                     runner = CASE WHEN status = 'running' THEN NULL ELSE runner END
-                 WHERE id = $2 AND lease_id = $3",
-            )
-            .bind(last_event)
-            .bind(&lease.session_id)
-            .bind(&lease.token)
-            .execute(pool)
-            .await?;
-            Ok(())
-        })
+        let query = Query::new(
+            "UPDATE sessions SET lease_id = NULL, lease_until = NULL, cancel_requested = 0, event_seq = $1,
+                 status = CASE WHEN status = 'running' THEN 'idle' ELSE status END,
+                 runner = CASE WHEN status = 'running' THEN NULL ELSE runner END
+             WHERE id = $2 AND lease_id = $3",
+        )
+        .bind(last_event)
+        .bind(&lease.session_id)
+        .bind(&lease.token);
+        self.db.execute(None, query).await?;
+        Ok(())
     }
 
     /// Asks whichever instance runs `session_id`'s turn to cancel it; false when no live turn
     /// holds a lease on it.
     pub async fn request_cancel(&self, session_id: &str) -> Result<bool, StoreError> {
-        on_db!(self, pool => {
-            let n = sqlx::query(
-                "UPDATE sessions SET cancel_requested = 1
-                 WHERE id = $1 AND status = 'running' AND lease_id IS NOT NULL
-                     AND lease_until > (SELECT now_ms FROM db_clock)",
-            )
-            .bind(session_id)
-            .execute(pool)
-            .await?
-            .rows_affected();
-            Ok(n == 1)
-        })
+        let query = Query::new(
+            "UPDATE sessions SET cancel_requested = 1
+             WHERE id = $1 AND status = 'running' AND lease_id IS NOT NULL
+                 AND lease_until > (SELECT now_ms FROM db_clock)",
+        )
+        .bind(session_id);
+        Ok(self.db.execute(None, query).await? == 1)
     }
 
     /// Sessions whose turns this process runs and that another instance asked to cancel.
     pub async fn cancel_requests(&self) -> Result<Vec<String>, StoreError> {
-        on_db!(self, pool => {
-            let rows = sqlx::query("SELECT id FROM sessions WHERE runner = $1 AND cancel_requested = 1")
-                .bind(crate::runner::current_id())
-                .fetch_all(pool)
-                .await?;
-            rows.iter().map(|r| r.try_get::<String>("id")).collect()
+        let query = Query::new("SELECT id FROM sessions WHERE runner = $1 AND cancel_requested = 1")
+            .bind(crate::runner::current_id());
+        self.db.read_all(query, |r| r.try_get::<String>("id")).await
+    }
+}
+
+/// A session's lease as read before taking it over.
+struct LeaseRow {
+    status: String,
+    runner: Option<String>,
+    lease_id: Option<String>,
+    lease_until: Option<i64>,
+    event_seq: i64,
+    db_now: i64,
+}
+
+impl LeaseRow {
+    fn read(row: &dyn Row) -> Result<Self, StoreError> {
+        Ok(Self {
+            status: row.try_get("status")?,
+            runner: row.try_get("runner")?,
+            lease_id: row.try_get("lease_id")?,
+            lease_until: row.try_get("lease_until")?,
+            event_seq: row.try_get("event_seq")?,
+            db_now: row.try_get("db_now")?,
         })
     }
+}
+
+/// Takes the lease if the row is still as read (`take`, which returns the new epoch), then
+/// runs `clear`; `None` when another turn took it first.
+async fn take_lease(conn: &mut impl Conn, take: &Query, clear: &[Query]) -> Result<Option<i64>, StoreError> {
+    let Some(epoch) = conn.fetch_optional(take, |r| r.try_get::<i64>("lease_epoch")).await? else {
+        return Ok(None);
+    };
+    for query in clear {
+        conn.execute(query).await?;
+    }
+    Ok(Some(epoch))
 }

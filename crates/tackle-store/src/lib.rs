@@ -1,7 +1,7 @@
 //! Durable storage for Tackle: SQLite (the embedded default: one file, WAL) or PostgreSQL (several
-//! processes on one database), with embedded migrations. The calls an agent makes every step run,
-//! on SQLite, on one rusqlite connection, in the calling thread when it is free; the rest, and
-//! PostgreSQL, through sqlx.
+//! processes on one database), with embedded migrations. SQLite is reached through rusqlite (the
+//! calls an agent makes every step on one connection, in the calling thread when it is free),
+//! PostgreSQL through sqlx; each query is written once for both (`sql.rs`).
 //!
 //! One [`Store`] holds sessions and everything that belongs to them: messages in order, the
 //! tool-call audit (which also makes each call id run at most once), offloaded outputs
@@ -38,10 +38,13 @@ mod frames;
 mod history;
 mod leases;
 mod messages;
+mod migrate;
+mod readers;
 mod responses;
 mod runner;
 mod sessions;
 mod snapshots;
+mod sql;
 mod state;
 mod steps;
 mod todos;
@@ -104,7 +107,7 @@ impl Store {
     /// Opens (creating it and its directory if needed) the database file at `path`.
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
         let sqlite = db::open_file(path).await?;
-        let checkpointer = checkpoint::spawn(sqlite.pool.clone(), checkpoint::CHECKPOINT_EVERY);
+        let checkpointer = checkpoint::spawn(path.to_owned(), checkpoint::CHECKPOINT_EVERY);
         Ok(Self {
             db: db::Db::Sqlite(sqlite),
             _checkpointer: Some(checkpointer),
@@ -149,8 +152,11 @@ impl Store {
     pub async fn close(&self) {
         match &self.db {
             db::Db::Sqlite(sqlite) => {
+                if let Some(checkpointer) = &self._checkpointer {
+                    checkpointer.stop();
+                }
                 sqlite.writer.close().await;
-                sqlite.pool.close().await;
+                sqlite.readers.close();
             }
             db::Db::Postgres(pool) => pool.close().await,
         }
@@ -166,11 +172,13 @@ impl Store {
 
     /// The SQLite journal mode in use (`wal` for files); `None` on PostgreSQL.
     pub async fn journal_mode(&self) -> Result<Option<String>, StoreError> {
-        use sqlx::Row;
         match &self.db {
-            db::Db::Sqlite(sqlite) => {
-                let row = sqlx::query("PRAGMA journal_mode").fetch_one(&sqlite.pool).await?;
-                Ok(Some(row.try_get::<String, _>(0)?))
+            db::Db::Sqlite(_) => {
+                let query = sql::Query::new("PRAGMA journal_mode");
+                Ok(self
+                    .db
+                    .read_optional(query, |r| sql::RowExt::try_get::<String>(r, "journal_mode"))
+                    .await?)
             }
             db::Db::Postgres(_) => Ok(None),
         }

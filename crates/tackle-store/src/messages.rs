@@ -1,10 +1,8 @@
 //! Messages: the conversation of a session, in order, each committed as it happens.
 
-use rusqlite::ToSql;
-
-use crate::db::{Db, DbRow, on_db, retry_on_conflict, session_fk};
-use crate::fence::{self, CheckFence};
-use crate::writer::{self, not_found_if_no_session};
+use crate::db::{Db, DbRow, retry_on_conflict, transaction};
+use crate::fence::{self, Epoch};
+use crate::sql::{self, Conn, PgConn, Query, SqliteConn, no_session};
 use serde::{Deserialize, Serialize};
 use tackle_protocol::{ContentBlock, Message, Role};
 
@@ -56,40 +54,54 @@ impl MessageRow {
         })
     }
 
-    /// Appends it on the writer's connection (in the caller's transaction, if any); returns
-    /// its `seq`.
-    pub(crate) fn insert_on(
-        &self,
-        conn: &rusqlite::Connection,
-        session: &str,
-        turn: i64,
-    ) -> Result<i64, StoreError> {
-        let params: [&dyn ToSql; 6] =
-            [&session, &turn, &self.role, &self.content, &self.token_count, &now_ms()];
-        writer::query_optional(conn, APPEND, &params, |r| r.try_get("seq"))
-            .map_err(|e| not_found_if_no_session(e, session))?
-            .ok_or_else(|| StoreError::not_found("session", session))
-    }
-
-    /// Appends it on a PostgreSQL connection; returns its `seq`.
-    pub(crate) async fn insert_postgres(
-        &self,
-        conn: &mut sqlx::PgConnection,
-        session: &str,
-        turn: i64,
-    ) -> Result<i64, StoreError> {
-        let row = sqlx::query(APPEND)
-            .bind(session)
+    /// [`APPEND`] with its values.
+    fn append_query(&self, session_id: &str, turn: i64) -> Query {
+        Query::new(APPEND)
+            .bind(session_id)
             .bind(turn)
             .bind(self.role)
             .bind(&self.content)
             .bind(self.token_count)
             .bind(now_ms())
-            .fetch_one(conn)
-            .await
-            .map_err(|e| session_fk(e, session))?;
-        row.try_get("seq")
     }
+
+    /// Appends it (in the caller's transaction, if any); returns its `seq`.
+    pub(crate) async fn insert(
+        &self,
+        conn: &mut impl Conn,
+        session_id: &str,
+        turn: i64,
+    ) -> Result<i64, StoreError> {
+        conn.fetch_optional(&self.append_query(session_id, turn), |r| r.try_get::<i64>("seq"))
+            .await
+            .map_err(|e| no_session(e, session_id))?
+            .ok_or_else(|| StoreError::not_found("session", session_id))
+    }
+}
+
+/// Runs `queries` in order; returns the rows they changed.
+pub(crate) async fn execute_all(conn: &mut impl Conn, queries: &[Query]) -> Result<u64, StoreError> {
+    let mut changed = 0;
+    for query in queries {
+        changed += conn.execute(query).await?;
+    }
+    Ok(changed)
+}
+
+/// The statements of [`Store::append_messages`], inside its transaction, on either backend.
+async fn append_all(
+    conn: &mut impl Conn,
+    epoch: &Epoch,
+    session_id: &str,
+    turn: i64,
+    rows: &[MessageRow],
+) -> Result<Vec<i64>, StoreError> {
+    conn.check_fence(epoch).await?;
+    let mut seqs = Vec::with_capacity(rows.len());
+    for row in rows {
+        seqs.push(row.insert(conn, session_id, turn).await?);
+    }
+    Ok(seqs)
 }
 
 /// The highest turn of a session.
@@ -103,7 +115,7 @@ fn role_str(role: Role) -> &'static str {
     }
 }
 
-pub(crate) fn stored(row: &impl DbRow) -> Result<StoredMessage, StoreError> {
+pub(crate) fn stored(row: &(impl DbRow + ?Sized)) -> Result<StoredMessage, StoreError> {
     let role = match row.try_get::<&str>("role")? {
         "user" => Role::User,
         "assistant" => Role::Assistant,
@@ -156,11 +168,16 @@ impl Store {
         match &self.db {
             Db::Sqlite(sqlite) => {
                 let session = session_id.to_owned();
-                sqlite.writer.write(epoch, move |conn| row.insert_on(conn, &session, turn)).await
+                sqlite
+                    .writer
+                    .write(epoch, move |conn| sql::ready(row.insert(&mut SqliteConn(conn), &session, turn)))
+                    .await
             }
             Db::Postgres(pool) => {
-                fence::pg_write(pool, &epoch, async |conn| row.insert_postgres(conn, session_id, turn).await)
-                    .await
+                fence::pg_write(pool, &epoch, async |conn| {
+                    row.insert(&mut PgConn(conn), session_id, turn).await
+                })
+                .await
             }
         }
     }
@@ -189,22 +206,13 @@ impl Store {
                 sqlite
                     .writer
                     .transaction(move |tx| {
-                        fence::check_on(tx, &epoch)?;
-                        let seqs = rows
-                            .iter()
-                            .map(|row| row.insert_on(tx, &session, turn))
-                            .collect::<Result<_, _>>()?;
-                        Ok(seqs)
+                        sql::ready(append_all(&mut SqliteConn(tx), &epoch, &session, turn, &rows))
                     })
                     .await
             }
             Db::Postgres(pool) => {
                 let mut tx = pool.begin().await?;
-                tx.check_fence(&epoch).await?;
-                let mut seqs = Vec::with_capacity(rows.len());
-                for row in &rows {
-                    seqs.push(row.insert_postgres(&mut tx, session_id, turn).await?);
-                }
+                let seqs = append_all(&mut PgConn(&mut tx), &epoch, session_id, turn, &rows).await?;
                 tx.commit().await?;
                 Ok(seqs)
             }
@@ -217,17 +225,13 @@ impl Store {
         session_id: &str,
         filter: MessageFilter,
     ) -> Result<Vec<StoredMessage>, StoreError> {
-        on_db!(self, pool => {
-            let rows = sqlx::query(
-                "SELECT seq, turn, role, content, hidden, token_count, created_at FROM messages
-                 WHERE session_id = $1 AND ($2 OR hidden = 0) ORDER BY seq",
-            )
-            .bind(session_id)
-            .bind(filter.include_hidden)
-            .fetch_all(pool)
-            .await?;
-            rows.iter().map(stored).collect()
-        })
+        let query = Query::new(
+            "SELECT seq, turn, role, content, hidden, token_count, created_at FROM messages
+             WHERE session_id = $1 AND ($2 OR hidden = 0) ORDER BY seq",
+        )
+        .bind(session_id)
+        .bind(filter.include_hidden);
+        self.db.read_all(query, |r| stored(r)).await
     }
 
     /// Messages with `seq` greater than `after`, visible ones only, in order.
@@ -236,100 +240,68 @@ impl Store {
         session_id: &str,
         after: i64,
     ) -> Result<Vec<StoredMessage>, StoreError> {
-        on_db!(self, pool => {
-            let rows = sqlx::query(
-                "SELECT seq, turn, role, content, hidden, token_count, created_at FROM messages
-                 WHERE session_id = $1 AND seq > $2 AND hidden = 0 ORDER BY seq",
-            )
-            .bind(session_id)
-            .bind(after)
-            .fetch_all(pool)
-            .await?;
-            rows.iter().map(stored).collect()
-        })
+        let query = Query::new(
+            "SELECT seq, turn, role, content, hidden, token_count, created_at FROM messages
+             WHERE session_id = $1 AND seq > $2 AND hidden = 0 ORDER BY seq",
+        )
+        .bind(session_id)
+        .bind(after);
+        self.db.read_all(query, |r| stored(r)).await
     }
 
     /// Hides messages from the model (compaction); they stay stored.
     pub async fn hide_messages(&self, session_id: &str, seqs: &[i64]) -> Result<u64, StoreError> {
-        on_db!(self, pool => {
-            let mut tx = pool.begin().await?;
-            let mut n = 0;
-            for seq in seqs {
-                n += sqlx::query("UPDATE messages SET hidden = 1 WHERE session_id = $1 AND seq = $2")
+        let hides: Vec<Query> = seqs
+            .iter()
+            .map(|seq| {
+                Query::new("UPDATE messages SET hidden = 1 WHERE session_id = $1 AND seq = $2")
                     .bind(session_id)
-                    .bind(seq)
-                    .execute(&mut *tx)
-                    .await?
-                    .rows_affected();
-            }
-            // After the writes: on SQLite the first write takes the write lock (a read first
-            // could not upgrade if another connection wrote meanwhile).
-            tx.check_fence(&self.epoch_for(session_id)).await?;
-            tx.commit().await?;
-            Ok(n)
-        })
+                    .bind(*seq)
+            })
+            .collect();
+        let epoch = self.epoch_for(session_id);
+        transaction!(&self.db, epoch, |conn| execute_all(conn, &hides).await)
     }
 
     /// Forgets the token counts of a session's messages (they were counted with another
     /// vocabulary).
     pub async fn clear_token_counts(&self, session_id: &str) -> Result<(), StoreError> {
-        on_db!(self, pool => {
-            sqlx::query(
-                "UPDATE messages SET token_count = NULL WHERE session_id = $1 AND token_count IS NOT NULL",
-            )
-            .bind(session_id)
-            .execute(pool)
-            .await?;
-            Ok(())
-        })
+        let query = Query::new(
+            "UPDATE messages SET token_count = NULL WHERE session_id = $1 AND token_count IS NOT NULL",
+        )
+        .bind(session_id);
+        self.db.execute(None, query).await?;
+        Ok(())
     }
 
     /// Records measured token counts of messages.
     pub async fn set_token_counts(&self, session_id: &str, counts: &[(i64, i64)]) -> Result<(), StoreError> {
-        on_db!(self, pool => {
-            let mut tx = pool.begin().await?;
-            for (seq, count) in counts {
-                sqlx::query("UPDATE messages SET token_count = $1 WHERE session_id = $2 AND seq = $3")
-                    .bind(count)
+        let updates: Vec<Query> = counts
+            .iter()
+            .map(|(seq, count)| {
+                Query::new("UPDATE messages SET token_count = $1 WHERE session_id = $2 AND seq = $3")
+                    .bind(*count)
                     .bind(session_id)
-                    .bind(seq)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            tx.check_fence(&self.epoch_for(session_id)).await?;
-            tx.commit().await?;
-            Ok(())
-        })
+                    .bind(*seq)
+            })
+            .collect();
+        let epoch = self.epoch_for(session_id);
+        transaction!(&self.db, epoch, |conn| execute_all(conn, &updates).await)?;
+        Ok(())
     }
 
     /// Number of stored messages (hidden included).
     pub async fn message_count(&self, session_id: &str) -> Result<i64, StoreError> {
-        on_db!(self, pool => {
-            let row = sqlx::query("SELECT COUNT(*) AS n FROM messages WHERE session_id = $1")
-                .bind(session_id)
-                .fetch_one(pool)
-                .await?;
-            Ok(row.try_get("n")?)
-        })
+        let query = Query::new("SELECT COUNT(*) AS n FROM messages WHERE session_id = $1").bind(session_id);
+        self.db.read_one(query, |r| r.try_get("n")).await
     }
 
     /// The highest turn number stored, if any.
     pub async fn last_turn(&self, session_id: &str) -> Result<Option<i64>, StoreError> {
-        match &self.db {
-            Db::Sqlite(sqlite) => {
-                let session = session_id.to_owned();
-                sqlite
-                    .writer
-                    .call(move |conn| {
-                        let turn = writer::query_optional(conn, LAST_TURN, &[&session], |r| r.try_get("t"))?;
-                        Ok(turn.flatten())
-                    })
-                    .await
-            }
-            Db::Postgres(pool) => {
-                let row = sqlx::query(LAST_TURN).bind(session_id).fetch_one(pool).await?;
-                Ok(row.try_get("t")?)
-            }
-        }
+        let turn = self
+            .db
+            .fetch_optional(None, Query::new(LAST_TURN).bind(session_id), |r| r.try_get::<Option<i64>>("t"))
+            .await?;
+        Ok(turn.flatten())
     }
 }

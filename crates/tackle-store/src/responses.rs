@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use crate::db::{DbRow, on_db};
+use crate::db::{DbRow, transaction};
+use crate::messages::execute_all;
+use crate::sql::{Conn, Query, Row};
 use tackle_protocol::Message;
 
 use crate::db::now_ms;
@@ -58,40 +60,30 @@ impl Store {
     /// # });
     /// ```
     pub async fn put_response(&self, response: NewResponse<'_>) -> Result<(), StoreError> {
-        on_db!(self, pool => {
-            let now = now_ms();
-            let ttl = i64::try_from(RESPONSE_TTL.as_millis()).unwrap_or(i64::MAX);
-            let messages = serde_json::to_string(response.messages)?;
-            let mut tx = pool.begin().await?;
-            sqlx::query("DELETE FROM responses WHERE expires_at <= $1").bind(now).execute(&mut *tx).await?;
-            if let Some(previous) = response.previous_id {
-                let owner: Option<String> = sqlx::query("SELECT owner FROM responses WHERE id = $1")
-                    .bind(previous)
-                    .fetch_optional(&mut *tx)
-                    .await?
-                    .map(|r| r.try_get("owner"))
-                    .transpose()?;
-                if owner.as_deref() != Some(response.owner) {
-                    return Err(StoreError::not_found("response", previous));
-                }
-            }
-            sqlx::query(
-                "INSERT INTO responses (id, owner, previous_id, session_id, messages, created_at, expires_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
-            )
-            .bind(response.id)
-            .bind(response.owner)
-            .bind(response.previous_id)
-            .bind(response.session_id)
-            .bind(messages)
-            .bind(now)
-            .bind(now.saturating_add(ttl))
-            .execute(&mut *tx)
-            .await?;
-            for item in response.items {
-                let Some(item_id) = item.get("id").and_then(serde_json::Value::as_str) else { continue };
+        let now = now_ms();
+        let ttl = i64::try_from(RESPONSE_TTL.as_millis()).unwrap_or(i64::MAX);
+        let expire = Query::new("DELETE FROM responses WHERE expires_at <= $1").bind(now);
+        let previous = response.previous_id.map(|previous| {
+            (previous.to_owned(), Query::new("SELECT owner FROM responses WHERE id = $1").bind(previous))
+        });
+        let insert = Query::new(
+            "INSERT INTO responses (id, owner, previous_id, session_id, messages, created_at, expires_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(response.id)
+        .bind(response.owner)
+        .bind(response.previous_id)
+        .bind(response.session_id)
+        .bind(serde_json::to_string(response.messages)?)
+        .bind(now)
+        .bind(now.saturating_add(ttl));
+        let items: Vec<Query> = response
+            .items
+            .iter()
+            .filter_map(|item| Some((item.get("id")?.as_str()?, item)))
+            .map(|(item_id, item)| {
                 // An id seen before keeps its first item (ids are the server's, or the provider's).
-                sqlx::query(
+                Query::new(
                     "INSERT INTO response_items (owner, id, response_id, item) VALUES ($1, $2, $3, $4)
                      ON CONFLICT (owner, id) DO NOTHING",
                 )
@@ -99,10 +91,19 @@ impl Store {
                 .bind(item_id)
                 .bind(response.id)
                 .bind(item.to_string())
-                .execute(&mut *tx)
-                .await?;
+            })
+            .collect();
+        let owner = response.owner.to_owned();
+        transaction!(&self.db, None, |conn| {
+            conn.execute(&expire).await?;
+            if let Some((previous, query)) = &previous {
+                let found = conn.fetch_optional(query, |r| r.try_get::<String>("owner")).await?;
+                if found.as_deref() != Some(owner.as_str()) {
+                    return Err(StoreError::not_found("response", previous.as_str()));
+                }
             }
-            tx.commit().await?;
+            conn.execute(&insert).await?;
+            execute_all(conn, &items).await?;
             Ok(())
         })
     }
@@ -124,28 +125,23 @@ impl Store {
     /// # });
     /// ```
     pub async fn response_item(&self, id: &str, owner: &str) -> Result<serde_json::Value, StoreError> {
-        on_db!(self, pool => {
-            let row = sqlx::query(
-                "SELECT i.item FROM response_items i JOIN responses r ON r.id = i.response_id
-                 WHERE i.owner = $1 AND i.id = $2 AND r.expires_at > $3",
-            )
-            .bind(owner)
-            .bind(id)
-            .bind(now_ms())
-            .fetch_optional(pool)
-            .await?;
-            let Some(row) = row else { return Err(StoreError::not_found("response item", id)) };
-            Ok(serde_json::from_str(&row.try_get::<String>("item")?)?)
-        })
+        let query = Query::new(
+            "SELECT i.item FROM response_items i JOIN responses r ON r.id = i.response_id
+             WHERE i.owner = $1 AND i.id = $2 AND r.expires_at > $3",
+        )
+        .bind(owner)
+        .bind(id)
+        .bind(now_ms());
+        let item =
+            self.db.read_optional(query, |r| Ok(serde_json::from_str(r.try_get::<&str>("item")?)?)).await?;
+        item.ok_or_else(|| StoreError::not_found("response item", id))
     }
 
     /// The conversation up to and including response `id`, if `owner` made it and it has not
     /// expired; `NotFound` otherwise (other users' ids are not revealed).
     pub async fn response_chain(&self, id: &str, owner: &str) -> Result<ResponseChain, StoreError> {
-        on_db!(self, pool => {
-            let now = now_ms();
-            let rows = sqlx::query(
-                "WITH RECURSIVE chain (id, previous_id, session_id, messages, depth) AS (
+        let query = Query::new(
+            "WITH RECURSIVE chain (id, previous_id, session_id, messages, depth) AS (
                  SELECT id, previous_id, session_id, messages, CAST(0 AS BIGINT) FROM responses
                  WHERE id = $1 AND owner = $2 AND expires_at > $3
                  UNION ALL
@@ -154,31 +150,36 @@ impl Store {
                  WHERE r.owner = $2 AND r.expires_at > $3 AND chain.depth < $4
              )
              SELECT previous_id, session_id, messages, depth FROM chain ORDER BY depth DESC",
-            )
-            .bind(id)
-            .bind(owner)
-            .bind(now)
-            .bind(MAX_CHAIN)
-            .fetch_all(pool)
-            .await?;
-            let Some(head) = rows.last() else { return Err(StoreError::not_found("response", id)) };
-            // The oldest row must start the conversation: a link that expired breaks the chain.
-            if rows
-                .first()
-                .map(|r| r.try_get::<Option<String>>("previous_id"))
-                .transpose()?
-                .flatten()
-                .is_some()
-            {
-                return Err(StoreError::not_found("response", id));
-            }
-            let session_id: Option<String> = head.try_get("session_id")?;
-            let mut messages = Vec::new();
-            for row in &rows {
-                let part: Vec<Message> = serde_json::from_str(&row.try_get::<String>("messages")?)?;
-                messages.extend(part);
-            }
-            Ok(ResponseChain { messages, session_id })
+        )
+        .bind(id)
+        .bind(owner)
+        .bind(now_ms())
+        .bind(MAX_CHAIN);
+        let rows = self.db.read_all(query, |r| ChainRow::read(r)).await?;
+        let Some(head) = rows.last() else { return Err(StoreError::not_found("response", id)) };
+        // The oldest row must start the conversation: a link that expired breaks the chain.
+        if rows.first().is_some_and(|r| r.previous_id.is_some()) {
+            return Err(StoreError::not_found("response", id));
+        }
+        let session_id = head.session_id.clone();
+        let messages = rows.into_iter().flat_map(|r| r.messages).collect();
+        Ok(ResponseChain { messages, session_id })
+    }
+}
+
+/// One response of a chain.
+struct ChainRow {
+    previous_id: Option<String>,
+    session_id: Option<String>,
+    messages: Vec<Message>,
+}
+
+impl ChainRow {
+    fn read(row: &dyn Row) -> Result<Self, StoreError> {
+        Ok(Self {
+            previous_id: row.try_get("previous_id")?,
+            session_id: row.try_get("session_id")?,
+            messages: serde_json::from_str(row.try_get::<&str>("messages")?)?,
         })
     }
 }
@@ -277,15 +278,15 @@ mod tests {
             store.put_response(NewResponse { items: &other, ..put("r2", "bob", None, &a) }).await.unwrap();
             assert_eq!(store.response_item("msg_1", "bob").await.unwrap(), other[0]);
             assert_eq!(store.response_item("msg_1", "ann").await.unwrap(), items[0]);
-            crate::db::on_db!(store, pool => {
-                sqlx::query("UPDATE responses SET expires_at = 0 WHERE id = 'r1'").execute(pool).await.map(|_| ())
-            })
-            .unwrap();
+            store
+                .db
+                .execute(None, Query::new("UPDATE responses SET expires_at = 0 WHERE id = 'r1'"))
+                .await
+                .unwrap();
             assert!(store.response_item("msg_1", "ann").await.is_err(), "expired with its response");
             store.put_response(put("r3", "ann", None, &a)).await.unwrap();
-            let left: i64 = crate::db::on_db!(store, pool => {
-                sqlx::query("SELECT COUNT(*) AS n FROM response_items").fetch_one(pool).await.unwrap().try_get("n").unwrap()
-            });
+            let count = Query::new("SELECT COUNT(*) AS n FROM response_items");
+            let left: i64 = store.db.read_one(count, |r| r.try_get("n")).await.unwrap();
             assert_eq!(left, 1, "the expired response's items were removed with it");
         }
     }
@@ -296,15 +297,15 @@ mod tests {
             let a = [Message::user("old")];
             store.put_response(put("r1", "ann", None, &a)).await.unwrap();
             store.put_response(put("r2", "ann", Some("r1"), &a)).await.unwrap();
-            crate::db::on_db!(store, pool => {
-            sqlx::query("UPDATE responses SET expires_at = 0 WHERE id = 'r1'").execute(pool).await.map(|_| ())
-        })
-        .unwrap();
+            store
+                .db
+                .execute(None, Query::new("UPDATE responses SET expires_at = 0 WHERE id = 'r1'"))
+                .await
+                .unwrap();
             assert!(store.response_chain("r2", "ann").await.is_err(), "the beginning expired");
             store.put_response(put("r3", "ann", None, &a)).await.unwrap();
-            let left: i64 = crate::db::on_db!(store, pool => {
-                sqlx::query("SELECT COUNT(*) AS n FROM responses").fetch_one(pool).await.unwrap().try_get("n").unwrap()
-            });
+            let count = Query::new("SELECT COUNT(*) AS n FROM responses");
+            let left: i64 = store.db.read_one(count, |r| r.try_get("n")).await.unwrap();
             assert_eq!(left, 1, "the expired row went, and its continuation with it");
         }
     }

@@ -2,12 +2,10 @@
 
 use std::fmt;
 
-use rusqlite::ToSql;
-
-use crate::db::{Db, DbRow, on_db, retry_on_conflict};
-use crate::fence::{self, CheckFence};
+use crate::db::{Db, DbRow, retry_on_conflict};
+use crate::fence::Epoch;
 use crate::messages::MessageRow;
-use crate::writer;
+use crate::sql::{self, Conn, PgConn, Query, Row, SqliteConn};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tackle_protocol::Message;
@@ -162,7 +160,7 @@ macro_rules! session_columns {
 
 /// The stored status, with a running turn whose process is gone, or whose lease expired by the
 /// database's clock (`db_now`: its instance stopped renewing it), reported as interrupted.
-fn status_of(row: &impl DbRow) -> Result<SessionStatus, StoreError> {
+fn status_of(row: &(impl DbRow + ?Sized)) -> Result<SessionStatus, StoreError> {
     let status = SessionStatus::parse(row.try_get::<&str>("status")?)?;
     let runner: Option<&str> = row.try_get("runner")?;
     let lease_until: Option<i64> = row.try_get("lease_until")?;
@@ -214,28 +212,9 @@ impl UpdateRow {
         })
     }
 
-    /// Applies it to session `id` on the writer's connection.
-    fn run_on(&self, conn: &rusqlite::Connection, id: &str) -> Result<(), StoreError> {
-        let params: [&dyn ToSql; 9] = [
-            &self.title,
-            &self.status,
-            &self.status,
-            &crate::runner::current_id(),
-            &self.status,
-            &self.model,
-            &self.metadata,
-            &now_ms(),
-            &id,
-        ];
-        if writer::execute(conn, UPDATE, &params)? == 0 {
-            return Err(StoreError::not_found("session", id));
-        }
-        Ok(())
-    }
-
-    /// Applies it to session `id` on a PostgreSQL connection.
-    async fn run_on_postgres(&self, conn: &mut sqlx::PgConnection, id: &str) -> Result<(), StoreError> {
-        let done = sqlx::query(UPDATE)
+    /// Applies it to session `id` (in the caller's transaction, if any).
+    async fn run(&self, conn: &mut impl Conn, id: &str) -> Result<(), StoreError> {
+        let query = Query::new(UPDATE)
             .bind(&self.title)
             .bind(self.status)
             .bind(self.status)
@@ -244,23 +223,40 @@ impl UpdateRow {
             .bind(&self.model)
             .bind(&self.metadata)
             .bind(now_ms())
-            .bind(id)
-            .execute(conn)
-            .await?;
-        if done.rows_affected() == 0 {
+            .bind(id);
+        if conn.execute(&query).await? == 0 {
             return Err(StoreError::not_found("session", id));
         }
         Ok(())
     }
 }
 
-/// The session `id`, on the writer's connection.
-fn get_on(conn: &rusqlite::Connection, id: &str) -> Result<SessionRecord, StoreError> {
-    writer::query_optional(conn, GET, &[&id], |row| record(row))?
+/// The session `id`.
+async fn get_on(conn: &mut impl Conn, id: &str) -> Result<SessionRecord, StoreError> {
+    conn.fetch_optional(&Query::new(GET).bind(id), |row| record(row))
+        .await?
         .ok_or_else(|| StoreError::not_found("session", id))
 }
 
-fn record(row: &impl DbRow) -> Result<SessionRecord, StoreError> {
+/// The statements of [`Store::update_session`] and [`Store::start_turn`] (with its first
+/// message), inside one transaction, on either backend.
+async fn update_on(
+    conn: &mut impl Conn,
+    epoch: &Epoch,
+    id: &str,
+    row: &UpdateRow,
+    first: Option<(&MessageRow, i64)>,
+) -> Result<(SessionRecord, Option<i64>), StoreError> {
+    conn.check_fence(epoch).await?;
+    row.run(conn, id).await?;
+    let seq = match first {
+        Some((message, turn)) => Some(message.insert(conn, id, turn).await?),
+        None => None,
+    };
+    Ok((get_on(conn, id).await?, seq))
+}
+
+fn record(row: &(impl DbRow + ?Sized)) -> Result<SessionRecord, StoreError> {
     Ok(SessionRecord {
         id: row.try_get::<String>("id")?.into(),
         owner: row.try_get("owner")?,
@@ -280,62 +276,43 @@ impl Store {
     pub async fn create_session(&self, new: NewSession) -> Result<SessionRecord, StoreError> {
         let id = uuid::Uuid::now_v7().to_string();
         let now = now_ms();
-        let metadata = serde_json::to_string(&new.metadata)?;
+        let query = Query::new(CREATE)
+            .bind(&id)
+            .bind(new.owner)
+            .bind(new.title)
+            .bind(new.provider)
+            .bind(new.model)
+            .bind(new.workspace)
+            .bind(serde_json::to_string(&new.metadata)?)
+            .bind(now)
+            .bind(now);
         match &self.db {
             Db::Sqlite(sqlite) => {
                 sqlite
                     .writer
                     .transaction(move |tx| {
-                        let params: [&dyn ToSql; 9] = [
-                            &id,
-                            &new.owner,
-                            &new.title,
-                            &new.provider,
-                            &new.model,
-                            &new.workspace,
-                            &metadata,
-                            &now,
-                            &now,
-                        ];
-                        writer::execute(tx, CREATE, &params)?;
-                        get_on(tx, &id)
+                        let conn = &mut SqliteConn(tx);
+                        sql::ready(async {
+                            conn.execute(&query).await?;
+                            get_on(conn, &id).await
+                        })
                     })
                     .await
             }
             Db::Postgres(pool) => {
-                sqlx::query(CREATE)
-                    .bind(&id)
-                    .bind(&new.owner)
-                    .bind(&new.title)
-                    .bind(&new.provider)
-                    .bind(&new.model)
-                    .bind(&new.workspace)
-                    .bind(metadata)
-                    .bind(now)
-                    .bind(now)
-                    .execute(pool)
-                    .await?;
-                self.get_session(&id).await
+                let conn = &mut PgConn(&mut *pool.acquire().await?);
+                conn.execute(&query).await?;
+                get_on(conn, &id).await
             }
         }
     }
 
     /// The session `id`.
     pub async fn get_session(&self, id: &str) -> Result<SessionRecord, StoreError> {
-        match &self.db {
-            Db::Sqlite(sqlite) => {
-                let id = id.to_owned();
-                sqlite.writer.call(move |conn| get_on(conn, &id)).await
-            }
-            Db::Postgres(pool) => {
-                let row = sqlx::query(GET)
-                    .bind(id)
-                    .fetch_optional(pool)
-                    .await?
-                    .ok_or_else(|| StoreError::not_found("session", id))?;
-                record(&row)
-            }
-        }
+        self.db
+            .fetch_optional(None, Query::new(GET).bind(id), |row| record(row))
+            .await?
+            .ok_or_else(|| StoreError::not_found("session", id))
     }
 
     /// The session `id` if `owner` owns it; another owner's session is reported as not found.
@@ -349,101 +326,56 @@ impl Store {
 
     /// The session whose id starts with `prefix` (like git's short hashes).
     pub async fn find_session_by_prefix(&self, prefix: &str) -> Result<SessionRecord, StoreError> {
-        on_db!(self, pool => {
-            let prefix = prefix.trim();
-            if prefix.is_empty() {
-                return Err(StoreError::not_found("session", "(empty id)"));
-            }
-            let escaped = prefix.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
-            let rows = sqlx::query("SELECT id FROM sessions WHERE id LIKE $1 ESCAPE '\\' ORDER BY id LIMIT 6")
-                .bind(format!("{escaped}%"))
-                .fetch_all(pool)
-                .await?;
-            let ids: Vec<String> = rows.iter().map(|r| r.try_get("id")).collect::<Result<_, _>>()?;
-            match ids.as_slice() {
-                [] => Err(StoreError::not_found("session", prefix)),
-                [one] => self.get_session(one).await,
-                _ if ids.iter().any(|i| i == prefix) => self.get_session(prefix).await,
-                _ => Err(StoreError::Ambiguous { prefix: prefix.to_owned(), candidates: ids }),
-            }
-        })
+        let prefix = prefix.trim();
+        if prefix.is_empty() {
+            return Err(StoreError::not_found("session", "(empty id)"));
+        }
+        let escaped = prefix.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
+        let query = Query::new("SELECT id FROM sessions WHERE id LIKE $1 ESCAPE '\\' ORDER BY id LIMIT 6")
+            .bind(format!("{escaped}%"));
+        let ids = self.db.read_all(query, |r| r.try_get::<String>("id")).await?;
+        match ids.as_slice() {
+            [] => Err(StoreError::not_found("session", prefix)),
+            [one] => self.get_session(one).await,
+            _ if ids.iter().any(|i| i == prefix) => self.get_session(prefix).await,
+            _ => Err(StoreError::Ambiguous { prefix: prefix.to_owned(), candidates: ids }),
+        }
     }
 
     /// Sessions whose metadata says they were imported from the exported session `source`
     /// (`{"imported_from": source}`, as `tackle sessions import` records it), oldest first.
     pub async fn sessions_imported_from(&self, source: &str) -> Result<Vec<String>, StoreError> {
-        on_db!(self, pool => {
-            // Metadata is stored as compact JSON; the key and its string value are matched as
-            // written, every LIKE wildcard in them escaped.
-            let needle = format!("\"imported_from\":{}", serde_json::to_string(source)?);
-            let escaped = needle.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
-            let rows = sqlx::query(
-                "SELECT id FROM sessions WHERE metadata LIKE $1 ESCAPE '\\' ORDER BY created_at, id",
-            )
-            .bind(format!("%{escaped}%"))
-            .fetch_all(pool)
-            .await?;
-            rows.iter().map(|r| r.try_get("id")).collect()
-        })
+        // Metadata is stored as compact JSON; the key and its string value are matched as
+        // written, every LIKE wildcard in them escaped.
+        let needle = format!("\"imported_from\":{}", serde_json::to_string(source)?);
+        let escaped = needle.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
+        let query =
+            Query::new("SELECT id FROM sessions WHERE metadata LIKE $1 ESCAPE '\\' ORDER BY created_at, id")
+                .bind(format!("%{escaped}%"));
+        self.db.read_all(query, |r| r.try_get::<String>("id")).await
     }
 
     /// Sessions, most recently active first.
     pub async fn list_sessions(&self, filter: SessionFilter) -> Result<Vec<SessionSummary>, StoreError> {
-        on_db!(self, pool => {
-            let rows = sqlx::query(
-                "SELECT s.id, s.owner, s.title, s.provider, s.model, s.workspace, s.status, s.runner, s.lease_until, s.created_at, s.updated_at,
-                    (SELECT now_ms FROM db_clock) AS db_now,
-                    (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS message_count
+        let query = Query::new(
+            "SELECT s.id, s.owner, s.title, s.provider, s.model, s.workspace, s.status, s.runner, s.lease_until, s.created_at, s.updated_at,
+                (SELECT now_ms FROM db_clock) AS db_now,
+                (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS message_count
              FROM sessions s
              WHERE ($1 IS NULL OR s.owner = $1)
              ORDER BY s.updated_at DESC, s.id DESC
              LIMIT $2 OFFSET $3",
-            )
-            .bind(filter.owner.as_deref())
-            .bind(i64::from(filter.limit.unwrap_or(100)))
-            .bind(i64::from(filter.offset))
-            .fetch_all(pool)
-            .await?;
-            rows.iter()
-                .map(|row| {
-                    Ok(SessionSummary {
-                        id: row.try_get("id")?,
-                        owner: row.try_get("owner")?,
-                        title: row.try_get("title")?,
-                        provider: row.try_get("provider")?,
-                        model: row.try_get("model")?,
-                        workspace: row.try_get("workspace")?,
-                        status: status_of(row)?,
-                        created_at: row.try_get("created_at")?,
-                        updated_at: row.try_get("updated_at")?,
-                        message_count: row.try_get("message_count")?,
-                    })
-                })
-                .collect()
-        })
+        )
+        .bind(filter.owner.as_deref())
+        .bind(i64::from(filter.limit.unwrap_or(100)))
+        .bind(i64::from(filter.offset));
+        self.db.read_all(query, |row| summary(row)).await
     }
 
     /// Applies `update` and returns the new record.
     pub async fn update_session(&self, id: &str, update: SessionUpdate) -> Result<SessionRecord, StoreError> {
         let row = UpdateRow::new(update)?;
-        let epoch = self.epoch_for(id);
-        match &self.db {
-            Db::Sqlite(sqlite) => {
-                let id = id.to_owned();
-                sqlite
-                    .writer
-                    .transaction(move |tx| {
-                        fence::check_on(tx, &epoch)?;
-                        row.run_on(tx, &id)?;
-                        get_on(tx, &id)
-                    })
-                    .await
-            }
-            Db::Postgres(pool) => {
-                fence::pg_write(pool, &epoch, async |conn| row.run_on_postgres(conn, id).await).await?;
-                self.get_session(id).await
-            }
-        }
+        Ok(self.update_in_transaction(id, row, None).await?.0)
     }
 
     /// Starts a turn in one transaction: applies `update` (the session marked running) and
@@ -459,6 +391,18 @@ impl Store {
     ) -> Result<(SessionRecord, i64), StoreError> {
         let row = UpdateRow::new(update)?;
         let message = MessageRow::new(message, token_count)?;
+        let (record, seq) = self.update_in_transaction(id, row, Some((message, turn))).await?;
+        let seq = seq.ok_or(StoreError::Internal("a turn's first message got no seq"))?;
+        Ok((record, seq))
+    }
+
+    /// [`update_on`] in one transaction of either backend.
+    async fn update_in_transaction(
+        &self,
+        id: &str,
+        row: UpdateRow,
+        first: Option<(MessageRow, i64)>,
+    ) -> Result<(SessionRecord, Option<i64>), StoreError> {
         let epoch = self.epoch_for(id);
         match &self.db {
             Db::Sqlite(sqlite) => {
@@ -466,36 +410,44 @@ impl Store {
                 sqlite
                     .writer
                     .transaction(move |tx| {
-                        fence::check_on(tx, &epoch)?;
-                        row.run_on(tx, &id)?;
-                        let seq = message.insert_on(tx, &id, turn)?;
-                        Ok((get_on(tx, &id)?, seq))
+                        let first = first.as_ref().map(|(m, turn)| (m, *turn));
+                        sql::ready(update_on(&mut SqliteConn(tx), &epoch, &id, &row, first))
                     })
                     .await
             }
             Db::Postgres(pool) => {
-                let seq = retry_on_conflict(|| async {
+                retry_on_conflict(|| async {
                     let mut tx = pool.begin().await?;
-                    tx.check_fence(&epoch).await?;
-                    row.run_on_postgres(&mut tx, id).await?;
-                    let seq = message.insert_postgres(&mut tx, id, turn).await?;
+                    let first = first.as_ref().map(|(m, turn)| (m, *turn));
+                    let done = update_on(&mut PgConn(&mut tx), &epoch, id, &row, first).await?;
                     tx.commit().await?;
-                    Ok(seq)
+                    Ok(done)
                 })
-                .await?;
-                Ok((self.get_session(id).await?, seq))
+                .await
             }
         }
     }
 
     /// Deletes a session and everything stored with it.
     pub async fn delete_session(&self, id: &str) -> Result<(), StoreError> {
-        on_db!(self, pool => {
-            let done = sqlx::query("DELETE FROM sessions WHERE id = $1").bind(id).execute(pool).await?;
-            if done.rows_affected() == 0 {
-                return Err(StoreError::not_found("session", id));
-            }
-            Ok(())
-        })
+        if self.db.execute(None, Query::new("DELETE FROM sessions WHERE id = $1").bind(id)).await? == 0 {
+            return Err(StoreError::not_found("session", id));
+        }
+        Ok(())
     }
+}
+
+fn summary(row: &dyn Row) -> Result<SessionSummary, StoreError> {
+    Ok(SessionSummary {
+        id: row.try_get("id")?,
+        owner: row.try_get("owner")?,
+        title: row.try_get("title")?,
+        provider: row.try_get("provider")?,
+        model: row.try_get("model")?,
+        workspace: row.try_get("workspace")?,
+        status: status_of(row)?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+        message_count: row.try_get("message_count")?,
+    })
 }

@@ -1,13 +1,13 @@
 //! Snapshots: the conversation as the model should see it after a compaction. Resume starts
 //! from the latest snapshot plus the messages stored after it.
 
-use crate::db::{DbRow, on_db, session_fk};
+use crate::db::DbRow;
+use crate::sql::{Query, no_session};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tackle_protocol::Message;
 
 use crate::db::now_ms;
-use crate::fence::CheckFence;
 use crate::{Store, StoreError, StoredMessage};
 
 /// A stored snapshot.
@@ -45,7 +45,7 @@ impl LoadedContext {
     }
 }
 
-fn snapshot(row: &impl DbRow) -> Result<Snapshot, StoreError> {
+fn snapshot(row: &(impl DbRow + ?Sized)) -> Result<Snapshot, StoreError> {
     Ok(Snapshot {
         id: row.try_get("id")?,
         session_id: row.try_get("session_id")?,
@@ -65,38 +65,30 @@ impl Store {
         messages: &[Message],
         stats: &Value,
     ) -> Result<Snapshot, StoreError> {
-        on_db!(self, pool => {
-            let mut tx = pool.begin().await?;
-            let row = sqlx::query(
-                "INSERT INTO snapshots (session_id, created_at, upto_seq, messages, stats) VALUES ($1, $2, $3, $4, $5)
-                 RETURNING id, session_id, created_at, upto_seq, messages, stats",
-            )
-            .bind(session_id)
-            .bind(now_ms())
-            .bind(upto_seq)
-            .bind(serde_json::to_string(messages)?)
-            .bind(serde_json::to_string(stats)?)
-            .fetch_one(&mut *tx)
+        let query = Query::new(
+            "INSERT INTO snapshots (session_id, created_at, upto_seq, messages, stats) VALUES ($1, $2, $3, $4, $5)
+             RETURNING id, session_id, created_at, upto_seq, messages, stats",
+        )
+        .bind(session_id)
+        .bind(now_ms())
+        .bind(upto_seq)
+        .bind(serde_json::to_string(messages)?)
+        .bind(serde_json::to_string(stats)?);
+        self.db
+            .fetch_optional(self.epoch_for(session_id), query, |r| snapshot(r))
             .await
-            .map_err(|e| session_fk(e, session_id))?;
-            tx.check_fence(&self.epoch_for(session_id)).await?;
-            tx.commit().await?;
-            snapshot(&row)
-        })
+            .map_err(|e| no_session(e, session_id))?
+            .ok_or_else(|| StoreError::not_found("session", session_id))
     }
 
     /// The most recent snapshot.
     pub async fn latest_snapshot(&self, session_id: &str) -> Result<Option<Snapshot>, StoreError> {
-        on_db!(self, pool => {
-            let row = sqlx::query(
-                "SELECT id, session_id, created_at, upto_seq, messages, stats FROM snapshots
-                 WHERE session_id = $1 ORDER BY id DESC LIMIT 1",
-            )
-            .bind(session_id)
-            .fetch_optional(pool)
-            .await?;
-            row.as_ref().map(snapshot).transpose()
-        })
+        let query = Query::new(
+            "SELECT id, session_id, created_at, upto_seq, messages, stats FROM snapshots
+             WHERE session_id = $1 ORDER BY id DESC LIMIT 1",
+        )
+        .bind(session_id);
+        self.db.read_optional(query, |r| snapshot(r)).await
     }
 
     /// The latest snapshot plus the visible messages stored after it.

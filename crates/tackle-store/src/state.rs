@@ -2,11 +2,8 @@
 
 use std::collections::HashMap;
 
-use rusqlite::ToSql;
-
-use crate::db::{Db, DbRow, on_db, session_fk};
-use crate::fence::{self, CheckFence};
-use crate::writer::{self, not_found_if_no_session};
+use crate::db::DbRow;
+use crate::sql::{Query, no_session};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -32,25 +29,13 @@ impl Store {
     /// Every state value of `session_id`: opening a session needs several, and one query costs
     /// what one key does.
     pub async fn session_state(&self, session_id: &str) -> Result<SessionState, StoreError> {
-        let pairs = match &self.db {
-            Db::Sqlite(sqlite) => {
-                let session = session_id.to_owned();
-                sqlite
-                    .writer
-                    .call(move |conn| {
-                        writer::query(conn, STATE, &[&session], |row| {
-                            Ok((row.try_get("key")?, row.try_get("value")?))
-                        })
-                    })
-                    .await?
-            }
-            Db::Postgres(pool) => {
-                let rows = sqlx::query(STATE).bind(session_id).fetch_all(pool).await?;
-                rows.iter()
-                    .map(|row| Ok((row.try_get("key")?, row.try_get("value")?)))
-                    .collect::<Result<Vec<(String, String)>, StoreError>>()?
-            }
-        };
+        let query = Query::new(STATE).bind(session_id);
+        let pairs = self
+            .db
+            .fetch_all(None, query, |row| {
+                Ok((row.try_get::<String>("key")?, row.try_get::<String>("value")?))
+            })
+            .await?;
         Ok(SessionState { values: pairs.into_iter().collect() })
     }
 
@@ -82,35 +67,11 @@ impl Store {
              ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at"
         );
         let now = now_ms();
-        let epoch = self.epoch_for(session_id);
-        match &self.db {
-            Db::Sqlite(sqlite) => {
-                let session = session_id.to_owned();
-                sqlite
-                    .writer
-                    .write(epoch, move |conn| {
-                        let mut params: Vec<&dyn ToSql> = Vec::with_capacity(4 * values.len());
-                        for (key, value) in &values {
-                            params.extend([&session as &dyn ToSql, key, value, &now]);
-                        }
-                        writer::execute(conn, &sql, &params)
-                            .map_err(|e| not_found_if_no_session(e, &session))?;
-                        Ok(())
-                    })
-                    .await
-            }
-            Db::Postgres(pool) => {
-                let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-                for (key, value) in values {
-                    query = query.bind(session_id).bind(key).bind(value).bind(now);
-                }
-                fence::pg_write(pool, &epoch, async |conn| {
-                    query.execute(conn).await.map_err(|e| session_fk(e, session_id))?;
-                    Ok(())
-                })
-                .await
-            }
-        }
+        let query = values.into_iter().fold(Query::assembled(sql), |q, (key, value)| {
+            q.bind(session_id).bind(key).bind(value).bind(now)
+        });
+        self.db.execute(self.epoch_for(session_id), query).await.map_err(|e| no_session(e, session_id))?;
+        Ok(())
     }
 
     /// The value stored under `key`, if any.
@@ -119,17 +80,11 @@ impl Store {
         session_id: &str,
         key: &str,
     ) -> Result<Option<T>, StoreError> {
-        on_db!(self, pool => {
-            let row = sqlx::query("SELECT value FROM session_state WHERE session_id = $1 AND key = $2")
-                .bind(session_id)
-                .bind(key)
-                .fetch_optional(pool)
-                .await?;
-            match row {
-                Some(r) => Ok(Some(serde_json::from_str(r.try_get::<&str>("value")?)?)),
-                None => Ok(None),
-            }
-        })
+        let query = Query::new("SELECT value FROM session_state WHERE session_id = $1 AND key = $2")
+            .bind(session_id)
+            .bind(key);
+        let value = self.db.fetch_optional(None, query, |r| r.try_get::<String>("value")).await?;
+        Ok(value.map(|v| serde_json::from_str(&v)).transpose()?)
     }
 
     /// Stores `value` under `key`, replacing any previous value.
@@ -144,16 +99,10 @@ impl Store {
 
     /// Removes the value under `key`.
     pub async fn delete_state(&self, session_id: &str, key: &str) -> Result<(), StoreError> {
-        on_db!(self, pool => {
-            let mut tx = pool.begin().await?;
-            sqlx::query("DELETE FROM session_state WHERE session_id = $1 AND key = $2")
-                .bind(session_id)
-                .bind(key)
-                .execute(&mut *tx)
-                .await?;
-            tx.check_fence(&self.epoch_for(session_id)).await?;
-            tx.commit().await?;
-            Ok(())
-        })
+        let query = Query::new("DELETE FROM session_state WHERE session_id = $1 AND key = $2")
+            .bind(session_id)
+            .bind(key);
+        self.db.execute(self.epoch_for(session_id), query).await?;
+        Ok(())
     }
 }

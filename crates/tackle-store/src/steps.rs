@@ -1,15 +1,14 @@
 //! Steps: one row per model call, with usage and prompt-cache stability, for `sessions show`
 //! and cost accounting.
 
-use rusqlite::ToSql;
 use tackle_protocol::Message;
 
 use crate::ToolCallFinish;
 
-use crate::db::{Db, DbRow, on_db, retry_on_conflict, session_fk};
-use crate::fence::{self, CheckFence};
+use crate::db::{Db, DbRow, retry_on_conflict};
+use crate::fence::Epoch;
 use crate::messages::MessageRow;
-use crate::writer::{self, not_found_if_no_session};
+use crate::sql::{self, Conn, PgConn, Query, Row, SqliteConn, no_session};
 use serde::{Deserialize, Serialize};
 
 use crate::db::now_ms;
@@ -56,35 +55,9 @@ const RECORD: &str = "INSERT INTO steps (session_id, turn, step, stop_reason, in
          prefix_ratio = excluded.prefix_ratio, cache_break = excluded.cache_break,
          strategy = excluded.strategy, duration_ms = excluded.duration_ms, created_at = excluded.created_at";
 
-/// Runs [`RECORD`] on the writer's connection.
-fn record_on(conn: &rusqlite::Connection, session: &str, step: &StepRecord) -> Result<usize, StoreError> {
-    let params: [&dyn ToSql; 15] = [
-        &session,
-        &step.turn,
-        &step.step,
-        &step.stop_reason,
-        &to_i64(step.input_tokens),
-        &to_i64(step.output_tokens),
-        &to_i64(step.cache_read_tokens),
-        &to_i64(step.cache_write_tokens),
-        &step.request_bytes.map(to_i64),
-        &step.prefix_bytes.map(to_i64),
-        &step.prefix_ratio,
-        &step.cache_break,
-        &step.strategy,
-        &to_i64(step.duration_ms),
-        &now_ms(),
-    ];
-    writer::execute(conn, RECORD, &params)
-}
-
-/// [`RECORD`] bound for sqlx.
-fn bind_step<'q>(
-    query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
-    session_id: &'q str,
-    step: &'q StepRecord,
-) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
-    query
+/// [`RECORD`] with its values.
+fn record_query(session_id: &str, step: &StepRecord) -> Query {
+    Query::new(RECORD)
         .bind(session_id)
         .bind(step.turn)
         .bind(step.step)
@@ -100,6 +73,30 @@ fn bind_step<'q>(
         .bind(&step.strategy)
         .bind(to_i64(step.duration_ms))
         .bind(now_ms())
+}
+
+/// The statements of [`Store::commit_step`], inside its transaction, on either backend.
+async fn commit_on(
+    conn: &mut impl Conn,
+    epoch: &Epoch,
+    session_id: &str,
+    turn: i64,
+    message: Option<&MessageRow>,
+    finished: &[(String, ToolCallFinish)],
+    step: &StepRecord,
+) -> Result<Option<i64>, StoreError> {
+    conn.check_fence(epoch).await?;
+    for (call, finish) in finished {
+        if conn.execute(&finish.query(session_id, call)?).await? == 0 {
+            return Err(StoreError::not_found("tool call", call.as_str()));
+        }
+    }
+    let seq = match message {
+        Some(row) => Some(row.insert(conn, session_id, turn).await?),
+        None => None,
+    };
+    conn.execute(&record_query(session_id, step)).await.map_err(|e| no_session(e, session_id))?;
+    Ok(seq)
 }
 
 /// What the end of a step commits at once ([`Store::commit_step`]).
@@ -122,30 +119,9 @@ fn to_i64(v: u64) -> i64 {
 impl Store {
     /// Records a step (replacing a row of the same turn and step).
     pub async fn record_step(&self, session_id: &str, step: &StepRecord) -> Result<(), StoreError> {
-        let epoch = self.epoch_for(session_id);
-        match &self.db {
-            Db::Sqlite(sqlite) => {
-                let session = session_id.to_owned();
-                let step = step.clone();
-                sqlite
-                    .writer
-                    .write(epoch, move |conn| {
-                        record_on(conn, &session, &step).map_err(|e| not_found_if_no_session(e, &session))?;
-                        Ok(())
-                    })
-                    .await
-            }
-            Db::Postgres(pool) => {
-                fence::pg_write(pool, &epoch, async |conn| {
-                    bind_step(sqlx::query(RECORD), session_id, step)
-                        .execute(conn)
-                        .await
-                        .map_err(|e| session_fk(e, session_id))?;
-                    Ok(())
-                })
-                .await
-            }
-        }
+        let query = record_query(session_id, step);
+        self.db.execute(self.epoch_for(session_id), query).await.map_err(|e| no_session(e, session_id))?;
+        Ok(())
     }
 
     /// Commits the end of a step in one transaction (one writer call on SQLite):
@@ -170,36 +146,25 @@ impl Store {
                 sqlite
                     .writer
                     .transaction(move |tx| {
-                        fence::check_on(tx, &epoch)?;
-                        for (call, finish) in &finished {
-                            if finish.run_on(tx, &session, call)? == 0 {
-                                return Err(StoreError::not_found("tool call", call.as_str()));
-                            }
-                        }
-                        let seq =
-                            message.as_ref().map(|row| row.insert_on(tx, &session, turn)).transpose()?;
-                        record_on(tx, &session, &step).map_err(|e| not_found_if_no_session(e, &session))?;
-                        Ok(seq)
+                        let conn = &mut SqliteConn(tx);
+                        sql::ready(commit_on(
+                            conn,
+                            &epoch,
+                            &session,
+                            turn,
+                            message.as_ref(),
+                            &finished,
+                            &step,
+                        ))
                     })
                     .await
             }
             Db::Postgres(pool) => {
                 retry_on_conflict(|| async {
                     let mut tx = pool.begin().await?;
-                    tx.check_fence(&epoch).await?;
-                    for (call, finish) in &finished {
-                        if finish.run_on_postgres(&mut tx, session_id, call).await? == 0 {
-                            return Err(StoreError::not_found("tool call", call.as_str()));
-                        }
-                    }
-                    let seq = match &message {
-                        Some(row) => Some(row.insert_postgres(&mut tx, session_id, turn).await?),
-                        None => None,
-                    };
-                    bind_step(sqlx::query(RECORD), session_id, step)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(|e| session_fk(e, session_id))?;
+                    let conn = &mut PgConn(&mut tx);
+                    let seq =
+                        commit_on(conn, &epoch, session_id, turn, message.as_ref(), &finished, step).await?;
                     tx.commit().await?;
                     Ok(seq)
                 })
@@ -210,35 +175,31 @@ impl Store {
 
     /// Steps of a session in order.
     pub async fn list_steps(&self, session_id: &str) -> Result<Vec<StepRecord>, StoreError> {
-        on_db!(self, pool => {
-            let rows = sqlx::query(
-                "SELECT turn, step, stop_reason, input_tokens, output_tokens, cache_read, cache_write, request_bytes,
-                    prefix_bytes, prefix_ratio, cache_break, strategy, duration_ms
+        let query = Query::new(
+            "SELECT turn, step, stop_reason, input_tokens, output_tokens, cache_read, cache_write, request_bytes,
+                prefix_bytes, prefix_ratio, cache_break, strategy, duration_ms
              FROM steps WHERE session_id = $1 ORDER BY turn, step",
-            )
-            .bind(session_id)
-            .fetch_all(pool)
-            .await?;
-            let u = |v: i64| v.max(0) as u64;
-            rows.iter()
-                .map(|r| {
-                    Ok(StepRecord {
-                        turn: r.try_get("turn")?,
-                        step: r.try_get("step")?,
-                        stop_reason: r.try_get("stop_reason")?,
-                        input_tokens: u(r.try_get("input_tokens")?),
-                        output_tokens: u(r.try_get("output_tokens")?),
-                        cache_read_tokens: u(r.try_get("cache_read")?),
-                        cache_write_tokens: u(r.try_get("cache_write")?),
-                        request_bytes: r.try_get::<Option<i64>>("request_bytes")?.map(u),
-                        prefix_bytes: r.try_get::<Option<i64>>("prefix_bytes")?.map(u),
-                        prefix_ratio: r.try_get("prefix_ratio")?,
-                        cache_break: r.try_get("cache_break")?,
-                        strategy: r.try_get("strategy")?,
-                        duration_ms: u(r.try_get("duration_ms")?),
-                    })
-                })
-                .collect()
-        })
+        )
+        .bind(session_id);
+        self.db.read_all(query, |r| step_record(r)).await
     }
+}
+
+fn step_record(r: &dyn Row) -> Result<StepRecord, StoreError> {
+    let u = |v: i64| v.max(0) as u64;
+    Ok(StepRecord {
+        turn: r.try_get("turn")?,
+        step: r.try_get("step")?,
+        stop_reason: r.try_get("stop_reason")?,
+        input_tokens: u(r.try_get("input_tokens")?),
+        output_tokens: u(r.try_get("output_tokens")?),
+        cache_read_tokens: u(r.try_get("cache_read")?),
+        cache_write_tokens: u(r.try_get("cache_write")?),
+        request_bytes: r.try_get::<Option<i64>>("request_bytes")?.map(u),
+        prefix_bytes: r.try_get::<Option<i64>>("prefix_bytes")?.map(u),
+        prefix_ratio: r.try_get("prefix_ratio")?,
+        cache_break: r.try_get("cache_break")?,
+        strategy: r.try_get("strategy")?,
+        duration_ms: u(r.try_get("duration_ms")?),
+    })
 }

@@ -1,11 +1,10 @@
 //! Todo items of a session (the `todo` tool's list).
 
-use crate::db::{Db, DbRow, on_db, retry_on_conflict, session_fk};
-use crate::writer;
+use crate::db::{DbRow, retry_on_conflict};
+use crate::sql::{Query, no_session};
 use serde::{Deserialize, Serialize};
 
 use crate::db::now_ms;
-use crate::fence::CheckFence;
 use crate::{Store, StoreError};
 
 /// State of a todo item.
@@ -76,7 +75,7 @@ const OPEN: &str =
     "SELECT id, text, status, created_at, updated_at FROM todos WHERE session_id = $1 AND status != 'done'
      ORDER BY position";
 
-fn item(row: &impl DbRow) -> Result<TodoItem, StoreError> {
+fn item(row: &(impl DbRow + ?Sized)) -> Result<TodoItem, StoreError> {
     Ok(TodoItem {
         id: row.try_get("id")?,
         text: row.try_get("text")?,
@@ -93,26 +92,21 @@ impl Store {
     }
 
     async fn try_add_todo(&self, session_id: &str, text: &str) -> Result<TodoItem, StoreError> {
-        on_db!(self, pool => {
-            let now = now_ms();
-            let mut tx = pool.begin().await?;
-            let row = sqlx::query(
-                "INSERT INTO todos (session_id, id, text, status, position, created_at, updated_at)
+        let query = Query::new(
+            "INSERT INTO todos (session_id, id, text, status, position, created_at, updated_at)
              VALUES ($1,
                      (SELECT COALESCE(MAX(id), 0) + 1 FROM todos WHERE session_id = $1), $2, 'open',
                      (SELECT COALESCE(MAX(position), 0) + 1 FROM todos WHERE session_id = $1), $3, $3)
              RETURNING id, text, status, created_at, updated_at",
-            )
-            .bind(session_id)
-            .bind(text)
-            .bind(now)
-            .fetch_one(&mut *tx)
+        )
+        .bind(session_id)
+        .bind(text)
+        .bind(now_ms());
+        self.db
+            .fetch_optional(self.epoch_for(session_id), query, |row| item(row))
             .await
-            .map_err(|e| session_fk(e, session_id))?;
-            tx.check_fence(&self.epoch_for(session_id)).await?;
-            tx.commit().await?;
-            item(&row)
-        })
+            .map_err(|e| no_session(e, session_id))?
+            .ok_or_else(|| StoreError::not_found("session", session_id))
     }
 
     /// Changes an item.
@@ -122,42 +116,32 @@ impl Store {
         id: i64,
         update: TodoUpdate,
     ) -> Result<TodoItem, StoreError> {
-        on_db!(self, pool => {
-            let mut tx = pool.begin().await?;
-            let row = sqlx::query(
-                "UPDATE todos SET text = COALESCE($1, text), status = COALESCE($2, status), updated_at = $3
-                 WHERE session_id = $4 AND id = $5 RETURNING id, text, status, created_at, updated_at",
-            )
-            .bind(update.text)
-            .bind(update.status.map(TodoStatus::as_str))
-            .bind(now_ms())
-            .bind(session_id)
-            .bind(id)
-            .fetch_optional(&mut *tx)
+        let query = Query::new(
+            "UPDATE todos SET text = COALESCE($1, text), status = COALESCE($2, status), updated_at = $3
+             WHERE session_id = $4 AND id = $5 RETURNING id, text, status, created_at, updated_at",
+        )
+        .bind(update.text)
+        .bind(update.status.map(TodoStatus::as_str))
+        .bind(now_ms())
+        .bind(session_id)
+        .bind(id);
+        self.db
+            .fetch_optional(self.epoch_for(session_id), query, |row| item(row))
             .await?
-            .ok_or_else(|| StoreError::not_found("todo item", id.to_string()))?;
-            tx.check_fence(&self.epoch_for(session_id)).await?;
-            tx.commit().await?;
-            item(&row)
-        })
+            .ok_or_else(|| StoreError::not_found("todo item", id.to_string()))
     }
 
     /// Removes an item and returns it.
     pub async fn remove_todo(&self, session_id: &str, id: i64) -> Result<TodoItem, StoreError> {
-        on_db!(self, pool => {
-            let mut tx = pool.begin().await?;
-            let row = sqlx::query(
-                "DELETE FROM todos WHERE session_id = $1 AND id = $2 RETURNING id, text, status, created_at, updated_at",
-            )
-            .bind(session_id)
-            .bind(id)
-            .fetch_optional(&mut *tx)
+        let query = Query::new(
+            "DELETE FROM todos WHERE session_id = $1 AND id = $2 RETURNING id, text, status, created_at, updated_at",
+        )
+        .bind(session_id)
+        .bind(id);
+        self.db
+            .fetch_optional(self.epoch_for(session_id), query, |row| item(row))
             .await?
-            .ok_or_else(|| StoreError::not_found("todo item", id.to_string()))?;
-            tx.check_fence(&self.epoch_for(session_id)).await?;
-            tx.commit().await?;
-            item(&row)
-        })
+            .ok_or_else(|| StoreError::not_found("todo item", id.to_string()))
     }
 
     /// A page of items in list order.
@@ -167,39 +151,21 @@ impl Store {
         offset: u32,
         limit: u32,
     ) -> Result<TodoPage, StoreError> {
-        on_db!(self, pool => {
-            let rows = sqlx::query(
-                "SELECT id, text, status, created_at, updated_at FROM todos WHERE session_id = $1
-                 ORDER BY position LIMIT $2 OFFSET $3",
-            )
-            .bind(session_id)
-            .bind(i64::from(limit))
-            .bind(i64::from(offset))
-            .fetch_all(pool)
-            .await?;
-            let total: i64 = sqlx::query("SELECT COUNT(*) AS n FROM todos WHERE session_id = $1")
-                .bind(session_id)
-                .fetch_one(pool)
-                .await?
-                .try_get("n")?;
-            Ok(TodoPage {
-                items: rows.iter().map(item).collect::<Result<_, _>>()?,
-                total_count: total.max(0) as u64,
-            })
-        })
+        let page = Query::new(
+            "SELECT id, text, status, created_at, updated_at FROM todos WHERE session_id = $1
+             ORDER BY position LIMIT $2 OFFSET $3",
+        )
+        .bind(session_id)
+        .bind(i64::from(limit))
+        .bind(i64::from(offset));
+        let items = self.db.read_all(page, |row| item(row)).await?;
+        let count = Query::new("SELECT COUNT(*) AS n FROM todos WHERE session_id = $1").bind(session_id);
+        let total: i64 = self.db.read_one(count, |r| r.try_get("n")).await?;
+        Ok(TodoPage { items, total_count: total.max(0) as u64 })
     }
 
     /// Items not done, in list order.
     pub async fn open_todos(&self, session_id: &str) -> Result<Vec<TodoItem>, StoreError> {
-        match &self.db {
-            Db::Sqlite(sqlite) => {
-                let session = session_id.to_owned();
-                sqlite.writer.call(move |conn| writer::query(conn, OPEN, &[&session], |row| item(row))).await
-            }
-            Db::Postgres(pool) => {
-                let rows = sqlx::query(OPEN).bind(session_id).fetch_all(pool).await?;
-                rows.iter().map(item).collect()
-            }
-        }
+        self.db.fetch_all(None, Query::new(OPEN).bind(session_id), |row| item(row)).await
     }
 }

@@ -3,13 +3,11 @@
 
 use std::fmt;
 
-use rusqlite::ToSql;
-
 use crate::db::retry_on_conflict;
-use crate::db::{Db, DbRow, on_db};
-use crate::fence::{self, CheckFence};
+use crate::db::{Db, DbRow};
+use crate::fence::{self, Epoch};
 use crate::messages::MessageRow;
-use crate::writer::{self, not_found_if_no_session};
+use crate::sql::{self, Conn, PgConn, Query, SqliteConn, no_session};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tackle_protocol::Message;
@@ -131,7 +129,7 @@ pub struct CallStart<'a> {
     pub args: &'a Value,
 }
 
-fn record(row: &impl DbRow) -> Result<ToolCallRecord, StoreError> {
+fn record(row: &(impl DbRow + ?Sized)) -> Result<ToolCallRecord, StoreError> {
     let json_opt = |col: &str| -> Result<Option<String>, StoreError> { row.try_get::<Option<String>>(col) };
     Ok(ToolCallRecord {
         call_id: row.try_get("call_id")?,
@@ -170,40 +168,9 @@ const INTERRUPT: &str = "UPDATE tool_calls SET status = 'interrupted', finished_
      WHERE session_id = $2 AND status = 'running' RETURNING call_id";
 
 impl ToolCallFinish {
-    /// Runs [`FINISH`] for `call_id` on the writer's connection; returns the rows changed.
-    pub(crate) fn run_on(
-        &self,
-        conn: &rusqlite::Connection,
-        session_id: &str,
-        call_id: &str,
-    ) -> Result<usize, StoreError> {
-        let result = serde_json::to_string(&self.result)?;
-        let envelope = self.envelope.as_ref().map(serde_json::to_string).transpose()?;
-        let params: [&dyn ToSql; 10] = [
-            &self.status.as_str(),
-            &result,
-            &envelope,
-            &i64::try_from(self.bytes).unwrap_or(i64::MAX),
-            &i64::from(self.truncated),
-            &self.locator,
-            &now_ms(),
-            &i64::try_from(self.duration_ms).unwrap_or(i64::MAX),
-            &session_id,
-            &call_id,
-        ];
-        writer::execute(conn, FINISH, &params)
-    }
-}
-
-impl ToolCallFinish {
-    /// Runs [`FINISH`] for `call_id` on a PostgreSQL connection; returns the rows changed.
-    pub(crate) async fn run_on_postgres(
-        &self,
-        conn: &mut sqlx::PgConnection,
-        session_id: &str,
-        call_id: &str,
-    ) -> Result<usize, StoreError> {
-        let done = sqlx::query(FINISH)
+    /// [`FINISH`] for `call_id`, with its values.
+    pub(crate) fn query(&self, session_id: &str, call_id: &str) -> Result<Query, StoreError> {
+        Ok(Query::new(FINISH)
             .bind(self.status.as_str())
             .bind(serde_json::to_string(&self.result)?)
             .bind(self.envelope.as_ref().map(serde_json::to_string).transpose()?)
@@ -213,20 +180,63 @@ impl ToolCallFinish {
             .bind(now_ms())
             .bind(i64::try_from(self.duration_ms).unwrap_or(i64::MAX))
             .bind(session_id)
-            .bind(call_id)
-            .execute(conn)
-            .await?;
-        Ok(usize::try_from(done.rows_affected()).unwrap_or(usize::MAX))
+            .bind(call_id))
     }
 }
 
-/// The record of a call, on the writer's connection.
-fn get_on(
-    conn: &rusqlite::Connection,
+/// [`BEGIN`] with its values (`args` serialized).
+fn begin_query(session_id: &str, call_id: &str, name: &str, args: &str) -> Query {
+    Query::new(BEGIN).bind(session_id).bind(call_id).bind(name).bind(args).bind(now_ms())
+}
+
+fn get_query(session_id: &str, call_id: &str) -> Query {
+    Query::new(GET).bind(session_id).bind(call_id)
+}
+
+/// Records a call as running unless its id is already recorded, on either backend: `None` when
+/// it was recorded now, else the record that was there.
+async fn begin_on(
+    conn: &mut impl Conn,
     session_id: &str,
     call_id: &str,
+    name: &str,
+    args: &str,
 ) -> Result<Option<ToolCallRecord>, StoreError> {
-    writer::query_optional(conn, GET, &[&session_id, &call_id], |row| record(row))
+    let inserted = conn
+        .execute(&begin_query(session_id, call_id, name, args))
+        .await
+        .map_err(|e| no_session(e, session_id))?;
+    if inserted == 1 {
+        return Ok(None);
+    }
+    let existing = conn.fetch_optional(&get_query(session_id, call_id), |r| record(r)).await?;
+    existing.map(Some).ok_or_else(|| StoreError::not_found("tool call", call_id))
+}
+
+/// The statements of [`Store::append_with_calls`], inside its transaction, on either backend.
+async fn append_with_calls_on(
+    conn: &mut impl Conn,
+    epoch: &Epoch,
+    session_id: &str,
+    turn: i64,
+    row: &MessageRow,
+    starts: &[(String, String, String)],
+) -> Result<(i64, Vec<Option<ToolCallRecord>>), StoreError> {
+    conn.check_fence(epoch).await?;
+    let seq = row.insert(conn, session_id, turn).await?;
+    let mut existing = Vec::with_capacity(starts.len());
+    for (call, name, args) in starts {
+        existing.push(begin_on(conn, session_id, call, name, args).await?);
+    }
+    Ok((seq, existing))
+}
+
+fn outcome(existing: Option<ToolCallRecord>) -> BeginOutcome {
+    match existing {
+        None => BeginOutcome::Started,
+        Some(r) if r.status == ToolCallStatus::Running => BeginOutcome::AlreadyRunning(r),
+        Some(r) => BeginOutcome::AlreadyFinished(r),
+    }
 }
 
 impl Store {
@@ -244,29 +254,9 @@ impl Store {
         // Built from fixed fragments only; every value is bound.
         let sql =
             format!("SELECT call_id FROM tool_calls WHERE session_id = $1 AND call_id IN ({placeholders})");
-        let mut values = Vec::with_capacity(call_ids.len() + 1);
-        values.push(session_id.to_owned());
-        values.extend(call_ids.iter().map(|id| (*id).to_owned()));
-        match &self.db {
-            Db::Sqlite(sqlite) => {
-                sqlite
-                    .writer
-                    .call(move |conn| {
-                        let params: Vec<&dyn ToSql> = values.iter().map(|v| v as &dyn ToSql).collect();
-                        let ids = writer::query(conn, &sql, &params, |row| row.try_get::<String>("call_id"))?;
-                        Ok(ids.into_iter().collect())
-                    })
-                    .await
-            }
-            Db::Postgres(pool) => {
-                let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-                for value in values {
-                    query = query.bind(value);
-                }
-                let rows = query.fetch_all(pool).await?;
-                rows.iter().map(|r| r.try_get::<String>("call_id")).collect()
-            }
-        }
+        let query = call_ids.iter().fold(Query::assembled(sql).bind(session_id), |q, id| q.bind(*id));
+        let ids = self.db.fetch_all(None, query, |r| r.try_get::<String>("call_id")).await?;
+        Ok(ids.into_iter().collect())
     }
 
     /// Records a call as running unless its id is already recorded.
@@ -278,52 +268,26 @@ impl Store {
         args: &Value,
     ) -> Result<BeginOutcome, StoreError> {
         let args = serde_json::to_string(args)?;
-        let outcome = |existing: Option<ToolCallRecord>| -> Result<BeginOutcome, StoreError> {
-            let existing = existing.ok_or_else(|| StoreError::not_found("tool call", call_id))?;
-            Ok(match existing.status {
-                ToolCallStatus::Running => BeginOutcome::AlreadyRunning(existing),
-                _ => BeginOutcome::AlreadyFinished(existing),
-            })
-        };
         let epoch = self.epoch_for(session_id);
-        match &self.db {
+        let existing = match &self.db {
             Db::Sqlite(sqlite) => {
                 let (session, call, name) = (session_id.to_owned(), call_id.to_owned(), name.to_owned());
-                let existing = sqlite
+                sqlite
                     .writer
                     .transaction(move |tx| {
                         fence::check_on(tx, &epoch)?;
-                        let params: [&dyn ToSql; 5] = [&session, &call, &name, &args, &now_ms()];
-                        let inserted = writer::execute(tx, BEGIN, &params)
-                            .map_err(|e| not_found_if_no_session(e, &session))?;
-                        let existing = if inserted == 1 { None } else { Some(get_on(tx, &session, &call)?) };
-                        Ok(existing)
+                        sql::ready(begin_on(&mut SqliteConn(tx), &session, &call, &name, &args))
                     })
-                    .await?;
-                match existing {
-                    None => Ok(BeginOutcome::Started),
-                    Some(existing) => outcome(existing),
-                }
+                    .await?
             }
             Db::Postgres(pool) => {
-                let inserted = fence::pg_write(pool, &epoch, async |conn| {
-                    Ok(sqlx::query(BEGIN)
-                        .bind(session_id)
-                        .bind(call_id)
-                        .bind(name)
-                        .bind(args)
-                        .bind(now_ms())
-                        .execute(conn)
-                        .await?
-                        .rows_affected())
+                fence::pg_write(pool, &epoch, async |conn| {
+                    begin_on(&mut PgConn(conn), session_id, call_id, name, &args).await
                 })
-                .await?;
-                if inserted == 1 {
-                    return Ok(BeginOutcome::Started);
-                }
-                outcome(self.get_tool_call(session_id, call_id).await?)
+                .await?
             }
-        }
+        };
+        Ok(outcome(existing))
     }
 
     /// Appends the assistant message that makes tool calls and records each call as running,
@@ -350,63 +314,23 @@ impl Store {
                 sqlite
                     .writer
                     .transaction(move |tx| {
-                        fence::check_on(tx, &epoch)?;
-                        let seq = row.insert_on(tx, &session, turn)?;
-                        let mut existing = Vec::with_capacity(starts.len());
-                        for (call, name, args) in &starts {
-                            let params: [&dyn ToSql; 5] = [&session, call, name, args, &now_ms()];
-                            existing.push(if writer::execute(tx, BEGIN, &params)? == 1 {
-                                None
-                            } else {
-                                get_on(tx, &session, call)?
-                                    .map(Some)
-                                    .ok_or_else(|| StoreError::not_found("tool call", call.as_str()))?
-                            });
-                        }
-                        Ok((seq, existing))
+                        let conn = &mut SqliteConn(tx);
+                        sql::ready(append_with_calls_on(conn, &epoch, &session, turn, &row, &starts))
                     })
                     .await?
             }
             Db::Postgres(pool) => {
                 retry_on_conflict(|| async {
                     let mut tx = pool.begin().await?;
-                    tx.check_fence(&epoch).await?;
-                    let seq = row.insert_postgres(&mut tx, session_id, turn).await?;
-                    let mut existing = Vec::with_capacity(starts.len());
-                    for (call, name, args) in &starts {
-                        let inserted = sqlx::query(BEGIN)
-                            .bind(session_id)
-                            .bind(call)
-                            .bind(name)
-                            .bind(args)
-                            .bind(now_ms())
-                            .execute(&mut *tx)
-                            .await?
-                            .rows_affected();
-                        existing.push(if inserted == 1 {
-                            None
-                        } else {
-                            let row =
-                                sqlx::query(GET).bind(session_id).bind(call).fetch_optional(&mut *tx).await?;
-                            let row = row.ok_or_else(|| StoreError::not_found("tool call", call.as_str()))?;
-                            Some(record(&row)?)
-                        });
-                    }
+                    let conn = &mut PgConn(&mut tx);
+                    let done = append_with_calls_on(conn, &epoch, session_id, turn, &row, &starts).await?;
                     tx.commit().await?;
-                    Ok((seq, existing))
+                    Ok(done)
                 })
                 .await?
             }
         };
-        let outcomes = existing
-            .into_iter()
-            .map(|e| match e {
-                None => BeginOutcome::Started,
-                Some(r) if r.status == ToolCallStatus::Running => BeginOutcome::AlreadyRunning(r),
-                Some(r) => BeginOutcome::AlreadyFinished(r),
-            })
-            .collect();
-        Ok((seq, outcomes))
+        Ok((seq, existing.into_iter().map(outcome).collect()))
     }
 
     /// Records how a call finished.
@@ -416,20 +340,8 @@ impl Store {
         call_id: &str,
         finish: ToolCallFinish,
     ) -> Result<(), StoreError> {
-        let epoch = self.epoch_for(session_id);
-        let changed = match &self.db {
-            Db::Sqlite(sqlite) => {
-                let (session, call) = (session_id.to_owned(), call_id.to_owned());
-                sqlite.writer.write(epoch, move |conn| finish.run_on(conn, &session, &call)).await?
-            }
-            Db::Postgres(pool) => {
-                fence::pg_write(pool, &epoch, async |conn| {
-                    finish.run_on_postgres(conn, session_id, call_id).await
-                })
-                .await?
-            }
-        };
-        if changed == 0 {
+        let query = finish.query(session_id, call_id)?;
+        if self.db.execute(self.epoch_for(session_id), query).await? == 0 {
             return Err(StoreError::not_found("tool call", call_id));
         }
         Ok(())
@@ -441,52 +353,20 @@ impl Store {
         session_id: &str,
         call_id: &str,
     ) -> Result<Option<ToolCallRecord>, StoreError> {
-        match &self.db {
-            Db::Sqlite(sqlite) => {
-                let (session, call) = (session_id.to_owned(), call_id.to_owned());
-                sqlite.writer.call(move |conn| get_on(conn, &session, &call)).await
-            }
-            Db::Postgres(pool) => {
-                let row = sqlx::query(GET).bind(session_id).bind(call_id).fetch_optional(pool).await?;
-                row.as_ref().map(record).transpose()
-            }
-        }
+        self.db.fetch_optional(None, get_query(session_id, call_id), |r| record(r)).await
     }
 
     /// Every call of a session, oldest first.
     pub async fn list_tool_calls(&self, session_id: &str) -> Result<Vec<ToolCallRecord>, StoreError> {
-        on_db!(self, pool => {
-            let rows =
-                sqlx::query(concat!(select_calls!(), " WHERE session_id = $1 ORDER BY started_at, call_id"))
-                    .bind(session_id)
-                    .fetch_all(pool)
-                    .await?;
-            rows.iter().map(record).collect()
-        })
+        let query =
+            Query::new(concat!(select_calls!(), " WHERE session_id = $1 ORDER BY started_at, call_id"))
+                .bind(session_id);
+        self.db.read_all(query, |r| record(r)).await
     }
 
     /// Marks calls left running (by a crash) as interrupted; returns their ids.
     pub async fn mark_running_as_interrupted(&self, session_id: &str) -> Result<Vec<String>, StoreError> {
-        let epoch = self.epoch_for(session_id);
-        match &self.db {
-            Db::Sqlite(sqlite) => {
-                let session = session_id.to_owned();
-                sqlite
-                    .writer
-                    .write(epoch, move |conn| {
-                        writer::query(conn, INTERRUPT, &[&now_ms(), &session], |row| {
-                            row.try_get::<String>("call_id")
-                        })
-                    })
-                    .await
-            }
-            Db::Postgres(pool) => {
-                fence::pg_write(pool, &epoch, async |conn| {
-                    let rows = sqlx::query(INTERRUPT).bind(now_ms()).bind(session_id).fetch_all(conn).await?;
-                    rows.iter().map(|r| r.try_get("call_id")).collect()
-                })
-                .await
-            }
-        }
+        let query = Query::new(INTERRUPT).bind(now_ms()).bind(session_id);
+        self.db.fetch_all(self.epoch_for(session_id), query, |r| r.try_get::<String>("call_id")).await
     }
 }

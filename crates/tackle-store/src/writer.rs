@@ -24,7 +24,7 @@
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
 
-use rusqlite::{Connection, ErrorCode, OpenFlags, ToSql};
+use rusqlite::{Connection, ErrorCode, OpenFlags};
 
 use crate::StoreError;
 
@@ -36,13 +36,9 @@ pub(crate) struct SqliteWriter {
 }
 
 impl SqliteWriter {
-    /// Opens `path` (already created and migrated).
-    pub(crate) async fn open(path: &std::path::Path, busy_timeout: Duration) -> Result<Self, StoreError> {
-        let path = path.to_owned();
-        let conn = tokio::task::spawn_blocking(move || open_connection(&path))
-            .await
-            .map_err(|e| StoreError::Io(std::io::Error::other(e)))??;
-        Ok(Self { conn: Arc::new(Mutex::new(Some(conn))), busy_timeout })
+    /// The writer over `conn` (opened by [`open_connection`], migrated).
+    pub(crate) fn new(conn: Connection, busy_timeout: Duration) -> Self {
+        Self { conn: Arc::new(Mutex::new(Some(conn))), busy_timeout }
     }
 
     /// Runs `work` on the connection and returns what it returned: in place when the
@@ -144,96 +140,25 @@ fn is_busy(error: &StoreError) -> bool {
     )
 }
 
-fn open_connection(path: &std::path::Path) -> Result<Connection, StoreError> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+/// Opens (creating it if needed) the database file at `path` in WAL mode, with the store's
+/// settings.
+pub(crate) fn open_connection(
+    path: &std::path::Path,
+    busy_timeout: Duration,
+) -> Result<Connection, StoreError> {
+    let flags =
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags)?;
-    // The same settings as the sqlx pool's connections (`db::open_file`); journal_mode is a
-    // property of the file, already WAL.
+    conn.busy_timeout(busy_timeout)?;
+    // WAL is a property of the file (set once, by the first opener, under the migration lock);
+    // the others are per connection.
     conn.execute_batch(&format!(
-        "PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = {};",
+        "PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;
+         PRAGMA wal_autocheckpoint = {};",
         crate::checkpoint::AUTOCHECKPOINT_PAGES
     ))?;
     conn.set_prepared_statement_cache_capacity(64);
     Ok(conn)
-}
-
-/// Binds `params` to the numbered parameters `$1`, `$2`, ... of `statement`, wherever and
-/// however often each appears: the SQL text is the one the PostgreSQL path binds, so it is
-/// written once. Every parameter must be bound, every value used.
-pub(crate) fn bind_numbered(
-    statement: &mut rusqlite::Statement<'_>,
-    params: &[&dyn ToSql],
-) -> Result<(), StoreError> {
-    let mismatch = |detail: String| StoreError::Corrupt { what: "SQL statement", detail };
-    let count = statement.parameter_count();
-    if count != params.len() {
-        return Err(mismatch(format!("{count} parameters, {} values", params.len())));
-    }
-    for index in 1..=count {
-        // SQLite numbers each distinct `$n` in order of first appearance; `$n` itself says
-        // which value it takes.
-        let number = statement
-            .parameter_name(index)
-            .and_then(|name| name.strip_prefix('$'))
-            .and_then(|n| n.parse::<usize>().ok())
-            .filter(|n| (1..=count).contains(n))
-            .ok_or_else(|| mismatch(format!("parameter {index} is not one of $1..${count}")))?;
-        statement.raw_bind_parameter(index, params[number - 1])?;
-    }
-    Ok(())
-}
-
-/// Runs `sql` with `params` bound by number; returns the rows it changed.
-pub(crate) fn execute(conn: &Connection, sql: &str, params: &[&dyn ToSql]) -> Result<usize, StoreError> {
-    let mut statement = conn.prepare_cached(sql)?;
-    bind_numbered(&mut statement, params)?;
-    Ok(statement.raw_execute()?)
-}
-
-/// Runs `sql` with `params` bound by number and decodes every row with `decode`.
-pub(crate) fn query<T>(
-    conn: &Connection,
-    sql: &str,
-    params: &[&dyn ToSql],
-    mut decode: impl FnMut(&rusqlite::Row<'_>) -> Result<T, StoreError>,
-) -> Result<Vec<T>, StoreError> {
-    let mut statement = conn.prepare_cached(sql)?;
-    bind_numbered(&mut statement, params)?;
-    let mut rows = statement.raw_query();
-    let mut out = Vec::new();
-    while let Some(row) = rows.next()? {
-        out.push(decode(row)?);
-    }
-    Ok(out)
-}
-
-/// Like [`query`], for at most one row.
-pub(crate) fn query_optional<T>(
-    conn: &Connection,
-    sql: &str,
-    params: &[&dyn ToSql],
-    decode: impl FnOnce(&rusqlite::Row<'_>) -> Result<T, StoreError>,
-) -> Result<Option<T>, StoreError> {
-    let mut statement = conn.prepare_cached(sql)?;
-    bind_numbered(&mut statement, params)?;
-    let mut rows = statement.raw_query();
-    match rows.next()? {
-        Some(row) => Ok(Some(decode(row)?)),
-        None => Ok(None),
-    }
-}
-
-/// A foreign key violation (a row for a session that does not exist) reported as the session
-/// not being found; any other error as it is.
-pub(crate) fn not_found_if_no_session(error: StoreError, session_id: &str) -> StoreError {
-    match &error {
-        StoreError::Sqlite(rusqlite::Error::SqliteFailure(e, _))
-            if e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY =>
-        {
-            StoreError::not_found("session", session_id)
-        }
-        _ => error,
-    }
 }
 
 #[cfg(test)]

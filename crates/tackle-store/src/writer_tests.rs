@@ -1,12 +1,31 @@
 use std::time::Duration;
 
-use rusqlite::ToSql;
-
 use super::*;
 use crate::db::{SqliteDb, open_file};
+use crate::sql::{Query, RowExt, sqlite_execute, sqlite_fetch_optional};
 
 async fn open(dir: &tempfile::TempDir) -> SqliteDb {
     open_file(&dir.path().join("w.db")).await.unwrap()
+}
+
+/// Another connection to the same file (another process, say), waiting up to 10 s for locks.
+fn other(dir: &tempfile::TempDir) -> rusqlite::Connection {
+    let conn = rusqlite::Connection::open(dir.path().join("w.db")).unwrap();
+    conn.busy_timeout(Duration::from_secs(10)).unwrap();
+    conn
+}
+
+/// `SELECT COUNT(*), SUM(x) FROM t`, on a read connection.
+async fn count_and_sum(db: &SqliteDb) -> (i64, i64) {
+    db.readers
+        .call(|conn| {
+            let query = Query::new("SELECT COUNT(*) AS n, COALESCE(SUM(x), 0) AS s FROM t");
+            let row =
+                sqlite_fetch_optional(conn, &query, |r| Ok((r.try_get::<i64>("n")?, r.try_get::<i64>("s")?)));
+            Ok(row?.unwrap_or_default())
+        })
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
@@ -16,10 +35,8 @@ async fn numbered_parameters_bind_by_number_wherever_they_appear() {
     let got = db
         .writer
         .call(|conn| {
-            let params: [&dyn ToSql; 2] = [&"a", &"b"];
-            query_optional(conn, "SELECT $2 || $1 || $1 || $2 AS s", &params, |r| {
-                r.get::<_, String>(0).map_err(Into::into)
-            })
+            let query = Query::new("SELECT $2 || $1 || $1 || $2 AS s").bind("a").bind("b");
+            sqlite_fetch_optional(conn, &query, |r| r.try_get::<String>("s"))
         })
         .await
         .unwrap();
@@ -27,35 +44,31 @@ async fn numbered_parameters_bind_by_number_wherever_they_appear() {
     // A parameter the statement does not have is an error, not a silent shift.
     let err = db
         .writer
-        .call(|conn| {
-            let params: [&dyn ToSql; 2] = [&1, &2];
-            execute(conn, "SELECT $1", &params)
-        })
+        .call(|conn| sqlite_execute(conn, &Query::new("SELECT $1").bind(1i64).bind(2i64)))
         .await
         .unwrap_err();
     assert!(err.to_string().contains("1 parameters, 2 values"), "{err}");
 }
 
 #[tokio::test]
-async fn what_the_writer_commits_the_pool_reads_at_once() {
+async fn what_the_writer_commits_the_readers_read_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(&dir).await;
     db.writer
         .call(|conn| {
-            execute(conn, "CREATE TABLE t (x INTEGER)", &[])?;
-            execute(conn, "INSERT INTO t (x) VALUES ($1)", &[&7])
+            sqlite_execute(conn, &Query::new("CREATE TABLE t (x INTEGER)"))?;
+            sqlite_execute(conn, &Query::new("INSERT INTO t (x) VALUES ($1)").bind(7i64))
         })
         .await
         .unwrap();
-    let row: (i64,) = sqlx::query_as("SELECT x FROM t").fetch_one(&db.pool).await.unwrap();
-    assert_eq!(row.0, 7);
+    assert_eq!(count_and_sum(&db).await, (1, 7));
 }
 
 #[tokio::test]
 async fn a_panicking_call_fails_alone_and_rolls_its_transaction_back() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(&dir).await;
-    db.writer.call(|conn| execute(conn, "CREATE TABLE t (x INTEGER)", &[])).await.unwrap();
+    db.writer.call(|conn| sqlite_execute(conn, &Query::new("CREATE TABLE t (x INTEGER)"))).await.unwrap();
     let err = db
         .writer
         .call(|conn| -> Result<(), StoreError> {
@@ -68,11 +81,15 @@ async fn a_panicking_call_fails_alone_and_rolls_its_transaction_back() {
     // The connection lives on, out of the half-done transaction, and the lock is free.
     let n = db
         .writer
-        .call(|conn| query_optional(conn, "SELECT COUNT(*) FROM t", &[], |r| Ok(r.get::<_, i64>(0)?)))
+        .call(|conn| {
+            sqlite_fetch_optional(conn, &Query::new("SELECT COUNT(*) AS n FROM t"), |r| r.try_get::<i64>("n"))
+        })
         .await
         .unwrap();
     assert_eq!(n, Some(0));
-    sqlx::query("INSERT INTO t (x) VALUES (2)").execute(&db.pool).await.unwrap();
+    let other = other(&dir);
+    other.busy_timeout(Duration::ZERO).unwrap();
+    other.execute_batch("INSERT INTO t (x) VALUES (2)").unwrap();
 }
 
 /// A call that finds the connection taken waits for it on a blocking thread; if its caller
@@ -81,7 +98,7 @@ async fn a_panicking_call_fails_alone_and_rolls_its_transaction_back() {
 async fn a_call_whose_caller_gave_up_still_commits() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(&dir).await;
-    db.writer.call(|conn| execute(conn, "CREATE TABLE t (x INTEGER)", &[])).await.unwrap();
+    db.writer.call(|conn| sqlite_execute(conn, &Query::new("CREATE TABLE t (x INTEGER)"))).await.unwrap();
     let held = db.writer.conn.clone();
     let barriers = std::sync::Arc::new((std::sync::Barrier::new(2), std::sync::Barrier::new(2)));
     let holder = std::thread::spawn({
@@ -93,13 +110,14 @@ async fn a_call_whose_caller_gave_up_still_commits() {
         }
     });
     barriers.0.wait();
-    let slow = db.writer.call(|conn| execute(conn, "INSERT INTO t (x) VALUES (1)", &[]));
+    let slow = db.writer.call(|conn| sqlite_execute(conn, &Query::new("INSERT INTO t (x) VALUES (1)")));
     assert!(tokio::time::timeout(Duration::from_millis(50), slow).await.is_err());
     barriers.1.wait();
     holder.join().unwrap();
     let count = || {
-        db.writer
-            .call(|conn| query_optional(conn, "SELECT COUNT(*) FROM t", &[], |r| Ok(r.get::<_, i64>(0)?)))
+        db.writer.call(|conn| {
+            sqlite_fetch_optional(conn, &Query::new("SELECT COUNT(*) AS n FROM t"), |r| r.try_get::<i64>("n"))
+        })
     };
     let landed = tokio::time::timeout(Duration::from_secs(10), async {
         while count().await.unwrap() != Some(1) {
@@ -110,52 +128,59 @@ async fn a_call_whose_caller_gave_up_still_commits() {
     assert!(landed.is_ok(), "the abandoned call never committed");
 }
 
-/// The pool holds the write lock across an await on a one-thread runtime: the call finds the
-/// lock busy at once, waits for it on a blocking thread (never blocking the runtime, which
-/// must run the pool's transaction to its commit), and both commit.
+/// Another connection holds the write lock while a one-thread runtime goes on: the call finds
+/// the lock busy at once, waits for it on a blocking thread (never blocking the runtime, which
+/// must go on to let the other connection commit), and both commit.
 #[tokio::test(flavor = "current_thread")]
 async fn a_busy_lock_never_blocks_the_runtime() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(&dir).await;
-    db.writer.call(|conn| execute(conn, "CREATE TABLE t (x INTEGER)", &[])).await.unwrap();
-    let mut tx = db.pool.begin_with("BEGIN IMMEDIATE").await.unwrap();
-    sqlx::query("INSERT INTO t (x) VALUES (1)").execute(&mut *tx).await.unwrap();
+    db.writer.call(|conn| sqlite_execute(conn, &Query::new("CREATE TABLE t (x INTEGER)"))).await.unwrap();
+    let holder = other(&dir);
+    holder.execute_batch("BEGIN IMMEDIATE; INSERT INTO t (x) VALUES (1);").unwrap();
     let writer = db.writer.clone();
-    let waiting =
-        tokio::spawn(
-            async move { writer.call(|conn| execute(conn, "INSERT INTO t (x) VALUES (2)", &[])).await },
-        );
+    let waiting = tokio::spawn(async move {
+        writer.call(|conn| sqlite_execute(conn, &Query::new("INSERT INTO t (x) VALUES (2)"))).await
+    });
     tokio::time::sleep(Duration::from_millis(50)).await;
-    assert!(!waiting.is_finished(), "the call got the write lock the pool holds");
-    tx.commit().await.unwrap();
+    assert!(!waiting.is_finished(), "the call got the write lock another connection holds");
+    holder.execute_batch("COMMIT").unwrap();
     waiting.await.unwrap().unwrap();
-    let row: (i64,) = sqlx::query_as("SELECT SUM(x) FROM t").fetch_one(&db.pool).await.unwrap();
-    assert_eq!(row.0, 3);
+    assert_eq!(count_and_sum(&db).await, (2, 3));
 }
 
-/// Many tasks on several threads write at once, the pool too (holding the lock across
-/// awaits): every call lands once, whichever path it took.
+/// Many tasks on several threads write at once, another connection too: every call lands once,
+/// whichever path it took.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_calls_all_land_once() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(&dir).await;
-    db.writer.call(|conn| execute(conn, "CREATE TABLE t (x INTEGER PRIMARY KEY)", &[])).await.unwrap();
+    db.writer
+        .call(|conn| sqlite_execute(conn, &Query::new("CREATE TABLE t (x INTEGER PRIMARY KEY)")))
+        .await
+        .unwrap();
     let tasks: Vec<_> = (0..400i64)
         .map(|i| {
             let writer = db.writer.clone();
-            let pool = db.pool.clone();
+            let path = dir.path().join("w.db");
             tokio::spawn(async move {
                 if i % 10 == 0 {
-                    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.unwrap();
-                    sqlx::query("INSERT INTO t (x) VALUES ($1)").bind(i).execute(&mut *tx).await.unwrap();
-                    tokio::task::yield_now().await;
-                    tx.commit().await.unwrap();
+                    tokio::task::spawn_blocking(move || {
+                        let conn = rusqlite::Connection::open(path).unwrap();
+                        conn.busy_timeout(Duration::from_secs(10)).unwrap();
+                        conn.execute_batch(&format!(
+                            "BEGIN IMMEDIATE; INSERT INTO t (x) VALUES ({i}); COMMIT;"
+                        ))
+                        .unwrap();
+                    })
+                    .await
+                    .unwrap();
                 } else {
                     writer
                         .call(move |conn| {
                             let tx =
                                 conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-                            execute(&tx, "INSERT INTO t (x) VALUES ($1)", &[&i])?;
+                            sqlite_execute(&tx, &Query::new("INSERT INTO t (x) VALUES ($1)").bind(i))?;
                             tx.commit()?;
                             Ok(())
                         })
@@ -168,8 +193,7 @@ async fn concurrent_calls_all_land_once() {
     for t in tasks {
         t.await.unwrap();
     }
-    let row: (i64, i64) = sqlx::query_as("SELECT COUNT(*), SUM(x) FROM t").fetch_one(&db.pool).await.unwrap();
-    assert_eq!(row, (400, (0..400).sum()));
+    assert_eq!(count_and_sum(&db).await, (400, (0..400).sum()));
 }
 
 #[tokio::test]
@@ -177,7 +201,7 @@ async fn after_close_calls_fail_with_closed() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(&dir).await;
     db.writer.close().await;
-    let err = db.writer.call(|conn| execute(conn, "SELECT 1", &[])).await.unwrap_err();
+    let err = db.writer.call(|conn| sqlite_execute(conn, &Query::new("SELECT 1"))).await.unwrap_err();
     assert!(matches!(err, StoreError::Closed), "{err}");
     assert_eq!(err.to_string(), "the store is closed; open it again");
 }
@@ -189,8 +213,8 @@ async fn a_foreign_key_violation_reads_as_the_session_not_found() {
     let err = db
         .writer
         .call(|conn| {
-            execute(conn, "INSERT INTO todos (session_id, id, position, text, status, created_at, updated_at) VALUES ('nope', 1, 1, 't', 'open', 0, 0)", &[])
-                .map_err(|e| not_found_if_no_session(e, "nope"))
+            sqlite_execute(conn, &Query::new("INSERT INTO todos (session_id, id, position, text, status, created_at, updated_at) VALUES ('nope', 1, 1, 't', 'open', 0, 0)"))
+                .map_err(|e| crate::sql::no_session(e, "nope"))
         })
         .await
         .unwrap_err();

@@ -22,9 +22,13 @@ impl TestDb {
         tackle_testkit::peers::or_skip(tackle_testkit::postgres::fresh_database().await).map(Self::Postgres)
     }
 
+    fn sqlite_path(dir: &tempfile::TempDir) -> std::path::PathBuf {
+        dir.path().join("nested/dir/tackle.db")
+    }
+
     pub fn url(&self) -> String {
         match self {
-            Self::Sqlite(dir) => format!("sqlite:{}", dir.path().join("nested/dir/tackle.db").display()),
+            Self::Sqlite(dir) => format!("sqlite:{}", Self::sqlite_path(dir).display()),
             Self::Postgres(url) => url.clone(),
         }
     }
@@ -37,15 +41,13 @@ impl TestDb {
     /// Replaces the stored (compressed) bytes of a blob behind the store's back.
     pub async fn set_blob_data(&self, locator: &str, data: Vec<u8>) {
         match self {
-            Self::Sqlite(_) => {
-                let pool = sqlx::SqlitePool::connect(&self.url()).await.unwrap();
-                sqlx::query("UPDATE blobs SET data = $1 WHERE locator = $2")
-                    .bind(data)
-                    .bind(locator)
-                    .execute(&pool)
-                    .await
-                    .unwrap();
-                pool.close().await;
+            Self::Sqlite(dir) => {
+                let conn = rusqlite::Connection::open(Self::sqlite_path(dir)).unwrap();
+                conn.execute(
+                    "UPDATE blobs SET data = ?1 WHERE locator = ?2",
+                    rusqlite::params![data, locator],
+                )
+                .unwrap();
             }
             Self::Postgres(url) => {
                 let pool = sqlx::PgPool::connect(url).await.unwrap();
@@ -63,15 +65,9 @@ impl TestDb {
     /// The stored (compressed) bytes of a blob.
     pub async fn blob_data(&self, locator: &str) -> Vec<u8> {
         match self {
-            Self::Sqlite(_) => {
-                let pool = sqlx::SqlitePool::connect(&self.url()).await.unwrap();
-                let (data,): (Vec<u8>,) = sqlx::query_as("SELECT data FROM blobs WHERE locator = $1")
-                    .bind(locator)
-                    .fetch_one(&pool)
-                    .await
-                    .unwrap();
-                pool.close().await;
-                data
+            Self::Sqlite(dir) => {
+                let conn = rusqlite::Connection::open(Self::sqlite_path(dir)).unwrap();
+                conn.query_row("SELECT data FROM blobs WHERE locator = ?1", [locator], |r| r.get(0)).unwrap()
             }
             Self::Postgres(url) => {
                 let pool = sqlx::PgPool::connect(url).await.unwrap();
