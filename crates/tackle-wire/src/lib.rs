@@ -7,6 +7,8 @@
 //! byte order on the wire, which prompt caching depends on (`tackle-provider`'s snapshots pin it).
 //!
 //! - [`anthropic`]: Anthropic Messages (`POST /v1/messages`): request, stream events, errors.
+//! - [`chat`]: OpenAI Chat Completions (`POST /v1/chat/completions`): request, stream chunks,
+//!   whole completions, errors.
 //!
 //! ```
 //! use tackle_wire::anthropic::{ContentBlock, Message, MessagesRequest, Role};
@@ -22,3 +24,4 @@
 #![deny(missing_docs)]
 
 pub mod anthropic;
+pub mod chat;
