@@ -9,6 +9,7 @@
 //! - [`anthropic`]: Anthropic Messages (`POST /v1/messages`): request, stream events, errors.
 //! - [`chat`]: OpenAI Chat Completions (`POST /v1/chat/completions`): request, stream chunks,
 //!   whole completions, errors.
+//! - [`responses`]: OpenAI Responses (`POST /v1/responses`): request, input items, tools.
 //!
 //! ```
 //! use tackle_wire::anthropic::{ContentBlock, Message, MessagesRequest, Role};
@@ -25,3 +26,4 @@
 
 pub mod anthropic;
 pub mod chat;
+pub mod responses;
