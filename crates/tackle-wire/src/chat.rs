@@ -148,9 +148,14 @@ pub struct Message<'a> {
     /// tools.
     #[serde(default)]
     pub content: Option<Content<'a>>,
-    /// The assistant's tool calls.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// The assistant's tool calls (`null` reads as none, as some clients send it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "null_as_empty")]
     pub tool_calls: Vec<ToolCall<'a>>,
+}
+
+/// A list that may be `null`.
+fn null_as_empty<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Vec<T>, D::Error> {
+    Ok(Option::<Vec<T>>::deserialize(d)?.unwrap_or_default())
 }
 
 impl<'a> Message<'a> {

@@ -37,6 +37,16 @@ fn a_request_reads_and_writes_back_the_same_bytes() {
 }
 
 #[test]
+fn null_lists_and_options_read_as_absent() {
+    let request: ChatRequest = serde_json::from_value(json!({
+        "model": "m", "tools": null, "tool_choice": null, "max_tokens": null, "stream_options": null,
+        "messages": [{"role": "assistant", "content": "hi", "tool_calls": null, "refusal": null}]
+    }))
+    .unwrap();
+    assert!(request.messages[0].tool_calls.is_empty() && request.tools.is_none());
+}
+
+#[test]
 fn every_tool_choice_form_round_trips() {
     for choice in [
         json!("none"),
