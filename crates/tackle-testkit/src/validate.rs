@@ -14,126 +14,17 @@ fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
 
-/// OpenAI Chat Completions.
-pub(crate) fn openai_chat(body: &Value) -> Result<(), String> {
-    if str_at(body, "model").is_none_or(str::is_empty) {
-        return Err("you must provide a model parameter".into());
-    }
-    let Some(messages) = body.get("messages").and_then(Value::as_array).filter(|m| !m.is_empty()) else {
-        return Err("Invalid 'messages': empty array. Expected an array with minimum length 1.".into());
-    };
-    let mut names = HashSet::new();
-    if let Some(tools) = body.get("tools") {
-        let tools = tools.as_array().ok_or("Invalid 'tools': expected an array.")?;
-        for (i, t) in tools.iter().enumerate() {
-            if str_at(t, "type") != Some("function") {
-                return Err(format!("Invalid 'tools[{i}].type': expected 'function'."));
-            }
-            let name = t.get("function").and_then(|f| str_at(f, "name")).unwrap_or("");
-            if !valid_name(name) {
-                return Err(format!(
-                    "Invalid 'tools[{i}].function.name': string does not match pattern '^[a-zA-Z0-9_-]+$'."
-                ));
-            }
-            if !names.insert(name.to_owned()) {
-                return Err(format!("Duplicate tool name: {name}"));
-            }
-        }
-    }
-    if let Some(choice) = body.get("tool_choice") {
-        openai_tool_choice(choice, &names)?;
-    }
-    let mut pending: Vec<String> = Vec::new();
-    for (i, m) in messages.iter().enumerate() {
-        let role = str_at(m, "role").unwrap_or("");
-        match role {
-            "tool" => {
-                let id = str_at(m, "tool_call_id").unwrap_or("");
-                let Some(pos) = pending.iter().position(|p| p == id) else {
-                    return Err(format!(
-                        "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls' (messages[{i}], tool_call_id {id:?})."
-                    ));
-                };
-                pending.remove(pos);
-            }
-            "system" | "developer" | "user" | "assistant" => {
-                if !pending.is_empty() {
-                    return Err(format!(
-                        "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {}",
-                        pending.join(", ")
-                    ));
-                }
-                if role == "assistant"
-                    && let Some(calls) = m.get("tool_calls").and_then(Value::as_array)
-                {
-                    for c in calls {
-                        pending.push(str_at(c, "id").unwrap_or("").to_owned());
-                    }
-                }
-                let content = m.get("content");
-                let has_calls = m.get("tool_calls").and_then(Value::as_array).is_some_and(|c| !c.is_empty());
-                if role != "assistant" && content.is_none_or(Value::is_null) {
-                    return Err(format!(
-                        "Invalid 'messages[{i}].content': content is required for role '{role}'."
-                    ));
-                }
-                if role == "assistant" && !has_calls && content.is_none_or(Value::is_null) {
-                    return Err(format!(
-                        "Invalid 'messages[{i}]': assistant messages need content or tool_calls."
-                    ));
-                }
-            }
-            other => return Err(format!("Invalid 'messages[{i}].role': unknown role {other:?}.")),
-        }
-    }
-    if !pending.is_empty() {
-        return Err(format!(
-            "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {}",
-            pending.join(", ")
-        ));
-    }
-    Ok(())
+/// `body` read as `T`; an error names the field at fault (`messages[2].content: ...`).
+fn read<'a, T: serde::Deserialize<'a>>(body: &'a Value) -> Result<T, String> {
+    serde_path_to_error::deserialize(body).map_err(|e| {
+        let path = e.path().to_string();
+        if path == "." { e.inner().to_string() } else { format!("{path}: {}", e.inner()) }
+    })
 }
 
-fn openai_tool_choice(choice: &Value, names: &HashSet<String>) -> Result<(), String> {
-    if let Some(s) = choice.as_str() {
-        return match s {
-            "none" | "auto" | "required" => Ok(()),
-            other => Err(format!("Invalid 'tool_choice': {other:?}")),
-        };
-    }
-    match str_at(choice, "type") {
-        Some("function") => {
-            let name = choice.get("function").and_then(|f| str_at(f, "name")).unwrap_or("");
-            if names.contains(name) {
-                Ok(())
-            } else {
-                Err(format!("Invalid 'tool_choice': function {name:?} is not in tools"))
-            }
-        }
-        Some("allowed_tools") => {
-            let allowed =
-                choice.get("allowed_tools").ok_or("Invalid 'tool_choice.allowed_tools': missing")?;
-            if !matches!(str_at(allowed, "mode"), Some("auto" | "required")) {
-                return Err("Invalid 'tool_choice.allowed_tools.mode': expected 'auto' or 'required'.".into());
-            }
-            let tools = allowed
-                .get("tools")
-                .and_then(Value::as_array)
-                .ok_or("Invalid 'tool_choice.allowed_tools.tools'")?;
-            for t in tools {
-                let name = t.get("function").and_then(|f| str_at(f, "name")).unwrap_or("");
-                if !names.contains(name) {
-                    return Err(format!(
-                        "Invalid 'tool_choice.allowed_tools.tools': {name:?} is not in tools"
-                    ));
-                }
-            }
-            Ok(())
-        }
-        _ => Err("Invalid 'tool_choice': unknown shape".into()),
-    }
-}
+#[path = "validate_chat.rs"]
+mod chat;
+pub(crate) use chat::openai_chat;
 
 /// Breakpoints: `cache_control` on tools, system blocks, message content blocks and blocks
 /// inside tool results (not on keys inside tool schemas or inputs).

@@ -12,7 +12,7 @@ use tackle_wire::anthropic::{
     ToolResultContent,
 };
 
-use super::valid_name;
+use super::{read, valid_name};
 
 /// The beta that allows `defer_loading` and `tool_reference` blocks.
 const DEFERRED_TOOLS_BETA: &str = "advanced-tool-use-2025-11-20";
@@ -42,10 +42,7 @@ fn count_cache_control(request: &MessagesRequest) -> usize {
 
 /// Anthropic Messages, with the `anthropic-beta` features the request declared.
 pub(crate) fn anthropic(body: &Value, betas: &[&str]) -> Result<(), String> {
-    let request: MessagesRequest = serde_path_to_error::deserialize(body).map_err(|e| {
-        let path = e.path().to_string();
-        if path == "." { e.inner().to_string() } else { format!("{path}: {}", e.inner()) }
-    })?;
+    let request: MessagesRequest = read(body)?;
     if request.model.is_empty() {
         return Err("model: Field required".into());
     }

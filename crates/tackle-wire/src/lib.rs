@@ -7,6 +7,9 @@
 //! byte order on the wire, which prompt caching depends on (`tackle-provider`'s snapshots pin it).
 //!
 //! - [`anthropic`]: Anthropic Messages (`POST /v1/messages`): request, stream events, errors.
+//! - [`chat`]: OpenAI Chat Completions (`POST /v1/chat/completions`): request, stream chunks,
+//!   whole completions, errors.
+//! - [`responses`]: OpenAI Responses (`POST /v1/responses`): request, input items, tools.
 //!
 //! ```
 //! use tackle_wire::anthropic::{ContentBlock, Message, MessagesRequest, Role};
@@ -22,3 +25,5 @@
 #![deny(missing_docs)]
 
 pub mod anthropic;
+pub mod chat;
+pub mod responses;

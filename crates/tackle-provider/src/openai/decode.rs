@@ -2,106 +2,21 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use serde::Deserialize;
 use tackle_protocol::{StopReason, StreamEvent, ToolInput, ToolUse, Usage};
+use tackle_wire::chat::{self as wire, Chunk, ToolCallDelta};
 
 use crate::ProviderError;
 use crate::http::{WireDecoder, classify_http_error};
 use crate::sse::SseEvent;
 
-#[derive(Deserialize)]
-struct Chunk<'a> {
-    #[serde(default, borrow)]
-    id: Option<std::borrow::Cow<'a, str>>,
-    #[serde(default, borrow)]
-    model: Option<std::borrow::Cow<'a, str>>,
-    #[serde(default, borrow)]
-    choices: Vec<Choice<'a>>,
-    #[serde(default)]
-    usage: Option<WireUsage>,
-    #[serde(default)]
-    error: Option<serde_json::Value>,
-}
-
-#[derive(Deserialize)]
-struct Choice<'a> {
-    #[serde(default)]
-    index: u32,
-    #[serde(default, borrow)]
-    delta: Option<Delta<'a>>,
-    #[serde(default, borrow)]
-    finish_reason: Option<std::borrow::Cow<'a, str>>,
-}
-
-#[derive(Deserialize, Default)]
-struct Delta<'a> {
-    #[serde(default, borrow)]
-    content: Option<std::borrow::Cow<'a, str>>,
-    #[serde(default, borrow)]
-    refusal: Option<std::borrow::Cow<'a, str>>,
-    /// Reasoning text of OpenAI-compatible servers (DeepSeek, vLLM: `reasoning_content`;
-    /// Ollama, OpenRouter: `reasoning`).
-    #[serde(default, borrow, alias = "reasoning")]
-    reasoning_content: Option<std::borrow::Cow<'a, str>>,
-    #[serde(default, borrow)]
-    tool_calls: Option<Vec<CallDelta<'a>>>,
-}
-
-#[derive(Deserialize)]
-struct CallDelta<'a> {
-    #[serde(default)]
-    index: Option<u32>,
-    #[serde(default, borrow)]
-    id: Option<std::borrow::Cow<'a, str>>,
-    #[serde(default, borrow)]
-    function: Option<FunctionDelta<'a>>,
-}
-
-#[derive(Deserialize)]
-struct FunctionDelta<'a> {
-    #[serde(default, borrow)]
-    name: Option<std::borrow::Cow<'a, str>>,
-    #[serde(default, borrow)]
-    arguments: Option<std::borrow::Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-pub(crate) struct WireUsage {
-    #[serde(default)]
-    prompt_tokens: u64,
-    #[serde(default)]
-    completion_tokens: u64,
-    #[serde(default)]
-    prompt_tokens_details: Option<PromptDetails>,
-    #[serde(default)]
-    completion_tokens_details: Option<CompletionDetails>,
-}
-
-#[derive(Deserialize)]
-struct PromptDetails {
-    #[serde(default)]
-    cached_tokens: Option<u64>,
-}
-
-#[derive(Deserialize)]
-struct CompletionDetails {
-    #[serde(default)]
-    reasoning_tokens: Option<u64>,
-}
-
-impl WireUsage {
-    pub(crate) fn normalize(&self) -> Usage {
-        Usage {
-            input_tokens: self.prompt_tokens,
-            output_tokens: self.completion_tokens,
-            cache_read_tokens: self.prompt_tokens_details.as_ref().and_then(|d| d.cached_tokens).unwrap_or(0),
-            cache_write_tokens: 0,
-            reasoning_tokens: self
-                .completion_tokens_details
-                .as_ref()
-                .and_then(|d| d.reasoning_tokens)
-                .unwrap_or(0),
-        }
+/// The normalized token counts of a Chat Completions `usage`.
+pub(crate) fn usage(u: &wire::Usage) -> Usage {
+    Usage {
+        input_tokens: u.prompt_tokens,
+        output_tokens: u.completion_tokens,
+        cache_read_tokens: u.prompt_tokens_details.and_then(|d| d.cached_tokens).unwrap_or(0),
+        cache_write_tokens: 0,
+        reasoning_tokens: u.completion_tokens_details.and_then(|d| d.reasoning_tokens).unwrap_or(0),
     }
 }
 
@@ -175,7 +90,7 @@ impl OpenAiChatDecoder {
         self.done = true;
     }
 
-    fn on_call_delta(&mut self, position: usize, delta: CallDelta<'_>, out: &mut VecDeque<StreamEvent>) {
+    fn on_call_delta(&mut self, position: usize, delta: ToolCallDelta<'_>, out: &mut VecDeque<StreamEvent>) {
         // Servers that omit `index` send one call per chunk sequence; fall back to the position.
         let index = delta.index.unwrap_or(position as u32);
         self.had_calls = true;
@@ -236,8 +151,8 @@ impl WireDecoder for OpenAiChatDecoder {
                 |s: Option<std::borrow::Cow<'_, str>>| s.filter(|s| !s.is_empty()).map(|s| s.into_owned());
             out.push_back(StreamEvent::ResponseInfo { id: known(chunk.id), model: known(chunk.model) });
         }
-        if let Some(usage) = chunk.usage {
-            self.usage = Some(usage.normalize());
+        if let Some(wire_usage) = chunk.usage {
+            self.usage = Some(usage(&wire_usage));
         }
         for choice in chunk.choices {
             if choice.index != 0 {

@@ -2,54 +2,32 @@
 
 use std::borrow::Cow;
 
-use serde::Serialize;
 use serde_json::value::RawValue;
-use serde_json::{Value, json};
 use tackle_protocol::{AllowedToolsMode, ModelRequest, Role, ToolChoice, ToolSpec};
+use tackle_wire::chat::{self as wire, StreamOptions, ToolChoiceMode, ToolChoiceObject};
 
 use super::OpenAiDialect;
 use crate::{ToolSchemaRules, adapt_schema};
 
-/// The request body. Field order puts what the provider caches first (tools, then messages), so
-/// the serialized bytes of consecutive requests share the longest possible prefix.
-#[derive(Serialize)]
-pub(crate) struct ChatBody<'a> {
-    model: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tools: Option<&'a RawValue>,
-    messages: Vec<WireMessage<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_choice: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    parallel_tool_calls: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    max_completion_tokens: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    max_tokens: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    temperature: Option<f32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    prompt_cache_key: Option<&'a str>,
-    stream: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    stream_options: Option<Value>,
-}
+/// The request body: the Chat Completions wire type, with the tools rendered once and reused as
+/// bytes. Its field order puts what the provider caches first (tools, then messages), so the
+/// serialized bytes of consecutive requests share the longest possible prefix; the history
+/// (most of every request's bytes) is borrowed from the request, never copied into a JSON tree.
+pub(crate) type ChatBody<'a> = wire::ChatRequest<'a, &'a RawValue>;
 
 /// Tool definitions in the Chat Completions `tools` format, schemas adapted to what the API
 /// accepts ([`crate::ToolSchemaRules::strictest`]).
-pub(crate) fn render_tools(tools: &[ToolSpec]) -> Value {
-    Value::Array(
-        tools
-            .iter()
-            .map(|t| {
-                json!({
-                    "type": "function",
-                    "function": { "name": t.name, "description": t.description,
-                        "parameters": adapt_schema(&t.input_schema, ToolSchemaRules::strictest()) }
-                })
-            })
-            .collect(),
-    )
+pub(crate) fn render_tools(tools: &[ToolSpec]) -> Vec<wire::Tool<'_>> {
+    tools
+        .iter()
+        .map(|t| {
+            wire::Tool::function(
+                t.name.as_str(),
+                t.description.as_str(),
+                adapt_schema(&t.input_schema, ToolSchemaRules::strictest()),
+            )
+        })
+        .collect()
 }
 
 pub(crate) fn body<'a>(
@@ -61,7 +39,7 @@ pub(crate) fn body<'a>(
     let has_tools = tools.is_some();
     let official = dialect == OpenAiDialect::OpenAi;
     ChatBody {
-        model: &request.model,
+        model: Cow::Borrowed(&request.model),
         tools,
         messages: messages(request),
         tool_choice: has_tools.then(|| tool_choice(&request.tool_choice, dialect)).flatten(),
@@ -69,118 +47,85 @@ pub(crate) fn body<'a>(
         max_completion_tokens: if official { request.max_output_tokens } else { None },
         max_tokens: if official { None } else { request.max_output_tokens },
         temperature: request.temperature,
-        prompt_cache_key: if official { request.prompt_cache_key.as_deref() } else { None },
+        prompt_cache_key: if official {
+            request.prompt_cache_key.as_deref().map(Cow::Borrowed)
+        } else {
+            None
+        },
         stream,
-        stream_options: stream.then(|| json!({ "include_usage": true })),
+        stream_options: stream.then_some(StreamOptions { include_usage: true }),
     }
 }
 
-fn function_ref(name: &str) -> Value {
-    json!({ "type": "function", "function": { "name": name } })
-}
-
-fn tool_choice(choice: &ToolChoice, dialect: OpenAiDialect) -> Option<Value> {
+fn tool_choice(choice: &ToolChoice, dialect: OpenAiDialect) -> Option<wire::ToolChoice<'_>> {
     Some(match choice {
         // `auto` is the default whenever tools are present; sending it explicitly changes nothing.
         ToolChoice::Auto => return None,
-        ToolChoice::None => json!("none"),
-        ToolChoice::Required => json!("required"),
-        ToolChoice::Named { name } => function_ref(name),
+        ToolChoice::None => wire::ToolChoice::Mode(ToolChoiceMode::None),
+        ToolChoice::Required => wire::ToolChoice::Mode(ToolChoiceMode::Required),
+        ToolChoice::Named { name } => wire::ToolChoice::function(name.as_str()),
         ToolChoice::Allowed { tools, mode } => {
-            let mode_str = match mode {
-                AllowedToolsMode::Auto => "auto",
-                AllowedToolsMode::Required => "required",
+            let mode = match mode {
+                AllowedToolsMode::Auto => ToolChoiceMode::Auto,
+                AllowedToolsMode::Required => ToolChoiceMode::Required,
             };
             if dialect == OpenAiDialect::OpenAi {
-                json!({
-                    "type": "allowed_tools",
-                    "allowed_tools": {
-                        "mode": mode_str,
-                        "tools": tools.iter().map(|n| function_ref(n)).collect::<Vec<_>>(),
-                    }
+                wire::ToolChoice::Object(ToolChoiceObject::AllowedTools {
+                    allowed_tools: wire::AllowedTools {
+                        mode,
+                        tools: tools.iter().map(|n| wire::ToolRef::function(n.as_str())).collect(),
+                    },
                 })
             } else {
                 // Servers without allowed_tools: the executor enforces the subset; ask for the
                 // closest mode they understand.
-                json!(mode_str)
+                wire::ToolChoice::Mode(mode)
             }
         }
     })
 }
 
-/// One Chat Completions message, borrowing from the request: the history (most of every
-/// request's bytes) is serialized straight from it, never copied into a JSON tree.
-#[derive(Serialize)]
-#[serde(untagged)]
-pub(crate) enum WireMessage<'a> {
-    /// `system` and `user` messages.
-    Text { role: &'static str, content: Cow<'a, str> },
-    /// An assistant turn: its text (`null` when it only calls tools) and its calls.
-    Assistant {
-        role: &'static str,
-        content: Option<Cow<'a, str>>,
-        #[serde(skip_serializing_if = "Vec::is_empty")]
-        tool_calls: Vec<WireCall<'a>>,
-    },
-    /// One tool result.
-    Tool { role: &'static str, tool_call_id: &'a str, content: &'a str },
-}
-
-#[derive(Serialize)]
-pub(crate) struct WireCall<'a> {
-    id: &'a str,
-    #[serde(rename = "type")]
-    kind: &'static str,
-    function: WireFunction<'a>,
-}
-
-#[derive(Serialize)]
-struct WireFunction<'a> {
-    name: &'a str,
-    arguments: String,
-}
-
-fn messages(request: &ModelRequest) -> Vec<WireMessage<'_>> {
+fn messages(request: &ModelRequest) -> Vec<wire::Message<'_>> {
     let mut out = Vec::with_capacity(request.messages.len() + 1);
     let system: Vec<&str> =
         request.system.iter().map(|s| s.text.as_str()).filter(|t| !t.is_empty()).collect();
     if !system.is_empty() {
-        out.push(WireMessage::Text { role: "system", content: Cow::Owned(system.join("\n\n")) });
+        out.push(wire::Message::text(wire::Role::System, system.join("\n\n")));
     }
     for message in request.messages.iter() {
         match message.role {
             Role::Assistant => {
                 let text = message.text();
-                let calls: Vec<WireCall<'_>> = message
+                let calls: Vec<wire::ToolCall<'_>> = message
                     .tool_uses()
-                    .map(|u| WireCall {
-                        id: &u.id,
-                        kind: "function",
-                        function: WireFunction { name: &u.name, arguments: u.input.to_wire_string() },
+                    .map(|u| {
+                        wire::ToolCall::function(u.id.as_str(), u.name.as_str(), u.input.to_wire_string())
                     })
                     .collect();
                 if text.is_empty() && calls.is_empty() {
                     continue; // e.g. only reasoning from another provider
                 }
-                let content = (!text.is_empty()).then_some(Cow::Owned(text));
-                out.push(WireMessage::Assistant { role: "assistant", content, tool_calls: calls });
+                let content = (!text.is_empty()).then_some(wire::Content::Text(Cow::Owned(text)));
+                out.push(wire::Message {
+                    role: wire::Role::Assistant,
+                    tool_call_id: None,
+                    content,
+                    tool_calls: calls,
+                });
             }
             Role::User | Role::Tool => {
                 // Tool results become `tool` messages; any text goes in a user message after them.
                 for result in message.tool_results_iter() {
-                    out.push(WireMessage::Tool {
-                        role: "tool",
-                        tool_call_id: &result.tool_use_id,
-                        content: &result.content,
-                    });
+                    out.push(wire::Message::tool_result(
+                        result.tool_use_id.as_str(),
+                        result.content.as_str(),
+                    ));
                 }
                 let texts: Vec<&str> = message.texts().collect();
                 match texts.as_slice() {
                     [] => {}
-                    [one] => out.push(WireMessage::Text { role: "user", content: Cow::Borrowed(one) }),
-                    many => {
-                        out.push(WireMessage::Text { role: "user", content: Cow::Owned(many.join("\n\n")) })
-                    }
+                    [one] => out.push(wire::Message::text(wire::Role::User, *one)),
+                    many => out.push(wire::Message::text(wire::Role::User, many.join("\n\n"))),
                 }
             }
         }

@@ -2,11 +2,14 @@
 
 use std::borrow::Cow;
 
-use serde::Serialize;
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Value, json};
 use tackle_protocol::{
     AllowedToolsMode, CachePolicy, ContentBlock, ModelRequest, Reasoning, Role, ToolChoice, ToolSpec,
+};
+use tackle_wire::responses::{
+    self as wire, FunctionCallItem, FunctionCallOutputItem, InputItem, MessageContent, MessageRole, Part,
+    ToolChoiceMode, ToolChoiceObject,
 };
 
 use super::{REASONING_FORMAT, ResponsesConfig};
@@ -17,95 +20,25 @@ pub(crate) const MIN_OUTPUT_TOKENS: u32 = 16;
 
 /// What the response should carry besides its output: the encrypted reasoning, so the history
 /// is complete on Tackle's side whether or not OpenAI stores anything.
-const INCLUDE: &[&str] = &["reasoning.encrypted_content"];
+const INCLUDE: &str = "reasoning.encrypted_content";
 
-/// The request body. Field order puts what the provider caches first (tools, instructions,
-/// input), so the serialized bytes of consecutive requests share the longest possible prefix.
-#[derive(Serialize)]
-pub(crate) struct ResponsesBody<'a> {
-    model: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tools: Option<&'a RawValue>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    instructions: Option<Cow<'a, str>>,
-    input: Vec<InputItem<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_choice: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    parallel_tool_calls: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    max_output_tokens: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    temperature: Option<f32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reasoning: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    prompt_cache_key: Option<&'a str>,
-    store: bool,
-    include: &'static [&'static str],
-    /// Never `auto`: the API would silently drop the start of the conversation; Tackle compacts
-    /// explicitly instead and hears about an overflow as an error.
-    truncation: &'static str,
-    stream: bool,
-}
-
-/// One item of `input`, borrowing from the request: the history (most of every request's
-/// bytes) is serialized straight from it, never copied into a JSON tree.
-#[derive(Serialize)]
-#[serde(untagged)]
-pub(crate) enum InputItem<'a> {
-    /// A `message` item of the user, the assistant or the developer.
-    Message {
-        #[serde(rename = "type")]
-        kind: &'static str,
-        role: &'static str,
-        content: Vec<Part<'a>>,
-    },
-    /// A `function_call` the model made (sent without its item id: only `call_id` pairs it).
-    Call {
-        #[serde(rename = "type")]
-        kind: &'static str,
-        call_id: &'a str,
-        name: &'a str,
-        arguments: Cow<'a, str>,
-    },
-    /// A `function_call_output`.
-    Output {
-        #[serde(rename = "type")]
-        kind: &'static str,
-        call_id: &'a str,
-        output: &'a str,
-    },
-    /// A reasoning item exactly as the API sent it.
-    Verbatim(&'a Value),
-}
-
-#[derive(Serialize)]
-pub(crate) struct Part<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    text: Cow<'a, str>,
-}
+/// The request body: the Responses wire type, with the tools rendered once and reused as bytes.
+/// Its field order puts what the provider caches first (tools, instructions, input), so the
+/// serialized bytes of consecutive requests share the longest possible prefix; the history
+/// (most of every request's bytes) is borrowed from the request, never copied into a JSON tree.
+pub(crate) type ResponsesBody<'a> = wire::ResponsesRequest<'a, &'a RawValue>;
 
 /// Tool definitions in the Responses `tools` format. `strict` is always stated, because the API
 /// enforces strict schemas when it is left out; it is `true` only where the schema allows it.
-pub(crate) fn render_tools(tools: &[ToolSpec]) -> Value {
-    Value::Array(
-        tools
-            .iter()
-            .map(|t| {
-                let parameters = adapt_schema(&t.input_schema, ToolSchemaRules::strictest());
-                let strict = strict_compatible(&parameters);
-                json!({
-                    "type": "function",
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": parameters,
-                    "strict": strict,
-                })
-            })
-            .collect(),
-    )
+pub(crate) fn render_tools(tools: &[ToolSpec]) -> Vec<wire::Tool<'_>> {
+    tools
+        .iter()
+        .map(|t| {
+            let parameters = adapt_schema(&t.input_schema, ToolSchemaRules::strictest());
+            let strict = strict_compatible(&parameters);
+            wire::Tool::function(t.name.as_str(), t.description.as_str(), parameters, strict)
+        })
+        .collect()
 }
 
 pub(crate) fn body<'a>(
@@ -126,49 +59,43 @@ pub(crate) fn body<'a>(
         [one] => Some(Cow::Borrowed(*one)),
         many => Some(Cow::Owned(many.join("\n\n"))),
     };
-    let mut reasoning = serde_json::Map::new();
-    if let Some(effort) = options.reasoning_effort {
-        reasoning.insert("effort".into(), json!(effort));
-    }
-    if let Some(summary) = options.reasoning_summary {
-        reasoning.insert("summary".into(), json!(summary));
-    }
+    let reasoning = wire::ReasoningConfig {
+        effort: options.reasoning_effort.map(|e| Cow::Borrowed(e.as_str())),
+        summary: options.reasoning_summary.map(|s| Cow::Borrowed(s.as_str())),
+    };
     ResponsesBody {
-        model: &request.model,
+        model: Cow::Borrowed(&request.model),
         tools,
         instructions,
-        input: input(request, options.store),
+        input: wire::Input::Items(input(request, options.store)),
         tool_choice: has_tools.then(|| tool_choice(&request.tool_choice)).flatten(),
         parallel_tool_calls: if has_tools { request.parallel_tool_calls } else { None },
         max_output_tokens: request.max_output_tokens.map(|n| n.max(MIN_OUTPUT_TOKENS)),
         temperature: request.temperature,
-        reasoning: (!reasoning.is_empty()).then_some(Value::Object(reasoning)),
-        prompt_cache_key: request.prompt_cache_key.as_deref(),
-        store: options.store,
-        include: INCLUDE,
-        truncation: "disabled",
+        reasoning: (reasoning != wire::ReasoningConfig::default()).then_some(reasoning),
+        prompt_cache_key: request.prompt_cache_key.as_deref().map(Cow::Borrowed),
+        store: Some(options.store),
+        include: Some(vec![Cow::Borrowed(INCLUDE)]),
+        // Never `auto`: the API would silently drop the start of the conversation; Tackle
+        // compacts explicitly instead and hears about an overflow as an error.
+        truncation: Some(Cow::Borrowed("disabled")),
         stream,
     }
 }
 
-fn function_ref(name: &str) -> Value {
-    json!({ "type": "function", "name": name })
-}
-
-fn tool_choice(choice: &ToolChoice) -> Option<Value> {
+fn tool_choice(choice: &ToolChoice) -> Option<wire::ToolChoice<'_>> {
     Some(match choice {
         // `auto` is the default whenever tools are present; sending it explicitly changes nothing.
         ToolChoice::Auto => return None,
-        ToolChoice::None => json!("none"),
-        ToolChoice::Required => json!("required"),
-        ToolChoice::Named { name } => function_ref(name),
-        ToolChoice::Allowed { tools, mode } => json!({
-            "type": "allowed_tools",
-            "mode": match mode {
-                AllowedToolsMode::Auto => "auto",
-                AllowedToolsMode::Required => "required",
+        ToolChoice::None => wire::ToolChoice::Mode(ToolChoiceMode::None),
+        ToolChoice::Required => wire::ToolChoice::Mode(ToolChoiceMode::Required),
+        ToolChoice::Named { name } => wire::ToolChoice::function(name.as_str()),
+        ToolChoice::Allowed { tools, mode } => wire::ToolChoice::Object(ToolChoiceObject::AllowedTools {
+            mode: match mode {
+                AllowedToolsMode::Auto => ToolChoiceMode::Auto,
+                AllowedToolsMode::Required => ToolChoiceMode::Required,
             },
-            "tools": tools.iter().map(|n| function_ref(n)).collect::<Vec<_>>(),
+            tools: tools.iter().map(|n| wire::ToolRef::function(n.as_str())).collect(),
         }),
     })
 }
@@ -182,12 +109,20 @@ fn sendable(reasoning: &Reasoning, store: bool) -> bool {
         && (store || reasoning.data.get("encrypted_content").is_some_and(Value::is_string))
 }
 
-fn message<'a>(role: &'static str, part: &'static str, texts: Vec<Cow<'a, str>>) -> InputItem<'a> {
-    InputItem::Message {
-        kind: "message",
-        role,
-        content: texts.into_iter().map(|text| Part { kind: part, text }).collect(),
-    }
+fn message<'a>(
+    role: MessageRole,
+    part: fn(Cow<'a, str>) -> Part<'a>,
+    texts: Vec<Cow<'a, str>>,
+) -> InputItem<'a> {
+    InputItem::message(role, texts.into_iter().map(part).collect())
+}
+
+fn input_text(text: Cow<'_, str>) -> Part<'_> {
+    Part::InputText { text }
+}
+
+fn output_text(text: Cow<'_, str>) -> Part<'_> {
+    Part::OutputText { text, annotations: None, logprobs: None }
 }
 
 fn input(request: &ModelRequest, store: bool) -> Vec<InputItem<'_>> {
@@ -204,17 +139,26 @@ fn input(request: &ModelRequest, store: bool) -> Vec<InputItem<'_>> {
                         ContentBlock::Text { .. } => {}
                         other => {
                             if !texts.is_empty() {
-                                out.push(message("assistant", "output_text", std::mem::take(&mut texts)));
+                                out.push(message(
+                                    MessageRole::Assistant,
+                                    output_text,
+                                    std::mem::take(&mut texts),
+                                ));
                             }
                             match other {
-                                ContentBlock::ToolUse(u) => out.push(InputItem::Call {
-                                    kind: "function_call",
-                                    call_id: &u.id,
-                                    name: &u.name,
-                                    arguments: Cow::Owned(u.input.to_wire_string()),
-                                }),
+                                // Sent without its item id: only `call_id` pairs it.
+                                ContentBlock::ToolUse(u) => {
+                                    out.push(InputItem::FunctionCall(FunctionCallItem {
+                                        id: None,
+                                        call_id: Cow::Borrowed(u.id.as_str()),
+                                        name: Cow::Borrowed(&u.name),
+                                        arguments: Cow::Owned(u.input.to_wire_string()),
+                                        status: None,
+                                    }))
+                                }
+                                // A reasoning item exactly as the API sent it.
                                 ContentBlock::Reasoning(r) if sendable(r, store) => {
-                                    out.push(InputItem::Verbatim(&r.data))
+                                    out.push(InputItem::Other(Cow::Borrowed(&r.data)))
                                 }
                                 // Other providers' reasoning, and results (never in assistant
                                 // messages), are not the API's to read.
@@ -224,22 +168,21 @@ fn input(request: &ModelRequest, store: bool) -> Vec<InputItem<'_>> {
                     }
                 }
                 if !texts.is_empty() {
-                    out.push(message("assistant", "output_text", texts));
+                    out.push(message(MessageRole::Assistant, output_text, texts));
                 }
             }
             Role::User | Role::Tool => {
                 // Tool results become `function_call_output` items; any text goes in a user
                 // message after them.
                 for result in m.tool_results_iter() {
-                    out.push(InputItem::Output {
-                        kind: "function_call_output",
-                        call_id: &result.tool_use_id,
-                        output: &result.content,
-                    });
+                    out.push(InputItem::FunctionCallOutput(FunctionCallOutputItem {
+                        call_id: Cow::Borrowed(result.tool_use_id.as_str()),
+                        output: MessageContent::Text(Cow::Borrowed(&result.content)),
+                    }));
                 }
                 let texts: Vec<Cow<'_, str>> = m.texts().map(Cow::Borrowed).collect();
                 if !texts.is_empty() {
-                    out.push(message("user", "input_text", texts));
+                    out.push(message(MessageRole::User, input_text, texts));
                 }
             }
         }
@@ -252,7 +195,7 @@ fn input(request: &ModelRequest, store: bool) -> Vec<InputItem<'_>> {
         .map(|s| Cow::Borrowed(s.text.as_str()))
         .collect();
     if !dynamic.is_empty() {
-        out.push(message("developer", "input_text", dynamic));
+        out.push(message(MessageRole::Developer, input_text, dynamic));
     }
     out
 }
@@ -351,6 +294,8 @@ fn strict_node(schema: &Value, depth: usize) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]

@@ -14,12 +14,14 @@ pub(crate) struct Frame {
 }
 
 impl Frame {
-    pub(crate) fn data(value: &Value) -> Self {
-        Self { event: None, data: value.to_string() }
-    }
-
     pub(crate) fn named(event: &'static str, value: &Value) -> Self {
         Self { event: Some(event), data: value.to_string() }
+    }
+
+    /// An unnamed event whose data is a typed wire value.
+    pub(crate) fn json(value: &impl serde::Serialize) -> Self {
+        // Wire types serialize infallibly (string keys, no non-finite floats).
+        Self { event: None, data: serde_json::to_string(value).unwrap_or_default() }
     }
 
     /// A named event whose data is a typed wire value.

@@ -1,10 +1,19 @@
-//! OpenAI Chat Completions: `chat.completion.chunk` SSE and `chat.completion` JSON.
+//! OpenAI Chat Completions: `chat.completion.chunk` SSE and `chat.completion` JSON, written with
+//! the wire types the provider reads (`tackle_wire::chat`).
 
-use serde_json::{Value, json};
+use std::borrow::Cow;
+
+use serde_json::Value;
 use tackle_protocol::StopReason;
+use tackle_wire::chat::{
+    AnswerMessage, Chunk, ChunkChoice, Completion, CompletionChoice, CompletionTokensDetails, Delta,
+    ErrorBody, FunctionDelta, PromptTokensDetails, Role, ToolCall, ToolCallDelta, Usage,
+};
 
 use super::{Frame, RenderCtx};
 use crate::script::{Turn, chunks};
+
+const CREATED: u64 = 1_700_000_000;
 
 pub(crate) fn finish_reason(stop: &StopReason) -> &str {
     match stop {
@@ -22,74 +31,116 @@ pub(crate) fn call_id(turn: &Turn, ctx: &RenderCtx, i: usize) -> String {
     turn.tool_calls[i].id.clone().unwrap_or_else(|| format!("call_{}_{i}", ctx.turn))
 }
 
-fn usage(turn: &Turn) -> Value {
+fn usage(turn: &Turn) -> Usage {
     let u = turn.usage;
-    json!({
-        "prompt_tokens": u.input_tokens,
-        "completion_tokens": u.output_tokens,
-        "total_tokens": u.input_tokens + u.output_tokens,
-        "prompt_tokens_details": { "cached_tokens": u.cache_read_tokens, "audio_tokens": 0 },
-        "completion_tokens_details": { "reasoning_tokens": 0 }
-    })
+    Usage {
+        prompt_tokens: u.input_tokens,
+        completion_tokens: u.output_tokens,
+        total_tokens: u.input_tokens + u.output_tokens,
+        prompt_tokens_details: Some(PromptTokensDetails {
+            cached_tokens: Some(u.cache_read_tokens),
+            audio_tokens: Some(0),
+        }),
+        completion_tokens_details: Some(CompletionTokensDetails { reasoning_tokens: Some(0) }),
+    }
 }
 
 pub(crate) fn stream(turn: &Turn, ctx: &RenderCtx) -> Vec<Frame> {
     let id = format!("chatcmpl-fake{}", ctx.turn);
-    let chunk = |choices: Value| {
-        Frame::data(&json!({
-            "id": id, "object": "chat.completion.chunk", "created": 1_700_000_000, "model": ctx.model,
-            "system_fingerprint": "fp_fake", "choices": choices
-        }))
+    let chunk = |choices: Vec<ChunkChoice<'_>>, usage: Option<Usage>| {
+        Frame::json(&Chunk {
+            id: Some(Cow::Borrowed(&id)),
+            object: Some(Cow::Borrowed("chat.completion.chunk")),
+            created: Some(CREATED),
+            model: Some(Cow::Borrowed(&ctx.model)),
+            system_fingerprint: Some(Cow::Borrowed("fp_fake")),
+            choices,
+            usage,
+            error: None,
+        })
     };
-    let mut frames = vec![chunk(
-        json!([{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": null, "finish_reason": null}]),
-    )];
+    let delta =
+        |delta: Delta<'_>| chunk(vec![ChunkChoice { delta: Some(delta), ..ChunkChoice::default() }], None);
+    let mut frames = vec![delta(Delta {
+        role: Some(Cow::Borrowed("assistant")),
+        content: Some(Cow::Borrowed("")),
+        ..Delta::default()
+    })];
     if let Some(text) = &turn.text {
         for piece in chunks(text, ctx.chunk) {
-            frames.push(chunk(
-                json!([{"index": 0, "delta": {"content": piece}, "logprobs": null, "finish_reason": null}]),
-            ));
+            frames.push(delta(Delta { content: Some(Cow::Owned(piece)), ..Delta::default() }));
         }
     }
     for (i, call) in turn.tool_calls.iter().enumerate() {
-        frames.push(chunk(json!([{"index": 0, "delta": {"tool_calls": [{
-            "index": i, "id": call_id(turn, ctx, i), "type": "function",
-            "function": {"name": call.name, "arguments": ""}
-        }]}, "logprobs": null, "finish_reason": null}])));
+        let index = Some(i as u32);
+        frames.push(delta(Delta {
+            tool_calls: Some(vec![ToolCallDelta {
+                index,
+                id: Some(Cow::Owned(call_id(turn, ctx, i))),
+                kind: Some(Cow::Borrowed("function")),
+                function: Some(FunctionDelta {
+                    name: Some(Cow::Borrowed(&call.name)),
+                    arguments: Some(Cow::Borrowed("")),
+                }),
+            }]),
+            ..Delta::default()
+        }));
         for piece in chunks(&call.arguments, ctx.chunk) {
-            frames.push(chunk(json!([{"index": 0, "delta": {"tool_calls": [{"index": i, "function": {"arguments": piece}}]}, "logprobs": null, "finish_reason": null}])));
+            frames.push(delta(Delta {
+                tool_calls: Some(vec![ToolCallDelta {
+                    index,
+                    function: Some(FunctionDelta { name: None, arguments: Some(Cow::Owned(piece)) }),
+                    ..ToolCallDelta::default()
+                }]),
+                ..Delta::default()
+            }));
         }
     }
-    frames.push(chunk(json!([{"index": 0, "delta": {}, "logprobs": null, "finish_reason": finish_reason(&turn.stop_reason())}])));
+    frames.push(chunk(
+        vec![ChunkChoice {
+            delta: Some(Delta::default()),
+            finish_reason: Some(Cow::Borrowed(finish_reason(&turn.stop_reason()))),
+            ..ChunkChoice::default()
+        }],
+        None,
+    ));
     if ctx.include_usage {
-        frames.push(Frame::data(&json!({
-            "id": id, "object": "chat.completion.chunk", "created": 1_700_000_000, "model": ctx.model,
-            "system_fingerprint": "fp_fake", "choices": [], "usage": usage(turn)
-        })));
+        frames.push(chunk(Vec::new(), Some(usage(turn))));
     }
     frames.push(Frame { event: None, data: "[DONE]".into() });
     frames
 }
 
 pub(crate) fn json(turn: &Turn, ctx: &RenderCtx) -> Value {
-    let calls: Vec<Value> = turn
+    let tool_calls = turn
         .tool_calls
         .iter()
         .enumerate()
-        .map(|(i, c)| json!({"id": call_id(turn, ctx, i), "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+        .map(|(i, c)| ToolCall::function(call_id(turn, ctx, i), c.name.as_str(), c.arguments.as_str()))
         .collect();
-    let mut message = json!({"role": "assistant", "content": turn.text, "refusal": null});
-    if !calls.is_empty() {
-        message["tool_calls"] = Value::Array(calls);
-    }
-    json!({
-        "id": format!("chatcmpl-fake{}", ctx.turn), "object": "chat.completion", "created": 1_700_000_000,
-        "model": ctx.model, "system_fingerprint": "fp_fake",
-        "choices": [{"index": 0, "message": message, "logprobs": null, "finish_reason": finish_reason(&turn.stop_reason())}],
-        "usage": usage(turn)
-    })
+    let stop = turn.stop_reason();
+    let completion = Completion {
+        id: Cow::Owned(format!("chatcmpl-fake{}", ctx.turn)),
+        object: Cow::Borrowed("chat.completion"),
+        created: CREATED,
+        model: Cow::Borrowed(&ctx.model),
+        system_fingerprint: Some(Cow::Borrowed("fp_fake")),
+        choices: vec![CompletionChoice {
+            index: 0,
+            message: AnswerMessage {
+                role: Role::Assistant,
+                content: turn.text.as_deref().map(Cow::Borrowed),
+                refusal: None,
+                tool_calls,
+            },
+            logprobs: None,
+            finish_reason: Some(Cow::Borrowed(finish_reason(&stop))),
+        }],
+        usage: usage(turn),
+    };
+    serde_json::to_value(&completion).unwrap_or_default()
 }
 
 pub(crate) fn error_body(kind: &str, message: &str) -> Value {
-    json!({"error": {"message": message, "type": kind, "param": null, "code": null}})
+    serde_json::to_value(ErrorBody::new(kind, message)).unwrap_or_default()
 }

@@ -279,7 +279,10 @@ pub(crate) fn json(turn: &Turn, ctx: &RenderCtx, asked: &Asked) -> Value {
 
 /// An error in the OpenAI shape, with the parameter it is about.
 pub(crate) fn error_body(kind: &str, message: &str, param: Option<&str>, code: Option<&str>) -> Value {
-    json!({"error": {"message": message, "type": kind, "param": param, "code": code}})
+    let mut body = tackle_wire::chat::ErrorBody::new(kind, message);
+    body.error.param = param.map(std::borrow::Cow::Borrowed);
+    body.error.code = code.map(Value::from);
+    serde_json::to_value(&body).unwrap_or_default()
 }
 
 #[cfg(test)]

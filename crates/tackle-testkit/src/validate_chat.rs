@@ -1,0 +1,168 @@
+//! OpenAI Chat Completions requests checked as the API checks them: the body is read into the
+//! wire types Tackle's provider sends (`tackle_wire::chat`), so a field of the wrong shape fails
+//! with its path (`messages[2].tool_calls[0].function: missing field `name``); then the rules
+//! the types cannot say (tool names, the tool choice naming a tool, every tool call answered)
+//! are checked, worded as the API words them.
+
+use std::collections::HashSet;
+
+use serde_json::Value;
+use tackle_wire::chat::{ChatRequest, Role, ToolChoice, ToolChoiceObject};
+
+use super::{read, valid_name};
+
+/// OpenAI Chat Completions.
+pub(crate) fn openai_chat(body: &Value) -> Result<(), String> {
+    let request: ChatRequest = read(body)?;
+    if request.model.is_empty() {
+        return Err("you must provide a model parameter".into());
+    }
+    if request.messages.is_empty() {
+        return Err("Invalid 'messages': empty array. Expected an array with minimum length 1.".into());
+    }
+    let mut names = HashSet::new();
+    for (i, t) in request.tools.iter().flatten().enumerate() {
+        if t.kind != "function" {
+            return Err(format!("Invalid 'tools[{i}].type': expected 'function'."));
+        }
+        let name = &t.function.name;
+        if !valid_name(name) {
+            return Err(format!(
+                "Invalid 'tools[{i}].function.name': string does not match pattern '^[a-zA-Z0-9_-]+$'."
+            ));
+        }
+        if !names.insert(name.as_ref()) {
+            return Err(format!("Duplicate tool name: {name}"));
+        }
+    }
+    if let Some(choice) = &request.tool_choice {
+        tool_choice(choice, &names)?;
+    }
+    let unanswered = |pending: &[&str]| {
+        format!(
+            "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {}",
+            pending.join(", ")
+        )
+    };
+    let mut pending: Vec<&str> = Vec::new();
+    for (i, m) in request.messages.iter().enumerate() {
+        if m.role == Role::Tool {
+            let id = m.tool_call_id.as_deref().unwrap_or("");
+            let Some(pos) = pending.iter().position(|p| *p == id) else {
+                return Err(format!(
+                    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls' (messages[{i}], tool_call_id {id:?})."
+                ));
+            };
+            pending.remove(pos);
+            if m.content.is_none() {
+                return Err(format!("Invalid 'messages[{i}].content': content is required for role 'tool'."));
+            }
+            continue;
+        }
+        if !pending.is_empty() {
+            return Err(unanswered(&pending));
+        }
+        match m.role {
+            Role::Assistant if m.content.is_none() && m.tool_calls.is_empty() => {
+                return Err(format!(
+                    "Invalid 'messages[{i}]': assistant messages need content or tool_calls."
+                ));
+            }
+            Role::Assistant => pending.extend(m.tool_calls.iter().map(|c| c.id.as_ref())),
+            _ if !m.tool_calls.is_empty() => {
+                return Err(format!(
+                    "Invalid 'messages[{i}].tool_calls': only assistant messages make tool calls."
+                ));
+            }
+            role if m.content.is_none() => {
+                let role = serde_json::to_value(role).unwrap_or_default();
+                return Err(format!("Invalid 'messages[{i}].content': content is required for role {role}."));
+            }
+            _ => {}
+        }
+    }
+    if !pending.is_empty() {
+        return Err(unanswered(&pending));
+    }
+    Ok(())
+}
+
+fn tool_choice(choice: &ToolChoice, names: &HashSet<&str>) -> Result<(), String> {
+    match choice {
+        ToolChoice::Mode(_) => Ok(()),
+        ToolChoice::Object(ToolChoiceObject::Function { function }) => {
+            if names.contains(function.name.as_ref()) {
+                Ok(())
+            } else {
+                Err(format!("Invalid 'tool_choice': function {:?} is not in tools", function.name))
+            }
+        }
+        ToolChoice::Object(ToolChoiceObject::AllowedTools { allowed_tools }) => {
+            if matches!(allowed_tools.mode, tackle_wire::chat::ToolChoiceMode::None) {
+                return Err("Invalid 'tool_choice.allowed_tools.mode': expected 'auto' or 'required'.".into());
+            }
+            for t in &allowed_tools.tools {
+                if !names.contains(t.function.name.as_ref()) {
+                    return Err(format!(
+                        "Invalid 'tool_choice.allowed_tools.tools': {:?} is not in tools",
+                        t.function.name
+                    ));
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::openai_chat;
+
+    fn request(messages: serde_json::Value) -> serde_json::Value {
+        json!({"model": "m", "messages": messages,
+               "tools": [{"type": "function", "function": {"name": "a", "parameters": {"type": "object"}}}]})
+    }
+
+    #[test]
+    fn a_wrong_field_is_named_by_its_path() {
+        let e = openai_chat(&request(json!([{"role": "user", "content": {"text": "x"}}]))).unwrap_err();
+        assert!(e.starts_with("messages[0].content: invalid type: map"), "{e}");
+        let e = openai_chat(&request(json!([{"role": "user", "content": "x"},
+            {"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {"arguments": "{}"}}]}])))
+        .unwrap_err();
+        assert!(e.starts_with("messages[1].tool_calls[0].function: missing field `name`"), "{e}");
+        let e = openai_chat(
+            &json!({"model": "m", "messages": [{"role": "user", "content": "x"}], "max_tokens": -1}),
+        )
+        .unwrap_err();
+        assert!(e.starts_with("max_tokens: invalid value: integer `-1`"), "{e}");
+    }
+
+    #[test]
+    fn the_rules_the_types_cannot_say_are_checked() {
+        let ok = request(json!([{"role": "user", "content": "x"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "a", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c", "content": "done"}]));
+        openai_chat(&ok).unwrap();
+        let e = openai_chat(&request(json!([{"role": "user", "content": "x"},
+            {"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "a"}}]},
+            {"role": "user", "content": "y"}])))
+        .unwrap_err();
+        assert!(e.contains("did not have response messages: c"), "{e}");
+        let e = openai_chat(&request(json!([{"role": "tool", "tool_call_id": "z", "content": "x"}])))
+            .unwrap_err();
+        assert!(e.contains("must be a response to a preceeding message"), "{e}");
+        let e = openai_chat(&request(json!([{"role": "system"}]))).unwrap_err();
+        assert_eq!(e, "Invalid 'messages[0].content': content is required for role \"system\".");
+        let mut bad_choice = request(json!([{"role": "user", "content": "x"}]));
+        bad_choice["tool_choice"] = json!({"type": "allowed_tools", "allowed_tools": {"mode": "auto",
+            "tools": [{"type": "function", "function": {"name": "b"}}]}});
+        assert!(openai_chat(&bad_choice).unwrap_err().contains("\"b\" is not in tools"));
+        let mut duplicate = request(json!([{"role": "user", "content": "x"}]));
+        let first = duplicate["tools"][0].clone();
+        duplicate["tools"].as_array_mut().unwrap().push(first);
+        assert_eq!(openai_chat(&duplicate).unwrap_err(), "Duplicate tool name: a");
+    }
+}
