@@ -14,15 +14,13 @@ mod step;
 pub(crate) mod todo;
 
 pub use catalog::ToolCatalog;
-pub(crate) use deferral::{
-    CALL_TOOL, CallTool, FOUND_TOOLS_KEY, FoundTools, TOOL_SEARCH, ToolSearch, plan_deferral,
-};
+pub(crate) use deferral::{CALL_TOOL, Deferral, FOUND_TOOLS_KEY, FoundTools, Planned, TOOL_SEARCH};
 pub use deferral::{DeferralConfig, DeferralMode, DeferredTools};
 pub use mask::{MaskError, ToolMask};
 pub(crate) use plan::{MODE_KEY, PROPOSE_PLAN, ProposePlan};
 pub(crate) use repair::repair_tool_name;
 pub use search_result::SEARCH_RESULT_TOKENS;
-pub(crate) use session_tools::{Planned, SessionTools, StepView};
+pub(crate) use session_tools::{SessionTools, StepView};
 pub(crate) use skills::{ACTIVATE_SKILL, ACTIVE_SKILLS_KEY, ActivateSkill, ActiveSkills};
 pub use skills::{DiscoveredSkills, Skill, SkillLibrary, SkillSet, SkillSource};
 pub use sources::ToolChange;
