@@ -21,8 +21,8 @@ use tackle_tools::{
 use thiserror::Error;
 
 use crate::context::{CompactContext, ReadResult, StoreOffloader};
-use crate::tools::plan_deferral;
-use crate::tools::{ActivateSkill, CallTool, PROPOSE_PLAN, ProposePlan, SkillLibrary, TodoTool, ToolSearch};
+use crate::tools::Deferral;
+use crate::tools::{ActivateSkill, PROPOSE_PLAN, ProposePlan, SkillLibrary, TodoTool};
 use crate::{Agent, AgentConfig, ContextConfig, DeferralConfig, LoopGuardConfig};
 
 /// Why an agent could not be built. Each message names the part and what to change.
@@ -594,11 +594,16 @@ impl AgentBuilder {
                 }
             }
         }
-        let deferred =
-            plan_deferral(&registry.specs(), &deferrable, &config.model, &config.context, &config.deferral);
-        if let Some(d) = &deferred {
-            registry.register(Arc::new(ToolSearch::new(d.clone(), store.clone())))?;
-            registry.register(Arc::new(CallTool::default()))?;
+        let deferral = Deferral::plan(
+            &registry.specs(),
+            &deferrable,
+            &config.model,
+            &config.context,
+            &config.deferral,
+            self.provider.capabilities().deferred_tools,
+        );
+        for tool in deferral.registry_tools(&store) {
+            registry.register(tool)?;
         }
 
         let approver = self.approver.unwrap_or_else(|| {
@@ -639,7 +644,7 @@ impl AgentBuilder {
         });
         let mut agent =
             Agent::from_parts(self.provider, Arc::new(executor), store, config, workspace, skills)
-                .with_deferred(deferred)
+                .with_deferral(deferral)
                 .with_checkpoints(checkpoints)
                 .with_elicitation(self.elicitation);
         #[cfg(feature = "mcp")]

@@ -29,8 +29,9 @@ pub(crate) struct AgentInner {
     pub(crate) executor: Arc<ToolExecutor>,
     pub(crate) store: Store,
     pub(crate) config: AgentConfig,
-    /// Tools reached through `tool_search` / `call_tool` instead of the catalog.
-    pub(crate) deferred: Option<Arc<crate::DeferredTools>>,
+    /// Tools reached through `tool_search` (and `call_tool`) instead of the catalog, decided
+    /// once when the agent was built.
+    pub(crate) deferral: crate::tools::Deferral,
     /// When expired outputs were last purged (shared by agents made with `with_model`).
     pub(crate) last_purge: Arc<Mutex<Option<Instant>>>,
     /// Tool sources whose lists can change (MCP servers), refreshed at turn starts.
@@ -127,7 +128,7 @@ impl Agent {
                 executor,
                 store,
                 config,
-                deferred: None,
+                deferral: crate::tools::Deferral::Off,
                 last_purge: Arc::default(),
                 sources: Arc::default(),
                 catalog: Arc::default(),
@@ -183,22 +184,12 @@ impl Agent {
             .await
     }
 
-    /// The same agent with `deferred` tools left out of the catalog (see [`crate::tools::plan_deferral`]);
-    /// the registry must hold them and `tool_search` and `call_tool`.
-    pub(crate) fn with_deferred(self, deferred: Option<Arc<crate::DeferredTools>>) -> Self {
-        let inner = &self.inner;
-        if let Some(d) = &deferred {
-            d.resolve(inner.provider.capabilities().deferred_tools);
-            if d.fell_back() {
-                tracing::warn!(
-                    provider = inner.provider.name(),
-                    "native deferred loading unavailable; using tool_search + call_tool"
-                );
-            }
-        }
+    /// The same agent with its tools deferred as `deferral` says (see
+    /// [`crate::tools::Deferral::plan`]); the registry must hold `deferral`'s registry tools.
+    pub(crate) fn with_deferral(self, deferral: crate::tools::Deferral) -> Self {
         // The catalog depends on what is deferred: a fresh cache.
         self.derive(|inner| {
-            inner.deferred = deferred;
+            inner.deferral = deferral;
             inner.catalog = Arc::default();
         })
     }
@@ -224,7 +215,7 @@ impl Agent {
     /// registry and the deferred tools. Called at turn starts; sessions pick the change up at
     /// their next turn. Returns what changed, if anything.
     pub async fn refresh_tools(&self) -> Option<ToolChange> {
-        self.inner.sources.refresh(&self.inner.executor, self.inner.deferred.as_deref()).await
+        self.inner.sources.refresh(&self.inner.executor, self.inner.deferral.tools().map(|d| &**d)).await
     }
 
     /// Number of tool-source changes applied so far (sessions compare it with theirs).
@@ -251,7 +242,12 @@ impl Agent {
 
     /// The deferred tools, when tool definitions are over budget.
     pub fn deferred(&self) -> Option<&Arc<crate::DeferredTools>> {
-        self.inner.deferred.as_ref()
+        self.inner.deferral.tools()
+    }
+
+    /// How this agent's tools are deferred.
+    pub(crate) fn deferral(&self) -> &crate::tools::Deferral {
+        &self.inner.deferral
     }
 
     /// The same agent (provider, tools, store) answering with another model of its provider;
@@ -313,28 +309,7 @@ impl Agent {
     }
 
     fn build_catalog(&self) -> ToolCatalog {
-        let specs = self.tool_specs();
-        match &self.inner.deferred {
-            None => ToolCatalog::freeze(
-                specs
-                    .into_iter()
-                    .filter(|s| s.name != crate::tools::TOOL_SEARCH && s.name != crate::tools::CALL_TOOL)
-                    .collect(),
-                Vec::new(),
-            ),
-            Some(d) if d.mode() == crate::DeferralMode::Proxy => {
-                ToolCatalog::freeze(specs.into_iter().filter(|s| !d.contains(&s.name)).collect(), Vec::new())
-            }
-            // Native: every definition is sent from the start (deferred ones marked, after the
-            // core tools, sorted), so loading one never changes the list.
-            Some(d) => {
-                let (deferred, core): (Vec<ToolSpec>, Vec<ToolSpec>) = specs
-                    .into_iter()
-                    .filter(|s| s.name != crate::tools::CALL_TOOL)
-                    .partition(|s| d.contains(&s.name));
-                ToolCatalog::freeze(core, deferred.into_iter().map(ToolSpec::deferred).collect())
-            }
-        }
+        self.inner.deferral.catalog(self.tool_specs())
     }
 
     /// The workspace of sessions that name none.

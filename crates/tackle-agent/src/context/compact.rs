@@ -59,10 +59,6 @@ pub struct CompactionReport {
     pub messages_after: usize,
 }
 
-/// A `compact_context` call asks the loop to compact before the next step.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct CompactionRequested(pub bool);
-
 impl Session {
     /// Tokens the conversation must get down to: the target share of the window, minus the
     /// fixed parts (system, tools); for forced compaction, and when the provider said the prompt

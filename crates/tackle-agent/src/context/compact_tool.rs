@@ -6,7 +6,7 @@ use serde::Deserialize;
 use tackle_protocol::ToolAnnotations;
 use tackle_tools::{ToolContext, ToolDoc, ToolFailure, ToolOutput, TypedTool};
 
-use crate::context::CompactionRequested;
+use crate::tools::LoopRequests;
 
 /// Arguments of `compact_context`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -46,7 +46,7 @@ impl TypedTool for CompactContext {
     }
 
     async fn run(&self, args: CompactContextArgs, ctx: ToolContext) -> Result<ToolOutput, ToolFailure> {
-        ctx.turn.insert(CompactionRequested(true));
+        LoopRequests::ask(&ctx, |r| r.compact = true);
         let why = args.reason.map(|r| format!(" ({r})")).unwrap_or_default();
         Ok(ToolOutput::text(format!("Compaction will run before the next step{why}.")))
     }

@@ -7,7 +7,6 @@ mod offload;
 mod read_result;
 mod window;
 
-pub(crate) use compact::CompactionRequested;
 pub use compact::{CompactReason, CompactionReport};
 pub(crate) use compact_tool::CompactContext;
 pub use offload::{DEFAULT_OFFLOAD_BYTES, StoreOffloader};

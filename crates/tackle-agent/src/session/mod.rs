@@ -104,8 +104,9 @@ pub struct Session {
     pub(crate) last_request_len: usize,
     /// Warnings found while opening, reported at the next turn.
     pub(crate) pending_warnings: Vec<AgentEvent>,
-    /// The open todo items the tail note states, read once per turn and again only after the
-    /// `todo` tool ran (nothing else changes them during a turn): one store query less per step.
+    /// The open todo items the tail note states, read once per turn and again only after a
+    /// tool asked for it ([`crate::tools::Requests::tail_state_changed`]; only the todo tool
+    /// changes them during a turn): one store query less per step.
     pub(crate) open_todos: Option<Vec<String>>,
     /// Token accounting of the fixed parts and calibration.
     pub(crate) context: ContextState,

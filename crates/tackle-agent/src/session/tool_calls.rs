@@ -109,14 +109,19 @@ pub(crate) async fn unique_call_ids(
 
 /// The step's calls as they will run: names repaired (with a warning), `call_tool` calls of
 /// deferred tools unwrapped, calls the step may not make refused.
-pub(crate) fn plan_calls(batch: &CallBatch<'_>, calls: &[ToolUse]) -> Vec<Planned> {
-    let registry = batch.session.agent.executor().registry();
+pub(crate) fn plan_calls(
+    session: &Session,
+    view: &StepView,
+    sink: &EventSink,
+    calls: &[ToolUse],
+) -> Vec<Planned> {
+    let registry = session.agent.executor().registry();
     let names = registry.names();
     let resolved: Vec<ToolUse> = calls
         .iter()
         .map(|c| match repair_tool_name(&c.name, &names) {
             Some(fixed) => {
-                batch.sink.emit(AgentEvent::Warning {
+                sink.emit(AgentEvent::Warning {
                     code: tackle_protocol::WarningCode::ToolNameRepaired,
                     message: format!("the model called `{}`; ran `{fixed}`", c.name),
                 });
@@ -127,7 +132,7 @@ pub(crate) fn plan_calls(batch: &CallBatch<'_>, calls: &[ToolUse]) -> Vec<Planne
         .collect();
     // Deferred tools: `call_tool(name, arguments)` runs the named tool (found by tool_search)
     // as an ordinary call with the same id; the history keeps the call as the model made it.
-    batch.session.tools.plan_calls(batch.view, resolved)
+    session.tools.plan_calls(view, resolved)
 }
 
 /// The calls of `planned` that will run, as the audit records them when the assistant message

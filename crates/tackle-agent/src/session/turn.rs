@@ -6,12 +6,13 @@
 //! runs the tool calls (concurrently when all are read-only or idempotent), commits their
 //! results, and asks the loop guard whether to go on.
 
+use std::ops::ControlFlow;
 use std::time::Instant;
 
 use tackle_context::Pressure;
 use tackle_protocol::{
-    AgentEvent, CacheBreakpoint, ContentBlock, Message, ModelRequest, StepMetrics, StopReason, ToolResult,
-    TurnEnd, Usage,
+    AgentEvent, CacheBreakpoint, ContentBlock, Message, ModelRequest, ModelResponse, SessionId, StepMetrics,
+    StopReason, ToolResult, ToolUse, TurnEnd, Usage,
 };
 use tackle_provider::ProviderError;
 use tackle_store::{SessionStatus, SessionUpdate, StepCommit, StepRecord, ToolCallFinish};
@@ -23,14 +24,12 @@ use tracing::field::Empty;
 use super::loop_guard::{LoopGuard, Verdict};
 use super::model_call::{ChatLabels, ModelCallError, call_model};
 use super::tail_note::TailState;
-use super::tool_calls::{CallBatch, plan_calls, run_calls, starts, unique_call_ids};
+use super::tool_calls::{CallBatch, ExecutedCall, plan_calls, run_calls, starts, unique_call_ids};
 use crate::context::CALIBRATION_KEY;
-use crate::context::{CompactReason, CompactionRequested};
+use crate::context::CompactReason;
 use crate::invariants;
-use crate::tools::{MaskStrategy, StepTools, StepView};
+use crate::tools::{LoopRequests, MaskStrategy, Requests, StepTools, StepView};
 use crate::{AgentError, Session, ToolMask, TurnFailure, TurnInput, TurnOutcome};
-
-use crate::tools::todo::NAME as TODO_TOOL;
 
 /// Longest session title derived from a first message.
 const TITLE_CHARS: usize = 60;
@@ -43,6 +42,71 @@ struct StepReport {
     started: Instant,
     metrics: StepMetrics,
     strategy: MaskStrategy,
+}
+
+/// What a phase of a step returns: `Continue` with what the next phase needs, or `Break` with
+/// the turn's outcome when the turn ends there (completed, or a [`TurnFailure`]).
+type Phase<T = ()> = Result<ControlFlow<TurnOutcome, T>, AgentError>;
+
+/// The value of a phase that went on, or the step returns the outcome it ended the turn with.
+macro_rules! proceed {
+    ($phase:expr) => {
+        match $phase? {
+            ControlFlow::Continue(value) => value,
+            ControlFlow::Break(outcome) => return Ok(ControlFlow::Break(outcome)),
+        }
+    };
+}
+
+/// What the steps of one turn share.
+struct TurnRun {
+    turn: i64,
+    session_id: SessionId,
+    /// The step running (1-based; 0 before the first).
+    step: u32,
+    max_steps: u32,
+    /// The request's mask, if it names any tool.
+    mask: Option<ToolMask>,
+    guard: LoopGuard,
+    /// What the turn's tool calls share (store, approval and elicitation policies, mode).
+    turn_state: TurnState,
+    /// What the agent's own tools ask of the loop (also in `turn_state`, where they find it).
+    requests: LoopRequests,
+    /// A Stop hook asked for more work in this turn.
+    stop_hook_active: bool,
+    /// The tail-note fallback was warned about.
+    fallback_warned: bool,
+    /// Usage summed over the turn's steps.
+    usage: Usage,
+}
+
+impl TurnRun {
+    /// The step running is the turn's last: its tool choice is `none`.
+    fn last(&self) -> bool {
+        self.step == self.max_steps
+    }
+
+    /// The turn's outcome, ending at the step running.
+    fn end(&self, end: TurnEnd, text: String, error: Option<TurnFailure>) -> TurnOutcome {
+        TurnOutcome {
+            session_id: self.session_id.clone(),
+            steps: self.step,
+            end,
+            text,
+            usage: self.usage,
+            error,
+        }
+    }
+
+    /// The turn ended at its step limit (`calls_pending`: with calls left unrun), with a warning.
+    fn at_limit(&self, text: String, calls_pending: bool, sink: &EventSink) -> TurnOutcome {
+        let note = TurnFailure::MaxSteps { limit: self.max_steps, calls_pending };
+        sink.emit(AgentEvent::Warning {
+            code: tackle_protocol::WarningCode::MaxSteps,
+            message: note.to_string(),
+        });
+        self.end(TurnEnd::MaxSteps, text, Some(note))
+    }
 }
 
 impl Session {
@@ -200,6 +264,8 @@ impl Session {
         Ok(outcome)
     }
 
+    /// The steps of a turn: each runs its phases ([`Session::run_step`]) until one ends the
+    /// turn, or the step limit does.
     async fn run_steps(
         &mut self,
         turn: i64,
@@ -207,7 +273,24 @@ impl Session {
         sink: &EventSink,
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, AgentError> {
-        let config = self.agent.config().clone();
+        let mut run = self.begin_steps(turn, input, sink);
+        while run.step < run.max_steps {
+            if cancel.is_cancelled() {
+                return Ok(run.end(TurnEnd::Cancelled, String::new(), Some(TurnFailure::Cancelled)));
+            }
+            run.step += 1;
+            if let ControlFlow::Break(outcome) = self.run_step(&mut run, sink, cancel).await? {
+                return Ok(outcome);
+            }
+        }
+        // Unreachable in practice: the last step always ends the turn.
+        Ok(run.end(TurnEnd::MaxSteps, String::new(), None))
+    }
+
+    /// What the steps of a turn share, set up once: its limits, the mask (with a warning for
+    /// names no tool has), the loop guard, and the turn state its tools see.
+    fn begin_steps(&self, turn: i64, input: TurnInput, sink: &EventSink) -> TurnRun {
+        let config = self.agent.config();
         let max_steps = input.max_steps.unwrap_or(config.max_steps).max(1);
         let mask = input.tool_mask.filter(|m| !m.is_empty());
         if let Some(m) = &mask {
@@ -219,8 +302,6 @@ impl Session {
                 });
             }
         }
-
-        let mut guard = LoopGuard::new(config.loop_guard.clone());
         let turn_state = TurnState::default();
         // Tools that keep session state write through the turn's (possibly fenced) store.
         turn_state.insert(crate::tools::TurnStore(self.agent.store().clone()));
@@ -229,296 +310,384 @@ impl Session {
         }
         // The mode of the turn's calls; `propose_plan` may change it mid-turn.
         turn_state.insert(self.mode);
-        let hooks = self.agent.executor().script_hooks().clone();
-        let mut stop_hook_active = false;
         // Questions tools ask (MCP elicitation): the turn's policy, else the agent's, else the
         // one matching the approval policy (see `tackle_tools::elicit`).
         let elicitation = &self.agent.inner.elicitation;
-        if let Some(policy) = input.elicitation.clone().or_else(|| elicitation.policy.clone()) {
+        if let Some(policy) = input.elicitation.or_else(|| elicitation.policy.clone()) {
             turn_state.insert(policy);
         }
         if let Some(elicitor) = &elicitation.elicitor {
             turn_state.insert(tackle_tools::TurnElicitor(std::sync::Arc::clone(elicitor)));
         }
-        let mut usage = Usage::default();
-        let mut fallback_warned = false;
-        let session_id = self.record.id.clone();
-        let outcome = |steps: u32, end: TurnEnd, text: String, usage: Usage, error: Option<TurnFailure>| {
-            TurnOutcome { session_id: session_id.clone(), steps, end, text, usage, error }
-        };
-        let cancelled = || Some(TurnFailure::Cancelled);
-        let mut step = 0;
-        while step < max_steps {
-            step += 1;
-            let last = step == max_steps;
-            if cancel.is_cancelled() {
-                return Ok(outcome(step - 1, TurnEnd::Cancelled, String::new(), usage, cancelled()));
-            }
-            sink.emit(AgentEvent::StepStarted { step, max_steps });
-            let started = Instant::now();
+        let requests = LoopRequests::default();
+        turn_state.insert(requests.clone());
+        TurnRun {
+            turn,
+            session_id: self.record.id.clone(),
+            step: 0,
+            max_steps,
+            mask,
+            guard: LoopGuard::new(config.loop_guard.clone()),
+            turn_state,
+            requests,
+            stop_hook_active: false,
+            fallback_warned: false,
+            usage: Usage::default(),
+        }
+    }
 
-            // The session's tool state, read once for the whole step; plan mode narrows the
-            // step to the tools that run in it.
-            let plan_mask = (turn_state.get::<PermissionMode>() == Some(PermissionMode::Plan))
-                .then(|| self.plan_mask(mask.as_ref()));
-            let step_mask = plan_mask.as_ref().or(mask.as_ref());
-            let view = self.tools.step(&self.agent, &self.record.id, step_mask, last).await?;
-            let tools = &view.tools;
-            sink.emit(AgentEvent::ToolsResolved {
-                step,
-                active: tools.active.clone(),
-                inactive: tools.inactive.clone(),
-                strategy: tools.strategy.as_str().to_owned(),
-            });
-            if tools.strategy == MaskStrategy::TailNote
-                && !fallback_warned
-                && self.agent.provider().capabilities().allowed_tools_unverified
-            {
-                fallback_warned = true;
-                sink.emit(AgentEvent::Warning {
-                    code: tackle_protocol::WarningCode::StrategyFallback,
-                    message:
-                        "this server is not known to accept allowed_tools: the active tools are stated in a \
-                              tail note and enforced by the executor (set openai_dialect = \"openai\" if it \
-                              accepts them)"
-                            .into(),
-                });
-            }
-            if !last {
-                let state = self.tail_state(&view).await?;
-                if let Some(note) = self.notes.next(&state) {
-                    self.append(turn, note).await?;
-                }
-            }
-
-            // Keep the request inside the context window: compact past the trigger, refuse past
-            // the hard block. A provider that still finds it too long triggers one more
-            // compaction and one retry.
-            let mut context_retried = false;
-            let (response, metrics) = loop {
-                let thresholds = config.context.thresholds;
-                let mut budget = self.context.budget(&self.history);
-                if thresholds.pressure(&budget) != Pressure::Fine {
-                    self.compact(self.turn_start, CompactReason::Threshold, sink).await?;
-                    budget = self.context.budget(&self.history);
-                    if thresholds.pressure(&budget) == Pressure::Block {
-                        let failure = TurnFailure::ContextFull { percent: budget.percent() };
-                        return Ok(outcome(step, TurnEnd::Failed, String::new(), usage, Some(failure)));
-                    }
-                }
-                let request = self.build_request(tools);
-                let encoded = self.agent.provider().encode(&request);
-                self.last_request_len = request.messages.len();
-                // The request only borrowed the history: dropping it lets the history grow
-                // without a copy.
-                drop(request);
-                let encoded = match encoded {
-                    Ok(e) => e,
-                    Err(e) => {
-                        let failure = TurnFailure::Encode(e.to_string());
-                        return Ok(outcome(step, TurnEnd::Failed, String::new(), usage, Some(failure)));
-                    }
-                };
-                let mut metrics = StepMetrics {
-                    context: Some(self.context.report(&budget, &self.history)),
-                    ..StepMetrics::default()
-                };
-                if let Some(stats) = self.prefix.observe(encoded.cache_order, &encoded.body) {
-                    metrics.prefix_bytes = Some(stats.prefix_bytes);
-                    metrics.prefix_ratio = Some(stats.ratio);
-                    metrics.request_bytes = Some(stats.request_bytes);
-                    metrics.cache_break = stats.cache_break;
-                }
-                if let Some(path) = &metrics.cache_break
-                    && !std::mem::take(&mut self.compacted)
-                {
-                    sink.emit(AgentEvent::Warning { code: tackle_protocol::WarningCode::CacheBreak,
-                        message: format!("the request prefix changed at {path}; the provider cache is invalidated from there"),
-                    });
-                }
-                let labels = ChatLabels {
-                    model: &config.model,
-                    max_output_tokens: config.max_output_tokens,
-                    conversation: self.record.id.as_str(),
-                    record_content: config.telemetry.record_content,
-                };
-                match call_model(self.agent.provider(), encoded, sink, cancel, &labels).await {
-                    Err(ModelCallError::Provider(ProviderError::ContextExceeded { message }))
-                        if !context_retried =>
-                    {
-                        context_retried = true;
-                        tracing::warn!(session = %self.record.id, %message, "provider reported context exceeded; compacting");
-                        let report =
-                            self.compact(self.turn_start, CompactReason::ContextExceeded, sink).await?;
-                        if report.tokens_after >= report.tokens_before
-                            && report.messages_after == report.messages_before
-                        {
-                            // Nothing shrank: the same request would get the same answer.
-                            let message = format!(
-                                "{message} (compaction found nothing to shrink: the current turn is kept whole, so \
-                                 the request was not sent again; send a shorter message or start a new session)"
-                            );
-                            break (
-                                Err(ModelCallError::Provider(ProviderError::ContextExceeded { message })),
-                                metrics,
-                            );
-                        }
-                    }
-                    other => break (other, metrics),
-                }
-            };
-            let response = match response {
-                Ok(r) => r,
-                Err(ModelCallError::Cancelled { partial }) => {
-                    let text = partial.text();
-                    if !text.is_empty() {
-                        // Keep what the user already saw; drop half-streamed tool calls.
-                        self.append(turn, Message::assistant(format!("{text}\n[cancelled]"))).await?;
-                    }
-                    return Ok(outcome(step, TurnEnd::Cancelled, text, usage, cancelled()));
-                }
-                Err(ModelCallError::Provider(e)) => {
-                    return Ok(outcome(
-                        step,
-                        TurnEnd::Failed,
-                        String::new(),
-                        usage,
-                        Some(TurnFailure::Provider(e)),
-                    ));
-                }
-            };
-            usage.add(&response.usage);
-            if let Some(calibration) =
-                self.context.observe_usage(self.last_request_len, response.usage.input_tokens)
-            {
-                self.agent.store().set_state(&self.record.id, CALIBRATION_KEY, &calibration).await?;
-            }
-            let report = StepReport {
-                step,
-                stop_reason: response.stop_reason.clone(),
-                usage: response.usage,
-                started,
-                metrics,
-                strategy: tools.strategy,
-            };
-            let text = response.text();
-            let mut response = response;
-            // Every call runs once, whatever ids the model used: a reused id gets a fresh one
-            // before the message is committed, so the history and the audit stay one-to-one.
-            unique_call_ids(self, &mut response.content, sink).await?;
-            let calls: Vec<_> = response.tool_uses().cloned().collect();
-            let message = response.into_message();
-
-            if calls.is_empty() {
-                let cut = cut_off(&report.stop_reason).map(str::to_owned);
-                let answer = (!message.is_empty()).then_some(message);
-                self.finish_step(sink, turn, report, answer, Vec::new()).await?;
-                if let Some(reason) = cut {
-                    // What was said stays in the history; the turn did not complete.
-                    let failure = TurnFailure::Truncated { reason };
-                    return Ok(outcome(step, TurnEnd::Failed, text, usage, Some(failure)));
-                }
-                if !last && hooks.has(HookEvent::Stop) {
-                    let payload =
-                        HookPayload::Stop { stop_hook_active, last_assistant_message: text.clone() };
-                    let done = hooks.run_event(&payload, &self.hook_scope_in(&turn_state), sink).await;
-                    if let Some(why) = done.stop {
-                        sink.emit(AgentEvent::Warning {
-                            code: tackle_protocol::WarningCode::HookStopped,
-                            message: format!("a Stop hook stopped the turn: {why}"),
-                        });
-                    } else if let Some(why) = done.blocked {
-                        // The hook wants more work: its reason is the model's next instruction.
-                        stop_hook_active = true;
-                        self.append(turn, Message::user(format!("[Stop hook] {why}"))).await?;
-                        continue;
-                    }
-                }
-                if last && step > 1 {
-                    let note = TurnFailure::MaxSteps { limit: max_steps, calls_pending: false };
-                    sink.emit(AgentEvent::Warning {
-                        code: tackle_protocol::WarningCode::MaxSteps,
-                        message: note.to_string(),
-                    });
-                    return Ok(outcome(step, TurnEnd::MaxSteps, text, usage, Some(note)));
-                }
-                return Ok(outcome(step, TurnEnd::Completed, text, usage, None));
-            }
-
-            if last {
-                // The model called tools although tool choice was `none`: answer each call so the
-                // history stays valid, run nothing.
-                self.append(turn, message).await?;
-                let results = calls.iter().map(|c| step_limit_result(&c.id, &c.name)).collect::<Vec<_>>();
-                self.finish_step(sink, turn, report, Some(Message::tool_results(results)), Vec::new())
-                    .await?;
-                let note = TurnFailure::MaxSteps { limit: max_steps, calls_pending: true };
-                sink.emit(AgentEvent::Warning {
-                    code: tackle_protocol::WarningCode::MaxSteps,
-                    message: note.to_string(),
-                });
-                return Ok(outcome(step, TurnEnd::MaxSteps, text, usage, Some(note)));
-            }
-
-            // The message and its calls, recorded as running, are committed together before
-            // any call runs.
-            let batch = CallBatch { session: self, view: &view, turn_state: &turn_state, sink, cancel };
-            let planned = plan_calls(&batch, &calls);
-            let begun = self.append_with_calls(turn, message, &starts(&planned)).await?;
-            let batch = CallBatch { session: self, view: &view, turn_state: &turn_state, sink, cancel };
-            let executed = run_calls(batch, &planned, begun).await?;
-            if calls.iter().any(|c| c.name == TODO_TOOL) {
-                self.open_todos = None;
-            }
-            let results: Vec<ToolResult> = executed.iter().map(|r| r.result.clone()).collect();
-            let finished = executed.iter().filter_map(|r| r.finish.clone()).collect();
-            self.finish_step(sink, turn, report, Some(Message::tool_results(results)), finished).await?;
-
-            let mut stop = None;
-            for (call, done) in calls.iter().zip(&executed) {
-                let args =
-                    call.input.as_json().cloned().unwrap_or_else(|| call.input.to_wire_string().into());
-                match guard.observe(&done.tool, &args, done.outcome.as_ref().err()) {
-                    Verdict::Continue => {}
-                    Verdict::Remind(text) => {
-                        sink.emit(AgentEvent::Warning {
-                            code: tackle_protocol::WarningCode::RepeatedFailure,
-                            message: text.clone(),
-                        });
-                        self.append(turn, Message::user(text)).await?;
-                    }
-                    Verdict::Stop(message) => stop = stop.or(Some(message)),
-                }
-            }
-            if let Some(message) = stop {
-                return Ok(outcome(
-                    step,
-                    TurnEnd::Failed,
-                    text,
-                    usage,
-                    Some(TurnFailure::LoopGuard(message)),
-                ));
-            }
-            if let Some(mode) = turn_state.get::<PermissionMode>() {
-                self.mode = mode;
-            }
-            if let Some(HookStop(why)) = turn_state.get::<HookStop>() {
-                sink.emit(AgentEvent::Warning {
-                    code: tackle_protocol::WarningCode::HookStopped,
-                    message: format!("a hook stopped the turn: {why}"),
-                });
-                return Ok(outcome(step, TurnEnd::Completed, text, usage, None));
-            }
-            if cancel.is_cancelled() {
-                return Ok(outcome(step, TurnEnd::Cancelled, text, usage, cancelled()));
-            }
-            if turn_state.get::<CompactionRequested>().is_some_and(|c| c.0) {
-                turn_state.insert(CompactionRequested(false));
-                self.compact(self.turn_start, CompactReason::Forced, sink).await?;
+    /// One step, as phases: resolve the step's tools, state the tail note, call the model (the
+    /// request fitted into the context window), then either end on the answer or run the calls
+    /// and decide whether to go on. Each phase returns `Break` with the turn's outcome when the
+    /// turn ends there.
+    async fn run_step(&mut self, run: &mut TurnRun, sink: &EventSink, cancel: &CancellationToken) -> Phase {
+        sink.emit(AgentEvent::StepStarted { step: run.step, max_steps: run.max_steps });
+        let started = Instant::now();
+        let view = self.resolve_tools(run, sink).await?;
+        if !run.last() {
+            let state = self.tail_state(&view).await?;
+            if let Some(note) = self.notes.next(&state) {
+                self.append(run.turn, note).await?;
             }
         }
-        // Unreachable in practice: the last step always returns above.
-        Ok(outcome(step, TurnEnd::MaxSteps, String::new(), usage, None))
+        let (response, metrics) = proceed!(self.sample(run, &view.tools, sink, cancel).await);
+        let report = self.accept(run, &response, metrics, started, view.tools.strategy).await?;
+        let text = response.text();
+        let mut response = response;
+        // Every call runs once, whatever ids the model used: a reused id gets a fresh one
+        // before the message is committed, so the history and the audit stay one-to-one.
+        unique_call_ids(self, &mut response.content, sink).await?;
+        let calls: Vec<ToolUse> = response.tool_uses().cloned().collect();
+        if calls.is_empty() {
+            return self.answered(run, report, text, response, sink).await;
+        }
+        if run.last() {
+            return self.refuse_at_limit(run, report, text, response, calls, sink).await;
+        }
+        let (executed, requests) =
+            self.run_tools(run, report, &view, response.into_message(), &calls, sink, cancel).await?;
+        self.after_tools(run, text, (&calls, &executed), requests, sink, cancel).await
+    }
+
+    /// The step's tools (the session's tool state read once; plan mode narrows the step to the
+    /// tools that run in it), reported, with a warning the first time a server that may not
+    /// accept `allowed_tools` gets a tail note instead.
+    async fn resolve_tools(&self, run: &mut TurnRun, sink: &EventSink) -> Result<StepView, AgentError> {
+        let plan_mask = (run.turn_state.get::<PermissionMode>() == Some(PermissionMode::Plan))
+            .then(|| self.plan_mask(run.mask.as_ref()));
+        let step_mask = plan_mask.as_ref().or(run.mask.as_ref());
+        let view = self.tools.step(&self.agent, &self.record.id, step_mask, run.last()).await?;
+        let tools = &view.tools;
+        sink.emit(AgentEvent::ToolsResolved {
+            step: run.step,
+            active: tools.active.clone(),
+            inactive: tools.inactive.clone(),
+            strategy: tools.strategy.as_str().to_owned(),
+        });
+        if tools.strategy == MaskStrategy::TailNote
+            && !run.fallback_warned
+            && self.agent.provider().capabilities().allowed_tools_unverified
+        {
+            run.fallback_warned = true;
+            sink.emit(AgentEvent::Warning {
+                code: tackle_protocol::WarningCode::StrategyFallback,
+                message:
+                    "this server is not known to accept allowed_tools: the active tools are stated in a \
+                          tail note and enforced by the executor (set openai_dialect = \"openai\" if it \
+                          accepts them)"
+                        .into(),
+            });
+        }
+        Ok(view)
+    }
+
+    /// Calls the model with the step's request. A provider that finds the request too long
+    /// gets one more compaction and, if something shrank, one retry.
+    async fn sample(
+        &mut self,
+        run: &TurnRun,
+        tools: &StepTools,
+        sink: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Phase<(ModelResponse, StepMetrics)> {
+        let (answer, metrics) = proceed!(self.attempt(run, tools, sink, cancel).await);
+        let (answer, metrics) = match answer {
+            Err(ModelCallError::Provider(ProviderError::ContextExceeded { message })) => {
+                match self.compact_after_overflow(message, sink).await? {
+                    None => proceed!(self.attempt(run, tools, sink, cancel).await),
+                    Some(unshrinkable) => (Err(unshrinkable), metrics),
+                }
+            }
+            answer => (answer, metrics),
+        };
+        match answer {
+            Ok(response) => Ok(ControlFlow::Continue((response, metrics))),
+            Err(ModelCallError::Cancelled { partial }) => {
+                let text = partial.text();
+                if !text.is_empty() {
+                    // Keep what the user already saw; drop half-streamed tool calls.
+                    self.append(run.turn, Message::assistant(format!("{text}\n[cancelled]"))).await?;
+                }
+                Ok(ControlFlow::Break(run.end(TurnEnd::Cancelled, text, Some(TurnFailure::Cancelled))))
+            }
+            Err(ModelCallError::Provider(e)) => Ok(ControlFlow::Break(run.end(
+                TurnEnd::Failed,
+                String::new(),
+                Some(TurnFailure::Provider(e)),
+            ))),
+        }
+    }
+
+    /// One model call: the request kept inside the context window (compacted past the trigger,
+    /// refused past the hard block), built and encoded once, its prefix stability measured on
+    /// the exact bytes, then streamed.
+    async fn attempt(
+        &mut self,
+        run: &TurnRun,
+        tools: &StepTools,
+        sink: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Phase<(Result<ModelResponse, ModelCallError>, StepMetrics)> {
+        let thresholds = self.agent.config().context.thresholds;
+        let mut budget = self.context.budget(&self.history);
+        if thresholds.pressure(&budget) != Pressure::Fine {
+            self.compact(self.turn_start, CompactReason::Threshold, sink).await?;
+            budget = self.context.budget(&self.history);
+            if thresholds.pressure(&budget) == Pressure::Block {
+                let failure = TurnFailure::ContextFull { percent: budget.percent() };
+                return Ok(ControlFlow::Break(run.end(TurnEnd::Failed, String::new(), Some(failure))));
+            }
+        }
+        let request = self.build_request(tools);
+        let encoded = self.agent.provider().encode(&request);
+        self.last_request_len = request.messages.len();
+        // The request only borrowed the history: dropping it lets the history grow without a
+        // copy.
+        drop(request);
+        let encoded = match encoded {
+            Ok(e) => e,
+            Err(e) => {
+                let failure = TurnFailure::Encode(e.to_string());
+                return Ok(ControlFlow::Break(run.end(TurnEnd::Failed, String::new(), Some(failure))));
+            }
+        };
+        let mut metrics = StepMetrics {
+            context: Some(self.context.report(&budget, &self.history)),
+            ..StepMetrics::default()
+        };
+        if let Some(stats) = self.prefix.observe(encoded.cache_order, &encoded.body) {
+            metrics.prefix_bytes = Some(stats.prefix_bytes);
+            metrics.prefix_ratio = Some(stats.ratio);
+            metrics.request_bytes = Some(stats.request_bytes);
+            metrics.cache_break = stats.cache_break;
+        }
+        if let Some(path) = &metrics.cache_break
+            && !std::mem::take(&mut self.compacted)
+        {
+            sink.emit(AgentEvent::Warning {
+                code: tackle_protocol::WarningCode::CacheBreak,
+                message: format!(
+                    "the request prefix changed at {path}; the provider cache is invalidated from there"
+                ),
+            });
+        }
+        let config = self.agent.config();
+        let labels = ChatLabels {
+            model: &config.model,
+            max_output_tokens: config.max_output_tokens,
+            conversation: self.record.id.as_str(),
+            record_content: config.telemetry.record_content,
+        };
+        let answer = call_model(self.agent.provider(), encoded, sink, cancel, &labels).await;
+        Ok(ControlFlow::Continue((answer, metrics)))
+    }
+
+    /// After a provider found the request too long (`message`): compacts, and returns `None`
+    /// when something shrank (the request is worth sending again), else the error to end with.
+    async fn compact_after_overflow(
+        &mut self,
+        message: String,
+        sink: &EventSink,
+    ) -> Result<Option<ModelCallError>, AgentError> {
+        tracing::warn!(session = %self.record.id, %message, "provider reported context exceeded; compacting");
+        let report = self.compact(self.turn_start, CompactReason::ContextExceeded, sink).await?;
+        if report.tokens_after < report.tokens_before || report.messages_after != report.messages_before {
+            return Ok(None);
+        }
+        // Nothing shrank: the same request would get the same answer.
+        let message = format!(
+            "{message} (compaction found nothing to shrink: the current turn is kept whole, so the request \
+             was not sent again; send a shorter message or start a new session)"
+        );
+        Ok(Some(ModelCallError::Provider(ProviderError::ContextExceeded { message })))
+    }
+
+    /// Takes the model's answer into the turn: its usage counted, the token calibration
+    /// updated, and what the step measured kept for its commit.
+    async fn accept(
+        &mut self,
+        run: &mut TurnRun,
+        response: &ModelResponse,
+        metrics: StepMetrics,
+        started: Instant,
+        strategy: MaskStrategy,
+    ) -> Result<StepReport, AgentError> {
+        run.usage.add(&response.usage);
+        if let Some(calibration) =
+            self.context.observe_usage(self.last_request_len, response.usage.input_tokens)
+        {
+            self.agent.store().set_state(&self.record.id, CALIBRATION_KEY, &calibration).await?;
+        }
+        let report = StepReport {
+            step: run.step,
+            stop_reason: response.stop_reason.clone(),
+            usage: response.usage,
+            started,
+            metrics,
+            strategy,
+        };
+        Ok(report)
+    }
+
+    /// An answer without tool calls: committed, then the turn ends (completed, cut off, or at
+    /// its step limit) unless a Stop hook asks for more work.
+    async fn answered(
+        &mut self,
+        run: &mut TurnRun,
+        report: StepReport,
+        text: String,
+        response: ModelResponse,
+        sink: &EventSink,
+    ) -> Phase {
+        let cut = cut_off(&report.stop_reason).map(str::to_owned);
+        let message = response.into_message();
+        let answer = (!message.is_empty()).then_some(message);
+        self.finish_step(sink, run.turn, report, answer, Vec::new()).await?;
+        if let Some(reason) = cut {
+            // What was said stays in the history; the turn did not complete.
+            return Ok(ControlFlow::Break(run.end(
+                TurnEnd::Failed,
+                text,
+                Some(TurnFailure::Truncated { reason }),
+            )));
+        }
+        let hooks = self.agent.executor().script_hooks().clone();
+        if !run.last() && hooks.has(HookEvent::Stop) {
+            let payload = HookPayload::Stop {
+                stop_hook_active: run.stop_hook_active,
+                last_assistant_message: text.clone(),
+            };
+            let done = hooks.run_event(&payload, &self.hook_scope_in(&run.turn_state), sink).await;
+            if let Some(why) = done.stop {
+                sink.emit(AgentEvent::Warning {
+                    code: tackle_protocol::WarningCode::HookStopped,
+                    message: format!("a Stop hook stopped the turn: {why}"),
+                });
+            } else if let Some(why) = done.blocked {
+                // The hook wants more work: its reason is the model's next instruction.
+                run.stop_hook_active = true;
+                self.append(run.turn, Message::user(format!("[Stop hook] {why}"))).await?;
+                return Ok(ControlFlow::Continue(()));
+            }
+        }
+        if run.last() && run.step > 1 {
+            return Ok(ControlFlow::Break(run.at_limit(text, false, sink)));
+        }
+        Ok(ControlFlow::Break(run.end(TurnEnd::Completed, text, None)))
+    }
+
+    /// The model called tools although the last step's tool choice was `none`: each call is
+    /// answered so the history stays valid, nothing runs, and the turn ends at its limit.
+    async fn refuse_at_limit(
+        &mut self,
+        run: &TurnRun,
+        report: StepReport,
+        text: String,
+        response: ModelResponse,
+        calls: Vec<ToolUse>,
+        sink: &EventSink,
+    ) -> Phase {
+        self.append(run.turn, response.into_message()).await?;
+        let results = calls.iter().map(|c| step_limit_result(&c.id, &c.name)).collect::<Vec<_>>();
+        self.finish_step(sink, run.turn, report, Some(Message::tool_results(results)), Vec::new()).await?;
+        Ok(ControlFlow::Break(run.at_limit(text, true, sink)))
+    }
+
+    /// Runs the step's calls: the message and its calls, recorded as running, are committed
+    /// together before any call runs; their results are committed with the step. Returns them
+    /// with what the agent's own tools asked of the loop meanwhile.
+    #[allow(clippy::too_many_arguments)]
+    async fn run_tools(
+        &mut self,
+        run: &TurnRun,
+        report: StepReport,
+        view: &StepView,
+        message: Message,
+        calls: &[ToolUse],
+        sink: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<(Vec<ExecutedCall>, Requests), AgentError> {
+        let planned = plan_calls(self, view, sink, calls);
+        let begun = self.append_with_calls(run.turn, message, &starts(&planned)).await?;
+        let batch = CallBatch { session: self, view, turn_state: &run.turn_state, sink, cancel };
+        let executed = run_calls(batch, &planned, begun).await?;
+        let requests = run.requests.take();
+        if requests.tail_state_changed {
+            self.open_todos = None;
+        }
+        let results: Vec<ToolResult> = executed.iter().map(|r| r.result.clone()).collect();
+        let finished = executed.iter().filter_map(|r| r.finish.clone()).collect();
+        self.finish_step(sink, run.turn, report, Some(Message::tool_results(results)), finished).await?;
+        Ok((executed, requests))
+    }
+
+    /// After the calls: the loop guard's verdict on them, what the tools changed in the turn
+    /// (the permission mode, a hook's stop), cancellation, and a compaction `requests` asks for.
+    async fn after_tools(
+        &mut self,
+        run: &mut TurnRun,
+        text: String,
+        (calls, executed): (&[ToolUse], &[ExecutedCall]),
+        requests: Requests,
+        sink: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Phase {
+        let mut stop = None;
+        for (call, done) in calls.iter().zip(executed) {
+            let args = call.input.as_json().cloned().unwrap_or_else(|| call.input.to_wire_string().into());
+            match run.guard.observe(&done.tool, &args, done.outcome.as_ref().err()) {
+                Verdict::Continue => {}
+                Verdict::Remind(text) => {
+                    sink.emit(AgentEvent::Warning {
+                        code: tackle_protocol::WarningCode::RepeatedFailure,
+                        message: text.clone(),
+                    });
+                    self.append(run.turn, Message::user(text)).await?;
+                }
+                Verdict::Stop(message) => stop = stop.or(Some(message)),
+            }
+        }
+        if let Some(message) = stop {
+            let failure = TurnFailure::LoopGuard(message);
+            return Ok(ControlFlow::Break(run.end(TurnEnd::Failed, text, Some(failure))));
+        }
+        if let Some(mode) = run.turn_state.get::<PermissionMode>() {
+            self.mode = mode;
+        }
+        if let Some(HookStop(why)) = run.turn_state.get::<HookStop>() {
+            sink.emit(AgentEvent::Warning {
+                code: tackle_protocol::WarningCode::HookStopped,
+                message: format!("a hook stopped the turn: {why}"),
+            });
+            return Ok(ControlFlow::Break(run.end(TurnEnd::Completed, text, None)));
+        }
+        if cancel.is_cancelled() {
+            return Ok(ControlFlow::Break(run.end(TurnEnd::Cancelled, text, Some(TurnFailure::Cancelled))));
+        }
+        if requests.compact {
+            self.compact(self.turn_start, CompactReason::Forced, sink).await?;
+        }
+        Ok(ControlFlow::Continue(()))
     }
 
     /// The request of a step: frozen tools, the step's tool choice, the history (lent, not
@@ -582,14 +751,10 @@ impl Session {
     async fn tail_state(&mut self, view: &StepView) -> Result<TailState, AgentError> {
         let open_todos = match &self.open_todos {
             Some(todos) => todos.clone(),
-            // Only the todo tool keeps a list: a session without it has none to read.
-            None if !self.tools.catalog().contains(TODO_TOOL) => {
-                self.open_todos = Some(Vec::new());
-                Vec::new()
-            }
             None => {
-                let todos = self.agent.store().open_todos(&self.record.id).await?;
-                let todos: Vec<String> = todos.into_iter().map(|t| format!("{}. {}", t.id, t.text)).collect();
+                let todos =
+                    crate::tools::todo::recited(self.agent.store(), &self.record.id, self.tools.catalog())
+                        .await?;
                 self.open_todos = Some(todos.clone());
                 todos
             }

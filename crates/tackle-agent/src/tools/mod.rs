@@ -14,15 +14,13 @@ mod step;
 pub(crate) mod todo;
 
 pub use catalog::ToolCatalog;
-pub(crate) use deferral::{
-    CALL_TOOL, CallTool, FOUND_TOOLS_KEY, FoundTools, TOOL_SEARCH, ToolSearch, plan_deferral,
-};
+pub(crate) use deferral::{CALL_TOOL, Deferral, FOUND_TOOLS_KEY, FoundTools, Planned, TOOL_SEARCH};
 pub use deferral::{DeferralConfig, DeferralMode, DeferredTools};
 pub use mask::{MaskError, ToolMask};
 pub(crate) use plan::{MODE_KEY, PROPOSE_PLAN, ProposePlan};
 pub(crate) use repair::repair_tool_name;
 pub use search_result::SEARCH_RESULT_TOKENS;
-pub(crate) use session_tools::{Planned, SessionTools, StepView};
+pub(crate) use session_tools::{SessionTools, StepView};
 pub(crate) use skills::{ACTIVATE_SKILL, ACTIVE_SKILLS_KEY, ActivateSkill, ActiveSkills};
 pub use skills::{DiscoveredSkills, Skill, SkillLibrary, SkillSet, SkillSource};
 pub use sources::ToolChange;
@@ -44,4 +42,33 @@ pub(crate) fn store_for(
     built_with: &tackle_store::Store,
 ) -> tackle_store::Store {
     ctx.turn.get::<TurnStore>().map_or_else(|| built_with.clone(), |s| s.0)
+}
+
+/// What the agent's own tools ask of the loop, acted on once the step's calls are done: one
+/// typed channel, shared through the turn's [`tackle_tools::TurnState`], instead of a flag per
+/// request or a tool recognised by its name.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LoopRequests(std::sync::Arc<std::sync::Mutex<Requests>>);
+
+/// The requests of one step.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Requests {
+    /// Compact the history before the next step (`compact_context`).
+    pub(crate) compact: bool,
+    /// Session state the tail note reports changed (the todo list): read it again.
+    pub(crate) tail_state_changed: bool,
+}
+
+impl LoopRequests {
+    /// Asks the loop of the turn `ctx` runs in for `request` (a no-op outside a turn).
+    pub(crate) fn ask(ctx: &tackle_tools::ToolContext, request: impl FnOnce(&mut Requests)) {
+        if let Some(requests) = ctx.turn.get::<Self>() {
+            request(&mut requests.0.lock().unwrap_or_else(|p| p.into_inner()));
+        }
+    }
+
+    /// What was asked since the last call, leaving nothing asked.
+    pub(crate) fn take(&self) -> Requests {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
+    }
 }

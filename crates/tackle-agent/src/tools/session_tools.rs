@@ -5,16 +5,14 @@
 //! uses that view.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 use serde_json::Value;
-use tackle_protocol::{AgentEvent, ErrorCategory, ToolError, ToolUse};
+use tackle_protocol::{AgentEvent, ToolUse};
 use tackle_store::SessionState;
 
-use super::deferral::unwrap_call;
 use super::{
-    ACTIVATE_SKILL, ACTIVE_SKILLS_KEY, ActiveSkills, Availability, CALL_TOOL, DeferralMode, DeferredTools,
-    FOUND_TOOLS_KEY, FoundTools, SkillSet, StepTools, ToolCatalog, ToolMask, resolve_step,
+    ACTIVATE_SKILL, ACTIVE_SKILLS_KEY, ActiveSkills, Availability, Deferral, FoundTools, Planned, SkillSet,
+    StepTools, ToolCatalog, ToolMask, resolve_step,
 };
 use crate::{Agent, AgentError};
 
@@ -34,8 +32,8 @@ pub(crate) struct SessionTools {
     catalog: ToolCatalog,
     /// The skills offered (empty unless the catalog has `activate_skill`).
     skills: SkillSet,
-    /// Tools behind `tool_search`.
-    deferred: Option<Arc<DeferredTools>>,
+    /// Tools behind `tool_search`, and how they are reached (the agent's, fixed at build time).
+    deferral: Deferral,
     /// The agent's tool-source generation this session's tools reflect.
     generation: u64,
     /// Every tool the session can reach (listed and deferred), to report what a change did.
@@ -51,15 +49,6 @@ pub(crate) struct StepView {
     pub(crate) found: FoundTools,
 }
 
-/// A call ready to run, or refused before it runs.
-pub(crate) enum Planned {
-    /// Run `call`; `unwrapped` calls came through `call_tool` and skip the step's mask (the mask
-    /// allowed `call_tool`, and search decides which deferred tools exist for the model).
-    Run { call: ToolUse, unwrapped: bool },
-    /// Answer with this envelope without running anything.
-    Refuse { call: ToolUse, error: ToolError },
-}
-
 impl SessionTools {
     /// The tools of a session being opened, given its stored `state`: freezes the agent's
     /// current catalog and reports (into `warnings`) a tool set that changed since the session
@@ -73,8 +62,8 @@ impl SessionTools {
     ) -> Result<(Self, Vec<StateUpdate>), AgentError> {
         let generation = agent.tools_generation();
         let catalog = agent.catalog();
-        let deferred = agent.deferred().cloned();
-        let known = reachable_tools(&catalog, deferred.as_deref());
+        let deferral = agent.deferral().clone();
+        let known = deferral.reachable(&catalog);
         let mut updates = Vec::new();
         let stored: Option<String> = state.get(CATALOG_KEY)?;
         let stored_names: Option<BTreeSet<String>> =
@@ -94,15 +83,7 @@ impl SessionTools {
             updates.push((CATALOG_KEY, serde_json::json!(catalog.fingerprint())));
             updates.push((TOOL_NAMES_KEY, serde_json::json!(known)));
         }
-        if deferred.as_ref().is_some_and(|d| d.fell_back()) {
-            warnings.push(AgentEvent::Warning { code: tackle_protocol::WarningCode::StrategyFallback,
-                message: format!(
-                    "[deferral] native is set but {} has no native deferred loading: deferred tools are reached \
-                     through tool_search and call_tool",
-                    agent.provider().name()
-                ),
-            });
-        }
+        warnings.extend(deferral.fallback_warning(agent.provider().name()));
         // The skills `activate_skill` knows for this workspace, offered only when the catalog
         // has the tool (so the prompt never offers a skill nothing can activate).
         let skills = if catalog.contains(ACTIVATE_SKILL) {
@@ -118,7 +99,7 @@ impl SessionTools {
         } else {
             SkillSet::default()
         };
-        Ok((Self { catalog, skills, deferred, generation, known }, updates))
+        Ok((Self { catalog, skills, deferral, generation, known }, updates))
     }
 
     /// The frozen catalog.
@@ -147,7 +128,7 @@ impl SessionTools {
         }
         self.generation = generation;
         let catalog = agent.catalog();
-        let now = reachable_tools(&catalog, self.deferred.as_deref());
+        let now = self.deferral.reachable(&catalog);
         let cache_break = catalog.fingerprint() != self.catalog.fingerprint();
         if now == self.known && !cache_break {
             return Ok(None);
@@ -172,7 +153,7 @@ impl SessionTools {
         mask: Option<&ToolMask>,
         last_step: bool,
     ) -> Result<StepView, AgentError> {
-        let needs_state = !self.skills.is_empty() || self.deferred.is_some();
+        let needs_state = !self.skills.is_empty() || self.deferral.reads_state();
         let state = if needs_state { Some(agent.store().session_state(session_id).await?) } else { None };
         self.view(agent, state.as_ref(), mask, last_step)
     }
@@ -184,10 +165,7 @@ impl SessionTools {
         mask: Option<&ToolMask>,
         last_step: bool,
     ) -> Result<StepView, AgentError> {
-        let found: FoundTools = match (state, &self.deferred) {
-            (Some(state), Some(_)) => state.get(FOUND_TOOLS_KEY)?.unwrap_or_default(),
-            _ => FoundTools::default(),
-        };
+        let found = self.deferral.found(state)?;
         let mut availability = Availability { mask, ..Availability::default() };
         if let Some(state) = state
             && !self.skills.is_empty()
@@ -196,13 +174,7 @@ impl SessionTools {
             availability.gated = self.skills.gated_tools();
             availability.unlocked = self.skills.unlocked_tools(active.0.iter());
         }
-        if let Some(deferred) = &self.deferred
-            && deferred.mode() == DeferralMode::Native
-        {
-            // Deferred tools are in the catalog; those not found yet are not callable.
-            availability.deferred = deferred.names().into_iter().filter(|n| !found.0.contains(n)).collect();
-            availability.native_deferral = true;
-        }
+        self.deferral.restrict(&found, &mut availability);
         let caps = agent.provider().capabilities();
         let tools =
             resolve_step(&self.catalog, &availability, &caps, last_step, agent.config().dynamic_tools);
@@ -222,78 +194,13 @@ impl SessionTools {
 
     /// What the tail note says about deferred tools in a step.
     pub(crate) fn deferred_note(&self, view: &StepView) -> Option<String> {
-        let deferred = self.deferred.as_ref()?;
-        let found = &view.found.0;
-        let more = deferred.len().saturating_sub(found.len());
-        Some(if deferred.mode() == DeferralMode::Native {
-            // Found tools are loaded into the model's context by the provider itself.
-            format!("{more} more tools can be loaded with tool_search, then called directly.")
-        } else if found.is_empty() {
-            format!("{} more tools are available through tool_search, then call_tool.", deferred.len())
-        } else {
-            format!(
-                "Found with tool_search, call them with call_tool: {}. {more} more tools can be searched.",
-                found.join(", ")
-            )
-        })
+        self.deferral.tail_note(&view.found)
     }
 
-    /// Plans the calls of a step: deferred tools called through `call_tool` (or by name) become
-    /// calls of the found tool with the same id; tools not found yet are refused.
+    /// Plans the calls of a step (see [`Deferral::plan_calls`]).
     pub(crate) fn plan_calls(&self, view: &StepView, calls: Vec<ToolUse>) -> Vec<Planned> {
-        let Some(deferred) = &self.deferred else {
-            return calls.into_iter().map(|call| Planned::Run { call, unwrapped: false }).collect();
-        };
-        let found = &view.found;
-        let allowed = view.tools.allowed();
-        let mask_allows_proxy = allowed.is_none_or(|a| a.iter().any(|n| n == CALL_TOOL));
-        let native = deferred.mode() == DeferralMode::Native;
-        calls
-            .into_iter()
-            .map(|call| {
-                if native && deferred.contains(&call.name) {
-                    // Loaded tools are called by name; the executor checks the step's active set
-                    // (found tools are in it) and the tool's own schema.
-                    return match unwrap_call(&serde_json::json!({"name": call.name}), deferred, found) {
-                        Ok(_) => Planned::Run { call, unwrapped: false },
-                        Err(failure) => Planned::Refuse { error: failure.into_envelope(&call.name), call },
-                    };
-                }
-                let args = if call.name == CALL_TOOL {
-                    call.input.to_value()
-                } else if deferred.contains(&call.name) {
-                    // The model called a deferred tool by name: treat it as call_tool.
-                    serde_json::json!({"name": call.name, "arguments": call.input.to_value()})
-                } else {
-                    return Planned::Run { call, unwrapped: false };
-                };
-                match unwrap_call(&args, deferred, found) {
-                    Ok((name, arguments)) if mask_allows_proxy => Planned::Run {
-                        call: ToolUse { id: call.id.clone(), name, input: arguments.into() },
-                        unwrapped: true,
-                    },
-                    Ok(_) => Planned::Refuse {
-                        error: ToolError::new(
-                            &call.name,
-                            ErrorCategory::Denied,
-                            "call_tool is not available in this step",
-                        ),
-                        call,
-                    },
-                    Err(failure) => Planned::Refuse { error: failure.into_envelope(&call.name), call },
-                }
-            })
-            .collect()
+        self.deferral.plan_calls(&view.found, view.tools.allowed(), calls)
     }
-}
-
-/// Every tool a session with `catalog` can reach: the catalog and the deferred tools.
-fn reachable_tools(catalog: &ToolCatalog, deferred: Option<&DeferredTools>) -> BTreeSet<String> {
-    let mut names: BTreeSet<String> = catalog.names().into_iter().collect();
-    if let Some(d) = deferred {
-        names.extend(d.names());
-    }
-    names
 }
 
 fn catalog_changed(

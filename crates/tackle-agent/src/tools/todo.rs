@@ -74,8 +74,22 @@ fn store_failure(e: tackle_store::StoreError) -> ToolFailure {
     }
 }
 
-/// The tool's name: the one way todo items change during a turn.
+/// The tool's name.
 pub(crate) const NAME: &str = "todo";
+
+/// The open items the tail note recites (`"<id>. <text>"`), read from `store`; none without a
+/// read when the session's `catalog` has no todo tool (nothing else keeps a list).
+pub(crate) async fn recited(
+    store: &Store,
+    session_id: &str,
+    catalog: &crate::ToolCatalog,
+) -> Result<Vec<String>, tackle_store::StoreError> {
+    if !catalog.contains(NAME) {
+        return Ok(Vec::new());
+    }
+    let todos = store.open_todos(session_id).await?;
+    Ok(todos.into_iter().map(|t| format!("{}. {}", t.id, t.text)).collect())
+}
 
 #[async_trait]
 impl TypedTool for TodoTool {
@@ -108,6 +122,10 @@ impl TypedTool for TodoTool {
     }
 
     async fn run(&self, args: TodoArgs, ctx: ToolContext) -> Result<ToolOutput, ToolFailure> {
+        if !matches!(args, TodoArgs::List { .. }) {
+            // The tail note recites the open items: they are read again after this step.
+            super::LoopRequests::ask(&ctx, |r| r.tail_state_changed = true);
+        }
         let sid = &ctx.session_id;
         let store = super::store_for(&ctx, &self.store);
         let line = |verb: &str, item: &tackle_store::TodoItem| {

@@ -1,215 +1,16 @@
-//! Deferred tools: when tool definitions would take too much of the context window, non-core
-//! tools (MCP first) leave the catalog and are reached through `tool_search` and `call_tool`.
-//!
-//! The catalog never changes for it: it holds the core tools plus these two from the start, so
-//! every request's prefix stays byte-identical while the model discovers tools. `tool_search`
-//! ranks deferred tools (BM25F by default, see [`tackle_tools::Ranker`]), answers with each
-//! found tool in a compact form within a fixed token budget ([`super::search_result`]), never
-//! offloaded, and records what it found in the session; found tools are named in the tail note
-//! and called as `call_tool(name, arguments)`, which the loop unwraps into an ordinary call of
-//! the deferred tool (its own full-schema validation, hooks, timeout, cap).
+//! `tool_search` and `call_tool`: the two tools through which the model reaches deferred tools.
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Value, json};
-use tackle_context::TokenCounter;
 use tackle_protocol::{ErrorCategory, ToolAnnotations, ToolSpec};
 use tackle_store::Store;
-use tackle_tools::{Ranker, Tool, ToolContext, ToolDoc, ToolFailure, ToolOutput, ToolSearchIndex};
+use tackle_tools::{Tool, ToolContext, ToolDoc, ToolFailure, ToolOutput};
 
-use super::search_result::{SEARCH_RESULT_TOKENS, render_results};
-
-/// Name of the search tool.
-pub const TOOL_SEARCH: &str = "tool_search";
-/// Name of the proxy tool.
-pub const CALL_TOOL: &str = "call_tool";
-/// Session-state key of the tools found by search.
-pub const FOUND_TOOLS_KEY: &str = "tools.found";
-
-/// When to defer (`[deferral]` in `tackle.toml`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-#[non_exhaustive]
-pub struct DeferralConfig {
-    /// Defer at all (`false` sends every definition, whatever it costs).
-    pub enabled: bool,
-    /// Share of the effective context window the tool definitions may take before non-core
-    /// tools are deferred.
-    pub share: f64,
-    /// Use the provider's own deferred loading where it has one (Anthropic `defer_loading` with
-    /// `tool_reference` results, beta): deferred definitions are sent but stay out of the
-    /// model's context until `tool_search` loads them, and found tools are called directly.
-    /// Elsewhere (or when off) the proxy is used: `tool_search` plus `call_tool`.
-    pub native: bool,
-    /// How `tool_search` ranks deferred tools: `bm25f` (fields weighted, stemming; the
-    /// default), `hybrid` (BM25F re-ranked with static word embeddings) or `bm25` (the plain
-    /// lexical ranker).
-    pub ranker: Ranker,
-}
-
-impl Default for DeferralConfig {
-    fn default() -> Self {
-        Self { enabled: true, share: 0.10, native: false, ranker: Ranker::default() }
-    }
-}
-
-/// How deferred tools reach the model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum DeferralMode {
-    /// Left out of the catalog; found with `tool_search`, called through `call_tool`. Works with
-    /// every provider.
-    Proxy,
-    /// In the catalog with `defer_loading`; `tool_search` loads them with tool references and
-    /// the model calls them directly (providers with `Capabilities::deferred_tools`).
-    Native,
-}
-
-/// Tools found by `tool_search` in a session, in the order they were found.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FoundTools(pub Vec<String>);
-
-/// The deferred tools of an agent: their definitions and a search index over them.
-///
-/// Shared by the agent, `tool_search` and the loop; replaced as a whole when a tool source
-/// changes at a turn boundary ([`DeferredTools::replace`]), which leaves the catalog (and so
-/// the provider cache) untouched.
-#[derive(Debug)]
-pub struct DeferredTools {
-    set: RwLock<Arc<DeferredSet>>,
-    /// How the index ranks.
-    ranker: Ranker,
-    /// Counts the tokens of a search answer (the model's vocabulary).
-    counter: TokenCounter,
-    /// Native loading was asked for (`[deferral] native`).
-    native_requested: AtomicBool,
-    /// Native loading is in use: asked for, and the provider has it.
-    native: AtomicBool,
-}
-
-#[derive(Debug)]
-struct DeferredSet {
-    specs: HashMap<String, ToolSpec>,
-    index: ToolSearchIndex,
-}
-
-impl DeferredSet {
-    fn new(specs: Vec<ToolSpec>, ranker: Ranker) -> Self {
-        let index = ToolSearchIndex::with_ranker(specs.iter(), ranker);
-        Self { specs: specs.into_iter().map(|s| (s.name.clone(), s)).collect(), index }
-    }
-}
-
-impl DeferredTools {
-    /// Indexes `specs` with the default ranker.
-    pub fn new(specs: Vec<ToolSpec>) -> Self {
-        Self::with_ranker(specs, Ranker::default())
-    }
-
-    /// Indexes `specs` with `ranker`.
-    pub fn with_ranker(specs: Vec<ToolSpec>, ranker: Ranker) -> Self {
-        Self {
-            set: RwLock::new(Arc::new(DeferredSet::new(specs, ranker))),
-            ranker,
-            counter: TokenCounter::for_model(""),
-            native_requested: AtomicBool::new(false),
-            native: AtomicBool::new(false),
-        }
-    }
-
-    /// How the deferred tools reach the model.
-    pub fn mode(&self) -> DeferralMode {
-        if self.native.load(Ordering::Acquire) { DeferralMode::Native } else { DeferralMode::Proxy }
-    }
-
-    /// Asks for `mode`; native takes effect once [`DeferredTools::resolve`] confirms the provider
-    /// has it.
-    pub fn request_mode(&self, mode: DeferralMode) {
-        self.native_requested.store(mode == DeferralMode::Native, Ordering::Release);
-    }
-
-    /// Settles the mode for a provider that has (or lacks) native deferred loading. Called when
-    /// the agent is built, before any session opens.
-    pub fn resolve(&self, provider_has_native: bool) {
-        let native = provider_has_native && self.native_requested.load(Ordering::Acquire);
-        self.native.store(native, Ordering::Release);
-    }
-
-    /// Native loading was asked for but the provider lacks it, so the proxy is used.
-    pub fn fell_back(&self) -> bool {
-        self.native_requested.load(Ordering::Acquire) && self.mode() == DeferralMode::Proxy
-    }
-
-    fn current(&self) -> Arc<DeferredSet> {
-        self.set.read().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    /// Counts search answers with the vocabulary of `model`.
-    pub fn with_model(mut self, model: &str) -> Self {
-        self.counter = TokenCounter::for_model(model);
-        self
-    }
-
-    /// How the index ranks.
-    pub fn ranker(&self) -> Ranker {
-        self.ranker
-    }
-
-    /// What `tool_search` answers for `query` (at most `limit` tools), as the model reads it:
-    /// the compact form within [`SEARCH_RESULT_TOKENS`], and the tools found.
-    pub fn answer(&self, query: &str, limit: usize) -> (String, Vec<ToolSpec>) {
-        let hits = self.search(query, limit);
-        let text = render_results(query, &hits, self.mode(), &self.counter, SEARCH_RESULT_TOKENS);
-        (text, hits)
-    }
-
-    /// Replaces the deferred tools (and re-indexes them).
-    pub fn replace(&self, specs: Vec<ToolSpec>) {
-        let set = Arc::new(DeferredSet::new(specs, self.ranker));
-        *self.set.write().unwrap_or_else(|p| p.into_inner()) = set;
-    }
-
-    /// The definition of a deferred tool.
-    pub fn get(&self, name: &str) -> Option<ToolSpec> {
-        self.current().specs.get(name).cloned()
-    }
-
-    /// Whether `name` is deferred.
-    pub fn contains(&self, name: &str) -> bool {
-        self.current().specs.contains_key(name)
-    }
-
-    /// Names, sorted.
-    pub fn names(&self) -> Vec<String> {
-        self.current().specs.keys().cloned().collect::<BTreeSet<_>>().into_iter().collect()
-    }
-
-    /// Number of deferred tools.
-    pub fn len(&self) -> usize {
-        self.current().specs.len()
-    }
-
-    /// True when nothing is deferred.
-    pub fn is_empty(&self) -> bool {
-        self.current().specs.is_empty()
-    }
-
-    /// The best `limit` matches of `query`.
-    pub fn search(&self, query: &str, limit: usize) -> Vec<ToolSpec> {
-        let set = self.current();
-        set.index
-            .search(query, limit)
-            .into_iter()
-            .filter_map(|(name, _)| set.specs.get(&name).cloned())
-            .collect()
-    }
-}
+use super::{CALL_TOOL, DeferralMode, DeferredTools, FOUND_TOOLS_KEY, FoundTools, TOOL_SEARCH};
 
 /// Arguments of `tool_search`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -280,7 +81,7 @@ impl Tool for ToolSearch {
                 .with_hint("try other words, e.g. the service or the object the tool works on"));
         }
         let internal = |e: tackle_store::StoreError| ToolFailure::internal(e.to_string());
-        let store = super::store_for(&ctx, &self.store);
+        let store = crate::tools::store_for(&ctx, &self.store);
         let mut found: FoundTools =
             store.get_state(&ctx.session_id, FOUND_TOOLS_KEY).await.map_err(internal)?.unwrap_or_default();
         for spec in &hits {
@@ -385,41 +186,6 @@ pub(crate) fn unwrap_call(
             .with_hint(format!("call tool_search with what you need first; it returns {name} if it fits")));
     }
     Ok((name.to_owned(), arguments))
-}
-
-/// Decides whether to defer: when the definitions of all `specs` take more than
-/// `config.share` of the effective window of `model`, the `deferrable` ones are deferred.
-/// Returns them indexed for search, or `None` when everything fits (or deferral is off).
-pub fn plan_deferral(
-    specs: &[ToolSpec],
-    deferrable: &[String],
-    model: &str,
-    context: &crate::ContextConfig,
-    config: &DeferralConfig,
-) -> Option<Arc<DeferredTools>> {
-    if !config.enabled || deferrable.is_empty() {
-        return None;
-    }
-    let counter = tackle_context::TokenCounter::for_model(model);
-    let tokens = counter.count_tools(specs);
-    let window = context.window.unwrap_or_else(|| tackle_context::context_window(model));
-    let effective = window.saturating_sub(context.reserved_output);
-    let budget = (effective as f64 * config.share) as u64;
-    if tokens <= budget {
-        return None;
-    }
-    let deferred: Vec<ToolSpec> = specs.iter().filter(|s| deferrable.contains(&s.name)).cloned().collect();
-    tracing::info!(
-        tokens,
-        budget,
-        deferred = deferred.len(),
-        "tool definitions over budget: deferring non-core tools"
-    );
-    let deferred = DeferredTools::with_ranker(deferred, config.ranker).with_model(model);
-    if config.native {
-        deferred.request_mode(DeferralMode::Native);
-    }
-    Some(Arc::new(deferred))
 }
 
 #[cfg(test)]
