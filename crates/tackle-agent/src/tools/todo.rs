@@ -145,8 +145,7 @@ impl TypedTool for TodoTool {
                 }
                 store.update_todo(sid, id, TodoUpdate { text, status }).await.map_err(store_failure)?
             }
-            TodoArgs::Complete { id } => self
-                .store
+            TodoArgs::Complete { id } => store
                 .update_todo(sid, id, TodoUpdate { text: None, status: Some(TodoStatus::Done) })
                 .await
                 .map_err(store_failure)?,
@@ -182,3 +181,7 @@ fn status_name(status: TodoStatus) -> &'static str {
         TodoStatus::Done => "done",
     }
 }
+
+#[cfg(test)]
+#[path = "todo_tests.rs"]
+mod tests;
