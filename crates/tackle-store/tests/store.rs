@@ -757,3 +757,40 @@ async fn an_unreachable_postgres_says_why() {
     let err = Store::connect("mysql://tackle:hunter2@db/tackle").await.unwrap_err().to_string();
     assert!(err.contains("postgres://") && !err.contains("hunter2"), "{err}");
 }
+
+/// A database written by an earlier Tackle, whose store reached SQLite through sqlx (its
+/// migrator's `_sqlx_migrations` table and SHA-384 checksums, schema version 6, one session of
+/// four messages), opens with today's store: the recorded checksums are accepted as its own,
+/// the later migrations apply, and every row reads back. Upgrading loses nothing.
+#[tokio::test]
+async fn a_database_made_by_the_sqlx_store_opens_and_upgrades() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tackle.db");
+    std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/sqlx-v6.db"), &path).unwrap();
+    for _ in 0..2 {
+        // Twice: the upgrade is recorded, and the upgraded file opens as it is.
+        let store = Store::open(&path).await.unwrap();
+        let sessions = store.list_sessions(SessionFilter::default()).await.unwrap();
+        assert_eq!(sessions.len(), 1, "{sessions:?}");
+        let id = sessions[0].id.to_string();
+        assert_eq!(sessions[0].title, "Use the tools of the conf server.");
+        let messages = store.load_messages(&id, MessageFilter::default()).await.unwrap();
+        assert_eq!(messages.len(), 4, "{messages:?}");
+        assert_eq!(store.message_count(&id).await.unwrap(), 4);
+        drop(store);
+    }
+    let db = rusqlite::Connection::open(&path).unwrap();
+    let (count, failed): (i64, i64) = db
+        .query_row("SELECT COUNT(*), COUNT(*) FILTER (WHERE NOT success) FROM _sqlx_migrations", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    let fresh = dir.path().join("fresh.db");
+    drop(Store::open(&fresh).await.unwrap());
+    let expected: i64 = rusqlite::Connection::open(&fresh)
+        .unwrap()
+        .query_row("SELECT COUNT(*) FROM _sqlx_migrations", [], |r| r.get(0))
+        .unwrap();
+    assert!(expected > 6, "the fixture predates migration {expected}");
+    assert_eq!((count, failed), (expected, 0), "every migration recorded, none dirty");
+}
