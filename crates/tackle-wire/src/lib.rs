@@ -26,4 +26,5 @@
 
 pub mod anthropic;
 pub mod chat;
+mod choice;
 pub mod responses;

@@ -20,7 +20,7 @@
 
 use std::borrow::Cow;
 
-use serde::de::{IntoDeserializer, MapAccess, Visitor};
+use serde::de::Visitor;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
@@ -370,24 +370,10 @@ pub enum ToolChoice<'a> {
 
 impl<'de, 'a> Deserialize<'de> for ToolChoice<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct ChoiceVisitor<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de, 'a> Visitor<'de> for ChoiceVisitor<'a> {
-            type Value = ToolChoice<'a>;
-
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("`none`, `auto`, `required` or a tool choice object")
-            }
-
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                ToolChoiceMode::deserialize(v.into_deserializer()).map(ToolChoice::Mode)
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                ToolChoiceObject::deserialize(serde::de::value::MapAccessDeserializer::new(map))
-                    .map(ToolChoice::Object)
-            }
-        }
-        d.deserialize_any(ChoiceVisitor(std::marker::PhantomData))
+        Ok(match crate::choice::ModeOrObject::<ToolChoiceMode, ToolChoiceObject<'a>>::deserialize(d)? {
+            crate::choice::ModeOrObject::Mode(mode) => ToolChoice::Mode(mode),
+            crate::choice::ModeOrObject::Object(object) => ToolChoice::Object(object),
+        })
     }
 }
 
