@@ -336,17 +336,8 @@ impl<'de, 'a> Deserialize<'de> for ToolChoice<'a> {
     }
 }
 
-/// The string forms of `tool_choice`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolChoiceMode {
-    /// No tool may be called.
-    None,
-    /// The model decides.
-    Auto,
-    /// Some tool must be called.
-    Required,
-}
+/// The string forms of `tool_choice` (the same in both OpenAI formats).
+pub use crate::choice::ToolChoiceMode;
 
 /// The object forms of `tool_choice`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,7 +1,7 @@
 //! `tool_choice` as both OpenAI formats spell it: a mode string (`"auto"`) or an object.
 
 use serde::de::{IntoDeserializer, MapAccess, Visitor};
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize};
 
 /// A `tool_choice` read as either of its two shapes, before each format names them.
 pub(crate) enum ModeOrObject<M, O> {
@@ -31,4 +31,16 @@ impl<'de, M: Deserialize<'de>, O: Deserialize<'de>> Deserialize<'de> for ModeOrO
         }
         d.deserialize_any(ChoiceVisitor(std::marker::PhantomData))
     }
+}
+
+/// The string forms of `tool_choice`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoiceMode {
+    /// No tool may be called.
+    None,
+    /// The model decides.
+    Auto,
+    /// Some tool must be called.
+    Required,
 }
