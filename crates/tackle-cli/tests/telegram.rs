@@ -42,16 +42,8 @@ impl Emulator {
     }
 
     async fn texts(&self) -> Vec<String> {
-        let all: Value = self
-            .http
-            .get(format!("{}/__messages?token={TOKEN}", self.url))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        all.as_array().unwrap().iter().map(|m| m["text"].as_str().unwrap_or_default().to_owned()).collect()
+        let all = telegram_emulator::bot_messages(&self.http, &self.url, TOKEN).await;
+        all.iter().map(|m| m["text"].as_str().unwrap_or_default().to_owned()).collect()
     }
 
     async fn pending(&self) -> usize {

@@ -77,18 +77,8 @@ impl Emulator {
     }
 
     async fn messages(&self) -> Vec<Shown> {
-        let all: Value = self
-            .http
-            .get(format!("{}/__messages?token={TOKEN}", self.url))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        all.as_array()
-            .unwrap()
-            .iter()
+        let all = telegram_emulator::bot_messages(&self.http, &self.url, TOKEN).await;
+        all.iter()
             .map(|m| Shown {
                 id: m["message_id"].as_i64().unwrap(),
                 text: visible(m["text"].as_str().unwrap_or_default()),

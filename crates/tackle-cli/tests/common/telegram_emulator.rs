@@ -35,3 +35,10 @@ pub async fn start() -> Option<(tokio::process::Child, String)> {
     let port = serde_json::from_str::<Value>(&line).unwrap()["port"].as_u64().unwrap();
     Some((child, format!("http://127.0.0.1:{port}")))
 }
+
+/// Everything the bot has sent so far (the emulator's `__messages` for `token`), oldest first.
+pub async fn bot_messages(http: &reqwest::Client, url: &str, token: &str) -> Vec<Value> {
+    let all: Value =
+        http.get(format!("{url}/__messages?token={token}")).send().await.unwrap().json().await.unwrap();
+    all.as_array().unwrap().clone()
+}
