@@ -311,7 +311,9 @@ fn tools_and_context_wrap_between_words() {
     let fake = rt.block_on(FakeModel::start(Script::new(vec![]))).unwrap();
     let repl = Repl::start(&fake, &[]);
     repl.line("/tools");
-    let screen = repl.wait_for("read_file", Duration::from_secs(60));
+    // Rows are written one at a time: wait for the end of the shell row's description, which
+    // wraps, so that the row and its continuation are both on the screen.
+    let screen = repl.wait_for("stderr.", Duration::from_secs(60));
     let description =
         "Run a shell command with bash in the workspace and return its exit code, stdout and stderr.";
     let words: std::collections::HashSet<&str> = description.split_whitespace().collect();
@@ -362,7 +364,10 @@ fn a_failed_summary_shows_a_friendly_warning_and_no_log_lines() {
     // The summary request is refused by the provider.
     fake.push_fault(Fault::status(400));
     repl.line("/compact");
-    let screen = repl.wait_for("compacted:", Duration::from_secs(60));
+    // The next prompt, not the start of the compaction line: a line can reach the terminal in
+    // pieces, and the prompt comes back only once /compact has written everything.
+    let screen = repl.wait_for_count("you>", 4, Duration::from_secs(60));
+    assert!(screen.contains("compacted:"), "{screen}");
     assert!(
         screen.contains("warning: summarizing the conversation failed")
             && screen.contains("the oldest messages are dropped instead"),
