@@ -16,12 +16,17 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use serde::Serialize;
 use serde_json::{Value, json};
 use tackle_protocol::{ToolAnnotations, ToolSpec};
 use tackle_tools::{ApprovalRequest, Approver, HookAction, HookPolicy};
 
 use crate::connection::ServerRequest;
 use crate::rpc;
+use crate::wire::{
+    ApprovalDecision, ApprovalResponse, ElicitationAction, ElicitationResponse, PermissionGrantScope,
+    PermissionsResponse, ReviewDecision, ReviewResponse, ServerRequestMethod, UserInputResponse,
+};
 
 /// One of Codex's own tools asking to run.
 #[derive(Debug, Clone, PartialEq)]
@@ -110,12 +115,13 @@ impl CodexApprovals for HookApprovals {
 }
 
 /// The native tool a request asks about, if it is an approval request.
-pub(crate) fn native_request(method: &str, params: &Value) -> Option<NativeToolRequest> {
+pub(crate) fn native_request(method: ServerRequestMethod, params: &Value) -> Option<NativeToolRequest> {
+    use ServerRequestMethod as M;
     let tool = match method {
-        "item/commandExecution/requestApproval" | "execCommandApproval" => "codex_exec",
-        "item/fileChange/requestApproval" | "applyPatchApproval" => "codex_apply_patch",
-        "item/permissions/requestApproval" => "codex_permissions",
-        _ => return None,
+        M::CommandExecutionApproval | M::ExecCommandApproval => "codex_exec",
+        M::FileChangeApproval | M::ApplyPatchApproval => "codex_apply_patch",
+        M::PermissionsApproval => "codex_permissions",
+        M::ToolRequestUserInput | M::McpServerElicitation | M::CurrentTimeRead => return None,
     };
     let item_id = params
         .get("itemId")
@@ -132,22 +138,39 @@ pub(crate) fn native_request(method: &str, params: &Value) -> Option<NativeToolR
     Some(NativeToolRequest { tool, item_id, args })
 }
 
-/// The answer to an approval request: the shape depends on the method.
-pub(crate) fn decision(method: &str, params: &Value, allow: bool) -> Value {
+/// The answer to an approval request, in the shape its method's schema gives.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub(crate) enum Decision {
+    /// The second protocol's commands and file changes.
+    Approval(ApprovalResponse),
+    /// The first protocol's commands and patches.
+    Review(ReviewResponse),
+    /// Extra permissions.
+    Permissions(PermissionsResponse),
+}
+
+/// The answer to approval request `method` with `params`: allowed or not.
+pub(crate) fn decision(method: ServerRequestMethod, params: &Value, allow: bool) -> Decision {
+    use ServerRequestMethod as M;
     match method {
-        "execCommandApproval" | "applyPatchApproval" => {
-            if allow {
-                json!({"decision": "approved"})
+        M::ExecCommandApproval | M::ApplyPatchApproval => Decision::Review(ReviewResponse {
+            decision: if allow {
+                ReviewDecision::Approved
             } else {
-                json!({"decision": {"denied": {"rejection": "declined by Tackle's hook policy"}}})
-            }
+                ReviewDecision::Denied { rejection: "declined by Tackle's hook policy".into() }
+            },
+        }),
+        M::PermissionsApproval => {
+            let asked = params.get("permissions").filter(|_| allow).cloned();
+            Decision::Permissions(PermissionsResponse {
+                permissions: asked.unwrap_or_else(|| Value::Object(Default::default())),
+                scope: PermissionGrantScope::Turn,
+            })
         }
-        "item/permissions/requestApproval" => {
-            let granted =
-                if allow { params.get("permissions").cloned().unwrap_or(json!({})) } else { json!({}) };
-            json!({"permissions": granted, "scope": "turn"})
-        }
-        _ => json!({"decision": if allow { "accept" } else { "decline" }}),
+        _ => Decision::Approval(ApprovalResponse {
+            decision: if allow { ApprovalDecision::Accept } else { ApprovalDecision::Decline },
+        }),
     }
 }
 
@@ -155,24 +178,35 @@ pub(crate) fn decision(method: &str, params: &Value, allow: bool) -> Value {
 /// to the user with no answer, MCP elicitations declined, anything else refused.
 pub(crate) async fn answer(request: ServerRequest, approvals: &dyn CodexApprovals) {
     let method = request.method.clone();
-    let result = if let Some(native) = native_request(&method, &request.params) {
-        let allow = approvals.allow(&native).await;
-        let answer = decision(&method, &request.params, allow);
-        request.respond(answer)
-    } else {
-        match method.as_str() {
-            // Nobody sits at Codex's side of the conversation: an empty answer.
-            "item/tool/requestUserInput" => request.respond(json!({"answers": {}})),
-            "mcpServer/elicitation/request" => request.respond(json!({"action": "decline", "content": null})),
-            _ => {
-                tracing::warn!(%method, "codex app-server asked for something Tackle does not provide");
-                request.reject(rpc::METHOD_NOT_FOUND, &format!("Tackle does not handle {method}"))
+    let known = ServerRequestMethod::parse(&method);
+    let result = match known {
+        Some(m) => match native_request(m, &request.params) {
+            Some(native) => {
+                let allow = approvals.allow(&native).await;
+                let answer = decision(m, &request.params, allow);
+                request.answer(&answer)
             }
-        }
+            // Nobody sits at Codex's side of the conversation: no answers.
+            None if m == ServerRequestMethod::ToolRequestUserInput => {
+                request.answer(&UserInputResponse::default())
+            }
+            None if m == ServerRequestMethod::McpServerElicitation => {
+                request.answer(&ElicitationResponse { action: ElicitationAction::Decline, content: None })
+            }
+            None => unhandled(request),
+        },
+        None => unhandled(request),
     };
     if let Err(e) = result {
         tracing::debug!(%method, error = %e, "could not answer an app-server request");
     }
+}
+
+/// Refuses a request Tackle does not answer (never leaves it waiting).
+pub(crate) fn unhandled(request: ServerRequest) -> Result<(), crate::CodexError> {
+    tracing::warn!(method = %request.method, "codex app-server asked for something Tackle does not provide");
+    let message = format!("Tackle does not handle {}", request.method);
+    request.reject(rpc::METHOD_NOT_FOUND, &message)
 }
 
 #[cfg(test)]
@@ -183,7 +217,7 @@ mod tests {
 
     fn exec() -> NativeToolRequest {
         native_request(
-            "item/commandExecution/requestApproval",
+            ServerRequestMethod::CommandExecutionApproval,
             &json!({"threadId": "t", "turnId": "u", "itemId": "call-1", "command": "rm -rf build", "startedAtMs": 1}),
         )
         .unwrap()
@@ -211,46 +245,52 @@ mod tests {
 
     #[test]
     fn answers_have_each_methods_shape() {
+        use ServerRequestMethod as M;
+        let json = |d: Decision| serde_json::to_value(d).unwrap();
         assert_eq!(
-            decision("item/commandExecution/requestApproval", &json!({}), false),
+            json(decision(M::CommandExecutionApproval, &json!({}), false)),
             json!({"decision": "decline"})
         );
+        assert_eq!(json(decision(M::FileChangeApproval, &json!({}), true)), json!({"decision": "accept"}));
+        assert_eq!(json(decision(M::ExecCommandApproval, &json!({}), true)), json!({"decision": "approved"}));
         assert_eq!(
-            decision("item/fileChange/requestApproval", &json!({}), true),
-            json!({"decision": "accept"})
-        );
-        assert_eq!(decision("execCommandApproval", &json!({}), true), json!({"decision": "approved"}));
-        assert_eq!(
-            decision("applyPatchApproval", &json!({}), false)["decision"]["denied"]["rejection"],
+            json(decision(M::ApplyPatchApproval, &json!({}), false))["decision"]["denied"]["rejection"],
             "declined by Tackle's hook policy"
         );
         let asked = json!({"permissions": {"network": {"enabled": true}}});
         assert_eq!(
-            decision("item/permissions/requestApproval", &asked, true),
+            json(decision(M::PermissionsApproval, &asked, true)),
             json!({"permissions": {"network": {"enabled": true}}, "scope": "turn"})
         );
-        assert_eq!(decision("item/permissions/requestApproval", &asked, false)["permissions"], json!({}));
-        assert!(native_request("item/tool/call", &json!({})).is_none());
+        assert_eq!(json(decision(M::PermissionsApproval, &asked, false))["permissions"], json!({}));
+        assert_eq!(M::parse("item/tool/call"), None, "answered by the thread, not here");
+        for m in M::ALL {
+            assert_eq!(M::parse(m.as_str()), Some(m));
+            let is_approval =
+                !matches!(m, M::ToolRequestUserInput | M::McpServerElicitation | M::CurrentTimeRead);
+            assert_eq!(native_request(m, &json!({})).is_some(), is_approval, "{m:?}");
+        }
         // Every shape is what the pinned binary's schema expects.
-        let check = crate::wire::tests::check;
+        use crate::wire::tests::check;
         for allow in [true, false] {
             check(
                 "CommandExecutionRequestApprovalResponse",
-                &decision("item/commandExecution/requestApproval", &asked, allow),
+                &decision(M::CommandExecutionApproval, &asked, allow),
             );
-            check(
-                "FileChangeRequestApprovalResponse",
-                &decision("item/fileChange/requestApproval", &asked, allow),
-            );
-            check("ExecCommandApprovalResponse", &decision("execCommandApproval", &asked, allow));
-            check("ApplyPatchApprovalResponse", &decision("applyPatchApproval", &asked, allow));
-            check(
-                "PermissionsRequestApprovalResponse",
-                &decision("item/permissions/requestApproval", &json!({}), allow),
-            );
+            check("FileChangeRequestApprovalResponse", &decision(M::FileChangeApproval, &asked, allow));
+            check("ExecCommandApprovalResponse", &decision(M::ExecCommandApproval, &asked, allow));
+            check("ApplyPatchApprovalResponse", &decision(M::ApplyPatchApproval, &asked, allow));
+            check("PermissionsRequestApprovalResponse", &decision(M::PermissionsApproval, &json!({}), allow));
+            check("PermissionsRequestApprovalResponse", &decision(M::PermissionsApproval, &asked, allow));
         }
-        check("ToolRequestUserInputResponse", &json!({"answers": {}}));
-        check("McpServerElicitationRequestResponse", &json!({"action": "decline", "content": null}));
-        check("CurrentTimeReadResponse", &json!({"currentTimeAt": 1_700_000_000}));
+        check("ToolRequestUserInputResponse", &UserInputResponse::default());
+        check(
+            "McpServerElicitationRequestResponse",
+            &ElicitationResponse { action: ElicitationAction::Decline, content: None },
+        );
+        check(
+            "CurrentTimeReadResponse",
+            &crate::wire::CurrentTimeReadResponse { current_time_at: 1_700_000_000 },
+        );
     }
 }

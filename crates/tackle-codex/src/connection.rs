@@ -48,6 +48,12 @@ pub struct ServerRequest {
 }
 
 impl ServerRequest {
+    /// Answers with a typed `result` (one of [`crate::wire`]'s responses). Fails when the
+    /// process is gone.
+    pub fn answer<T: serde::Serialize>(self, result: &T) -> Result<(), CodexError> {
+        self.responder.answer(result)
+    }
+
     /// Answers with `result`. Fails when the process is gone.
     pub fn respond(self, result: Value) -> Result<(), CodexError> {
         self.responder.respond(result)
@@ -76,6 +82,19 @@ pub(crate) struct Responder {
 }
 
 impl Responder {
+    /// Answers with a typed `result`; one that cannot be written as JSON is answered with an
+    /// error, so the app-server is never left waiting.
+    pub(crate) fn answer<T: serde::Serialize>(self, result: &T) -> Result<(), CodexError> {
+        match serde_json::to_value(result) {
+            Ok(value) => self.respond(value),
+            Err(e) => {
+                let method = self.method.clone();
+                self.reject(rpc::INTERNAL_ERROR, "Tackle could not write its answer")?;
+                Err(CodexError::Unexpected { method, message: e.to_string() })
+            }
+        }
+    }
+
     pub(crate) fn respond(mut self, result: Value) -> Result<(), CodexError> {
         self.answered = true;
         self.send(rpc::response_line(&self.id, &result))

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use crate::approvals::CodexApprovals;
 use crate::connection::{Connection, Inbound, ServerRequest};
 use crate::wire::{self, DynamicToolSpec, ThreadId};
-use crate::{CodexConfig, CodexError, rpc};
+use crate::{CodexConfig, CodexError};
 
 /// What a thread receives from the connection.
 #[derive(Debug)]
@@ -283,25 +283,19 @@ fn target(routes: &Routes, params: &Value, generation: u64) -> Option<mpsc::Unbo
 /// waiting).
 fn answer_unrouted(request: ServerRequest) {
     let method = request.method.clone();
-    let result = match method.as_str() {
-        "currentTime/read" => {
+    let result = match wire::ServerRequestMethod::parse(&method) {
+        Some(wire::ServerRequestMethod::CurrentTimeRead) => {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_secs())
                 .unwrap_or(0);
-            request.respond(json!({"currentTimeAt": now}))
+            request.answer(&wire::CurrentTimeReadResponse { current_time_at: now })
         }
-        wire::method::TOOL_CALL => request.respond(
-            serde_json::to_value(wire::DynamicToolCallResponse::text(
-                "no Tackle session holds this thread any more; the call was not run",
-                false,
-            ))
-            .unwrap_or(Value::Null),
-        ),
-        _ => {
-            tracing::warn!(%method, "codex app-server asked for something Tackle does not provide");
-            request.reject(rpc::METHOD_NOT_FOUND, &format!("Tackle does not handle {method}"))
-        }
+        None if method == wire::method::TOOL_CALL => request.answer(&wire::DynamicToolCallResponse::text(
+            "no Tackle session holds this thread any more; the call was not run",
+            false,
+        )),
+        _ => crate::approvals::unhandled(request),
     };
     if let Err(e) = result {
         tracing::debug!(%method, error = %e, "could not answer an app-server request");

@@ -305,11 +305,7 @@ impl CodexThread {
         match std::mem::replace(state, CallState::Answered) {
             CallState::Pending { responder, timer } => {
                 timer.abort();
-                let value = serde_json::to_value(&response).map_err(|e| CodexError::Unexpected {
-                    method: method::TOOL_CALL.into(),
-                    message: e.to_string(),
-                })?;
-                match responder.respond(value) {
+                match responder.answer(&response) {
                     Ok(()) => Ok(Answer::Delivered),
                     Err(e) if e.is_connection_lost() => {
                         // The process died with the call: the caller injects the result after resuming.
@@ -388,7 +384,7 @@ impl CodexThread {
         match &self.turn {
             // A late call of a turn this thread stopped following (interrupted or abandoned).
             Some(active) if *active != params.turn_id => {
-                let _ = request.respond(release_result("the turn that made this call was stopped"));
+                let _ = request.answer(&release_result("the turn that made this call was stopped"));
                 return;
             }
             Some(_) => {}
@@ -582,7 +578,7 @@ impl CodexThread {
                 && let CallState::Pending { responder, timer } = std::mem::replace(state, CallState::Released)
             {
                 timer.abort();
-                let _ = responder.respond(release_result(why));
+                let _ = responder.answer(&release_result(why));
             }
         }
     }
@@ -605,7 +601,7 @@ impl CodexThread {
             };
             tracing::warn!(%thread, %call, secs = timeout.as_secs(), "no result for a Codex tool call; releasing it");
             let why = format!("no result arrived within {} s; the call was released", timeout.as_secs());
-            let _ = responder.respond(release_result(&why));
+            let _ = responder.answer(&release_result(&why));
             // Nobody is following this turn any more: stop it rather than let it run unseen.
             conn.fire(
                 method::TURN_INTERRUPT,
@@ -622,8 +618,8 @@ impl CodexThread {
     }
 }
 
-fn release_result(why: &str) -> Value {
-    serde_json::to_value(DynamicToolCallResponse::text(why, false)).unwrap_or(Value::Null)
+fn release_result(why: &str) -> DynamicToolCallResponse {
+    DynamicToolCallResponse::text(why, false)
 }
 
 fn router_gone() -> CodexError {

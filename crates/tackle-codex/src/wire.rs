@@ -262,6 +262,147 @@ pub enum ContentItem {
     },
 }
 
+/// The server's requests Tackle answers besides `item/tool/call`, by method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerRequestMethod {
+    /// `item/commandExecution/requestApproval`: run a command.
+    CommandExecutionApproval,
+    /// `item/fileChange/requestApproval`: apply file changes.
+    FileChangeApproval,
+    /// `item/permissions/requestApproval`: grant more permissions for the turn.
+    PermissionsApproval,
+    /// `execCommandApproval`: the first protocol's command approval.
+    ExecCommandApproval,
+    /// `applyPatchApproval`: the first protocol's patch approval.
+    ApplyPatchApproval,
+    /// `item/tool/requestUserInput`: questions for the user.
+    ToolRequestUserInput,
+    /// `mcpServer/elicitation/request`: an MCP server's question.
+    McpServerElicitation,
+    /// `currentTime/read`: the client's clock.
+    CurrentTimeRead,
+}
+
+impl ServerRequestMethod {
+    pub(crate) const ALL: [Self; 8] = [
+        Self::CommandExecutionApproval,
+        Self::FileChangeApproval,
+        Self::PermissionsApproval,
+        Self::ExecCommandApproval,
+        Self::ApplyPatchApproval,
+        Self::ToolRequestUserInput,
+        Self::McpServerElicitation,
+        Self::CurrentTimeRead,
+    ];
+
+    /// The method's name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::CommandExecutionApproval => "item/commandExecution/requestApproval",
+            Self::FileChangeApproval => "item/fileChange/requestApproval",
+            Self::PermissionsApproval => "item/permissions/requestApproval",
+            Self::ExecCommandApproval => "execCommandApproval",
+            Self::ApplyPatchApproval => "applyPatchApproval",
+            Self::ToolRequestUserInput => "item/tool/requestUserInput",
+            Self::McpServerElicitation => "mcpServer/elicitation/request",
+            Self::CurrentTimeRead => "currentTime/read",
+        }
+    }
+
+    /// The method named `name`, if Tackle answers it.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.as_str() == name)
+    }
+}
+
+/// A decision on a command or a file change (`CommandExecutionApprovalDecision`,
+/// `FileChangeApprovalDecision`; Tackle decides one request at a time, so never "for session").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ApprovalDecision {
+    /// Run it.
+    Accept,
+    /// Do not run it; the turn goes on.
+    Decline,
+}
+
+/// The answer to `item/commandExecution/requestApproval` and `item/fileChange/requestApproval`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ApprovalResponse {
+    /// The decision.
+    pub decision: ApprovalDecision,
+}
+
+/// A decision in the first protocol's approvals (`ReviewDecision`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewDecision {
+    /// Run it.
+    Approved,
+    /// Do not run it; the session goes on.
+    Denied {
+        /// Why, for the model.
+        rejection: String,
+    },
+}
+
+/// The answer to `execCommandApproval` and `applyPatchApproval`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReviewResponse {
+    /// The decision.
+    pub decision: ReviewDecision,
+}
+
+/// How long granted permissions last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PermissionGrantScope {
+    /// This turn only.
+    Turn,
+}
+
+/// The answer to `item/permissions/requestApproval`: the permissions granted (the asked ones,
+/// or none), as the request's `GrantedPermissionProfile`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PermissionsResponse {
+    /// What is granted; an empty object grants nothing.
+    pub permissions: Value,
+    /// For how long.
+    pub scope: PermissionGrantScope,
+}
+
+/// The answer to `item/tool/requestUserInput`: answers by question id.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct UserInputResponse {
+    /// The answers; empty when nobody can answer.
+    pub answers: std::collections::BTreeMap<String, Value>,
+}
+
+/// What the client did with an MCP server's question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ElicitationAction {
+    /// Declined to answer.
+    Decline,
+}
+
+/// The answer to `mcpServer/elicitation/request`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ElicitationResponse {
+    /// The action.
+    pub action: ElicitationAction,
+    /// The form's content (none when declined).
+    pub content: Option<Value>,
+}
+
+/// The answer to `currentTime/read`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CurrentTimeReadResponse {
+    /// Seconds since the Unix epoch.
+    pub current_time_at: u64,
+}
+
 // ---- server -> client --------------------------------------------------------------------
 
 /// `thread/start` and `thread/resume` results (the parts Tackle reads).
