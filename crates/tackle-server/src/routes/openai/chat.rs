@@ -13,7 +13,6 @@ use axum::response::sse::Sse;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde::Serialize;
-use serde_json::{Value, json};
 use tackle_protocol::{
     AgentEvent, ContentBlock, ErrorCategory, ErrorCode, ModelResponse, Role, StopReason, ToolOutcome, Usage,
 };
@@ -34,8 +33,20 @@ pub struct ModelList {
     /// Always `list`.
     pub object: String,
     /// The models.
-    #[schema(value_type = Vec<Object>)]
-    pub data: Vec<Value>,
+    pub data: Vec<ModelEntry>,
+}
+
+/// One model of `GET /v1/models`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ModelEntry {
+    /// The name to send as `model`.
+    pub id: String,
+    /// Always `model`.
+    pub object: String,
+    /// Unix seconds (0: Tackle does not know when a provider's model was made).
+    pub created: u64,
+    /// Always `tackle`: requests for it go through this server.
+    pub owned_by: String,
 }
 
 /// Models this server answers for: its agent, then the provider models it forwards to.
@@ -47,7 +58,7 @@ pub async fn models(State(state): State<AppState>, User(_): User) -> Json<ModelL
     names.dedup();
     let data = names
         .into_iter()
-        .map(|id| json!({"id": id, "object": "model", "created": 0, "owned_by": "tackle"}))
+        .map(|id| ModelEntry { id, object: "model".into(), created: 0, owned_by: "tackle".into() })
         .collect();
     Json(ModelList { object: "list".into(), data })
 }
@@ -172,14 +183,13 @@ async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<R
             stop_reason: if cut { StopReason::MaxTokens } else { StopReason::EndTurn },
             ..ModelResponse::default()
         };
-        let mut body = completion_body(&id, created, &model, &response);
-        body["tackle"] = extension.to_json();
-        return Ok((header, Json(body)).into_response());
+        let body = completion_body(&id, created, &model, &response);
+        return Ok((header, Json(WithTackle { body, tackle: &extension })).into_response());
     }
     let include_usage = chat.include_usage();
     let chunks = async_stream(move |tx| async move {
         let out = ChunkWriter { tx, id, created, model, include_usage };
-        out.delta(json!({"role": "assistant", "content": ""}), None);
+        out.start();
         let mut events = UnboundedReceiverStream::new(turn.events);
         let mut usage = Usage::default();
         let mut finish = "stop";
@@ -190,7 +200,7 @@ async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<R
             // Only the answer is streamed, its steps as paragraphs; tool activity stays inside
             // the agent.
             if let Some(text) = texts.observe(&event) {
-                out.delta(json!({"content": text}), None);
+                out.text(&text);
             }
             match event {
                 AgentEvent::TurnFinished { usage: u, reason, .. } => {
@@ -207,7 +217,7 @@ async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<R
                 _ => {}
             }
         }
-        out.finish_with(finish, &usage, Some(extension.to_json()));
+        out.finish_with(finish, &usage, Some(&extension));
     });
     Ok((StatusCode::OK, header, Sse::new(chunks)).into_response())
 }
@@ -218,10 +228,21 @@ const SESSION_HEADER: &str = "x-tackle-session-id";
 /// What an agent-mode answer adds for clients that know Tackle, as a `tackle` object (OpenAI
 /// SDKs keep unknown fields): the session (for `GET /v1/sessions/{id}/approvals` and its
 /// messages), calls refused for want of a confirmation, and approvals left pending.
+#[derive(Debug, Serialize)]
 struct TackleExtension {
     session_id: String,
-    denied: Vec<Value>,
+    #[serde(rename = "denied_calls")]
+    denied: Vec<DeniedCall>,
+    #[serde(rename = "pending_approvals")]
     pending: Vec<String>,
+}
+
+/// A call refused for want of a confirmation.
+#[derive(Debug, Serialize)]
+struct DeniedCall {
+    call_id: String,
+    tool: String,
+    message: String,
 }
 
 impl TackleExtension {
@@ -240,13 +261,13 @@ impl TackleExtension {
             AgentEvent::ToolResult { id, name, outcome: ToolOutcome::Error { envelope }, .. }
                 if envelope.category == ErrorCategory::Denied =>
             {
-                self.denied.push(json!({"call_id": id, "tool": name, "message": envelope.message}));
+                self.denied.push(DeniedCall {
+                    call_id: id.as_str().to_owned(),
+                    tool: name.clone(),
+                    message: envelope.message.clone(),
+                });
             }
             _ => {}
         }
-    }
-
-    fn to_json(&self) -> Value {
-        json!({"session_id": self.session_id, "denied_calls": self.denied, "pending_approvals": self.pending})
     }
 }

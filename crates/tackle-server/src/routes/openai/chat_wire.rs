@@ -3,16 +3,18 @@
 //! `chat` (Tackle's gateway and agent modes) and `codex_bridge` (models `codex/<model>`) both
 //! speak it.
 
+use std::borrow::Cow;
 use std::convert::Infallible;
 
 use axum::response::sse::Event;
 use futures::{Stream, StreamExt};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use tackle_protocol::{
     ContentBlock, Message, ModelResponse, Role, StopReason, StreamEvent, SystemSection, ToolInput,
     ToolResult, ToolSpec, ToolUse, Usage,
 };
+use tackle_wire::chat as wire;
 use tokio::sync::mpsc;
 use utoipa::ToSchema;
 
@@ -256,30 +258,56 @@ pub(crate) fn finish_reason(stop: &StopReason) -> &'static str {
     }
 }
 
-pub(crate) fn usage_json(u: &Usage) -> Value {
-    json!({
-        "prompt_tokens": u.input_tokens,
-        "completion_tokens": u.output_tokens,
-        "total_tokens": u.input_tokens + u.output_tokens,
-        "prompt_tokens_details": {"cached_tokens": u.cache_read_tokens},
-    })
+/// Tackle's token counts in the Chat Completions shape.
+pub(crate) fn chat_usage(u: &Usage) -> wire::Usage {
+    wire::Usage {
+        prompt_tokens: u.input_tokens,
+        completion_tokens: u.output_tokens,
+        total_tokens: u.input_tokens + u.output_tokens,
+        prompt_tokens_details: Some(wire::PromptTokensDetails {
+            cached_tokens: Some(u.cache_read_tokens),
+            audio_tokens: None,
+        }),
+        completion_tokens_details: None,
+    }
 }
 
-pub(crate) fn completion_body(id: &str, created: u64, model: &str, response: &ModelResponse) -> Value {
+/// A whole answer (`chat.completion`): the text (`null` when the answer only calls tools) and
+/// the calls.
+pub(crate) fn completion_body<'a>(
+    id: &'a str,
+    created: u64,
+    model: &'a str,
+    response: &'a ModelResponse,
+) -> wire::Completion<'a> {
     let text = response.text();
-    let calls: Vec<Value> = response
+    let tool_calls: Vec<wire::ToolCall<'a>> = response
         .tool_uses()
-        .map(|u| json!({"id": u.id, "type": "function", "function": {"name": u.name, "arguments": u.input.to_wire_string()}}))
+        .map(|u| wire::ToolCall::function(u.id.as_str(), u.name.as_str(), u.input.to_wire_string()))
         .collect();
-    let mut message = json!({"role": "assistant", "content": if text.is_empty() && !calls.is_empty() { Value::Null } else { Value::String(text) }});
-    if !calls.is_empty() {
-        message["tool_calls"] = Value::Array(calls);
+    let content = if text.is_empty() && !tool_calls.is_empty() { None } else { Some(Cow::Owned(text)) };
+    wire::Completion {
+        id: id.into(),
+        object: "chat.completion".into(),
+        created,
+        model: model.into(),
+        system_fingerprint: None,
+        choices: vec![wire::CompletionChoice {
+            index: 0,
+            message: wire::AnswerMessage { role: wire::Role::Assistant, content, refusal: None, tool_calls },
+            logprobs: None,
+            finish_reason: Some(finish_reason(&response.stop_reason).into()),
+        }],
+        usage: chat_usage(&response.usage),
     }
-    json!({
-        "id": id, "object": "chat.completion", "created": created, "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason(&response.stop_reason), "logprobs": null}],
-        "usage": usage_json(&response.usage),
-    })
+}
+
+/// A body with Tackle's extension object beside OpenAI's fields (SDKs keep unknown fields).
+#[derive(Debug, Serialize)]
+pub(crate) struct WithTackle<T, E> {
+    #[serde(flatten)]
+    pub(crate) body: T,
+    pub(crate) tackle: E,
 }
 
 /// Writes the `chat.completion.chunk` events of one streamed answer.
@@ -292,43 +320,83 @@ pub(crate) struct ChunkWriter {
 }
 
 impl ChunkWriter {
-    pub(crate) fn send(&self, body: Value) -> bool {
-        self.tx.send(Ok(Event::default().data(body.to_string()))).is_ok()
+    /// Sends one event; false when the client is gone.
+    pub(crate) fn send(&self, body: &impl Serialize) -> bool {
+        match serde_json::to_string(body) {
+            Ok(data) => self.tx.send(Ok(Event::default().data(data))).is_ok(),
+            Err(e) => {
+                tracing::warn!(error = %e, "a chat chunk could not be written; ending the stream");
+                false
+            }
+        }
+    }
+
+    /// A chunk of this answer with `choices` (empty for the usage chunk).
+    fn chunk<'a>(&'a self, choices: Vec<wire::ChunkChoice<'a>>) -> wire::Chunk<'a> {
+        wire::Chunk {
+            id: Some(self.id.as_str().into()),
+            object: Some("chat.completion.chunk".into()),
+            created: Some(self.created),
+            model: Some(self.model.as_str().into()),
+            choices,
+            ..wire::Chunk::default()
+        }
     }
 
     /// One delta; false when the client is gone.
-    pub(crate) fn delta(&self, delta: Value, finish: Option<&str>) -> bool {
-        self.send(json!({
-            "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": null}],
-        }))
+    pub(crate) fn delta(&self, delta: wire::Delta<'_>, finish: Option<&str>) -> bool {
+        let choice = wire::ChunkChoice {
+            index: 0,
+            delta: Some(delta),
+            logprobs: None,
+            finish_reason: finish.map(Into::into),
+        };
+        self.send(&self.chunk(vec![choice]))
+    }
+
+    /// More answer text.
+    pub(crate) fn text(&self, text: &str) -> bool {
+        self.delta(wire::Delta { content: Some(text.into()), ..wire::Delta::default() }, None)
+    }
+
+    /// The first chunk: the assistant's role and empty content.
+    pub(crate) fn start(&self) -> bool {
+        self.delta(
+            wire::Delta {
+                role: Some("assistant".into()),
+                content: Some("".into()),
+                ..wire::Delta::default()
+            },
+            None,
+        )
     }
 
     /// A failure in OpenAI's error shape.
     pub(crate) fn error(&self, code: &str, message: &str) -> bool {
-        self.send(json!({"error": {"message": message, "type": "server_error", "param": null, "code": code}}))
+        let mut body = wire::ErrorBody::new("server_error", message);
+        body.error.code = Some(Value::String(code.to_owned()));
+        self.send(&body)
     }
 
     /// The finish reason, the usage chunk if asked for, and `[DONE]`.
     pub(crate) fn finish(&self, reason: &str, usage: &Usage) {
-        self.finish_with(reason, usage, None);
+        self.finish_with(reason, usage, None::<()>);
     }
 
     /// [`Self::finish`] with Tackle's extension object on the chunk carrying the finish reason.
-    pub(crate) fn finish_with(&self, reason: &str, usage: &Usage, tackle: Option<Value>) {
-        let mut chunk = json!({
-            "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-            "choices": [{"index": 0, "delta": {}, "finish_reason": reason, "logprobs": null}],
-        });
-        if let Some(tackle) = tackle {
-            chunk["tackle"] = tackle;
-        }
-        self.send(chunk);
+    pub(crate) fn finish_with(&self, reason: &str, usage: &Usage, tackle: Option<impl Serialize>) {
+        let last = self.chunk(vec![wire::ChunkChoice {
+            index: 0,
+            delta: Some(wire::Delta::default()),
+            logprobs: None,
+            finish_reason: Some(reason.into()),
+        }]);
+        match tackle {
+            Some(tackle) => self.send(&WithTackle { body: last, tackle }),
+            None => self.send(&last),
+        };
         if self.include_usage {
-            self.send(json!({
-                "id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-                "choices": [], "usage": usage_json(usage),
-            }));
+            self.send(&wire::Chunk { usage: Some(chat_usage(usage)), ..self.chunk(Vec::new()) });
         }
         let _ = self.tx.send(Ok(Event::default().data("[DONE]")));
     }
@@ -343,7 +411,7 @@ pub(crate) fn gateway_chunks(
 ) -> impl Stream<Item = Result<Event, Infallible>> {
     async_stream(move |tx| async move {
         let out = ChunkWriter { tx, id, created, model, include_usage };
-        if !out.delta(json!({"role": "assistant", "content": ""}), None) {
+        if !out.start() {
             return;
         }
         let mut events = events;
@@ -351,16 +419,37 @@ pub(crate) fn gateway_chunks(
         let mut stop = StopReason::EndTurn;
         let mut call_index: Vec<u32> = Vec::new();
         while let Some(event) = events.next().await {
-            let delta = match event {
-                Ok(StreamEvent::TextDelta { text }) => json!({"content": text}),
+            let sent = match event {
+                Ok(StreamEvent::TextDelta { text }) => out.text(&text),
                 Ok(StreamEvent::ToolCallStart { index, id: call_id, name }) => {
                     call_index.push(index);
-                    let at = call_index.len() - 1;
-                    json!({"tool_calls": [{"index": at, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}]})
+                    let at = u32::try_from(call_index.len() - 1).unwrap_or(u32::MAX);
+                    out.delta(
+                        tool_call_delta(wire::ToolCallDelta {
+                            index: Some(at),
+                            id: Some(call_id.as_str().into()),
+                            kind: Some("function".into()),
+                            function: Some(wire::FunctionDelta {
+                                name: Some(name.into()),
+                                arguments: Some("".into()),
+                            }),
+                        }),
+                        None,
+                    )
                 }
                 Ok(StreamEvent::ToolCallDelta { index, arguments }) => {
                     let at = call_index.iter().position(|i| *i == index).unwrap_or(0);
-                    json!({"tool_calls": [{"index": at, "function": {"arguments": arguments}}]})
+                    out.delta(
+                        tool_call_delta(wire::ToolCallDelta {
+                            index: Some(u32::try_from(at).unwrap_or(u32::MAX)),
+                            function: Some(wire::FunctionDelta {
+                                name: None,
+                                arguments: Some(arguments.into()),
+                            }),
+                            ..wire::ToolCallDelta::default()
+                        }),
+                        None,
+                    )
                 }
                 Ok(StreamEvent::Usage(u)) => {
                     usage = u;
@@ -377,7 +466,7 @@ pub(crate) fn gateway_chunks(
                     return;
                 }
             };
-            if !out.delta(delta, None) {
+            if !sent {
                 return;
             }
         }
@@ -385,8 +474,14 @@ pub(crate) fn gateway_chunks(
     })
 }
 
+fn tool_call_delta(call: wire::ToolCallDelta<'_>) -> wire::Delta<'_> {
+    wire::Delta { tool_calls: Some(vec![call]), ..wire::Delta::default() }
+}
+
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn msgs(v: Value) -> Vec<ChatMessage> {
