@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use divan::counter::BytesCount;
 use futures::StreamExt;
 use tackle_provider::sse::{SseDecoder, SseEvent};
-use tackle_provider::{AnthropicDecoder, OpenAiChatDecoder, WireDecoder};
+use tackle_provider::{AnthropicDecoder, OpenAiChatDecoder, ResponsesDecoder, WireDecoder};
 
 fn main() {
     divan::main();
@@ -81,6 +81,90 @@ fn anthropic_stream(calls: usize) -> Vec<u8> {
     s.into_bytes()
 }
 
+/// The same content as an OpenAI Responses stream, in the API's event order: the message's
+/// text deltas, then per call its item, argument deltas, arguments done and item done, then
+/// `response.completed` with the whole output (as the API repeats it).
+fn responses_stream(calls: usize) -> Vec<u8> {
+    let mut s = String::new();
+    let mut seq = 0;
+    let mut event = |s: &mut String, kind: &str, body: String| {
+        s.push_str(&format!(
+            "event: {kind}\ndata: {{\"type\":\"{kind}\",{body},\"sequence_number\":{seq}}}\n\n"
+        ));
+        seq += 1;
+    };
+    let created = "\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"created_at\":1,\"status\":\"in_progress\",\"error\":null,\"incomplete_details\":null,\"model\":\"gpt-4.1\",\"output\":[],\"usage\":null}";
+    event(&mut s, "response.created", created.to_owned());
+    event(&mut s, "response.output_item.added", "\"output_index\":0,\"item\":{\"id\":\"msg_1\",\"type\":\"message\",\"status\":\"in_progress\",\"content\":[],\"role\":\"assistant\"}".to_owned());
+    let mut text = String::new();
+    for i in 0..40 {
+        text.push_str(&format!("word{i} "));
+        event(
+            &mut s,
+            "response.output_text.delta",
+            format!(
+                "\"item_id\":\"msg_1\",\"output_index\":0,\"content_index\":0,\"delta\":\"word{i} \",\"logprobs\":[]"
+            ),
+        );
+    }
+    let message = format!(
+        "{{\"id\":\"msg_1\",\"type\":\"message\",\"status\":\"completed\",\"content\":[{{\"type\":\"output_text\",\"annotations\":[],\"logprobs\":[],\"text\":\"{text}\"}}],\"role\":\"assistant\"}}"
+    );
+    event(&mut s, "response.output_item.done", format!("\"output_index\":0,\"item\":{message}"));
+    let args = format!(
+        "{{\"path\":\"src/lib.rs\",\"content\":\"{}\"}}",
+        "fn main() { println!(\\\"hi\\\"); }\\n".repeat(40)
+    );
+    let args_json = serde_json::to_string(&args).unwrap();
+    let mut output = vec![message];
+    for c in 1..=calls {
+        let item = |arguments: &str, status: &str| {
+            format!(
+                "{{\"id\":\"fc_{c}\",\"type\":\"function_call\",\"status\":\"{status}\",\"arguments\":{arguments},\"call_id\":\"call_{c}\",\"name\":\"write_file\"}}"
+            )
+        };
+        event(
+            &mut s,
+            "response.output_item.added",
+            format!("\"output_index\":{c},\"item\":{}", item("\"\"", "in_progress")),
+        );
+        let bytes = args.as_bytes();
+        let mut start = 0;
+        while start < bytes.len() {
+            let mut end = (start + 8).min(bytes.len());
+            while end < bytes.len() && bytes[end - 1] == b'\\' {
+                end += 1;
+            }
+            let frag = serde_json::to_string(&args[start..end]).unwrap();
+            event(
+                &mut s,
+                "response.function_call_arguments.delta",
+                format!("\"item_id\":\"fc_{c}\",\"output_index\":{c},\"delta\":{frag}"),
+            );
+            start = end;
+        }
+        event(
+            &mut s,
+            "response.function_call_arguments.done",
+            format!(
+                "\"item_id\":\"fc_{c}\",\"output_index\":{c},\"name\":\"write_file\",\"arguments\":{args_json}"
+            ),
+        );
+        let done = item(&args_json, "completed");
+        event(&mut s, "response.output_item.done", format!("\"output_index\":{c},\"item\":{done}"));
+        output.push(done);
+    }
+    event(
+        &mut s,
+        "response.completed",
+        format!(
+            "\"response\":{{\"id\":\"resp_1\",\"object\":\"response\",\"created_at\":1,\"status\":\"completed\",\"error\":null,\"incomplete_details\":null,\"model\":\"gpt-4.1\",\"output\":[{}],\"usage\":{{\"input_tokens\":5000,\"input_tokens_details\":{{\"cached_tokens\":4096}},\"output_tokens\":900,\"output_tokens_details\":{{\"reasoning_tokens\":0}},\"total_tokens\":5900}}}}",
+            output.join(",")
+        ),
+    );
+    s.into_bytes()
+}
+
 /// Feeds `bytes` in 4 KiB network-sized chunks through SSE framing and the wire decoder.
 fn decode_all<D: WireDecoder>(bytes: &[u8], mut wire: D) -> usize {
     let mut sse = SseDecoder::default();
@@ -105,6 +189,14 @@ fn openai_chat(bencher: divan::Bencher) {
     bencher
         .counter(BytesCount::of_slice(&bytes))
         .bench(|| decode_all(divan::black_box(&bytes), OpenAiChatDecoder::default()));
+}
+
+#[divan::bench]
+fn openai_responses(bencher: divan::Bencher) {
+    let bytes = responses_stream(100);
+    bencher
+        .counter(BytesCount::of_slice(&bytes))
+        .bench(|| decode_all(divan::black_box(&bytes), ResponsesDecoder::default()));
 }
 
 #[divan::bench]

@@ -25,6 +25,7 @@
 #![deny(missing_docs)]
 
 pub mod anthropic;
+mod borrow;
 pub mod chat;
 mod choice;
 pub mod responses;
