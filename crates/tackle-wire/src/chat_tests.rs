@@ -118,3 +118,17 @@ fn a_whole_completion_and_an_error_body_round_trip() {
         json!({"error": {"message": "boom", "type": "server_error", "param": null, "code": null}})
     );
 }
+
+#[test]
+fn chunk_strings_are_borrowed_unless_escaped() {
+    let chunk: Chunk = serde_json::from_str(
+        r#"{"id":"chatcmpl-1","model":"gpt-4.1","choices":[{"index":0,"delta":{"content":"a\nb","tool_calls":[{"index":0,"function":{"arguments":"{\"k"}}]},"finish_reason":"stop"}]}"#,
+    )
+    .unwrap();
+    assert!(matches!(chunk.id, Some(Cow::Borrowed("chatcmpl-1"))));
+    assert!(matches!(chunk.choices[0].finish_reason, Some(Cow::Borrowed("stop"))));
+    let delta = chunk.choices[0].delta.as_ref().unwrap();
+    assert!(matches!(&delta.content, Some(Cow::Owned(s)) if s == "a\nb"), "escapes need a copy");
+    let args = delta.tool_calls.as_ref().unwrap()[0].function.as_ref().unwrap().arguments.as_deref();
+    assert_eq!(args, Some("{\"k"));
+}
