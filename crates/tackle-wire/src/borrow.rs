@@ -17,6 +17,7 @@ struct Borrowed<'a>(#[serde(borrow)] Cow<'a, str>);
 
 /// `deserialize_with` for `Option<Cow<'a, str>>`: borrows where it can. Use with
 /// `#[serde(default, borrow, deserialize_with = "crate::borrow::option")]`.
+#[inline]
 pub(crate) fn option<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Option<Cow<'a, str>>, D::Error> {
     Ok(Option::<Borrowed<'a>>::deserialize(d)?.map(|b| b.0))
 }

@@ -431,10 +431,10 @@ pub struct Chunk<'a> {
     pub choices: Vec<ChunkChoice<'a>>,
     /// Token counts, in the last chunk when `stream_options.include_usage` asked for them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
+    pub usage: Option<Box<Usage>>,
     /// A failure mid-stream, as the server sent it (`message`, `type`, `code`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<Value>,
+    pub error: Option<Box<Value>>,
 }
 
 /// A choice of a chunk.
@@ -448,7 +448,7 @@ pub struct ChunkChoice<'a> {
     pub delta: Option<Delta<'a>>,
     /// Log probabilities (not requested: `null`).
     #[serde(default)]
-    pub logprobs: Option<Value>,
+    pub logprobs: Option<Box<Value>>,
     /// Why the answer stopped, in its last chunk.
     #[serde(default, borrow, deserialize_with = "crate::borrow::option")]
     pub finish_reason: Option<Cow<'a, str>>,
