@@ -14,6 +14,21 @@ fn main() {
     divan::main();
 }
 
+/// `args` in 8-byte fragments (an escape never split), each as a JSON string.
+fn fragments(args: &str) -> Vec<String> {
+    let bytes = args.as_bytes();
+    let (mut start, mut out) = (0, Vec::new());
+    while start < bytes.len() {
+        let mut end = (start + 8).min(bytes.len());
+        while end < bytes.len() && bytes[end - 1] == b'\\' {
+            end += 1; // never split an escape
+        }
+        out.push(serde_json::to_string(&args[start..end]).unwrap());
+        start = end;
+    }
+    out
+}
+
 /// A Chat Completions stream of `calls` tool calls whose arguments arrive in 8-byte fragments,
 /// with some text, the finish chunk, usage and `[DONE]`: about 1.5 MB for 100 calls.
 fn openai_stream(calls: usize) -> Vec<u8> {
@@ -29,16 +44,8 @@ fn openai_stream(calls: usize) -> Vec<u8> {
     );
     for c in 0..calls {
         s.push_str(&format!("data: {{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-4.1\",\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":[{{\"index\":{c},\"id\":\"call_{c}\",\"type\":\"function\",\"function\":{{\"name\":\"write_file\",\"arguments\":\"\"}}}}]}},\"finish_reason\":null}}]}}\n\n"));
-        let bytes = args.as_bytes();
-        let mut start = 0;
-        while start < bytes.len() {
-            let mut end = (start + 8).min(bytes.len());
-            while end < bytes.len() && bytes[end - 1] == b'\\' {
-                end += 1; // never split an escape
-            }
-            let frag = serde_json::to_string(&args[start..end]).unwrap();
+        for frag in fragments(&args) {
             s.push_str(&format!("data: {{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-4.1\",\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":[{{\"index\":{c},\"function\":{{\"arguments\":{frag}}}}}]}},\"finish_reason\":null}}]}}\n\n"));
-            start = end;
         }
     }
     s.push_str("data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-4.1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n");
@@ -62,16 +69,8 @@ fn anthropic_stream(calls: usize) -> Vec<u8> {
     );
     for c in 1..=calls {
         s.push_str(&format!("event: content_block_start\ndata: {{\"type\":\"content_block_start\",\"index\":{c},\"content_block\":{{\"type\":\"tool_use\",\"id\":\"toolu_{c}\",\"name\":\"write_file\",\"input\":{{}}}}}}\n\n"));
-        let bytes = args.as_bytes();
-        let mut start = 0;
-        while start < bytes.len() {
-            let mut end = (start + 8).min(bytes.len());
-            while end < bytes.len() && bytes[end - 1] == b'\\' {
-                end += 1;
-            }
-            let frag = serde_json::to_string(&args[start..end]).unwrap();
+        for frag in fragments(&args) {
             s.push_str(&format!("event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":{c},\"delta\":{{\"type\":\"input_json_delta\",\"partial_json\":{frag}}}}}\n\n"));
-            start = end;
         }
         s.push_str(&format!(
             "event: content_block_stop\ndata: {{\"type\":\"content_block_stop\",\"index\":{c}}}\n\n"
@@ -128,20 +127,12 @@ fn responses_stream(calls: usize) -> Vec<u8> {
             "response.output_item.added",
             format!("\"output_index\":{c},\"item\":{}", item("\"\"", "in_progress")),
         );
-        let bytes = args.as_bytes();
-        let mut start = 0;
-        while start < bytes.len() {
-            let mut end = (start + 8).min(bytes.len());
-            while end < bytes.len() && bytes[end - 1] == b'\\' {
-                end += 1;
-            }
-            let frag = serde_json::to_string(&args[start..end]).unwrap();
+        for frag in fragments(&args) {
             event(
                 &mut s,
                 "response.function_call_arguments.delta",
                 format!("\"item_id\":\"fc_{c}\",\"output_index\":{c},\"delta\":{frag}"),
             );
-            start = end;
         }
         event(
             &mut s,
