@@ -1,5 +1,5 @@
 //! OpenAI Responses: `POST /v1/responses` request bodies, their input items, tools and tool
-//! choice.
+//! choice; the `response` object, its output items, and the events of a streamed response.
 //!
 //! Strings are `Cow`: the provider borrows from its request, a deserialized value owns them.
 //! Tools are a type parameter of [`ResponsesRequest`]: the provider sends tool definitions
