@@ -96,7 +96,10 @@ fn stream_chunks_read_every_shape() {
     assert_eq!(serde_json::to_string(&chunk).unwrap(), text);
     let usage = r#"{"id":"x","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5,"prompt_tokens_details":{"cached_tokens":1,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}}"#;
     let chunk: Chunk = serde_json::from_str(usage).unwrap();
-    assert_eq!(chunk.usage.as_ref().and_then(|u| u.prompt_tokens_details).and_then(|d| d.cached_tokens), Some(1));
+    assert_eq!(
+        chunk.usage.as_ref().and_then(|u| u.prompt_tokens_details).and_then(|d| d.cached_tokens),
+        Some(1)
+    );
     assert_eq!(serde_json::to_string(&chunk).unwrap(), usage);
     let reasoning: Chunk = serde_json::from_str(r#"{"choices":[{"delta":{"reasoning":"hm"}}]}"#).unwrap();
     assert_eq!(reasoning.choices[0].delta.as_ref().and_then(|d| d.reasoning_content.as_deref()), Some("hm"));
