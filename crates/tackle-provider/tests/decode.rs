@@ -429,3 +429,22 @@ async fn each_wire_reports_the_response_id_and_the_answering_model() {
     assert_eq!(anthropic.id.as_deref(), Some("msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY"));
     assert_eq!(anthropic.model.as_deref(), Some("claude-opus-4-6"));
 }
+
+/// A server that adds events and fields the decoder does not know (newer API versions, gateways)
+/// still decodes: the unknown are skipped, the known read as before.
+#[tokio::test]
+async fn responses_unknown_events_and_fields_are_skipped() {
+    let stream = concat!(
+        "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"r1\",\"model\":\"m\",\"brand_new\":{\"x\":[1]}},\"sequence_number\":0}\n\n",
+        "event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\",\"output_index\":0,\"item\":{\"id\":\"fc_1\",\"type\":\"function_call\",\"call_id\":\"c1\",\"name\":\"f\",\"arguments\":\"\",\"added_later\":1}}\n\n",
+        "event: response.audio.transcript.delta\ndata: {\"type\":\"response.audio.transcript.delta\",\"delta\":\"zz\"}\n\n",
+        "event: response.function_call_arguments.delta\ndata: {\"type\":\"response.function_call_arguments.delta\",\"output_index\":0,\"item_id\":\"fc_1\",\"delta\":\"{\\\"a\\\":1}\",\"obfuscation\":\"q\"}\n\n",
+        "event: response.function_call_arguments.delta\ndata: {\"output_index\":0,\"item_id\":\"fc_1\",\"delta\":\"\"}\n\n",
+        "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"r1\",\"output\":[{\"id\":\"fc_1\",\"type\":\"function_call\",\"call_id\":\"c1\",\"name\":\"f\",\"arguments\":\"{\\\"a\\\":1}\"}],\"usage\":{\"input_tokens\":3,\"output_tokens\":1,\"future_tokens\":9}}}\n\n",
+    );
+    let response = fold(&ok(decode_with(stream.as_bytes(), 5, ResponsesDecoder::default()).await));
+    let call = response.tool_uses().next().unwrap();
+    assert_eq!((call.id.as_str(), call.input.as_json()), ("c1", Some(&serde_json::json!({"a": 1}))));
+    assert_eq!(response.usage.input_tokens, 3);
+    assert_eq!(response.stop_reason, StopReason::ToolUse);
+}

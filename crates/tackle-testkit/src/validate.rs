@@ -3,6 +3,10 @@
 use std::collections::HashSet;
 
 use serde_json::Value;
+use tackle_wire::responses::{
+    Input, InputItem, MessageContent, MessageRole, Part, ResponsesRequest, Tool, ToolChoice, ToolChoiceMode,
+    ToolChoiceObject,
+};
 
 fn valid_name(name: &str) -> bool {
     !name.is_empty()
@@ -179,16 +183,46 @@ fn strict_schema_error(schema: &Value, context: &mut Vec<String>) -> Option<Stri
     None
 }
 
-fn responses_tools(body: &Value) -> Result<HashSet<String>, Rejection> {
+/// `body` read as a typed request. A deserialization error becomes the API's rejection, naming
+/// the parameter at fault: a missing field is `Missing required parameter: 'input[2].call_id'.`,
+/// a value of the wrong type or an unknown variant names the field that holds it.
+fn read_request(body: &Value) -> Result<ResponsesRequest<'static>, Rejection> {
+    serde_path_to_error::deserialize(body).map_err(|e| {
+        let path = match e.path().to_string() {
+            root if root == "." => String::new(),
+            path => path,
+        };
+        let inner = e.inner().to_string();
+        let join = |field: &str| if path.is_empty() { field.to_owned() } else { format!("{path}.{field}") };
+        if let Some(field) = inner.strip_prefix("missing field `").and_then(|r| r.split('`').next()) {
+            return Rejection::missing(join(field));
+        }
+        if let Some(value) = inner.strip_prefix("unknown variant `").and_then(|r| r.split('`').next()) {
+            // Inside an item the path stops at the item: the field is the one holding the value.
+            let param = field_holding(body, &path, value).map_or_else(|| path.clone(), |field| join(&field));
+            let supported = inner.split_once("expected ").map_or("", |(_, s)| s).replace('`', "'");
+            return Rejection::new(
+                format!("Invalid value: '{value}'. Supported values are: {supported}."),
+                param,
+            );
+        }
+        Rejection::new(format!("Invalid '{path}': {inner}."), path)
+    })
+}
+
+/// The key of the object at `path` (`input[0]`) whose value is the string `value`.
+fn field_holding(body: &Value, path: &str, value: &str) -> Option<String> {
+    let pointer: String = path.split(['.', '[']).map(|s| format!("/{}", s.trim_end_matches(']'))).collect();
+    let object = body.pointer(&pointer)?.as_object()?;
+    object.iter().find(|(_, v)| v.as_str() == Some(value)).map(|(k, _)| k.clone())
+}
+
+fn responses_tools(tools: &[Tool<'_>]) -> Result<HashSet<String>, Rejection> {
     let mut names = HashSet::new();
-    let Some(tools) = body.get("tools") else { return Ok(names) };
-    let tools = tools
-        .as_array()
-        .ok_or_else(|| Rejection::new("Invalid type for 'tools': expected an array.", "tools"))?;
     for (i, t) in tools.iter().enumerate() {
-        match str_at(t, "type") {
-            Some("function") => {
-                let name = str_at(t, "name").ok_or_else(|| Rejection::missing(format!("tools[{i}].name")))?;
+        match t {
+            Tool::Function(f) => {
+                let name = &*f.name;
                 if !valid_name(name) {
                     return Err(Rejection::new(
                         format!(
@@ -200,7 +234,7 @@ fn responses_tools(body: &Value) -> Result<HashSet<String>, Rejection> {
                 if !names.insert(name.to_owned()) {
                     return Err(Rejection::new(format!("Duplicate tool name: '{name}'."), "tools"));
                 }
-                let parameters = t.get("parameters").filter(|p| !p.is_null());
+                let parameters = f.parameters.as_deref();
                 if let Some(p) = parameters
                     && !p.is_object()
                 {
@@ -210,8 +244,7 @@ fn responses_tools(body: &Value) -> Result<HashSet<String>, Rejection> {
                     ));
                 }
                 // Left out, `strict` is true: the schema must be a strict one.
-                let strict = t.get("strict").and_then(Value::as_bool).unwrap_or(true);
-                if strict
+                if f.strict.unwrap_or(true)
                     && let Some(p) = parameters
                     && let Some(e) = strict_schema_error(p, &mut Vec::new())
                 {
@@ -222,47 +255,42 @@ fn responses_tools(body: &Value) -> Result<HashSet<String>, Rejection> {
                     .code("invalid_function_parameters"));
                 }
             }
-            Some(_) => {} // built-in tools, custom tools and namespaces
-            None => return Err(Rejection::missing(format!("tools[{i}].type"))),
+            // Built-in tools, custom tools and namespaces; every tool states its type.
+            Tool::Other(other) => {
+                if str_at(other, "type").is_none() {
+                    return Err(Rejection::missing(format!("tools[{i}].type")));
+                }
+            }
         }
     }
     Ok(names)
 }
 
-fn responses_tool_choice(choice: &Value, names: &HashSet<String>) -> Result<(), Rejection> {
+fn responses_tool_choice(choice: &ToolChoice<'_>, names: &HashSet<String>) -> Result<(), Rejection> {
     let not_found =
         || Rejection::new("Tool choice 'function' not found in 'tools' parameter.", "tool_choice");
-    if let Some(s) = choice.as_str() {
-        return match s {
-            "none" | "auto" | "required" => Ok(()),
-            other => Err(Rejection::new(
-                format!("Invalid value: '{other}'. Supported values are: 'none', 'auto', and 'required'."),
-                "tool_choice",
-            )),
-        };
-    }
-    match str_at(choice, "type") {
-        Some("function") => {
-            let name = str_at(choice, "name").ok_or_else(|| Rejection::missing("tool_choice.name"))?;
-            if names.contains(name) { Ok(()) } else { Err(not_found()) }
+    match choice {
+        ToolChoice::Mode(_) => Ok(()),
+        ToolChoice::Object(ToolChoiceObject::Function { name }) => {
+            if names.contains(&**name) {
+                Ok(())
+            } else {
+                Err(not_found())
+            }
         }
-        Some("allowed_tools") => {
-            if !matches!(str_at(choice, "mode"), Some("auto" | "required")) {
+        ToolChoice::Object(ToolChoiceObject::AllowedTools { mode, tools }) => {
+            if *mode == ToolChoiceMode::None {
                 return Err(Rejection::new(
                     "Invalid value for 'tool_choice.mode': expected 'auto' or 'required'.",
                     "tool_choice.mode",
                 ));
             }
-            let tools = choice
-                .get("tools")
-                .and_then(Value::as_array)
-                .ok_or_else(|| Rejection::missing("tool_choice.tools"))?;
             for (k, t) in tools.iter().enumerate() {
-                if str_at(t, "type") == Some("function") && !names.contains(str_at(t, "name").unwrap_or("")) {
+                let name = t.name.as_deref().unwrap_or("");
+                if t.kind == "function" && !names.contains(name) {
                     return Err(Rejection::new(
                         format!(
-                            "Tool 'function' with name '{}' in 'tool_choice.tools[{k}]' not found in 'tools' parameter.",
-                            str_at(t, "name").unwrap_or("")
+                            "Tool 'function' with name '{name}' in 'tool_choice.tools[{k}]' not found in 'tools' parameter."
                         ),
                         format!("tool_choice.tools[{k}]"),
                     ));
@@ -270,132 +298,104 @@ fn responses_tool_choice(choice: &Value, names: &HashSet<String>) -> Result<(), 
             }
             Ok(())
         }
-        Some(_) => Ok(()), // hosted tools, custom tools, mcp
-        None => Err(Rejection::missing("tool_choice.type")),
     }
 }
 
-/// Text parts a message of `role` may carry.
-fn responses_parts(role: &str) -> &'static [&'static str] {
-    if role == "assistant" {
+/// Content parts a message of `role` may carry.
+fn responses_parts(role: MessageRole) -> &'static [&'static str] {
+    if role == MessageRole::Assistant {
         &["output_text", "refusal"]
     } else {
         &["input_text", "input_image", "input_file"]
     }
 }
 
-fn responses_input(body: &Value) -> Result<(), Rejection> {
-    let items = match body.get("input") {
-        None => return Err(Rejection::missing("input")),
-        Some(Value::String(_)) => return Ok(()),
-        Some(Value::Array(items)) => items,
-        Some(_) => {
-            return Err(Rejection::new("Invalid type for 'input': expected a string or an array.", "input"));
-        }
-    };
-    let store = body.get("store").and_then(Value::as_bool).unwrap_or(true);
-    let mut calls: Vec<String> = Vec::new();
-    let mut answered: HashSet<String> = HashSet::new();
+/// A part's `type`.
+fn part_kind<'p>(part: &'p Part<'_>) -> &'p str {
+    match part {
+        Part::InputText { .. } => "input_text",
+        Part::OutputText { .. } => "output_text",
+        Part::Refusal { .. } => "refusal",
+        Part::SummaryText { .. } => "summary_text",
+        Part::Other(v) => str_at(v, "type").unwrap_or(""),
+    }
+}
+
+fn responses_input(input: &Input<'_>, store: bool) -> Result<(), Rejection> {
+    let Input::Items(items) = input else { return Ok(()) };
+    let mut calls: Vec<&str> = Vec::new();
+    let mut answered: HashSet<&str> = HashSet::new();
     for (i, item) in items.iter().enumerate() {
         let at = |field: &str| format!("input[{i}].{field}");
-        let kind = str_at(item, "type").unwrap_or(if item.get("role").is_some() { "message" } else { "" });
-        match kind {
-            "message" => {
-                let role = str_at(item, "role").ok_or_else(|| Rejection::missing(at("role")))?;
-                if !matches!(role, "user" | "assistant" | "system" | "developer") {
-                    return Err(Rejection::new(
-                        format!(
-                            "Invalid value: '{role}'. Supported values are: 'assistant', 'system', 'developer', and 'user'."
-                        ),
-                        at("role"),
-                    ));
-                }
-                match item.get("content") {
-                    Some(Value::String(_)) => {}
-                    Some(Value::Array(parts)) => {
-                        let allowed = responses_parts(role);
-                        for (j, part) in parts.iter().enumerate() {
-                            let t = str_at(part, "type").unwrap_or("");
-                            if !allowed.contains(&t) {
-                                let list = allowed.iter().map(|a| format!("'{a}'")).collect::<Vec<_>>();
-                                return Err(Rejection::new(
-                                    format!(
-                                        "Invalid value: '{t}'. Supported values are: {}.",
-                                        list.join(", ")
-                                    ),
-                                    format!("input[{i}].content[{j}]"),
-                                ));
-                            }
-                            let key = if t == "refusal" { "refusal" } else { "text" };
-                            if (t.ends_with("_text") || t == "refusal") && str_at(part, key).is_none() {
-                                return Err(Rejection::missing(format!("input[{i}].content[{j}].{key}")));
-                            }
+        match item {
+            InputItem::Message(message) => {
+                if let MessageContent::Parts(parts) = &message.content {
+                    let allowed = responses_parts(message.role);
+                    for (j, part) in parts.iter().enumerate() {
+                        let t = part_kind(part);
+                        if !allowed.contains(&t) {
+                            let list = allowed.iter().map(|a| format!("'{a}'")).collect::<Vec<_>>();
+                            return Err(Rejection::new(
+                                format!("Invalid value: '{t}'. Supported values are: {}.", list.join(", ")),
+                                format!("input[{i}].content[{j}]"),
+                            ));
                         }
                     }
-                    _ => return Err(Rejection::missing(at("content"))),
                 }
             }
-            "function_call" => {
-                for field in ["call_id", "name", "arguments"] {
-                    if str_at(item, field).is_none() {
-                        return Err(Rejection::missing(at(field)));
-                    }
-                }
-                calls.push(str_at(item, "call_id").unwrap_or("").to_owned());
-            }
-            "function_call_output" => {
-                let id = str_at(item, "call_id").ok_or_else(|| Rejection::missing(at("call_id")))?;
-                if !matches!(item.get("output"), Some(Value::String(_) | Value::Array(_))) {
-                    return Err(Rejection::missing(at("output")));
-                }
-                if !calls.iter().any(|c| c == id) {
+            InputItem::FunctionCall(call) => calls.push(&call.call_id),
+            InputItem::FunctionCallOutput(output) => {
+                let id = &*output.call_id;
+                if !calls.contains(&id) {
                     return Err(Rejection::new(
                         format!("No tool call found for function call output with call_id {id}."),
                         "input",
                     ));
                 }
-                answered.insert(id.to_owned());
+                answered.insert(id);
             }
-            "reasoning" => {
-                if !item.get("summary").is_some_and(Value::is_array) {
-                    return Err(Rejection::missing(at("summary")));
-                }
-                let id = str_at(item, "id");
-                match str_at(item, "encrypted_content") {
-                    Some(blob) => {
-                        let sealed = crate::wire::responses::unseal(blob);
-                        if sealed.is_none() || id.is_some_and(|id| sealed.as_deref() != Some(id)) {
-                            return Err(Rejection::new(
-                                format!(
-                                    "The encrypted content for item {} could not be verified.",
-                                    id.unwrap_or("(no id)")
-                                ),
-                                at("encrypted_content"),
-                            )
-                            .code("invalid_encrypted_content"));
+            InputItem::Other(other) => match str_at(other, "type").unwrap_or("") {
+                "reasoning" => {
+                    if !other.get("summary").is_some_and(Value::is_array) {
+                        return Err(Rejection::missing(at("summary")));
+                    }
+                    let id = str_at(other, "id");
+                    match str_at(other, "encrypted_content") {
+                        Some(blob) => {
+                            let sealed = crate::wire::responses::unseal(blob);
+                            if sealed.is_none() || id.is_some_and(|id| sealed.as_deref() != Some(id)) {
+                                return Err(Rejection::new(
+                                    format!(
+                                        "The encrypted content for item {} could not be verified.",
+                                        id.unwrap_or("(no id)")
+                                    ),
+                                    at("encrypted_content"),
+                                )
+                                .code("invalid_encrypted_content"));
+                            }
+                        }
+                        // An id alone names a stored item, and this server stores nothing.
+                        None => {
+                            let id = id.ok_or_else(|| Rejection::missing(at("encrypted_content")))?;
+                            let why = if store {
+                                String::new()
+                            } else {
+                                " Items are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input.".to_owned()
+                            };
+                            return Err(Rejection::not_found(
+                                format!("Item with id '{id}' not found.{why}"),
+                                "input",
+                            ));
                         }
                     }
-                    // An id alone names a stored item, and this server stores nothing.
-                    None => {
-                        let id = id.ok_or_else(|| Rejection::missing(at("encrypted_content")))?;
-                        let why = if store {
-                            String::new()
-                        } else {
-                            " Items are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input.".to_owned()
-                        };
-                        return Err(Rejection::not_found(
-                            format!("Item with id '{id}' not found.{why}"),
-                            "input",
-                        ));
-                    }
                 }
-            }
-            "item_reference" => {
-                let id = str_at(item, "id").unwrap_or("");
-                return Err(Rejection::not_found(format!("Item with id '{id}' not found."), "input"));
-            }
-            "" => return Err(Rejection::missing(at("type"))),
-            _ => {} // built-in tool calls and outputs
+                "item_reference" => {
+                    let id = str_at(other, "id").unwrap_or("");
+                    return Err(Rejection::not_found(format!("Item with id '{id}' not found."), "input"));
+                }
+                "" => return Err(Rejection::missing(at("type"))),
+                _ => {} // built-in tool calls and outputs
+            },
         }
     }
     if let Some(open) = calls.iter().find(|c| !answered.contains(*c)) {
@@ -404,7 +404,9 @@ fn responses_input(body: &Value) -> Result<(), Rejection> {
     Ok(())
 }
 
-/// OpenAI Responses, as `POST /v1/responses` checks a request.
+/// OpenAI Responses, as `POST /v1/responses` checks a request: the body read as
+/// [`ResponsesRequest`] (an error names the parameter), then the rules a type does not state
+/// (ranges, names, strict schemas, calls paired with outputs, reasoning items verified).
 pub(crate) fn responses(body: &Value) -> Result<(), Rejection> {
     let Some(fields) = body.as_object() else {
         return Err(Rejection::new("The request body must be a JSON object.", ""));
@@ -413,77 +415,54 @@ pub(crate) fn responses(body: &Value) -> Result<(), Rejection> {
         return Err(Rejection::new(format!("Unknown parameter: '{unknown}'."), unknown.as_str())
             .code("unknown_parameter"));
     }
-    if str_at(body, "model").is_none_or(str::is_empty) {
-        return Err(Rejection::missing("model"));
-    }
     if let Some(id) = str_at(body, "previous_response_id") {
         return Err(Rejection::not_found(
             format!("Previous response with id '{id}' not found."),
             "previous_response_id",
         ));
     }
-    for (key, ok) in [
-        ("store", body.get("store").is_none_or(|v| v.is_boolean() || v.is_null())),
-        ("stream", body.get("stream").is_none_or(|v| v.is_boolean() || v.is_null())),
-        (
-            "parallel_tool_calls",
-            body.get("parallel_tool_calls").is_none_or(|v| v.is_boolean() || v.is_null()),
-        ),
-        ("prompt_cache_key", body.get("prompt_cache_key").is_none_or(|v| v.is_string() || v.is_null())),
-    ] {
-        if !ok {
-            return Err(Rejection::new(format!("Invalid type for '{key}'."), key));
-        }
+    let request = read_request(body)?;
+    if request.model.is_empty() {
+        return Err(Rejection::missing("model"));
     }
-    if let Some(t) = body.get("truncation").filter(|t| !t.is_null())
-        && !matches!(t.as_str(), Some("auto" | "disabled"))
+    if let Some(t) = request.truncation.as_deref()
+        && !matches!(t, "auto" | "disabled")
     {
         return Err(Rejection::new(
-            format!("Invalid value: {t}. Supported values are: 'auto' and 'disabled'."),
+            format!("Invalid value: '{t}'. Supported values are: 'auto' and 'disabled'."),
             "truncation",
         ));
     }
-    if let Some(include) = body.get("include").filter(|i| !i.is_null()) {
-        let include =
-            include.as_array().ok_or_else(|| Rejection::new("Invalid type for 'include'.", "include"))?;
-        for (k, v) in include.iter().enumerate() {
-            let v = v.as_str().unwrap_or("");
-            if !RESPONSES_INCLUDABLE.contains(&v) {
-                return Err(Rejection::new(
-                    format!(
-                        "Invalid value: '{v}'. Supported values are: {}.",
-                        RESPONSES_INCLUDABLE.join(", ")
-                    ),
-                    format!("include[{k}]"),
-                ));
-            }
+    for (k, v) in request.include.iter().flatten().enumerate() {
+        if !RESPONSES_INCLUDABLE.contains(&&**v) {
+            return Err(Rejection::new(
+                format!("Invalid value: '{v}'. Supported values are: {}.", RESPONSES_INCLUDABLE.join(", ")),
+                format!("include[{k}]"),
+            ));
         }
     }
-    if let Some(max) = body.get("max_output_tokens").filter(|v| !v.is_null()) {
-        match max.as_u64() {
-            Some(n) if n >= 16 => {}
-            _ => {
-                return Err(Rejection::new(
-                    format!("Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 16, but got {max} instead."),
-                    "max_output_tokens",
-                )
-                .code("integer_below_min_value"));
-            }
-        }
+    if let Some(max) = request.max_output_tokens
+        && max < 16
+    {
+        return Err(Rejection::new(
+            format!("Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 16, but got {max} instead."),
+            "max_output_tokens",
+        )
+        .code("integer_below_min_value"));
     }
-    if let Some(t) = body.get("temperature").filter(|v| !v.is_null())
-        && !t.as_f64().is_some_and(|t| (0.0..=2.0).contains(&t))
+    if let Some(t) = request.temperature
+        && !(0.0..=2.0).contains(&t)
     {
         return Err(Rejection::new(
             format!("Invalid 'temperature': expected a number between 0 and 2, but got {t} instead."),
             "temperature",
         ));
     }
-    let names = responses_tools(body)?;
-    if let Some(choice) = body.get("tool_choice").filter(|c| !c.is_null()) {
+    let names = responses_tools(request.tools.as_deref().unwrap_or_default())?;
+    if let Some(choice) = &request.tool_choice {
         responses_tool_choice(choice, &names)?;
     }
-    responses_input(body)
+    responses_input(&request.input, request.store.unwrap_or(true))
 }
 
 /// Tool results carried by a request, for stateless turn matching.

@@ -392,29 +392,49 @@ impl<'a> ToolRef<'a> {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Chunk<'a> {
     /// `chatcmpl-…`, repeated by every chunk.
-    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "crate::borrow::option",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub id: Option<Cow<'a, str>>,
     /// `chat.completion.chunk`.
-    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "crate::borrow::option",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub object: Option<Cow<'a, str>>,
     /// Unix seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created: Option<u64>,
     /// The model that answers.
-    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "crate::borrow::option",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub model: Option<Cow<'a, str>>,
     /// The backend configuration.
-    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "crate::borrow::option",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub system_fingerprint: Option<Cow<'a, str>>,
     /// The deltas (none in the usage chunk).
     #[serde(default, borrow)]
     pub choices: Vec<ChunkChoice<'a>>,
     /// Token counts, in the last chunk when `stream_options.include_usage` asked for them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
+    pub usage: Option<Box<Usage>>,
     /// A failure mid-stream, as the server sent it (`message`, `type`, `code`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<Value>,
+    pub error: Option<Box<Value>>,
 }
 
 /// A choice of a chunk.
@@ -428,9 +448,9 @@ pub struct ChunkChoice<'a> {
     pub delta: Option<Delta<'a>>,
     /// Log probabilities (not requested: `null`).
     #[serde(default)]
-    pub logprobs: Option<Value>,
+    pub logprobs: Option<Box<Value>>,
     /// Why the answer stopped, in its last chunk.
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "crate::borrow::option")]
     pub finish_reason: Option<Cow<'a, str>>,
 }
 
@@ -438,17 +458,38 @@ pub struct ChunkChoice<'a> {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Delta<'a> {
     /// `assistant`, in the first chunk (a string: compatible servers are not all careful).
-    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "crate::borrow::option",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub role: Option<Cow<'a, str>>,
     /// More text.
-    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "crate::borrow::option",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub content: Option<Cow<'a, str>>,
     /// More of a refusal.
-    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "crate::borrow::option",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub refusal: Option<Cow<'a, str>>,
     /// Reasoning text of OpenAI-compatible servers (DeepSeek, vLLM: `reasoning_content`;
     /// Ollama, OpenRouter: `reasoning`).
-    #[serde(default, borrow, alias = "reasoning", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "crate::borrow::option",
+        alias = "reasoning",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub reasoning_content: Option<Cow<'a, str>>,
     /// Fragments of tool calls.
     #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
@@ -462,10 +503,21 @@ pub struct ToolCallDelta<'a> {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index: Option<u32>,
     /// The call's id, in its first fragment.
-    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "crate::borrow::option",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub id: Option<Cow<'a, str>>,
     /// `function`, in its first fragment.
-    #[serde(rename = "type", default, borrow, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "type",
+        default,
+        borrow,
+        deserialize_with = "crate::borrow::option",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub kind: Option<Cow<'a, str>>,
     /// The name (first fragment) and more arguments.
     #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
@@ -476,10 +528,20 @@ pub struct ToolCallDelta<'a> {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct FunctionDelta<'a> {
     /// The function, in the call's first fragment.
-    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "crate::borrow::option",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub name: Option<Cow<'a, str>>,
     /// More of the arguments' JSON text.
-    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "crate::borrow::option",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub arguments: Option<Cow<'a, str>>,
 }
 

@@ -96,7 +96,10 @@ fn stream_chunks_read_every_shape() {
     assert_eq!(serde_json::to_string(&chunk).unwrap(), text);
     let usage = r#"{"id":"x","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5,"prompt_tokens_details":{"cached_tokens":1,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}}"#;
     let chunk: Chunk = serde_json::from_str(usage).unwrap();
-    assert_eq!(chunk.usage.and_then(|u| u.prompt_tokens_details).and_then(|d| d.cached_tokens), Some(1));
+    assert_eq!(
+        chunk.usage.as_ref().and_then(|u| u.prompt_tokens_details).and_then(|d| d.cached_tokens),
+        Some(1)
+    );
     assert_eq!(serde_json::to_string(&chunk).unwrap(), usage);
     let reasoning: Chunk = serde_json::from_str(r#"{"choices":[{"delta":{"reasoning":"hm"}}]}"#).unwrap();
     assert_eq!(reasoning.choices[0].delta.as_ref().and_then(|d| d.reasoning_content.as_deref()), Some("hm"));
@@ -117,4 +120,18 @@ fn a_whole_completion_and_an_error_body_round_trip() {
         serde_json::to_value(ErrorBody::new("server_error", "boom")).unwrap(),
         json!({"error": {"message": "boom", "type": "server_error", "param": null, "code": null}})
     );
+}
+
+#[test]
+fn chunk_strings_are_borrowed_unless_escaped() {
+    let chunk: Chunk = serde_json::from_str(
+        r#"{"id":"chatcmpl-1","model":"gpt-4.1","choices":[{"index":0,"delta":{"content":"a\nb","tool_calls":[{"index":0,"function":{"arguments":"{\"k"}}]},"finish_reason":"stop"}]}"#,
+    )
+    .unwrap();
+    assert!(matches!(chunk.id, Some(Cow::Borrowed("chatcmpl-1"))));
+    assert!(matches!(chunk.choices[0].finish_reason, Some(Cow::Borrowed("stop"))));
+    let delta = chunk.choices[0].delta.as_ref().unwrap();
+    assert!(matches!(&delta.content, Some(Cow::Owned(s)) if s == "a\nb"), "escapes need a copy");
+    let args = delta.tool_calls.as_ref().unwrap()[0].function.as_ref().unwrap().arguments.as_deref();
+    assert_eq!(args, Some("{\"k"));
 }

@@ -9,7 +9,8 @@
 //! - [`anthropic`]: Anthropic Messages (`POST /v1/messages`): request, stream events, errors.
 //! - [`chat`]: OpenAI Chat Completions (`POST /v1/chat/completions`): request, stream chunks,
 //!   whole completions, errors.
-//! - [`responses`]: OpenAI Responses (`POST /v1/responses`): request, input items, tools.
+//! - [`responses`]: OpenAI Responses (`POST /v1/responses`): request, input items, tools, the
+//!   response object, output items and stream events.
 //!
 //! ```
 //! use tackle_wire::anthropic::{ContentBlock, Message, MessagesRequest, Role};
@@ -25,6 +26,7 @@
 #![deny(missing_docs)]
 
 pub mod anthropic;
+mod borrow;
 pub mod chat;
 mod choice;
 pub mod responses;

@@ -1,5 +1,5 @@
 //! OpenAI Responses: `POST /v1/responses` request bodies, their input items, tools and tool
-//! choice.
+//! choice; the `response` object, its output items, and the events of a streamed response.
 //!
 //! Strings are `Cow`: the provider borrows from its request, a deserialized value owns them.
 //! Tools are a type parameter of [`ResponsesRequest`]: the provider sends tool definitions
@@ -420,6 +420,533 @@ impl<'a> ToolRef<'a> {
     /// The function `name`.
     pub fn function(name: impl Into<Cow<'a, str>>) -> Self {
         Self { kind: Cow::Borrowed("function"), name: Some(name.into()) }
+    }
+}
+
+/// A `response` object: what `POST /v1/responses` answers without streaming, and what the
+/// lifecycle events of a stream carry (`response.created`, `response.completed`, ...).
+///
+/// The request parameters the API echoes (`instructions`, `tools`, `tool_choice`, ...) are
+/// [`Response::echo`], kept as JSON between `output` and `usage`, where the API puts them.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Response<'a> {
+    /// `resp_…`.
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "crate::borrow::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub id: Option<Cow<'a, str>>,
+    /// `response`.
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "crate::borrow::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub object: Option<Cow<'a, str>>,
+    /// Unix seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<u64>,
+    /// `in_progress`, `completed`, `incomplete`, `failed`, ...
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "crate::borrow::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub status: Option<Cow<'a, str>>,
+    /// Whether it runs in the background.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background: Option<bool>,
+    /// Why it failed (`null` unless `failed`).
+    #[serde(default, borrow)]
+    pub error: Option<ResponseError<'a>>,
+    /// Why it is `incomplete` (`null` otherwise).
+    #[serde(default, borrow)]
+    pub incomplete_details: Option<IncompleteDetails<'a>>,
+    /// The model that answers (a dated snapshot where the request named an alias).
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "crate::borrow::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub model: Option<Cow<'a, str>>,
+    /// The items produced, in order.
+    #[serde(default, borrow)]
+    pub output: Vec<OutputItem<'a>>,
+    /// The request parameters echoed, and fields this module does not type.
+    #[serde(flatten)]
+    pub echo: serde_json::Map<String, Value>,
+    /// Token counts (`null` until the response finishes).
+    #[serde(default)]
+    pub usage: Option<ResponseUsage>,
+}
+
+/// `error` of a failed response, or of an `error` event that nests it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ResponseError<'a> {
+    /// `server_error`, `rate_limit_exceeded`, `invalid_prompt`, ...
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "crate::borrow::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub code: Option<Cow<'a, str>>,
+    /// What happened, for people.
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "crate::borrow::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub message: Option<Cow<'a, str>>,
+    /// The error's class, where a server states it.
+    #[serde(
+        rename = "type",
+        default,
+        borrow,
+        deserialize_with = "crate::borrow::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub kind: Option<Cow<'a, str>>,
+}
+
+/// `incomplete_details`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct IncompleteDetails<'a> {
+    /// `max_output_tokens` or `content_filter`.
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "crate::borrow::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub reason: Option<Cow<'a, str>>,
+}
+
+/// Token counts of a response: `input_tokens` counts all prompt tokens, cached or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ResponseUsage {
+    /// Prompt tokens, cached ones included.
+    #[serde(default)]
+    pub input_tokens: u64,
+    /// Of the prompt.
+    #[serde(default)]
+    pub input_tokens_details: Option<InputTokensDetails>,
+    /// Output tokens, reasoning included.
+    #[serde(default)]
+    pub output_tokens: u64,
+    /// Of the output.
+    #[serde(default)]
+    pub output_tokens_details: Option<OutputTokensDetails>,
+    /// Their sum.
+    #[serde(default)]
+    pub total_tokens: u64,
+}
+
+/// `input_tokens_details`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct InputTokensDetails {
+    /// Prompt tokens read from the cache.
+    #[serde(default)]
+    pub cached_tokens: u64,
+    /// Prompt tokens written to the cache (compatible servers that report it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<u64>,
+}
+
+/// `output_tokens_details`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct OutputTokensDetails {
+    /// Output tokens spent reasoning.
+    #[serde(default)]
+    pub reasoning_tokens: u64,
+}
+
+/// An item of a response's `output` (the same shapes go back as [`InputItem`]s).
+///
+/// A reasoning item is [`ReasoningItem`], JSON kept in the API's key order: it goes back to the
+/// API with the bytes it came with. Item types this module does not type (a hosted tool's
+/// call, ...) read as [`OutputItem::Other`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum OutputItem<'a> {
+    /// The model's text (or refusal).
+    Message(MessageItem<'a>),
+    /// A call the model made.
+    FunctionCall(FunctionCallItem<'a>),
+    /// Reasoning, kept as sent.
+    #[serde(untagged)]
+    Reasoning(ReasoningItem),
+    /// Any other item, kept as sent.
+    #[serde(untagged)]
+    Other(Value),
+}
+
+impl OutputItem<'_> {
+    /// The item's `type`.
+    pub fn kind(&self) -> &str {
+        match self {
+            Self::Message(_) => "message",
+            Self::FunctionCall(_) => "function_call",
+            Self::Reasoning(_) => "reasoning",
+            Self::Other(v) => v.get("type").and_then(Value::as_str).unwrap_or(""),
+        }
+    }
+
+    /// The item's `id`, if it has one.
+    pub fn id(&self) -> Option<&str> {
+        match self {
+            Self::Message(m) => m.id.as_deref(),
+            Self::FunctionCall(c) => c.id.as_deref(),
+            Self::Reasoning(r) => r.id(),
+            Self::Other(v) => v.get("id").and_then(Value::as_str),
+        }
+    }
+}
+
+impl<'de, 'a> Deserialize<'de> for OutputItem<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let value = Value::deserialize(d)?;
+        match value.get("type").and_then(Value::as_str) {
+            Some("message") => MessageItem::deserialize(value).map(Self::Message),
+            Some("function_call") => FunctionCallItem::deserialize(value).map(Self::FunctionCall),
+            Some("reasoning") => Ok(Self::Reasoning(ReasoningItem(value))),
+            _ => Ok(Self::Other(value)),
+        }
+        .map_err(D::Error::custom)
+    }
+}
+
+/// A `reasoning` item: its summary, its text where the model shows it, and its
+/// `encrypted_content` where the request asked for it. JSON, so that it goes back to the API
+/// byte for byte (a struct would reorder its keys); read it with the accessors.
+///
+/// ```
+/// use tackle_wire::responses::ReasoningItem;
+/// let item = ReasoningItem::new("rs_1", &["Planning"], Some("gAAAA"));
+/// assert_eq!(
+///     serde_json::to_string(&item).unwrap(),
+///     r#"{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"Planning"}],"encrypted_content":"gAAAA"}"#
+/// );
+/// assert_eq!(item.summary_texts().collect::<Vec<_>>(), ["Planning"]);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ReasoningItem(pub Value);
+
+impl ReasoningItem {
+    /// A reasoning item, keys in the API's order.
+    pub fn new(id: &str, summary: &[&str], encrypted_content: Option<&str>) -> Self {
+        let mut item = serde_json::Map::new();
+        item.insert("id".into(), id.into());
+        item.insert("type".into(), "reasoning".into());
+        let summary =
+            summary.iter().map(|text| serde_json::json!({"type": "summary_text", "text": text})).collect();
+        item.insert("summary".into(), Value::Array(summary));
+        if let Some(blob) = encrypted_content {
+            item.insert("encrypted_content".into(), blob.into());
+        }
+        Self(Value::Object(item))
+    }
+
+    /// Its `id`.
+    pub fn id(&self) -> Option<&str> {
+        self.0.get("id").and_then(Value::as_str)
+    }
+
+    /// Its `encrypted_content`.
+    pub fn encrypted_content(&self) -> Option<&str> {
+        self.0.get("encrypted_content").and_then(Value::as_str)
+    }
+
+    /// The texts of its `summary` parts.
+    pub fn summary_texts(&self) -> impl Iterator<Item = &str> {
+        self.texts("summary")
+    }
+
+    /// The texts of its `content` parts (`reasoning_text`, from models that show it).
+    pub fn content_texts(&self) -> impl Iterator<Item = &str> {
+        self.texts("content")
+    }
+
+    fn texts(&self, key: &str) -> impl Iterator<Item = &str> {
+        self.0
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|part| part.get("text").and_then(Value::as_str))
+    }
+}
+
+/// One server-sent event of a streamed response, tagged by `type`.
+///
+/// Events this module does not name (and any the API adds later) read as
+/// [`StreamEvent::Unknown`]; fields it does not name are ignored. Serialized, an event carries
+/// its fields in the API's order, `sequence_number` last.
+///
+/// ```
+/// use tackle_wire::responses::StreamEvent;
+/// let event: StreamEvent = serde_json::from_str(
+///     r#"{"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hi","sequence_number":4}"#,
+/// ).unwrap();
+/// assert!(matches!(&event, StreamEvent::OutputTextDelta(d) if d.delta == "Hi"));
+/// let later: StreamEvent = serde_json::from_str(r#"{"type":"response.audio.delta","delta":"AAA"}"#).unwrap();
+/// assert_eq!(later, StreamEvent::Unknown);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum StreamEvent<'a> {
+    /// The response was created (`in_progress`, no output yet).
+    #[serde(rename = "response.created")]
+    Created(#[serde(borrow)] ResponseEvent<'a>),
+    /// The response is being generated.
+    #[serde(rename = "response.in_progress")]
+    InProgress(#[serde(borrow)] ResponseEvent<'a>),
+    /// The response finished; it repeats every output item.
+    #[serde(rename = "response.completed")]
+    Completed(#[serde(borrow)] ResponseEvent<'a>),
+    /// The response stopped early (`incomplete_details` says why).
+    #[serde(rename = "response.incomplete")]
+    Incomplete(#[serde(borrow)] ResponseEvent<'a>),
+    /// The response failed (`error` says why).
+    #[serde(rename = "response.failed")]
+    Failed(#[serde(borrow)] ResponseEvent<'a>),
+    /// An output item starts.
+    #[serde(rename = "response.output_item.added")]
+    OutputItemAdded(#[serde(borrow)] ItemEvent<'a>),
+    /// An output item is finished: what it carries is authoritative.
+    #[serde(rename = "response.output_item.done")]
+    OutputItemDone(#[serde(borrow)] ItemEvent<'a>),
+    /// A content part of a message starts.
+    #[serde(rename = "response.content_part.added")]
+    ContentPartAdded(#[serde(borrow)] PartEvent<'a>),
+    /// A content part of a message is finished.
+    #[serde(rename = "response.content_part.done")]
+    ContentPartDone(#[serde(borrow)] PartEvent<'a>),
+    /// More of a message's text.
+    #[serde(rename = "response.output_text.delta")]
+    OutputTextDelta(#[serde(borrow)] DeltaEvent<'a>),
+    /// A message's text, whole.
+    #[serde(rename = "response.output_text.done")]
+    OutputTextDone(#[serde(borrow)] DoneEvent<'a>),
+    /// More of a refusal.
+    #[serde(rename = "response.refusal.delta")]
+    RefusalDelta(#[serde(borrow)] DeltaEvent<'a>),
+    /// A refusal, whole (in `refusal`).
+    #[serde(rename = "response.refusal.done")]
+    RefusalDone(#[serde(borrow)] DoneEvent<'a>),
+    /// More of a call's arguments.
+    #[serde(rename = "response.function_call_arguments.delta")]
+    FunctionCallArgumentsDelta(#[serde(borrow)] DeltaEvent<'a>),
+    /// A call's arguments, whole (in `arguments`).
+    #[serde(rename = "response.function_call_arguments.done")]
+    FunctionCallArgumentsDone(#[serde(borrow)] DoneEvent<'a>),
+    /// A part of a reasoning summary starts.
+    #[serde(rename = "response.reasoning_summary_part.added")]
+    ReasoningSummaryPartAdded(#[serde(borrow)] PartEvent<'a>),
+    /// A part of a reasoning summary is finished.
+    #[serde(rename = "response.reasoning_summary_part.done")]
+    ReasoningSummaryPartDone(#[serde(borrow)] PartEvent<'a>),
+    /// More of a reasoning summary.
+    #[serde(rename = "response.reasoning_summary_text.delta")]
+    ReasoningSummaryTextDelta(#[serde(borrow)] DeltaEvent<'a>),
+    /// A reasoning summary's text, whole.
+    #[serde(rename = "response.reasoning_summary_text.done")]
+    ReasoningSummaryTextDone(#[serde(borrow)] DoneEvent<'a>),
+    /// More of a reasoning text (models that show it).
+    #[serde(rename = "response.reasoning_text.delta")]
+    ReasoningTextDelta(#[serde(borrow)] DeltaEvent<'a>),
+    /// A reasoning text, whole.
+    #[serde(rename = "response.reasoning_text.done")]
+    ReasoningTextDone(#[serde(borrow)] DoneEvent<'a>),
+    /// A failure mid-stream.
+    #[serde(rename = "error")]
+    Error(#[serde(borrow)] ErrorEvent<'a>),
+    /// An event this module does not name.
+    #[serde(other)]
+    Unknown,
+}
+
+/// What a lifecycle event carries: the `response` object.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ResponseEvent<'a> {
+    /// The response as it stands.
+    #[serde(default, borrow)]
+    pub response: Response<'a>,
+    /// The event's position in the stream.
+    #[serde(default)]
+    pub sequence_number: u64,
+}
+
+/// What `response.output_item.added` and `.done` carry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ItemEvent<'a> {
+    /// The item's position in `output` (some servers leave it out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_index: Option<u32>,
+    /// The item.
+    #[serde(borrow)]
+    pub item: OutputItem<'a>,
+    /// The event's position in the stream.
+    #[serde(default)]
+    pub sequence_number: u64,
+}
+
+/// What the `.part.added` and `.part.done` events carry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartEvent<'a> {
+    /// The item the part belongs to.
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "crate::borrow::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub item_id: Option<Cow<'a, str>>,
+    /// The item's position in `output`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_index: Option<u32>,
+    /// The part's position in a message's `content`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_index: Option<u32>,
+    /// The part's position in a reasoning item's `summary`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_index: Option<u32>,
+    /// The part (empty when added, whole when done).
+    #[serde(borrow)]
+    pub part: Part<'a>,
+    /// The event's position in the stream.
+    #[serde(default)]
+    pub sequence_number: u64,
+}
+
+/// What a `.delta` event carries: where, and the next fragment.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct DeltaEvent<'a> {
+    /// The item the fragment belongs to.
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "crate::borrow::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub item_id: Option<Cow<'a, str>>,
+    /// The item's position in `output`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_index: Option<u32>,
+    /// The part's position in a message's `content`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_index: Option<u32>,
+    /// The part's position in a reasoning item's `summary`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_index: Option<u32>,
+    /// The fragment.
+    #[serde(default, borrow)]
+    pub delta: Cow<'a, str>,
+    /// Log probabilities of text deltas (not requested: empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logprobs: Option<Vec<Value>>,
+    /// The event's position in the stream.
+    #[serde(default)]
+    pub sequence_number: u64,
+}
+
+/// What a `.done` event of text or arguments carries: where, and the whole text (in `text`,
+/// `refusal` or `arguments`, by event).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct DoneEvent<'a> {
+    /// The item the text belongs to.
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "crate::borrow::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub item_id: Option<Cow<'a, str>>,
+    /// The item's position in `output`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_index: Option<u32>,
+    /// The part's position in a message's `content`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_index: Option<u32>,
+    /// The part's position in a reasoning item's `summary`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_index: Option<u32>,
+    /// The called function (`function_call_arguments.done`).
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "crate::borrow::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub name: Option<Cow<'a, str>>,
+    /// The whole text (text and reasoning events).
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "crate::borrow::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub text: Option<Cow<'a, str>>,
+    /// The whole refusal (`refusal.done`).
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "crate::borrow::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub refusal: Option<Cow<'a, str>>,
+    /// The whole arguments (`function_call_arguments.done`).
+    #[serde(
+        default,
+        borrow,
+        deserialize_with = "crate::borrow::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub arguments: Option<Cow<'a, str>>,
+    /// Log probabilities of text (not requested: empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logprobs: Option<Vec<Value>>,
+    /// The event's position in the stream.
+    #[serde(default)]
+    pub sequence_number: u64,
+}
+
+/// What an `error` event carries: documented with the fields at the top level; some servers
+/// nest an `error` object instead.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ErrorEvent<'a> {
+    /// `rate_limit_exceeded`, `server_error`, ...
+    #[serde(default, borrow, deserialize_with = "crate::borrow::option")]
+    pub code: Option<Cow<'a, str>>,
+    /// What happened, for people.
+    #[serde(default, borrow, deserialize_with = "crate::borrow::option")]
+    pub message: Option<Cow<'a, str>>,
+    /// The request parameter it is about.
+    #[serde(default, borrow, deserialize_with = "crate::borrow::option")]
+    pub param: Option<Cow<'a, str>>,
+    /// The error, nested (servers that send it so).
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ResponseError<'a>>,
+    /// The event's position in the stream.
+    #[serde(default)]
+    pub sequence_number: u64,
+}
+
+impl<'a> ErrorEvent<'a> {
+    /// The error it reports: the nested object when there is one, else the top-level fields.
+    pub fn error(&self) -> ResponseError<'a> {
+        match &self.error {
+            Some(nested) => nested.clone(),
+            None => ResponseError { code: self.code.clone(), message: self.message.clone(), kind: None },
+        }
     }
 }
 

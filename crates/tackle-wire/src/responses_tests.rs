@@ -66,3 +66,82 @@ fn a_wrong_field_fails_with_its_path_and_name() {
     let e = error_of(json!({"model": "m", "input": [], "max_output_tokens": "many"}));
     assert!(e.starts_with("max_output_tokens: invalid type: string"), "{e}");
 }
+
+#[test]
+fn stream_events_read_unknown_events_and_fields_and_write_the_api_order() {
+    let delta = r#"{"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hi","logprobs":[],"sequence_number":4}"#;
+    let event: StreamEvent = serde_json::from_str(delta).unwrap();
+    assert_eq!(serde_json::to_string(&event).unwrap(), delta, "type first, sequence_number last");
+    let StreamEvent::OutputTextDelta(d) = &event else { panic!("{event:?}") };
+    assert!(matches!(d.delta, Cow::Borrowed("Hi")), "a delta without escapes is borrowed");
+    assert!(matches!(d.item_id, Some(Cow::Borrowed("msg_1"))), "so is an optional id");
+    // A field the API added later, and an event it added later, read without failing.
+    let extra = r#"{"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":1,"delta":"{\"a","obfuscation":"x7","sequence_number":5}"#;
+    let StreamEvent::FunctionCallArgumentsDelta(d) = serde_json::from_str(extra).unwrap() else { panic!() };
+    assert_eq!((d.output_index, &*d.delta), (Some(1), "{\"a"));
+    let later: StreamEvent =
+        serde_json::from_str(r#"{"type":"response.audio.transcript.delta","delta":"x"}"#).unwrap();
+    assert_eq!(later, StreamEvent::Unknown);
+    assert!(serde_json::from_str::<StreamEvent>(r#"{"delta":"x"}"#).is_err(), "an event states its type");
+}
+
+#[test]
+fn output_items_keep_reasoning_bytes_and_read_the_rest_typed() {
+    // Keys of the reasoning item in an order no struct would write.
+    let reasoning = r#"{"id":"rs_1","type":"reasoning","encrypted_content":"gAAA","summary":[{"type":"summary_text","text":"plan"}]}"#;
+    let done = format!(
+        r#"{{"type":"response.output_item.done","output_index":0,"item":{reasoning},"sequence_number":3}}"#
+    );
+    let StreamEvent::OutputItemDone(e) = serde_json::from_str(&done).unwrap() else { panic!() };
+    let OutputItem::Reasoning(r) = &e.item else { panic!("{:?}", e.item) };
+    assert_eq!(serde_json::to_string(r).unwrap(), reasoning, "the bytes the API sent");
+    assert_eq!((r.id(), r.encrypted_content()), (Some("rs_1"), Some("gAAA")));
+    assert_eq!(r.summary_texts().collect::<Vec<_>>(), ["plan"]);
+    let call: OutputItem =
+        serde_json::from_value(json!({"id": "fc_1", "type": "function_call", "status": "completed",
+        "arguments": "{}", "call_id": "call_1", "name": "a", "added_later": true}))
+        .unwrap();
+    assert!(
+        matches!(&call, OutputItem::FunctionCall(c) if c.call_id == "call_1" && c.id.as_deref() == Some("fc_1"))
+    );
+    let hosted: OutputItem =
+        serde_json::from_value(json!({"type": "web_search_call", "id": "ws_1"})).unwrap();
+    assert_eq!((hosted.kind(), hosted.id()), ("web_search_call", Some("ws_1")));
+}
+
+#[test]
+fn a_terminal_response_carries_usage_errors_and_echoed_parameters() {
+    let completed = json!({"type": "response.completed", "response": {
+        "id": "resp_1", "object": "response", "created_at": 1, "status": "incomplete", "error": null,
+        "incomplete_details": {"reason": "max_output_tokens"}, "model": "gpt-5", "output": [],
+        "tool_choice": "auto", "store": false,
+        "usage": {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 4}, "output_tokens": 3,
+                  "output_tokens_details": {"reasoning_tokens": 2}, "total_tokens": 13}},
+        "sequence_number": 9});
+    let text = completed.to_string();
+    let event: StreamEvent = serde_json::from_str(&text).unwrap();
+    let StreamEvent::Completed(e) = &event else { panic!("{event:?}") };
+    let usage = e.response.usage.unwrap();
+    assert_eq!((usage.input_tokens, usage.input_tokens_details.unwrap().cached_tokens), (10, 4));
+    assert_eq!(e.response.incomplete_details.as_ref().unwrap().reason.as_deref(), Some("max_output_tokens"));
+    assert_eq!(e.response.echo["tool_choice"], "auto");
+    assert_eq!(
+        serde_json::to_value(&event).unwrap(),
+        completed,
+        "written back whole, echo between output and usage"
+    );
+    let top: StreamEvent = serde_json::from_str(
+        r#"{"type":"error","code":"rate_limit_exceeded","message":"slow down","param":null}"#,
+    )
+    .unwrap();
+    let nested: StreamEvent = serde_json::from_str(
+        r#"{"type":"error","error":{"type":"invalid_request_error","code":"bad","message":"no"}}"#,
+    )
+    .unwrap();
+    let (StreamEvent::Error(top), StreamEvent::Error(nested)) = (top, nested) else { panic!() };
+    assert_eq!(top.error().code.as_deref(), Some("rate_limit_exceeded"));
+    assert_eq!(
+        (nested.error().code.as_deref(), nested.error().kind.as_deref()),
+        (Some("bad"), Some("invalid_request_error"))
+    );
+}

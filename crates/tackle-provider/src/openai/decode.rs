@@ -90,24 +90,26 @@ impl OpenAiChatDecoder {
         self.done = true;
     }
 
-    fn on_call_delta(&mut self, position: usize, delta: ToolCallDelta<'_>, out: &mut VecDeque<StreamEvent>) {
+    /// A fragment of a call, read in place: the chunk's strings are borrowed from the event
+    /// (`[wire-borrow]`), and only what goes out or is kept is copied.
+    fn on_call_delta(&mut self, position: usize, delta: &ToolCallDelta<'_>, out: &mut VecDeque<StreamEvent>) {
         // Servers that omit `index` send one call per chunk sequence; fall back to the position.
         let index = delta.index.unwrap_or(position as u32);
         self.had_calls = true;
         let call = self.calls.entry(index).or_default();
-        if let Some(id) = delta.id.filter(|s| !s.is_empty())
+        if let Some(id) = delta.id.as_deref().filter(|s| !s.is_empty())
             && call.id.is_empty()
         {
-            call.id = id.into_owned();
+            id.clone_into(&mut call.id);
         }
-        let (name, args) = match delta.function {
-            Some(f) => (f.name, f.arguments),
+        let (name, args) = match &delta.function {
+            Some(f) => (f.name.as_deref(), f.arguments.as_deref()),
             None => (None, None),
         };
         if let Some(name) = name.filter(|s| !s.is_empty())
             && call.name.is_empty()
         {
-            call.name = name.into_owned();
+            name.clone_into(&mut call.name);
         }
         if !call.started && !call.name.is_empty() {
             call.started = true;
@@ -119,9 +121,9 @@ impl OpenAiChatDecoder {
             }
         }
         if let Some(args) = args.filter(|s| !s.is_empty()) {
-            call.args.push_str(&args);
+            call.args.push_str(args);
             if call.started {
-                out.push_back(StreamEvent::ToolCallDelta { index, arguments: args.into_owned() });
+                out.push_back(StreamEvent::ToolCallDelta { index, arguments: args.to_owned() });
             }
         }
     }
@@ -154,25 +156,25 @@ impl WireDecoder for OpenAiChatDecoder {
         if let Some(wire_usage) = chunk.usage {
             self.usage = Some(usage(&wire_usage));
         }
-        for choice in chunk.choices {
+        for choice in &chunk.choices {
             if choice.index != 0 {
                 continue; // n > 1 is not requested; ignore extra choices
             }
-            if let Some(delta) = choice.delta {
-                if let Some(text) = delta.reasoning_content.filter(|s| !s.is_empty()) {
-                    out.push_back(StreamEvent::ReasoningDelta { text: text.into_owned() });
+            if let Some(delta) = &choice.delta {
+                if let Some(text) = delta.reasoning_content.as_deref().filter(|s| !s.is_empty()) {
+                    out.push_back(StreamEvent::ReasoningDelta { text: text.to_owned() });
                 }
-                for text in [delta.content, delta.refusal].into_iter().flatten() {
+                for text in [&delta.content, &delta.refusal].into_iter().flatten() {
                     if !text.is_empty() {
-                        out.push_back(StreamEvent::TextDelta { text: text.into_owned() });
+                        out.push_back(StreamEvent::TextDelta { text: text.to_string() });
                     }
                 }
-                for (position, call) in delta.tool_calls.into_iter().flatten().enumerate() {
+                for (position, call) in delta.tool_calls.iter().flatten().enumerate() {
                     self.on_call_delta(position, call, out);
                 }
             }
-            if let Some(reason) = choice.finish_reason {
-                self.finish = Some(reason.into_owned());
+            if let Some(reason) = &choice.finish_reason {
+                self.finish = Some(reason.to_string());
                 self.close_calls(out);
             }
         }

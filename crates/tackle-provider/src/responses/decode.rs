@@ -2,8 +2,11 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use serde_json::{Value, json};
+use serde_json::json;
 use tackle_protocol::{Reasoning, StopReason, StreamEvent, ToolInput, ToolUse, Usage};
+use tackle_wire::responses::{
+    self as wire, MessageContent, OutputItem, Part, Response, StreamEvent as Event,
+};
 
 use super::REASONING_FORMAT;
 use crate::ProviderError;
@@ -43,29 +46,23 @@ pub struct ResponsesDecoder {
     done: bool,
 }
 
-fn str_field<'a>(v: &'a Value, k: &str) -> &'a str {
-    v.get(k).and_then(Value::as_str).unwrap_or("")
-}
-
 /// Usage of a `response` object: `input_tokens` counts all prompt tokens, cached or not.
-fn usage(response: &Value) -> Option<Usage> {
-    let u = response.get("usage").filter(|u| u.is_object())?;
-    let get = |v: Option<&Value>, k: &str| v.and_then(|v| v.get(k)).and_then(Value::as_u64).unwrap_or(0);
-    let input_details = u.get("input_tokens_details");
-    Some(Usage {
-        input_tokens: get(Some(u), "input_tokens"),
-        output_tokens: get(Some(u), "output_tokens"),
-        cache_read_tokens: get(input_details, "cached_tokens"),
-        cache_write_tokens: get(input_details, "cache_write_tokens"),
-        reasoning_tokens: get(u.get("output_tokens_details"), "reasoning_tokens"),
-    })
+fn usage(u: &wire::ResponseUsage) -> Usage {
+    let input = u.input_tokens_details.unwrap_or_default();
+    Usage {
+        input_tokens: u.input_tokens,
+        output_tokens: u.output_tokens,
+        cache_read_tokens: input.cached_tokens,
+        cache_write_tokens: input.cache_write_tokens.unwrap_or(0),
+        reasoning_tokens: u.output_tokens_details.map_or(0, |d| d.reasoning_tokens),
+    }
 }
 
 /// Maps an error `code` of a `response.failed` or `error` event to a typed error, through the
 /// HTTP status the API gives the same condition.
-fn stream_error(error: &Value) -> ProviderError {
-    let code = str_field(error, "code");
-    let message = match str_field(error, "message") {
+fn stream_error(error: &wire::ResponseError<'_>) -> ProviderError {
+    let code = error.code.as_deref().unwrap_or("");
+    let message = match error.message.as_deref().unwrap_or("") {
         "" => format!("the response failed ({})", if code.is_empty() { "no error code" } else { code }),
         m => m.to_owned(),
     };
@@ -75,8 +72,37 @@ fn stream_error(error: &Value) -> ProviderError {
         c if c.starts_with("invalid_") || c.starts_with("image_") || c.ends_with("_policy_violation") => 400,
         _ => 500,
     };
-    let body = json!({ "error": { "message": message, "type": str_field(error, "type"), "code": code } });
+    let kind = error.kind.as_deref().unwrap_or("");
+    let body = json!({ "error": { "message": message, "type": kind, "code": code } });
     classify_http_error(status, &http::HeaderMap::new(), &body.to_string())
+}
+
+/// Where an event points: its `output_index`, and the item it names.
+struct At<'e> {
+    stated: Option<u32>,
+    id: Option<&'e str>,
+}
+
+impl<'e> At<'e> {
+    fn item(event: &'e wire::ItemEvent<'_>) -> Self {
+        Self { stated: event.output_index, id: event.item.id() }
+    }
+
+    fn delta(event: &'e wire::DeltaEvent<'_>) -> Self {
+        Self { stated: event.output_index, id: event.item_id.as_deref() }
+    }
+
+    fn done(event: &'e wire::DoneEvent<'_>) -> Self {
+        Self { stated: event.output_index, id: event.item_id.as_deref() }
+    }
+}
+
+/// What an event does to the index of its item.
+#[derive(PartialEq, Eq)]
+enum Role {
+    Added,
+    Done,
+    Fragment,
 }
 
 impl ResponsesDecoder {
@@ -84,26 +110,23 @@ impl ResponsesDecoder {
     /// `item_id`, an item's `id`) while that item is open, else, for an item event, the next
     /// position. Servers that omit indexes or reuse item ids (some use the call id) still get
     /// one index per item, so no item is mistaken for another.
-    fn index(&mut self, v: &Value, kind: &str) -> u32 {
-        let stated = v.get("output_index").and_then(Value::as_u64).and_then(|i| u32::try_from(i).ok());
-        let item = v.get("item");
-        let index = stated.unwrap_or_else(|| {
-            let id = match item {
-                Some(item) => str_field(item, "id"),
-                None => str_field(v, "item_id"),
-            };
+    fn index(&mut self, at: At<'_>, role: Role) -> u32 {
+        let id = at.id.unwrap_or("");
+        let index = at.stated.unwrap_or_else(|| {
             let open = self.ids.get(id).copied().filter(|i| !id.is_empty() && !self.finished.contains(i));
-            match (kind, open) {
-                ("response.output_item.added", _) => self.next_index,
+            match (&role, open) {
+                (Role::Added, _) => self.next_index,
                 (_, Some(i)) => i,
-                ("response.output_item.done", None) => self.next_index,
-                (_, None) => self.latest.unwrap_or(self.next_index),
+                (Role::Done, None) => self.next_index,
+                (Role::Fragment, None) => self.latest.unwrap_or(self.next_index),
             }
         });
-        if let Some(id) = item.and_then(|i| i.get("id")).and_then(Value::as_str) {
+        if role != Role::Fragment
+            && let Some(id) = at.id
+        {
             self.ids.insert(id.to_owned(), index);
         }
-        if kind == "response.output_item.added" {
+        if role == Role::Added {
             self.latest = Some(index);
         }
         self.next_index = self.next_index.max(index.saturating_add(1));
@@ -117,26 +140,26 @@ impl ResponsesDecoder {
         }
     }
 
-    fn call_id(index: u32, item: &Value) -> String {
-        match (str_field(item, "call_id"), str_field(item, "id")) {
+    fn call_id(index: u32, call: &wire::FunctionCallItem<'_>) -> String {
+        match (&*call.call_id, call.id.as_deref().unwrap_or("")) {
             ("", "") => format!("call_{index}"),
             ("", id) => id.to_owned(),
             (call_id, _) => call_id.to_owned(),
         }
     }
 
-    fn item_added(&mut self, index: u32, item: &Value, out: &mut VecDeque<StreamEvent>) {
-        let state = match str_field(item, "type") {
-            "function_call" => {
-                let (id, name) = (Self::call_id(index, item), str_field(item, "name").to_owned());
-                let args = str_field(item, "arguments").to_owned();
+    fn item_added(&mut self, index: u32, item: &OutputItem<'_>, out: &mut VecDeque<StreamEvent>) {
+        let state = match item {
+            OutputItem::FunctionCall(call) => {
+                let (id, name) = (Self::call_id(index, call), call.name.clone().into_owned());
+                let args = call.arguments.clone().into_owned();
                 Self::start_call(index, &id, &name, &args, out);
                 self.had_calls = true;
                 Item::Call { id, name, args, started: true }
             }
-            "message" => Item::Message { streamed: false },
-            "reasoning" => Item::Reasoning { streamed: false },
-            _ => Item::Other,
+            OutputItem::Message(_) => Item::Message { streamed: false },
+            OutputItem::Reasoning(_) => Item::Reasoning { streamed: false },
+            OutputItem::Other(_) => Item::Other,
         };
         self.items.insert(index, state);
     }
@@ -186,14 +209,14 @@ impl ResponsesDecoder {
         }
     }
 
-    fn item_done(&mut self, index: u32, item: &Value, out: &mut VecDeque<StreamEvent>) {
+    fn item_done(&mut self, index: u32, item: &OutputItem<'_>, out: &mut VecDeque<StreamEvent>) {
         if !self.finished.insert(index) {
             return; // `response.completed` repeats items already done
         }
         let state = self.items.remove(&index);
-        match str_field(item, "type") {
-            "function_call" => {
-                let stated = str_field(item, "arguments");
+        match item {
+            OutputItem::FunctionCall(call) => {
+                let stated = &*call.arguments;
                 let (id, name, arguments) = match state {
                     Some(Item::Call { id, name, args, started: true }) => {
                         // The item states the whole text; what was not streamed goes out now.
@@ -209,7 +232,7 @@ impl ResponsesDecoder {
                             Some(Item::Call { args, .. }) if stated.is_empty() => args,
                             _ => stated.to_owned(),
                         };
-                        let (id, name) = (Self::call_id(index, item), str_field(item, "name").to_owned());
+                        let (id, name) = (Self::call_id(index, call), call.name.clone().into_owned());
                         Self::start_call(index, &id, &name, &args, out);
                         (id, name, args)
                     }
@@ -219,31 +242,26 @@ impl ResponsesDecoder {
                 out.push_back(StreamEvent::ToolCallEnd { index, call });
             }
             // Text not streamed as deltas (a server that sends only the item) goes out now.
-            "message" if !matches!(state, Some(Item::Message { streamed: true })) => {
-                for part in item.get("content").and_then(Value::as_array).into_iter().flatten() {
-                    let text = match str_field(part, "type") {
-                        "output_text" => str_field(part, "text"),
-                        "refusal" => str_field(part, "refusal"),
-                        _ => "",
+            OutputItem::Message(message) if !matches!(state, Some(Item::Message { streamed: true })) => {
+                let parts = match &message.content {
+                    MessageContent::Parts(parts) => parts.as_slice(),
+                    MessageContent::Text(_) => &[],
+                };
+                for part in parts {
+                    let text = match part {
+                        Part::OutputText { text, .. } => text,
+                        Part::Refusal { refusal } => refusal,
+                        _ => continue,
                     };
                     if !text.is_empty() {
-                        out.push_back(StreamEvent::TextDelta { text: text.to_owned() });
+                        out.push_back(StreamEvent::TextDelta { text: text.clone().into_owned() });
                     }
                 }
             }
-            "reasoning" => {
-                let parts = |key: &str| -> Vec<&str> {
-                    item.get(key)
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten()
-                        .map(|p| str_field(p, "text"))
-                        .filter(|t| !t.is_empty())
-                        .collect()
-                };
-                let mut texts = parts("summary");
+            OutputItem::Reasoning(reasoning) => {
+                let mut texts: Vec<&str> = reasoning.summary_texts().filter(|t| !t.is_empty()).collect();
                 if texts.is_empty() {
-                    texts = parts("content");
+                    texts = reasoning.content_texts().filter(|t| !t.is_empty()).collect();
                 }
                 let text = texts.join("\n\n");
                 if !text.is_empty() && !matches!(state, Some(Item::Reasoning { streamed: true })) {
@@ -252,7 +270,7 @@ impl ResponsesDecoder {
                 out.push_back(StreamEvent::Reasoning(Reasoning {
                     format: REASONING_FORMAT.into(),
                     text,
-                    data: item.clone(),
+                    data: reasoning.0.clone(),
                 }));
             }
             _ => {}
@@ -261,11 +279,9 @@ impl ResponsesDecoder {
 
     /// A terminal `response` object: items not finished yet are finished from its `output`
     /// (a call cut short keeps the argument text received, flagged if it does not parse).
-    fn finish(&mut self, response: &Value, stop: Option<StopReason>, out: &mut VecDeque<StreamEvent>) {
+    fn finish(&mut self, response: &Response<'_>, stop: Option<StopReason>, out: &mut VecDeque<StreamEvent>) {
         response_info(response, out);
-        for (position, item) in
-            response.get("output").and_then(Value::as_array).into_iter().flatten().enumerate()
-        {
+        for (position, item) in response.output.iter().enumerate() {
             let index = u32::try_from(position).unwrap_or(u32::MAX);
             if !self.finished.contains(&index) {
                 self.item_done(index, item, out);
@@ -281,8 +297,8 @@ impl ResponsesDecoder {
                 self.had_calls = true;
             }
         }
-        if let Some(u) = usage(response) {
-            out.push_back(StreamEvent::Usage(u));
+        if let Some(u) = &response.usage {
+            out.push_back(StreamEvent::Usage(usage(u)));
         }
         let reason = match stop {
             Some(reason) => reason,
@@ -295,22 +311,41 @@ impl ResponsesDecoder {
 }
 
 /// The response's id and model, from a `response` object (created, or terminal).
-fn response_info(response: &Value, out: &mut VecDeque<StreamEvent>) {
-    let known = |key| response.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned);
-    let (id, model) = (known("id"), known("model"));
+fn response_info(response: &Response<'_>, out: &mut VecDeque<StreamEvent>) {
+    let known =
+        |s: &Option<std::borrow::Cow<'_, str>>| s.as_deref().filter(|s| !s.is_empty()).map(str::to_owned);
+    let (id, model) = (known(&response.id), known(&response.model));
     if id.is_some() || model.is_some() {
         out.push_back(StreamEvent::ResponseInfo { id, model });
     }
 }
 
 /// Why a response is `incomplete`.
-fn incomplete_reason(response: &Value) -> StopReason {
-    let reason = response.get("incomplete_details").map(|d| str_field(d, "reason")).unwrap_or("");
+fn incomplete_reason(response: &Response<'_>) -> StopReason {
+    let reason = response.incomplete_details.as_ref().and_then(|d| d.reason.as_deref()).unwrap_or("");
     match reason {
         "max_output_tokens" => StopReason::MaxTokens,
         "content_filter" => StopReason::Refusal,
         "" => StopReason::Other("incomplete".into()),
         other => StopReason::Other(format!("incomplete: {other}")),
+    }
+}
+
+/// An event's data, typed. The `type` in the data is authoritative; the SSE event name stands
+/// in for it only where the data has none.
+fn parse<'d>(data: &'d str, name: &str, spliced: &'d mut String) -> Result<Event<'d>, ProviderError> {
+    let malformed = |e: serde_json::Error| {
+        ProviderError::protocol(format!("malformed stream event ({e}): {}", snippet(data)))
+    };
+    match serde_json::from_str(data) {
+        Ok(event) => Ok(event),
+        Err(e) if !name.is_empty() && e.to_string().starts_with("missing field `type`") => {
+            let rest = data.strip_prefix('{').map(str::trim_start).ok_or_else(|| malformed(e))?;
+            let sep = if rest.starts_with('}') { "" } else { "," };
+            *spliced = format!("{{\"type\":{}{sep}{rest}", serde_json::Value::from(name));
+            serde_json::from_str(spliced).map_err(malformed)
+        }
+        Err(e) => Err(malformed(e)),
     }
 }
 
@@ -320,49 +355,43 @@ impl WireDecoder for ResponsesDecoder {
         if data.is_empty() || data == "[DONE]" {
             return Ok(());
         }
-        let v: Value = serde_json::from_str(data).map_err(|e| {
-            ProviderError::protocol(format!("malformed stream event ({e}): {}", snippet(data)))
-        })?;
-        // The `type` in the data is authoritative; the SSE event name is only a hint.
-        let kind = v.get("type").and_then(Value::as_str).unwrap_or(event.event.as_str());
-        let null = Value::Null;
-        let response = v.get("response").unwrap_or(&null);
-        match kind {
-            "response.created" => response_info(response, out),
-            "response.output_item.added" => {
-                let item = v.get("item").unwrap_or(&null);
-                let i = self.index(&v, kind);
-                self.item_added(i, item, out);
+        let mut spliced = String::new();
+        match parse(data, &event.event, &mut spliced)? {
+            Event::Created(e) => response_info(&e.response, out),
+            Event::OutputItemAdded(e) => {
+                let i = self.index(At::item(&e), Role::Added);
+                self.item_added(i, &e.item, out);
             }
-            "response.output_text.delta" | "response.refusal.delta" => {
-                let i = self.index(&v, kind);
-                self.streamed_delta(i, str_field(&v, "delta"), false, out);
+            Event::OutputTextDelta(e) | Event::RefusalDelta(e) => {
+                let i = self.index(At::delta(&e), Role::Fragment);
+                self.streamed_delta(i, &e.delta, false, out);
             }
-            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
-                let i = self.index(&v, kind);
-                self.streamed_delta(i, str_field(&v, "delta"), true, out);
+            Event::ReasoningSummaryTextDelta(e) | Event::ReasoningTextDelta(e) => {
+                let i = self.index(At::delta(&e), Role::Fragment);
+                self.streamed_delta(i, &e.delta, true, out);
             }
-            "response.function_call_arguments.delta" => {
-                let i = self.index(&v, kind);
-                self.arguments_delta(i, str_field(&v, "delta"), out);
+            Event::FunctionCallArgumentsDelta(e) => {
+                let i = self.index(At::delta(&e), Role::Fragment);
+                self.arguments_delta(i, &e.delta, out);
             }
-            "response.function_call_arguments.done" => {
-                let i = self.index(&v, kind);
-                self.arguments_final(i, str_field(&v, "arguments"), out);
+            Event::FunctionCallArgumentsDone(e) => {
+                let i = self.index(At::done(&e), Role::Fragment);
+                self.arguments_final(i, e.arguments.as_deref().unwrap_or(""), out);
             }
-            "response.output_item.done" => {
-                let item = v.get("item").unwrap_or(&null);
-                let i = self.index(&v, kind);
-                self.item_done(i, item, out);
+            Event::OutputItemDone(e) => {
+                let i = self.index(At::item(&e), Role::Done);
+                self.item_done(i, &e.item, out);
             }
-            "response.completed" => self.finish(response, None, out),
-            "response.incomplete" => self.finish(response, Some(incomplete_reason(response)), out),
-            "response.failed" => {
-                return Err(stream_error(response.get("error").unwrap_or(&null)));
-            }
-            "error" => {
+            Event::Completed(e) => self.finish(&e.response, None, out),
+            Event::Incomplete(e) => self.finish(&e.response, Some(incomplete_reason(&e.response)), out),
+            Event::Failed(e) => return Err(stream_error(&e.response.error.unwrap_or_default())),
+            Event::Error(e) => {
                 // Documented with the fields at the top level; some servers nest an `error`.
-                return Err(stream_error(v.get("error").filter(|e| e.is_object()).unwrap_or(&v)));
+                let mut error = e.error();
+                if e.error.is_none() {
+                    error.kind = Some("error".into());
+                }
+                return Err(stream_error(&error));
             }
             _ => {} // lifecycle, content parts, `.done` of text and events added later
         }

@@ -4,8 +4,6 @@ pub(crate) mod anthropic;
 pub(crate) mod openai_chat;
 pub(crate) mod responses;
 
-use serde_json::Value;
-
 /// One server-sent event.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Frame {
@@ -14,10 +12,6 @@ pub(crate) struct Frame {
 }
 
 impl Frame {
-    pub(crate) fn named(event: &'static str, value: &Value) -> Self {
-        Self { event: Some(event), data: value.to_string() }
-    }
-
     /// An unnamed event whose data is a typed wire value.
     pub(crate) fn json(value: &impl serde::Serialize) -> Self {
         // Wire types serialize infallibly (string keys, no non-finite floats).

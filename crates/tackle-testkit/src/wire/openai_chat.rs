@@ -55,7 +55,7 @@ pub(crate) fn stream(turn: &Turn, ctx: &RenderCtx) -> Vec<Frame> {
             model: Some(Cow::Borrowed(&ctx.model)),
             system_fingerprint: Some(Cow::Borrowed("fp_fake")),
             choices,
-            usage,
+            usage: usage.map(Box::new),
             error: None,
         })
     };

@@ -6,8 +6,15 @@
 //! the request asked for it with `include`), a `message` item for its text, then one
 //! `function_call` item per call. A turn stopped by `max_tokens` ends `incomplete`.
 
+use std::borrow::Cow;
+
 use serde_json::{Value, json};
 use tackle_protocol::StopReason;
+use tackle_wire::responses::{
+    DeltaEvent, DoneEvent, FunctionCallItem, IncompleteDetails, InputTokensDetails, ItemEvent,
+    MessageContent, MessageItem, MessageRole, OutputItem, OutputTokensDetails, Part, PartEvent,
+    ReasoningItem, Response, ResponseEvent, ResponseUsage, StreamEvent,
+};
 
 use super::{Frame, RenderCtx};
 use crate::script::{Turn, chunks};
@@ -93,15 +100,18 @@ pub(crate) fn unseal(token: &str) -> Option<String> {
     payload.split_once('\n').map(|(id, _)| id.to_owned())
 }
 
-fn usage(turn: &Turn) -> Value {
+fn usage(turn: &Turn) -> ResponseUsage {
     let u = turn.usage;
-    json!({
-        "input_tokens": u.input_tokens,
-        "input_tokens_details": {"cached_tokens": u.cache_read_tokens, "cache_write_tokens": u.cache_write_tokens},
-        "output_tokens": u.output_tokens,
-        "output_tokens_details": {"reasoning_tokens": u.reasoning_tokens},
-        "total_tokens": u.input_tokens + u.output_tokens
-    })
+    ResponseUsage {
+        input_tokens: u.input_tokens,
+        input_tokens_details: Some(InputTokensDetails {
+            cached_tokens: u.cache_read_tokens,
+            cache_write_tokens: Some(u.cache_write_tokens),
+        }),
+        output_tokens: u.output_tokens,
+        output_tokens_details: Some(OutputTokensDetails { reasoning_tokens: u.reasoning_tokens }),
+        total_tokens: u.input_tokens + u.output_tokens,
+    }
 }
 
 fn incomplete(turn: &Turn) -> bool {
@@ -112,169 +122,290 @@ fn reasoning_id(ctx: &RenderCtx) -> String {
     format!("rs_fake{}", ctx.turn)
 }
 
-fn text_part(turn: &Turn, text: &str) -> Value {
-    if turn.stop_reason() == StopReason::Refusal {
-        json!({"type": "refusal", "refusal": text})
+fn refusal(turn: &Turn) -> bool {
+    turn.stop_reason() == StopReason::Refusal
+}
+
+/// A message's one content part, `text` in it.
+fn text_part(refusal: bool, text: &str) -> Part<'static> {
+    let text = Cow::Owned(text.to_owned());
+    if refusal {
+        Part::Refusal { refusal: text }
     } else {
-        json!({"type": "output_text", "annotations": [], "logprobs": [], "text": text})
+        Part::OutputText { text, annotations: Some(vec![]), logprobs: Some(vec![]) }
     }
 }
 
+fn status(s: &'static str) -> Option<Cow<'static, str>> {
+    Some(Cow::Borrowed(s))
+}
+
 /// The output items of a turn, finished.
-fn output(turn: &Turn, ctx: &RenderCtx, asked: &Asked) -> Vec<Value> {
+fn output(turn: &Turn, ctx: &RenderCtx, asked: &Asked) -> Vec<OutputItem<'static>> {
     let mut out = Vec::new();
-    let status = if incomplete(turn) { "incomplete" } else { "completed" };
+    let done = if incomplete(turn) { "incomplete" } else { "completed" };
     if let Some(r) = &turn.reasoning {
         let id = reasoning_id(ctx);
-        let summary =
-            if asked.reasoning_summary { json!([{"type": "summary_text", "text": r}]) } else { json!([]) };
-        let mut item = json!({"id": id, "type": "reasoning", "summary": summary});
-        if asked.encrypted_reasoning {
-            item["encrypted_content"] = json!(seal(&id, r));
-        }
-        out.push(item);
+        let summary: &[&str] = if asked.reasoning_summary { &[r.as_str()] } else { &[] };
+        let sealed = asked.encrypted_reasoning.then(|| seal(&id, r));
+        out.push(OutputItem::Reasoning(ReasoningItem::new(&id, summary, sealed.as_deref())));
     }
     if let Some(t) = &turn.text {
-        out.push(json!({"id": format!("msg_fake{}", ctx.turn), "type": "message", "status": status,
-                        "content": [text_part(turn, t)], "role": "assistant"}));
+        out.push(OutputItem::Message(MessageItem {
+            id: Some(format!("msg_fake{}", ctx.turn).into()),
+            role: MessageRole::Assistant,
+            content: MessageContent::Parts(vec![text_part(refusal(turn), t)]),
+            status: status(done),
+        }));
     }
     for (i, c) in turn.tool_calls.iter().enumerate() {
-        out.push(json!({"id": format!("fc_fake{}_{i}", ctx.turn), "type": "function_call", "status": status,
-                        "arguments": c.arguments,
-                        "call_id": c.id.clone().unwrap_or_else(|| format!("call_{}_{i}", ctx.turn)),
-                        "name": c.name}));
+        out.push(OutputItem::FunctionCall(FunctionCallItem {
+            id: Some(format!("fc_fake{}_{i}", ctx.turn).into()),
+            call_id: c.id.clone().unwrap_or_else(|| format!("call_{}_{i}", ctx.turn)).into(),
+            name: c.name.clone().into(),
+            arguments: c.arguments.clone().into(),
+            status: status(done),
+        }));
     }
     out
 }
 
-fn response(turn: &Turn, ctx: &RenderCtx, asked: &Asked, status: &str, output: Vec<Value>) -> Value {
-    let finished = status != "in_progress";
-    let mut r = json!({"id": format!("resp_fake{}", ctx.turn), "object": "response", "created_at": 1_700_000_000,
-                       "status": status, "background": false, "error": null,
-                       "incomplete_details": if status == "incomplete" { json!({"reason": "max_output_tokens"}) } else { Value::Null },
-                       "model": ctx.model, "output": output});
-    if let Some(r) = r.as_object_mut() {
-        r.extend(asked.echo.clone());
+fn response(
+    turn: &Turn,
+    ctx: &RenderCtx,
+    asked: &Asked,
+    state: &'static str,
+    output: Vec<OutputItem<'static>>,
+) -> Response<'static> {
+    let finished = state != "in_progress";
+    Response {
+        id: Some(format!("resp_fake{}", ctx.turn).into()),
+        object: status("response"),
+        created_at: Some(1_700_000_000),
+        status: status(state),
+        background: Some(false),
+        error: None,
+        incomplete_details: (state == "incomplete")
+            .then(|| IncompleteDetails { reason: status("max_output_tokens") }),
+        model: Some(ctx.model.clone().into()),
+        output,
+        echo: asked.echo.clone(),
+        usage: finished.then(|| usage(turn)),
     }
-    r["usage"] = if finished { usage(turn) } else { Value::Null };
-    r
+}
+
+/// Numbers the events of one stream and renders them, the SSE event name being the type.
+struct Events {
+    frames: Vec<Frame>,
+}
+
+impl Events {
+    fn push(&mut self, event: StreamEvent<'_>) {
+        let seq = self.frames.len() as u64;
+        let name = event_name(&event);
+        let event = numbered(event, seq);
+        self.frames.push(Frame::typed(name, &event));
+    }
+}
+
+/// The event's `type` (the fake sends only the events it names).
+fn event_name(event: &StreamEvent<'_>) -> &'static str {
+    match event {
+        StreamEvent::Created(_) => "response.created",
+        StreamEvent::InProgress(_) => "response.in_progress",
+        StreamEvent::Completed(_) => "response.completed",
+        StreamEvent::Incomplete(_) => "response.incomplete",
+        StreamEvent::Failed(_) => "response.failed",
+        StreamEvent::OutputItemAdded(_) => "response.output_item.added",
+        StreamEvent::OutputItemDone(_) => "response.output_item.done",
+        StreamEvent::ContentPartAdded(_) => "response.content_part.added",
+        StreamEvent::ContentPartDone(_) => "response.content_part.done",
+        StreamEvent::OutputTextDelta(_) => "response.output_text.delta",
+        StreamEvent::OutputTextDone(_) => "response.output_text.done",
+        StreamEvent::RefusalDelta(_) => "response.refusal.delta",
+        StreamEvent::RefusalDone(_) => "response.refusal.done",
+        StreamEvent::FunctionCallArgumentsDelta(_) => "response.function_call_arguments.delta",
+        StreamEvent::FunctionCallArgumentsDone(_) => "response.function_call_arguments.done",
+        StreamEvent::ReasoningSummaryPartAdded(_) => "response.reasoning_summary_part.added",
+        StreamEvent::ReasoningSummaryPartDone(_) => "response.reasoning_summary_part.done",
+        StreamEvent::ReasoningSummaryTextDelta(_) => "response.reasoning_summary_text.delta",
+        StreamEvent::ReasoningSummaryTextDone(_) => "response.reasoning_summary_text.done",
+        StreamEvent::ReasoningTextDelta(_) => "response.reasoning_text.delta",
+        StreamEvent::ReasoningTextDone(_) => "response.reasoning_text.done",
+        StreamEvent::Error(_) => "error",
+        _ => "unknown",
+    }
+}
+
+/// The event with its `sequence_number` set.
+fn numbered(mut event: StreamEvent<'_>, seq: u64) -> StreamEvent<'_> {
+    match &mut event {
+        StreamEvent::Created(e)
+        | StreamEvent::InProgress(e)
+        | StreamEvent::Completed(e)
+        | StreamEvent::Incomplete(e)
+        | StreamEvent::Failed(e) => e.sequence_number = seq,
+        StreamEvent::OutputItemAdded(e) | StreamEvent::OutputItemDone(e) => e.sequence_number = seq,
+        StreamEvent::ContentPartAdded(e)
+        | StreamEvent::ContentPartDone(e)
+        | StreamEvent::ReasoningSummaryPartAdded(e)
+        | StreamEvent::ReasoningSummaryPartDone(e) => e.sequence_number = seq,
+        StreamEvent::OutputTextDelta(e)
+        | StreamEvent::RefusalDelta(e)
+        | StreamEvent::FunctionCallArgumentsDelta(e)
+        | StreamEvent::ReasoningSummaryTextDelta(e)
+        | StreamEvent::ReasoningTextDelta(e) => e.sequence_number = seq,
+        StreamEvent::OutputTextDone(e)
+        | StreamEvent::RefusalDone(e)
+        | StreamEvent::FunctionCallArgumentsDone(e)
+        | StreamEvent::ReasoningSummaryTextDone(e)
+        | StreamEvent::ReasoningTextDone(e) => e.sequence_number = seq,
+        StreamEvent::Error(e) => e.sequence_number = seq,
+        _ => {}
+    }
+    event
+}
+
+fn lifecycle(response: Response<'_>) -> ResponseEvent<'_> {
+    ResponseEvent { response, sequence_number: 0 }
 }
 
 pub(crate) fn stream(turn: &Turn, ctx: &RenderCtx, asked: &Asked) -> Vec<Frame> {
-    let mut seq = 0u64;
-    let mut frames = Vec::new();
-    let mut push = |name: &'static str, mut v: Value| {
-        v["type"] = json!(name);
-        v["sequence_number"] = json!(seq);
-        seq += 1;
-        frames.push(Frame::named(name, &v));
-    };
-    push("response.created", json!({"response": response(turn, ctx, asked, "in_progress", vec![])}));
-    push("response.in_progress", json!({"response": response(turn, ctx, asked, "in_progress", vec![])}));
+    let mut events = Events { frames: Vec::new() };
+    let in_progress = || lifecycle(response(turn, ctx, asked, "in_progress", vec![]));
+    events.push(StreamEvent::Created(in_progress()));
+    events.push(StreamEvent::InProgress(in_progress()));
     let items = output(turn, ctx, asked);
-    for (out_index, item) in items.iter().enumerate() {
-        let item_id = item["id"].clone();
-        let mut added = item.clone();
-        match item["type"].as_str() {
-            Some("reasoning") => {
-                added["summary"] = json!([]);
-                if let Some(a) = added.as_object_mut() {
-                    a.remove("encrypted_content");
-                }
-                push("response.output_item.added", json!({"output_index": out_index, "item": added}));
-                let summary = item["summary"][0]["text"].as_str().unwrap_or("").to_owned();
+    for (index, item) in items.iter().enumerate() {
+        let output_index = u32::try_from(index).ok();
+        let item_id: Option<Cow<'_, str>> = item.id().map(Cow::Borrowed);
+        let added = match item {
+            OutputItem::Reasoning(r) => {
+                OutputItem::Reasoning(ReasoningItem::new(r.id().unwrap_or(""), &[], None))
+            }
+            OutputItem::Message(m) => OutputItem::Message(MessageItem {
+                status: status("in_progress"),
+                content: MessageContent::Parts(vec![]),
+                ..m.clone()
+            }),
+            OutputItem::FunctionCall(c) => OutputItem::FunctionCall(FunctionCallItem {
+                status: status("in_progress"),
+                arguments: Cow::Borrowed(""),
+                ..c.clone()
+            }),
+            OutputItem::Other(v) => OutputItem::Other(v.clone()),
+        };
+        events.push(StreamEvent::OutputItemAdded(ItemEvent {
+            output_index,
+            item: added,
+            sequence_number: 0,
+        }));
+        let delta = |delta: String| DeltaEvent {
+            item_id: item_id.clone(),
+            output_index,
+            delta: delta.into(),
+            ..Default::default()
+        };
+        let done = || DoneEvent { item_id: item_id.clone(), output_index, ..Default::default() };
+        match item {
+            OutputItem::Reasoning(r) => {
+                let summary = r.summary_texts().next().unwrap_or("");
                 if !summary.is_empty() {
-                    let at = json!({"item_id": item_id, "output_index": out_index, "summary_index": 0});
-                    let with = |extra: Value| {
-                        let mut v = at.clone();
-                        if let (Some(v), Some(extra)) = (v.as_object_mut(), extra.as_object()) {
-                            v.extend(extra.clone());
-                        }
-                        v
+                    let part = |text: &str| PartEvent {
+                        item_id: item_id.clone(),
+                        output_index,
+                        content_index: None,
+                        summary_index: Some(0),
+                        part: Part::SummaryText { text: Cow::Owned(text.to_owned()) },
+                        sequence_number: 0,
                     };
-                    push(
-                        "response.reasoning_summary_part.added",
-                        with(json!({"part": {"type": "summary_text", "text": ""}})),
-                    );
-                    for piece in chunks(&summary, ctx.chunk) {
-                        push("response.reasoning_summary_text.delta", with(json!({"delta": piece})));
+                    events.push(StreamEvent::ReasoningSummaryPartAdded(part("")));
+                    for piece in chunks(summary, ctx.chunk) {
+                        events.push(StreamEvent::ReasoningSummaryTextDelta(DeltaEvent {
+                            summary_index: Some(0),
+                            ..delta(piece)
+                        }));
                     }
-                    push("response.reasoning_summary_text.done", with(json!({"text": summary})));
-                    push(
-                        "response.reasoning_summary_part.done",
-                        with(json!({"part": {"type": "summary_text", "text": summary}})),
-                    );
+                    events.push(StreamEvent::ReasoningSummaryTextDone(DoneEvent {
+                        summary_index: Some(0),
+                        text: Some(summary.into()),
+                        ..done()
+                    }));
+                    events.push(StreamEvent::ReasoningSummaryPartDone(part(summary)));
                 }
             }
-            Some("message") => {
-                let part = item["content"][0].clone();
-                let refusal = part["type"] == "refusal";
-                let text = part[if refusal { "refusal" } else { "text" }].as_str().unwrap_or("").to_owned();
-                added["status"] = json!("in_progress");
-                added["content"] = json!([]);
-                push("response.output_item.added", json!({"output_index": out_index, "item": added}));
-                let empty = if refusal {
-                    json!({"type": "refusal", "refusal": ""})
-                } else {
-                    json!({"type": "output_text", "annotations": [], "logprobs": [], "text": ""})
+            OutputItem::Message(m) => {
+                let refused = refusal(turn);
+                let whole = match &m.content {
+                    MessageContent::Parts(parts) => parts.first().cloned(),
+                    MessageContent::Text(_) => None,
                 };
-                let at = |mut v: Value| {
-                    v["item_id"] = item_id.clone();
-                    v["output_index"] = json!(out_index);
-                    v["content_index"] = json!(0);
-                    v
+                let text = match &whole {
+                    Some(Part::OutputText { text, .. } | Part::Refusal { refusal: text }) => text.to_string(),
+                    _ => String::new(),
                 };
-                push("response.content_part.added", at(json!({"part": empty})));
-                let (delta_event, done_event, done_key) = if refusal {
-                    ("response.refusal.delta", "response.refusal.done", "refusal")
-                } else {
-                    ("response.output_text.delta", "response.output_text.done", "text")
+                let part = |part: Part<'static>| PartEvent {
+                    item_id: item_id.clone(),
+                    output_index,
+                    content_index: Some(0),
+                    summary_index: None,
+                    part,
+                    sequence_number: 0,
                 };
+                events.push(StreamEvent::ContentPartAdded(part(text_part(refused, ""))));
+                let logprobs = (!refused).then(Vec::new);
                 for piece in chunks(&text, ctx.chunk) {
-                    let mut v = at(json!({"delta": piece}));
-                    if !refusal {
-                        v["logprobs"] = json!([]);
-                    }
-                    push(delta_event, v);
+                    let d = DeltaEvent { content_index: Some(0), logprobs: logprobs.clone(), ..delta(piece) };
+                    events.push(if refused {
+                        StreamEvent::RefusalDelta(d)
+                    } else {
+                        StreamEvent::OutputTextDelta(d)
+                    });
                 }
-                let mut done = at(json!({}));
-                done[done_key] = json!(text);
-                if !refusal {
-                    done["logprobs"] = json!([]);
-                }
-                push(done_event, done);
-                push("response.content_part.done", at(json!({"part": part})));
+                let whole_text = Some(Cow::Owned(text.clone()));
+                events.push(if refused {
+                    StreamEvent::RefusalDone(DoneEvent {
+                        content_index: Some(0),
+                        refusal: whole_text,
+                        ..done()
+                    })
+                } else {
+                    StreamEvent::OutputTextDone(DoneEvent {
+                        content_index: Some(0),
+                        text: whole_text,
+                        logprobs,
+                        ..done()
+                    })
+                });
+                events.push(StreamEvent::ContentPartDone(part(text_part(refused, &text))));
             }
-            _ => {
-                let args = item["arguments"].as_str().unwrap_or("").to_owned();
-                added["status"] = json!("in_progress");
-                added["arguments"] = json!("");
-                push("response.output_item.added", json!({"output_index": out_index, "item": added}));
-                for piece in chunks(&args, ctx.chunk) {
-                    push(
-                        "response.function_call_arguments.delta",
-                        json!({"item_id": item_id, "output_index": out_index, "delta": piece}),
-                    );
+            OutputItem::FunctionCall(c) => {
+                for piece in chunks(&c.arguments, ctx.chunk) {
+                    events.push(StreamEvent::FunctionCallArgumentsDelta(delta(piece)));
                 }
-                push(
-                    "response.function_call_arguments.done",
-                    json!({"item_id": item_id, "output_index": out_index, "name": item["name"], "arguments": args}),
-                );
+                events.push(StreamEvent::FunctionCallArgumentsDone(DoneEvent {
+                    name: Some(Cow::Borrowed(&c.name)),
+                    arguments: Some(Cow::Borrowed(&c.arguments)),
+                    ..done()
+                }));
             }
+            OutputItem::Other(_) => {}
         }
-        push("response.output_item.done", json!({"output_index": out_index, "item": item}));
+        events.push(StreamEvent::OutputItemDone(ItemEvent {
+            output_index,
+            item: item.clone(),
+            sequence_number: 0,
+        }));
     }
-    if incomplete(turn) {
-        push("response.incomplete", json!({"response": response(turn, ctx, asked, "incomplete", items)}));
-    } else {
-        push("response.completed", json!({"response": response(turn, ctx, asked, "completed", items)}));
-    }
-    frames
+    let state = if incomplete(turn) { "incomplete" } else { "completed" };
+    let last = lifecycle(response(turn, ctx, asked, state, items.clone()));
+    events.push(if incomplete(turn) { StreamEvent::Incomplete(last) } else { StreamEvent::Completed(last) });
+    events.frames
 }
 
 pub(crate) fn json(turn: &Turn, ctx: &RenderCtx, asked: &Asked) -> Value {
-    let status = if incomplete(turn) { "incomplete" } else { "completed" };
-    response(turn, ctx, asked, status, output(turn, ctx, asked))
+    let state = if incomplete(turn) { "incomplete" } else { "completed" };
+    serde_json::to_value(response(turn, ctx, asked, state, output(turn, ctx, asked))).unwrap_or_default()
 }
 
 /// An error in the OpenAI shape, with the parameter it is about.
