@@ -396,7 +396,7 @@ impl ChunkWriter {
             None => self.send(&last),
         };
         if self.include_usage {
-            self.send(&wire::Chunk { usage: Some(chat_usage(usage)), ..self.chunk(Vec::new()) });
+            self.send(&wire::Chunk { usage: Some(Box::new(chat_usage(usage))), ..self.chunk(Vec::new()) });
         }
         let _ = self.tx.send(Ok(Event::default().data("[DONE]")));
     }
