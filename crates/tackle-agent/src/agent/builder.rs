@@ -612,18 +612,10 @@ impl AgentBuilder {
                  wanted to do",
             ))
         });
-        // Plan mode runs tools that read, and the agent's own bookkeeping (todo items, skills,
-        // searching deferred tools, compaction), which changes nothing outside the session.
-        let mut modes = ModeRules::new(
-            &self.edit_tools,
-            &[
-                "todo",
-                crate::tools::ACTIVATE_SKILL,
-                crate::tools::TOOL_SEARCH,
-                crate::tools::CALL_TOOL,
-                "compact_context",
-            ],
-        )?;
+        // Plan mode runs tools that read, and tools that change only the session (the agent's
+        // own todo items, skills, deferred-tool search and compaction, and any tool that says
+        // so in its annotations): each declares it, none is named here.
+        let mut modes = ModeRules::new(&self.edit_tools, &[] as &[&str])?;
         if config.plan_mode {
             modes = modes.with_plan_approval(PROPOSE_PLAN);
         }

@@ -497,7 +497,7 @@ impl TypedTool for ActivateSkill {
     fn annotations(&self) -> ToolAnnotations {
         // Not marked idempotent: two activations in one step must run in call order, since each
         // reads and rewrites the session's active list (and the order decides FIFO eviction).
-        ToolAnnotations::default()
+        ToolAnnotations::session_only()
     }
 
     async fn run(&self, args: ActivateSkillArgs, ctx: ToolContext) -> Result<ToolOutput, ToolFailure> {
