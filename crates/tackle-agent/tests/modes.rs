@@ -263,7 +263,8 @@ async fn bypass_is_refused_without_an_enforced_sandbox_and_plan_without_plan_mod
         .build()
         .await
         .unwrap_err();
-    assert!(matches!(err, BuildError::Mode(_)), "{err}");
+    assert!(matches!(err, BuildError::Mode(tackle_agent::ModeUnavailable::BypassNeedsSandbox)), "{err}");
+    assert!(err.to_string().contains("tackle sandbox check"), "the error says what to do: {err}");
     let plain = Agent::builder(common::provider(ProviderKind::Openai, &fake))
         .model("m")
         .in_memory()

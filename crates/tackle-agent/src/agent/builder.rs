@@ -61,8 +61,8 @@ pub enum BuildError {
     #[error("invalid edit_tools in [permissions]: {0}")]
     EditTools(#[from] tackle_tools::ModeError),
     /// The permission mode cannot be used with this agent.
-    #[error("{0}")]
-    Mode(String),
+    #[error("permission mode: {0}, or choose another mode")]
+    Mode(#[from] crate::ModeUnavailable),
     /// A limit that must be positive is zero.
     #[error("{0} must be at least 1")]
     Limit(&'static str),
@@ -483,11 +483,7 @@ impl AgentBuilder {
         let sandbox_enforced = self.sandbox_enforced();
         let hooks = HookPolicy::new(self.hooks, self.approval_mode)?;
         if self.config.permission_mode == PermissionMode::Bypass && !sandbox_enforced {
-            return Err(BuildError::Mode(
-                "permission mode `bypass` runs every call without asking, so it needs an enforced sandbox; \
-                 configure [sandbox] (see `tackle sandbox check`) or choose another mode"
-                    .to_owned(),
-            ));
+            return Err(BuildError::Mode(crate::ModeUnavailable::BypassNeedsSandbox));
         }
         #[cfg(feature = "builtins")]
         let hook_env = HookEnv {
