@@ -168,18 +168,9 @@ fn arb_message() -> impl Strategy<Value = Message> {
 fn census(messages: &[Message]) -> std::collections::BTreeMap<&'static str, i64> {
     let mut out = std::collections::BTreeMap::new();
     for block in messages.iter().flat_map(|m| &m.content).filter(|b| !b.is_empty()) {
-        *out.entry(repairs_block_type(block)).or_insert(0) += 1;
+        *out.entry(super::repairs::block_type(block)).or_insert(0) += 1;
     }
     out
-}
-
-fn repairs_block_type(block: &ContentBlock) -> &'static str {
-    match block {
-        ContentBlock::Text { .. } => "text",
-        ContentBlock::ToolUse(_) => "tool_use",
-        ContentBlock::ToolResult(_) => "tool_result",
-        ContentBlock::Reasoning(_) => "reasoning",
-    }
 }
 
 /// The blocks a list of repairs says it dropped (negative) or added (positive), by type.

@@ -78,7 +78,8 @@ pub const REPAIRS: [(&str, RepairFn); 7] = [
     ("lead_with_user", lead_with_user),
 ];
 
-fn block_type(block: &ContentBlock) -> &'static str {
+/// The wire name of a block's type, as [`Repair::MisplacedBlock`] reports it.
+pub(super) fn block_type(block: &ContentBlock) -> &'static str {
     match block {
         ContentBlock::Text { .. } => "text",
         ContentBlock::ToolUse(_) => "tool_use",
