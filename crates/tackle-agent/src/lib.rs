@@ -55,9 +55,9 @@
 
 mod agent;
 mod context;
+pub mod conversation;
 mod error;
 mod failure;
-pub mod invariants;
 mod session;
 mod tools;
 

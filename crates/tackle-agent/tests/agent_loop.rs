@@ -385,6 +385,41 @@ async fn an_interrupted_call_becomes_an_interrupted_result_on_resume() {
     }
 }
 
+/// [conversation-valid] A stored history no provider would accept (here a result of a call
+/// never made, as an import or an older version may leave) is repaired before the request, and
+/// the repair is reported, never silent.
+#[tokio::test]
+async fn an_invalid_stored_history_is_repaired_and_reported() {
+    for kind in FORMATS {
+        let h = Harness::new(kind, Script::new(vec![Turn::text("ok")])).await;
+        let session = h.session().await;
+        let sid = session.id().to_owned();
+        h.store.append_message(&sid, 1, &tackle_protocol::Message::user("hello")).await.unwrap();
+        h.store.append_message(&sid, 1, &tackle_protocol::Message::assistant("hi")).await.unwrap();
+        let orphan = tackle_protocol::ToolResult::ok("call_ghost", "from nowhere");
+        h.store.append_message(&sid, 1, &tackle_protocol::Message::tool_results([orphan])).await.unwrap();
+        let mut resumed = h.agent.open_session(&sid).await.unwrap();
+        let outcome =
+            resumed.run_turn(TurnInput::new("continue"), &h.sink(), &CancellationToken::new()).await.unwrap();
+        assert_eq!(outcome.end, TurnEnd::Completed, "{kind}: {outcome:?}");
+        let sent = h.fake.requests()[0].body.to_string();
+        assert!(!sent.contains("from nowhere") && sent.contains("continue"), "{kind}: {sent}");
+        let warnings: Vec<String> = h
+            .events()
+            .into_iter()
+            .filter_map(|e| match e {
+                AgentEvent::Warning { code, message } if code == "history_repaired" => Some(message),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(warnings.len(), 1, "{kind}: {warnings:?}");
+        assert!(
+            warnings[0].contains("dropped the result of unknown call call_ghost"),
+            "{kind}: {warnings:?}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn todo_items_are_recited_at_the_tail_only_when_they_change() {
     for kind in FORMATS {

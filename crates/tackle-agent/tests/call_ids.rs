@@ -100,7 +100,7 @@ async fn reused_ids_across_steps_and_within_a_message_each_run_once() {
         // Resumed, the history is still provider-valid and nothing runs again.
         let resumed = h.agent.open_session(session.id()).await.unwrap();
         assert_eq!(resumed.history(), session.history());
-        assert!(tackle_agent::invariants::is_valid(resumed.history()));
+        assert!(tackle_agent::conversation::is_valid(resumed.history()));
         assert_eq!(std::fs::read_to_string(h.workspace.path().join("runs.txt")).unwrap(), runs);
     }
 }

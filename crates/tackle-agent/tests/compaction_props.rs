@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 use serde_json::json;
-use tackle_agent::invariants::is_valid;
+use tackle_agent::conversation::is_valid;
 use tackle_context::{
     TokenCounter, apply_clear, cleared_stub, plan_clear, plan_prefix, removal_message, replace_prefix,
     summary_message,

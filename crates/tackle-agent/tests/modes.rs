@@ -152,6 +152,49 @@ async fn plan_mode_refuses_every_writing_tool_and_executes_after_approval() {
     ));
 }
 
+/// Plan mode knows no tool by name: a user's own tool that reads, or that changes only the
+/// session, says so in its annotations and runs there like the builtins that do; one that
+/// says neither is refused.
+#[tokio::test]
+async fn a_users_own_tools_run_in_plan_mode_by_what_they_declare() {
+    use tackle_protocol::ToolAnnotations;
+    /// No arguments.
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct NoArgs {}
+    let script = Script::new(vec![
+        Turn::call("lookup", "{}").with_call("note_to_self", "{}").with_call("deploy", "{}"),
+        Turn::text("planned"),
+    ]);
+    let rig = Rig::new(script, vec![], |b| {
+        let tool =
+            |name: &'static str, annotations| {
+                tackle_tools::tool_fn(name, "A user's tool.", move |_: NoArgs| async move {
+                    format!("{name} ran")
+                })
+                .annotations(annotations)
+            };
+        b.tool(tool("lookup", ToolAnnotations::read_only()))
+            .tool(tool("note_to_self", ToolAnnotations::session_only()))
+            .tool(tool("deploy", ToolAnnotations::default()))
+    })
+    .await;
+    let mut session = rig.session().await;
+    session.set_mode(PermissionMode::Plan).await.unwrap();
+    let outcome = rig.turn(&mut session, "plan the release").await;
+    assert_eq!(outcome.end, TurnEnd::Completed, "{outcome:?}");
+    let offered = rig.allowed(0).expect("plan mode restricts the step's tools");
+    for name in ["lookup", "note_to_self", "todo", "compact_context"] {
+        assert!(offered.iter().any(|t| t == name), "{name} is offered in plan mode: {offered:?}");
+    }
+    assert!(!offered.iter().any(|t| t == "deploy"), "{offered:?}");
+    let results = rig.results(1);
+    assert_eq!(results[..2], ["lookup ran", "note_to_self ran"], "{results:?}");
+    assert!(
+        results[2].contains("\"category\":\"denied\"") && results[2].contains("plan mode"),
+        "{results:?}"
+    );
+}
+
 #[tokio::test]
 async fn refining_a_plan_keeps_plan_mode_and_tells_the_model_what_to_change() {
     let script = Script::new(vec![
@@ -220,7 +263,8 @@ async fn bypass_is_refused_without_an_enforced_sandbox_and_plan_without_plan_mod
         .build()
         .await
         .unwrap_err();
-    assert!(matches!(err, BuildError::Mode(_)), "{err}");
+    assert!(matches!(err, BuildError::Mode(tackle_agent::ModeUnavailable::BypassNeedsSandbox)), "{err}");
+    assert!(err.to_string().contains("tackle sandbox check"), "the error says what to do: {err}");
     let plain = Agent::builder(common::provider(ProviderKind::Openai, &fake))
         .model("m")
         .in_memory()

@@ -67,7 +67,13 @@ impl TypedTool for EditFile {
     }
 
     fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations { read_only: false, destructive: true, idempotent: false, open_world: false }
+        ToolAnnotations {
+            read_only: false,
+            destructive: true,
+            idempotent: false,
+            open_world: false,
+            ..ToolAnnotations::default()
+        }
     }
 
     async fn run(&self, args: EditFileArgs, ctx: ToolContext) -> Result<ToolOutput, ToolFailure> {

@@ -315,7 +315,13 @@ impl TypedTool for Shell {
     }
 
     fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations { read_only: false, destructive: true, idempotent: false, open_world: true }
+        ToolAnnotations {
+            read_only: false,
+            destructive: true,
+            idempotent: false,
+            open_world: true,
+            ..ToolAnnotations::default()
+        }
     }
 
     async fn run(&self, args: ShellArgs, ctx: ToolContext) -> Result<ToolOutput, ToolFailure> {

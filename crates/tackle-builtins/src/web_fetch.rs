@@ -200,7 +200,13 @@ impl TypedTool for WebFetch {
     }
 
     fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations { read_only: true, destructive: false, idempotent: true, open_world: true }
+        ToolAnnotations {
+            read_only: true,
+            destructive: false,
+            idempotent: true,
+            open_world: true,
+            ..ToolAnnotations::default()
+        }
     }
 
     async fn run(&self, args: WebFetchArgs, _ctx: ToolContext) -> Result<ToolOutput, ToolFailure> {

@@ -62,7 +62,13 @@ impl TypedTool for WriteFile {
     }
 
     fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations { read_only: false, destructive: true, idempotent: true, open_world: false }
+        ToolAnnotations {
+            read_only: false,
+            destructive: true,
+            idempotent: true,
+            open_world: false,
+            ..ToolAnnotations::default()
+        }
     }
 
     async fn run(&self, args: WriteFileArgs, ctx: ToolContext) -> Result<ToolOutput, ToolFailure> {

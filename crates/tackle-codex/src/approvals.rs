@@ -47,6 +47,7 @@ impl NativeToolRequest {
             destructive: true,
             idempotent: false,
             open_world: self.tool != "codex_apply_patch",
+            ..ToolAnnotations::default()
         };
         ToolSpec::new(self.tool, "one of Codex's own tools", json!({"type": "object"}))
             .with_annotations(annotations)

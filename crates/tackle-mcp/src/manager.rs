@@ -191,6 +191,15 @@ impl McpManager {
             .collect()
     }
 
+    /// The skill `uri` that server `server` lists now, if it still does (only that one is
+    /// copied out of the listing).
+    pub fn skill(&self, server: &str, uri: &str) -> Option<McpSkill> {
+        let s = self.servers.iter().find(|s| s.name == server && s.connection.is_some())?;
+        let state = lock(&s.state);
+        let entry = state.skills.iter().find(|e| e.uri == uri)?;
+        Some(McpSkill::new(&s.name, entry.clone()))
+    }
+
     /// Reads `skill`'s `SKILL.md` and returns its instructions, once its size, digest and front
     /// matter match the listing (else the reason, and nothing of the content).
     pub async fn load_skill(

@@ -215,8 +215,8 @@ pub fn verify_skill_md(entry: &Skill, bytes: &[u8]) -> Result<String, SkillLoadE
     verify_file(entry, uri, bytes)?;
     let text = std::str::from_utf8(bytes)
         .map_err(|e| SkillLoadError::Undecodable { uri: uri.to_owned(), detail: e.to_string() })?;
-    let (yaml, body) =
-        front_matter(text).ok_or_else(|| SkillLoadError::NoFrontMatter { uri: uri.to_owned() })?;
+    let (yaml, body) = tackle_protocol::split_front_matter(text)
+        .ok_or_else(|| SkillLoadError::NoFrontMatter { uri: uri.to_owned() })?;
     let served: Map<String, Value> = serde_saphyr::from_str(yaml)
         .map_err(|e| SkillLoadError::InvalidFrontMatter { uri: uri.to_owned(), detail: e.to_string() })?;
     let listed = match serde_json::to_value(&entry.frontmatter) {
@@ -239,20 +239,6 @@ pub fn verify_skill_md(entry: &Skill, bytes: &[u8]) -> Result<String, SkillLoadE
         }
     }
     Ok(body.trim().to_owned())
-}
-
-/// `(yaml, body)` of `---\nyaml\n---\nbody`.
-fn front_matter(text: &str) -> Option<(&str, &str)> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let rest = text.strip_prefix("---")?.trim_start_matches([' ', '\t', '\r']).strip_prefix('\n')?;
-    let mut offset = 0;
-    for line in rest.split_inclusive('\n') {
-        if line.trim_end() == "---" {
-            return Some((&rest[..offset], &rest[offset + line.len()..]));
-        }
-        offset += line.len();
-    }
-    None
 }
 
 fn shorten(text: &str) -> String {

@@ -175,6 +175,7 @@ pub fn map_annotations(hints: Option<&McpAnnotations>) -> ToolAnnotations {
         destructive: !read_only && hint(|a| a.destructive_hint).unwrap_or(true),
         idempotent: read_only || hint(|a| a.idempotent_hint).unwrap_or(false),
         open_world: hint(|a| a.open_world_hint).unwrap_or(true),
+        ..ToolAnnotations::default()
     }
 }
 
@@ -206,21 +207,39 @@ mod tests {
         let none = map_annotations(None);
         assert_eq!(
             none,
-            ToolAnnotations { read_only: false, destructive: true, idempotent: false, open_world: true }
+            ToolAnnotations {
+                read_only: false,
+                destructive: true,
+                idempotent: false,
+                open_world: true,
+                ..ToolAnnotations::default()
+            }
         );
         let read_only = def(json!({"name": "t", "inputSchema": {"type": "object"},
             "annotations": {"readOnlyHint": true, "openWorldHint": false}}));
         let a = map_annotations(read_only.annotations.as_ref());
         assert_eq!(
             a,
-            ToolAnnotations { read_only: true, destructive: false, idempotent: true, open_world: false }
+            ToolAnnotations {
+                read_only: true,
+                destructive: false,
+                idempotent: true,
+                open_world: false,
+                ..ToolAnnotations::default()
+            }
         );
         let additive = def(json!({"name": "t", "inputSchema": {"type": "object"},
             "annotations": {"destructiveHint": false, "idempotentHint": true}}));
         let a = map_annotations(additive.annotations.as_ref());
         assert_eq!(
             a,
-            ToolAnnotations { read_only: false, destructive: false, idempotent: true, open_world: true }
+            ToolAnnotations {
+                read_only: false,
+                destructive: false,
+                idempotent: true,
+                open_world: true,
+                ..ToolAnnotations::default()
+            }
         );
     }
 

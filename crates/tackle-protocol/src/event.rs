@@ -456,6 +456,9 @@ pub enum WarningCode {
     ModeUnavailable,
     /// The workspace could not be checkpointed before a turn (too many files, unreadable).
     CheckpointFailed,
+    /// The stored history was not a valid conversation (a call without its result, an empty
+    /// message, ...): it was repaired before the request, and the message says how.
+    HistoryRepaired,
     /// A code this version does not know (from a newer Tackle).
     #[serde(other)]
     Other,
@@ -477,6 +480,7 @@ impl WarningCode {
             Self::HookStopped => "hook_stopped",
             Self::ModeUnavailable => "mode_unavailable",
             Self::CheckpointFailed => "checkpoint_failed",
+            Self::HistoryRepaired => "history_repaired",
             Self::Other => "other",
         }
     }

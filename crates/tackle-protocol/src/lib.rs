@@ -25,6 +25,7 @@
 mod envelope;
 mod event;
 mod failure;
+mod front_matter;
 mod ids;
 mod message;
 mod request;
@@ -35,6 +36,7 @@ mod tool;
 pub use envelope::{ErrorCategory, ToolError};
 pub use event::{AgentEvent, ContextReport, SandboxInfo, StepMetrics, ToolOutcome, TurnEnd, WarningCode};
 pub use failure::{ErrorCode, FailureReport};
+pub use front_matter::split_front_matter;
 pub use ids::{ApprovalId, ElicitationId, SessionId, ToolCallId};
 pub use message::{ContentBlock, Message, Reasoning, Role, ToolInput, ToolResult, ToolUse};
 pub use request::{CacheBreakpoint, CachePolicy, ModelRequest, SystemSection};

@@ -66,12 +66,28 @@ pub struct ToolAnnotations {
     pub idempotent: bool,
     /// Reaches outside the workspace (network, external systems).
     pub open_world: bool,
+    /// Changes only the session's own state (its todo list, loaded skills, found tools, the
+    /// compaction of its context), nothing in the workspace or beyond: it runs in plan mode
+    /// like a read-only tool. Declared by the tool in code, so not serialized: the serialized
+    /// spec (and with it the catalog's fingerprint) stays what it was before the flag existed.
+    #[serde(skip)]
+    pub session_only: bool,
+    /// Its output is already sized for the context window (pages of a stored output, search
+    /// answers within a token budget): it is never offloaded, so the model sees it whole. Not
+    /// serialized, like [`ToolAnnotations::session_only`].
+    #[serde(skip)]
+    pub sized_output: bool,
 }
 
 impl ToolAnnotations {
     /// A read-only, idempotent, closed-world tool.
     pub fn read_only() -> Self {
-        Self { read_only: true, destructive: false, idempotent: true, open_world: false }
+        Self { read_only: true, idempotent: true, ..Self::default() }
+    }
+
+    /// A tool that changes only the session's own state (see [`ToolAnnotations::session_only`]).
+    pub fn session_only() -> Self {
+        Self { session_only: true, ..Self::default() }
     }
 
     /// True when calls may run concurrently with other calls of the same step.

@@ -605,7 +605,10 @@ impl ToolExecutor {
                 };
                 let bytes = stored_bytes + dropped;
                 let mut shown = None;
-                if let Some(off) = &self.offloader
+                // A tool whose output is sized for the context says so; it is never offloaded.
+                let sized =
+                    self.registry().entry(&call.name).is_some_and(|e| e.tool.spec().annotations.sized_output);
+                if let Some(off) = self.offloader.as_ref().filter(|_| !sized)
                     && off.threshold_bytes(&call.name).is_some_and(|t| stored_bytes > t as u64)
                 {
                     let offloaded = match full {

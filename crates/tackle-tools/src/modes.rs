@@ -226,9 +226,10 @@ impl ModeRules {
         self.edits.is_match(&spec.name)
     }
 
-    /// Whether this tool runs in plan mode: it only reads, or it is one of the plan tools.
+    /// Whether this tool runs in plan mode: it only reads, it changes only the session's own
+    /// state (both declared by the tool in its annotations), or it is one of the plan tools.
     pub fn runs_in_plan(&self, spec: &ToolSpec) -> bool {
-        spec.annotations.read_only || self.plan_tools.contains(&spec.name)
+        spec.annotations.read_only || spec.annotations.session_only || self.plan_tools.contains(&spec.name)
     }
 
     /// The edit-tool globs, as configured.

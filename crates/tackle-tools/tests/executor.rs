@@ -420,6 +420,32 @@ async fn offloading_replaces_large_outputs_with_a_reference() {
     assert_eq!(r.locator, None);
 }
 
+/// A tool whose output is sized for the context (`sized_output`, declared by the tool, whatever
+/// its name) is never offloaded.
+#[tokio::test]
+async fn a_tool_that_sizes_its_own_output_is_never_offloaded() {
+    let ex = executor(Arc::new(AutoApprove), vec![]).with_offloader(Arc::new(Offload));
+    let mut registry = ToolRegistry::new();
+    for (name, sized_output) in [("pages", true), ("dumps", false)] {
+        let annotations = ToolAnnotations { sized_output, ..ToolAnnotations::read_only() };
+        registry
+            .register(typed(
+                tackle_tools::tool_fn(name, "Prints a lot.", |_: NoArgs| async { "y".repeat(150) })
+                    .annotations(annotations),
+            ))
+            .unwrap();
+    }
+    ex.replace_registry(registry);
+    let r = ex.execute(&call("pages", json!({})), ctx(), &CallOptions::default()).await;
+    assert_eq!(r.locator, None, "{}", r.result.content);
+    let r = ex.execute(&call("dumps", json!({})), ctx(), &CallOptions::default()).await;
+    assert_eq!(
+        r.locator.as_deref(),
+        Some("out_1"),
+        "the same output of a tool that does not say so is offloaded"
+    );
+}
+
 #[tokio::test]
 async fn oversized_arguments_are_refused_before_parsing_further() {
     let ex = executor(Arc::new(AutoApprove), vec![]);

@@ -61,8 +61,8 @@ pub enum BuildError {
     #[error("invalid edit_tools in [permissions]: {0}")]
     EditTools(#[from] tackle_tools::ModeError),
     /// The permission mode cannot be used with this agent.
-    #[error("{0}")]
-    Mode(String),
+    #[error("permission mode: {0}, or choose another mode")]
+    Mode(#[from] crate::ModeUnavailable),
     /// A limit that must be positive is zero.
     #[error("{0} must be at least 1")]
     Limit(&'static str),
@@ -483,11 +483,7 @@ impl AgentBuilder {
         let sandbox_enforced = self.sandbox_enforced();
         let hooks = HookPolicy::new(self.hooks, self.approval_mode)?;
         if self.config.permission_mode == PermissionMode::Bypass && !sandbox_enforced {
-            return Err(BuildError::Mode(
-                "permission mode `bypass` runs every call without asking, so it needs an enforced sandbox; \
-                 configure [sandbox] (see `tackle sandbox check`) or choose another mode"
-                    .to_owned(),
-            ));
+            return Err(BuildError::Mode(crate::ModeUnavailable::BypassNeedsSandbox));
         }
         #[cfg(feature = "builtins")]
         let hook_env = HookEnv {
@@ -612,18 +608,10 @@ impl AgentBuilder {
                  wanted to do",
             ))
         });
-        // Plan mode runs tools that read, and the agent's own bookkeeping (todo items, skills,
-        // searching deferred tools, compaction), which changes nothing outside the session.
-        let mut modes = ModeRules::new(
-            &self.edit_tools,
-            &[
-                "todo",
-                crate::tools::ACTIVATE_SKILL,
-                crate::tools::TOOL_SEARCH,
-                crate::tools::CALL_TOOL,
-                "compact_context",
-            ],
-        )?;
+        // Plan mode runs tools that read, and tools that change only the session (the agent's
+        // own todo items, skills, deferred-tool search and compaction, and any tool that says
+        // so in its annotations): each declares it, none is named here.
+        let mut modes = ModeRules::new(&self.edit_tools, &[] as &[&str])?;
         if config.plan_mode {
             modes = modes.with_plan_approval(PROPOSE_PLAN);
         }

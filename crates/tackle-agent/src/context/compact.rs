@@ -7,15 +7,14 @@
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use tackle_context::{
-    SUMMARY_INSTRUCTIONS, apply_clear, cleared_stub, plan_clear, plan_prefix, removal_message,
-    summary_message,
-};
+use tackle_context::{SUMMARY_INSTRUCTIONS, cleared_stub, plan_clear, removal_message, summary_message};
 use tackle_protocol::{AgentEvent, Message, ModelRequest, ToolChoice};
 use tackle_provider::CallOptions;
 use tackle_store::NewBlob;
 use tackle_tools::EventSink;
 
+use crate::conversation::{Conversation, Prefix};
+use crate::session::Change;
 use crate::{AgentError, Session};
 
 /// Why compaction ran.
@@ -116,11 +115,14 @@ impl Session {
         }
         let target = self.compaction_target(reason);
         let mut strategies = Vec::new();
-        let mut protected_from = protected_from.min(self.history.len());
+        // Every strategy takes a valid conversation and returns one ([conversation-valid]).
+        let mut conversation = self.conversation(sink);
+        let mut protected_from = protected_from.min(conversation.len());
 
         // (a) Clear old tool results; their full text stays restorable by locator.
         let keep = self.agent.config().context.keep_tool_results;
-        if self.clear_results(protected_from, keep).await? {
+        if let Some(cleared) = self.clear_results(&conversation, protected_from, keep).await? {
+            conversation = cleared;
             strategies.push("clear_tool_results".to_owned());
         }
 
@@ -128,16 +130,15 @@ impl Session {
         // (so the summary request itself reads the prompt cache).
         if self.history.total_tokens() > target {
             let need = self.history.total_tokens() - target;
-            if let Some(range) =
-                plan_prefix(self.history.messages(), self.history.tokens(), protected_from, need)
-            {
-                match self.summarize(&self.history.messages()[range.clone()]).await {
+            if let Some(prefix) = conversation.prefix(self.history.tokens(), protected_from, need) {
+                match self.summarize(&conversation.messages()[prefix.range()]).await {
                     Ok(summary) => {
-                        let removed = range.len();
-                        self.hide(&range).await?;
-                        self.replace_prefix(range.clone(), summary_message(&summary, removed));
-                        protected_from = protected_from + 1 - range.len();
-                        strategies.push("summarize".to_owned());
+                        let note = summary_message(&summary, prefix.len());
+                        if let Some(summarized) = self.replace_prefix(&conversation, &prefix, note).await? {
+                            conversation = summarized;
+                            protected_from = protected_from + 1 - prefix.len();
+                            strategies.push("summarize".to_owned());
+                        }
                     }
                     Err(e) => {
                         tracing::warn!(session = %sid, error = %e, "summarization failed; truncating instead");
@@ -153,7 +154,8 @@ impl Session {
         // turn's messages stay; only outputs move behind their locators, restorable.
         if self.history.total_tokens() > target {
             let keep = self.agent.config().context.keep_tool_results;
-            if self.clear_results(self.history.len(), keep).await? {
+            if let Some(cleared) = self.clear_results(&conversation, conversation.len(), keep).await? {
+                conversation = cleared;
                 strategies.push("clear_current_turn_results".to_owned());
             }
         }
@@ -161,14 +163,12 @@ impl Session {
         // (c) Drop the oldest part as the last resort (still kept in the store).
         if self.history.total_tokens() > target {
             let need = self.history.total_tokens() - target;
-            if let Some(range) =
-                plan_prefix(self.history.messages(), self.history.tokens(), protected_from, need)
-            {
-                let removed = range.len();
-                self.hide(&range).await?;
-                self.replace_prefix(range.clone(), removal_message(removed));
-                protected_from = protected_from + 1 - range.len();
-                strategies.push("truncate".to_owned());
+            if let Some(prefix) = conversation.prefix(self.history.tokens(), protected_from, need) {
+                let note = removal_message(prefix.len());
+                if self.replace_prefix(&conversation, &prefix, note).await?.is_some() {
+                    protected_from = protected_from + 1 - prefix.len();
+                    strategies.push("truncate".to_owned());
+                }
             }
         }
 
@@ -198,19 +198,25 @@ impl Session {
         Ok(report)
     }
 
-    /// Replaces tool results before `protected_from`, except the last `keep`, with stubs naming
-    /// the locator of their stored text. Returns whether anything was cleared.
-    async fn clear_results(&mut self, protected_from: usize, keep: usize) -> Result<bool, AgentError> {
-        let plan = plan_clear(self.history.messages(), protected_from, keep);
+    /// `conversation` with the tool results before `protected_from`, except the last `keep`,
+    /// replaced by stubs naming the locator of their stored text; `None` when there is nothing
+    /// to clear.
+    async fn clear_results(
+        &mut self,
+        conversation: &Conversation,
+        protected_from: usize,
+        keep: usize,
+    ) -> Result<Option<Conversation>, AgentError> {
+        let plan = plan_clear(conversation.messages(), protected_from, keep);
         if plan.is_empty() {
-            return Ok(false);
+            return Ok(None);
         }
         let store = self.agent.store().clone();
         let ttl = Duration::from_secs(self.agent.config().context.offload_ttl_days * 24 * 3600);
         let mut stubs = Vec::with_capacity(plan.len());
         for target in &plan {
             let Some(tackle_protocol::ContentBlock::ToolResult(r)) =
-                self.history.messages().get(target.message).and_then(|m| m.content.get(target.block))
+                conversation.messages().get(target.message).and_then(|m| m.content.get(target.block))
             else {
                 continue;
             };
@@ -227,37 +233,44 @@ impl Session {
                 .await?;
             stubs.push((target.message, target.block, cleared_stub(&target.tool, r, &meta.locator)));
         }
+        let cleared = conversation.clear_results(&plan, |t, r| {
+            stubs
+                .iter()
+                .find(|(m, b, _)| *m == t.message && *b == t.block)
+                .map_or_else(|| r.content.clone(), |(_, _, s)| s.clone())
+        });
         let context = &self.context;
-        self.history.edit(
-            |messages| {
-                apply_clear(messages, &plan, |t, _| {
-                    stubs
-                        .iter()
-                        .find(|(m, b, _)| *m == t.message && *b == t.block)
-                        .map(|(_, _, s)| s.clone())
-                        .unwrap_or_default()
-                })
-            },
-            |m| context.count_message(m),
-        );
+        self.history.adopt(cleared.clone(), Change::InPlace, |m| context.count_message(m));
         self.context.forget_report();
-        Ok(true)
+        Ok(Some(cleared))
     }
 
-    /// Replaces the prefix `range` of the history with one message.
-    fn replace_prefix(&mut self, range: std::ops::Range<usize>, message: Message) {
-        let tokens = self.context.count_message(&message);
-        self.history.replace_range(range, message, tokens);
-        self.context.forget_report();
-    }
-
-    /// Marks the stored originals of `range` hidden (they stay in the store).
-    async fn hide(&self, range: &std::ops::Range<usize>) -> Result<(), AgentError> {
-        let seqs = self.history.seqs_in(range.clone());
+    /// `conversation` with `prefix` replaced by `note` (a summary or a removal note), the
+    /// stored originals hidden (they stay in the store); `None`, with an error logged, if that
+    /// would not be a valid conversation (it always is: a prefix ends between units).
+    async fn replace_prefix(
+        &mut self,
+        conversation: &Conversation,
+        prefix: &Prefix,
+        note: Message,
+    ) -> Result<Option<Conversation>, AgentError> {
+        let replaced = match conversation.replace_prefix(prefix, note.text()) {
+            Ok(replaced) => replaced,
+            Err(e) => {
+                tracing::error!(session = %self.record.id, error = %e, "compaction skipped a prefix it could not replace");
+                return Ok(None);
+            }
+        };
+        let seqs = self.history.seqs_in(prefix.range());
         if !seqs.is_empty() {
             self.agent.store().hide_messages(&self.record.id, &seqs).await?;
         }
-        Ok(())
+        let context = &self.context;
+        self.history.adopt(replaced.clone(), Change::PrefixReplaced { len: prefix.len() }, |m| {
+            context.count_message(m)
+        });
+        self.context.forget_report();
+        Ok(Some(replaced))
     }
 
     async fn summarize(&self, messages: &[Message]) -> Result<String, tackle_provider::ProviderError> {

@@ -42,7 +42,7 @@ impl TypedTool for CompactContext {
     }
 
     fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations { read_only: false, destructive: false, idempotent: true, open_world: false }
+        ToolAnnotations { idempotent: true, ..ToolAnnotations::session_only() }
     }
 
     async fn run(&self, args: CompactContextArgs, ctx: ToolContext) -> Result<ToolOutput, ToolFailure> {

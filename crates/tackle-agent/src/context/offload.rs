@@ -156,11 +156,10 @@ impl<R: std::io::Read> std::io::Read for Previewing<'_, R> {
 
 #[async_trait]
 impl OutputOffloader for StoreOffloader {
-    fn threshold_bytes(&self, tool: &str) -> Option<usize> {
-        // read_result pages through stored outputs; storing its pages again would never end.
-        // tool_search answers within their own token budget, and an answer the model cannot
-        // see would defeat deferral.
-        (!matches!(tool, "read_result" | crate::tools::TOOL_SEARCH)).then_some(self.threshold)
+    fn threshold_bytes(&self, _tool: &str) -> Option<usize> {
+        // Tools whose output is sized for the context already say so themselves
+        // (`ToolAnnotations::sized_output`); the executor never offloads them.
+        Some(self.threshold)
     }
 
     async fn offload(&self, ctx: &ToolContext, tool: &str, output: &str) -> Result<Offloaded, ToolFailure> {

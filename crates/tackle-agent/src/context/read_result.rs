@@ -155,7 +155,8 @@ impl TypedTool for ReadResult {
     }
 
     fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations::read_only()
+        // Its pages are sized for the context: storing them again would never end.
+        ToolAnnotations { sized_output: true, ..ToolAnnotations::read_only() }
     }
 
     async fn run(&self, args: ReadResultArgs, ctx: ToolContext) -> Result<ToolOutput, ToolFailure> {

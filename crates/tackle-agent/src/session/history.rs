@@ -1,13 +1,15 @@
 //! [`History`]: the conversation as the model sees it, each message with its store sequence
 //! number and its token count, kept in step by construction.
 //!
-//! Requests borrow the messages ([`History::lend`] clones an `Arc`, not the conversation), so
+//! Requests borrow the messages ([`History::conversation`] clones an `Arc`, not the messages), so
 //! a long history is never copied or moved per step, and nothing has to be put back.
 
 use std::ops::Range;
 use std::sync::Arc;
 
 use tackle_protocol::Message;
+
+use crate::conversation::{Conversation, InvalidConversation};
 
 /// A session's messages with their store sequence numbers (`None` for messages made by
 /// compaction or repair, which are not stored rows) and token counts.
@@ -39,12 +41,6 @@ impl History {
     /// The messages.
     pub(crate) fn messages(&self) -> &[Message] {
         &self.messages
-    }
-
-    /// The messages for a request: shared, not copied. Appending to the history afterwards
-    /// copies only if the request is still alive.
-    pub(crate) fn lend(&self) -> Arc<Vec<Message>> {
-        self.messages.clone()
     }
 
     /// Whether every message since the session started is here (no compaction or repair).
@@ -86,33 +82,51 @@ impl History {
         self.seqs[start..end].iter().flatten().copied().collect()
     }
 
-    /// Replaces the messages in `range` (a prefix being compacted) with one `message` that is
-    /// not a stored row.
-    pub(crate) fn replace_range(&mut self, range: Range<usize>, message: Message, tokens: u64) {
-        let start = range.start.min(self.len());
-        let end = range.end.clamp(start, self.len());
-        Arc::make_mut(&mut self.messages).splice(start..end, std::iter::once(message));
-        self.complete = false;
-        self.seqs.splice(start..end, std::iter::once(None));
-        self.tokens.splice(start..end, std::iter::once(tokens));
+    /// The messages as a [`Conversation`], if they are valid (shared, not copied).
+    pub(crate) fn conversation(&self) -> Result<Conversation, InvalidConversation> {
+        Conversation::shared(Arc::clone(&self.messages))
     }
 
-    /// Edits messages in place (cleared tool results keep their rows) and recounts them.
-    pub(crate) fn edit(&mut self, edit: impl FnOnce(&mut Vec<Message>), count: impl Fn(&Message) -> u64) {
-        let messages = Arc::make_mut(&mut self.messages);
-        edit(messages);
-        self.seqs.resize(messages.len(), None);
+    /// Takes `conversation` in place of the messages, as `change` made it from them, keeping
+    /// the store sequence numbers of the messages it kept where they were (counted by `count`).
+    pub(crate) fn adopt(
+        &mut self,
+        conversation: Conversation,
+        change: Change,
+        count: impl Fn(&Message) -> u64,
+    ) {
+        let messages = conversation.lend();
+        match change {
+            // Cleared results: the same messages at the same positions.
+            Change::InPlace if messages.len() == self.seqs.len() => {}
+            Change::PrefixReplaced { len } if messages.len() + len == self.seqs.len() + 1 => {
+                self.seqs.splice(0..len, std::iter::once(None));
+                self.complete = false;
+            }
+            // Repaired (or a change that does not fit its description): positions no longer
+            // match stored rows.
+            _ => {
+                self.seqs = vec![None; messages.len()];
+                self.complete = false;
+            }
+        }
         self.tokens = messages.iter().map(count).collect();
+        self.messages = messages;
     }
+}
 
-    /// Replaces the whole conversation with a repaired one whose positions no longer match
-    /// stored rows.
-    pub(crate) fn replace_all(&mut self, messages: Vec<Message>, count: impl Fn(&Message) -> u64) {
-        self.tokens = messages.iter().map(count).collect();
-        self.seqs = vec![None; messages.len()];
-        self.complete = false;
-        self.messages = Arc::new(messages);
-    }
+/// How a [`Conversation`] given to [`History::adopt`] was made from the history's messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Change {
+    /// Messages edited in place (tool results cleared): positions kept.
+    InPlace,
+    /// The first `len` messages replaced by one (a summary, a removal note).
+    PrefixReplaced {
+        /// Messages replaced.
+        len: usize,
+    },
+    /// Rebuilt by repairs: positions no longer match stored rows.
+    Repaired,
 }
 
 #[cfg(test)]
@@ -130,19 +144,23 @@ mod tests {
             (Message::assistant("bb"), Some(2), 2),
             (Message::user("ccc"), Some(3), 3),
         ]);
-        let lent = h.lend();
+        let lent = h.conversation().unwrap().lend();
         h.push(Message::assistant("dddd"), Some(4), 4);
         assert_eq!(lent.len(), 3, "a lent request keeps what it was given");
         assert_eq!((h.len(), h.total_tokens()), (4, 10));
         assert!(h.is_complete());
-        h.replace_range(0..2, Message::user("summary"), 7);
+        let conversation = h.conversation().unwrap();
+        let prefix = conversation.prefix(h.tokens(), 2, 2).unwrap();
+        let summarized = conversation.replace_prefix(&prefix, "summary".into()).unwrap();
+        h.adopt(summarized, Change::PrefixReplaced { len: prefix.len() }, len_count);
         assert!(!h.is_complete(), "summarized messages are gone from memory");
         assert_eq!(h.messages()[0].text(), "summary");
         assert_eq!(h.tokens(), [7, 3, 4]);
         assert_eq!(h.seqs_in(0..3), [3, 4], "the summary is not a stored row");
-        h.edit(|m| m.truncate(2), len_count);
-        assert_eq!((h.len(), h.tokens().len(), h.seqs_in(0..9)), (2, 2, vec![3]));
-        h.replace_all(vec![Message::user("x")], len_count);
-        assert_eq!((h.len(), h.total_tokens(), h.seqs_in(0..1)), (1, 1, vec![]));
+        h.adopt(h.conversation().unwrap(), Change::InPlace, len_count);
+        assert_eq!(h.seqs_in(0..3), [3, 4], "edits in place keep the rows");
+        let (repaired, _) = Conversation::repair(&[Message::assistant("x")]);
+        h.adopt(repaired, Change::Repaired, len_count);
+        assert_eq!((h.len(), h.total_tokens(), h.seqs_in(0..2)), (2, 25, vec![]));
     }
 }

@@ -18,7 +18,7 @@ mod tail_note;
 mod tool_calls;
 mod turn;
 
-pub(crate) use history::History;
+pub(crate) use history::{Change, History};
 pub use loop_guard::LoopGuardConfig;
 pub(crate) use prefix::PrefixTracker;
 pub(crate) use system_prompt::system_sections;
@@ -26,7 +26,7 @@ pub(crate) use tail_note::{NOTE_PREFIX, TailNotes};
 
 use crate::agent::LoadedMessage;
 use crate::context::{CALIBRATION_KEY, ContextState};
-use crate::invariants::interrupted_result;
+use crate::conversation::interrupted_result;
 use crate::tools::{SessionTools, SkillSet, StepTools};
 use crate::{Agent, AgentError, ToolCatalog, ToolMask, TurnFailure};
 

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 use tracing::field::Empty;
 
-use crate::invariants::interrupted_result;
+use crate::conversation::interrupted_result;
 use crate::tools::repair_tool_name;
 use crate::tools::{Planned, StepView};
 use crate::{AgentError, Session};

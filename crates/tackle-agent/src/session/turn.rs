@@ -21,13 +21,14 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 use tracing::field::Empty;
 
+use super::history::Change;
 use super::loop_guard::{LoopGuard, Verdict};
 use super::model_call::{ChatLabels, ModelCallError, call_model};
 use super::tail_note::TailState;
 use super::tool_calls::{CallBatch, ExecutedCall, plan_calls, run_calls, starts, unique_call_ids};
 use crate::context::CALIBRATION_KEY;
 use crate::context::CompactReason;
-use crate::invariants;
+use crate::conversation::Conversation;
 use crate::tools::{LoopRequests, MaskStrategy, Requests, StepTools, StepView};
 use crate::{AgentError, Session, ToolMask, TurnFailure, TurnInput, TurnOutcome};
 
@@ -458,7 +459,7 @@ impl Session {
                 return Ok(ControlFlow::Break(run.end(TurnEnd::Failed, String::new(), Some(failure))));
             }
         }
-        let request = self.build_request(tools);
+        let request = self.build_request(tools, sink);
         let encoded = self.agent.provider().encode(&request);
         self.last_request_len = request.messages.len();
         // The request only borrowed the history: dropping it lets the history grow without a
@@ -690,23 +691,16 @@ impl Session {
         Ok(ControlFlow::Continue(()))
     }
 
-    /// The request of a step: frozen tools, the step's tool choice, the history (lent, not
-    /// copied; repaired first only if it is not provider-valid), cache breakpoints after the
-    /// system prompt and at the end of the history (and where the previous request ended, so
-    /// its cache entry is read).
-    pub(crate) fn build_request(&mut self, tools: &StepTools) -> ModelRequest {
-        if !invariants::is_valid(self.history.messages()) {
-            let (repaired, repairs) = invariants::enforce(self.history.messages());
-            tracing::warn!(session = %self.record.id, ?repairs, "history repaired before the request");
-            // The repaired history replaces the old one: positions no longer match the store.
-            let context = &self.context;
-            self.history.replace_all(repaired, |m| context.count_message(m));
-            self.context.forget_report();
-        }
+    /// The request of a step: frozen tools, the step's tool choice, the history as a
+    /// [`Conversation`] (lent, not copied; repaired first only if it is not valid), cache
+    /// breakpoints after the system prompt and at the end of the history (and where the
+    /// previous request ended, so its cache entry is read).
+    pub(crate) fn build_request(&mut self, tools: &StepTools, sink: &EventSink) -> ModelRequest {
+        let conversation = self.conversation(sink);
         let config = self.agent.config();
         let last = self.history.len().saturating_sub(1);
         let previous = self.last_request_len.saturating_sub(1);
-        let mut request = ModelRequest::new(config.model.clone(), self.history.lend());
+        let mut request = ModelRequest::new(config.model.clone(), conversation.lend());
         request.system = self.system.clone();
         request.tools = self.tools.catalog().specs().clone();
         request.tool_choice = tools.tool_choice.clone();
@@ -717,6 +711,30 @@ impl Session {
             request.cache_breakpoints.push(CacheBreakpoint::Message { index: previous });
         }
         request
+    }
+
+    /// The history as a [`Conversation`]: shared as it is when valid, else repaired, each
+    /// repair reported (a `history_repaired` warning and a log line), and the repaired
+    /// conversation taking the history's place (its positions no longer match stored rows).
+    pub(crate) fn conversation(&mut self, sink: &EventSink) -> Conversation {
+        if let Ok(conversation) = self.history.conversation() {
+            return conversation;
+        }
+        let (conversation, repairs) = Conversation::repair(self.history.messages());
+        tracing::warn!(session = %self.record.id, ?repairs, "history repaired before the request");
+        let said: Vec<String> = repairs.iter().map(ToString::to_string).collect();
+        sink.emit(AgentEvent::Warning {
+            code: tackle_protocol::WarningCode::HistoryRepaired,
+            message: format!(
+                "the stored history was not a valid conversation; before the request Tackle {} (the stored \
+                 messages are unchanged)",
+                said.join("; ")
+            ),
+        });
+        let context = &self.context;
+        self.history.adopt(conversation.clone(), Change::Repaired, |m| context.count_message(m));
+        self.context.forget_report();
+        conversation
     }
 
     /// The fields every hook of this session receives.

@@ -14,7 +14,7 @@ mod step;
 pub(crate) mod todo;
 
 pub use catalog::ToolCatalog;
-pub(crate) use deferral::{CALL_TOOL, Deferral, FOUND_TOOLS_KEY, FoundTools, Planned, TOOL_SEARCH};
+pub(crate) use deferral::{Deferral, FOUND_TOOLS_KEY, FoundTools, Planned};
 pub use deferral::{DeferralConfig, DeferralMode, DeferredTools};
 pub use mask::{MaskError, ToolMask};
 pub(crate) use plan::{MODE_KEY, PROPOSE_PLAN, ProposePlan};

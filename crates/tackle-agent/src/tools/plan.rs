@@ -58,7 +58,13 @@ impl TypedTool for ProposePlan {
     }
 
     fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations { read_only: false, destructive: false, idempotent: false, open_world: false }
+        ToolAnnotations {
+            read_only: false,
+            destructive: false,
+            idempotent: false,
+            open_world: false,
+            ..ToolAnnotations::default()
+        }
     }
 
     async fn run(&self, args: ProposePlanArgs, ctx: ToolContext) -> Result<ToolOutput, ToolFailure> {

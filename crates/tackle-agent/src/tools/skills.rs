@@ -90,16 +90,6 @@ struct FrontMatter {
     tools: Vec<String>,
 }
 
-/// Splits `---\nyaml\n---\nbody`; `None` without front matter.
-fn split_front_matter(text: &str) -> Option<(&str, &str)> {
-    let rest =
-        text.strip_prefix("---").map(|r| r.trim_start_matches(['\r']).strip_prefix('\n').unwrap_or(r))?;
-    let end = rest.find("\n---")?;
-    let yaml = &rest[..end];
-    let body = rest[end + 4..].trim_start_matches(['-']);
-    Some((yaml, body.trim_start_matches(['\r', '\n'])))
-}
-
 /// Why a SKILL.md was skipped; each message says what to fix in the file.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -120,7 +110,7 @@ pub(crate) enum SkillError {
 
 /// Parses one SKILL.md.
 pub(crate) fn parse_skill(dir_name: &str, path: &Path, text: &str) -> Result<Skill, SkillError> {
-    let (yaml, body) = split_front_matter(text).ok_or(SkillError::NoFrontMatter)?;
+    let (yaml, body) = tackle_protocol::split_front_matter(text).ok_or(SkillError::NoFrontMatter)?;
     let front: FrontMatter =
         serde_saphyr::from_str(yaml).map_err(|e| SkillError::InvalidFrontMatter(e.to_string()))?;
     let name = front.name.unwrap_or_else(|| dir_name.to_owned());
@@ -383,11 +373,7 @@ impl ActivateSkill {
             )
         };
         let mcp = self.mcp.clone().ok_or_else(unavailable)?;
-        let skill = mcp
-            .skills()
-            .into_iter()
-            .find(|s| s.server() == server && s.uri() == uri)
-            .ok_or_else(unavailable)?;
+        let skill = mcp.skill(server, uri).ok_or_else(unavailable)?;
         Ok((mcp, skill))
     }
 
@@ -497,7 +483,7 @@ impl TypedTool for ActivateSkill {
     fn annotations(&self) -> ToolAnnotations {
         // Not marked idempotent: two activations in one step must run in call order, since each
         // reads and rewrites the session's active list (and the order decides FIFO eviction).
-        ToolAnnotations::default()
+        ToolAnnotations::session_only()
     }
 
     async fn run(&self, args: ActivateSkillArgs, ctx: ToolContext) -> Result<ToolOutput, ToolFailure> {

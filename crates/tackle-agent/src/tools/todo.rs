@@ -118,7 +118,7 @@ impl TypedTool for TodoTool {
     }
 
     fn annotations(&self) -> ToolAnnotations {
-        ToolAnnotations { read_only: false, destructive: false, idempotent: false, open_world: false }
+        ToolAnnotations::session_only()
     }
 
     async fn run(&self, args: TodoArgs, ctx: ToolContext) -> Result<ToolOutput, ToolFailure> {

@@ -54,9 +54,10 @@ impl ToolSearch {
             "query": {"type": "string", "description": "What the tool should do."},
             "limit": {"type": "integer", "description": "1 to 20, default 5."}
         }, "required": ["query"]});
-        // It updates the session's found list; calls in one step run in order.
-        let spec =
-            ToolSpec::new(TOOL_SEARCH, description, schema).with_annotations(ToolAnnotations::default());
+        // It updates the session's found list (calls in one step run in order), and answers
+        // within its own token budget: an answer the model cannot see would defeat deferral.
+        let annotations = ToolAnnotations { sized_output: true, ..ToolAnnotations::session_only() };
+        let spec = ToolSpec::new(TOOL_SEARCH, description, schema).with_annotations(annotations);
         Self { deferred, store, spec }
     }
 }
@@ -136,7 +137,9 @@ impl Default for CallTool {
             "arguments": {"type": "object", "description": "Its arguments."}
         }, "required": ["name"]});
         Self {
-            spec: ToolSpec::new(CALL_TOOL, description, schema).with_annotations(ToolAnnotations::default()),
+            // It only unwraps into the found tool's call, which is checked as that tool.
+            spec: ToolSpec::new(CALL_TOOL, description, schema)
+                .with_annotations(ToolAnnotations::session_only()),
         }
     }
 }

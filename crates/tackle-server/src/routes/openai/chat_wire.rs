@@ -504,7 +504,7 @@ mod tests {
         assert_eq!(out.len(), 3);
         assert_eq!(out[1].tool_uses().count(), 2);
         assert_eq!(out[2].tool_results_iter().count(), 2, "consecutive tool messages merge");
-        assert!(tackle_agent::invariants::is_valid(&out));
+        assert!(tackle_agent::conversation::is_valid(&out));
     }
 
     #[test]
