@@ -141,9 +141,17 @@ fn pack_stream(reader: &mut impl std::io::Read) -> std::io::Result<Packed> {
     Ok(Packed { digest: hasher.finalize(), compressed, raw_bytes, lines })
 }
 
-impl Store {
+/// Offloaded outputs (the `blobs` table): zstd-compressed, blake3-checked, per session, with a
+/// time to live.
+/// From [`Store::blobs`]; a borrowed view of the store, free to copy.
+#[derive(Debug, Clone, Copy)]
+pub struct Blobs<'s> {
+    pub(crate) store: &'s Store,
+}
+
+impl Blobs<'_> {
     /// Stores an output and returns its metadata (with a new locator).
-    pub async fn put_blob(&self, session_id: &str, new: NewBlob<'_>) -> Result<BlobMeta, StoreError> {
+    pub async fn put(self, session_id: &str, new: NewBlob<'_>) -> Result<BlobMeta, StoreError> {
         let (digest, compressed) = digest_and_compress(new.bytes);
         let packed = Packed {
             digest,
@@ -156,9 +164,9 @@ impl Store {
 
     /// Stores the output `reader` yields, read and compressed one frame at a time, so an output
     /// of any size costs one frame of raw bytes in memory plus its compressed form; the stored
-    /// blob is the same as [`Store::put_blob`] of the same bytes would store.
-    pub async fn put_blob_from(
-        &self,
+    /// blob is the same as [`Blobs::put`](crate::Blobs::put) of the same bytes would store.
+    pub async fn put_from(
+        self,
         session_id: &str,
         tool: &str,
         call_id: &str,
@@ -170,7 +178,7 @@ impl Store {
     }
 
     async fn insert_blob(
-        &self,
+        self,
         session_id: &str,
         tool: &str,
         call_id: &str,
@@ -205,43 +213,50 @@ impl Store {
         .bind(compressed)
         .bind(meta.created_at)
         .bind(meta.expires_at);
-        self.db.execute(self.epoch_for(session_id), query).await.map_err(|e| no_session(e, session_id))?;
+        self.store
+            .db
+            .execute(self.store.epoch_for(session_id), query)
+            .await
+            .map_err(|e| no_session(e, session_id))?;
         // The row holds exactly these values; reading them back would cost a query.
         Ok(meta)
     }
 
     /// The session a locator belongs to, for a local client that owns every session
-    /// (`tackle results show`). Servers must use [`Store::get_blob`] with the caller's session.
-    pub async fn blob_session(&self, locator: &str) -> Result<String, StoreError> {
+    /// (`tackle results show`). Servers must use [`Blobs::get`](crate::Blobs::get) with the caller's session.
+    pub async fn session_of(self, locator: &str) -> Result<String, StoreError> {
         let query = Query::new("SELECT session_id FROM blobs WHERE locator = $1").bind(locator);
-        let session = self.db.read_optional(query, |r| r.try_get::<String>("session_id")).await?;
+        let session = self.store.db.read_optional(query, |r| r.try_get::<String>("session_id")).await?;
         session.ok_or_else(|| StoreError::not_found("locator", locator))
     }
 
     /// Metadata of a stored output, even after it expired.
-    pub async fn blob_meta(&self, session_id: &str, locator: &str) -> Result<BlobMeta, StoreError> {
+    pub async fn meta(self, session_id: &str, locator: &str) -> Result<BlobMeta, StoreError> {
         let query = Query::new(
             "SELECT locator, session_id, tool, call_id, digest, raw_bytes, lines, created_at, expires_at
              FROM blobs WHERE locator = $1 AND session_id = $2",
         )
         .bind(locator)
         .bind(session_id);
-        let meta = self.db.read_optional(query, |r| meta(r)).await?;
+        let meta = self.store.db.read_optional(query, |r| meta(r)).await?;
         // Another session's locator is reported exactly like a missing one.
         meta.ok_or_else(|| StoreError::not_found("locator", locator))
     }
 
     /// The stored output, byte-exact. A locator of another session is not found; an expired
     /// one is [`StoreError::Expired`]; data that does not match its digest is corrupt.
-    pub async fn get_blob(&self, session_id: &str, locator: &str) -> Result<Blob, StoreError> {
+    pub async fn get(self, session_id: &str, locator: &str) -> Result<Blob, StoreError> {
         let query = Query::new(
             "SELECT locator, session_id, tool, call_id, digest, raw_bytes, lines, created_at, expires_at, data
              FROM blobs WHERE locator = $1 AND session_id = $2",
         )
         .bind(locator)
         .bind(session_id);
-        let row =
-            self.db.read_optional(query, |r| Ok((meta(r)?, r.try_get::<Option<Vec<u8>>>("data")?))).await?;
+        let row = self
+            .store
+            .db
+            .read_optional(query, |r| Ok((meta(r)?, r.try_get::<Option<Vec<u8>>>("data")?)))
+            .await?;
         let (meta, data) = row.ok_or_else(|| StoreError::not_found("locator", locator))?;
         let data = match data {
             Some(d) if meta.expires_at > now_ms() => d,
@@ -263,9 +278,9 @@ impl Store {
 
     /// Removes the data of outputs expired at `now_ms`, keeping their metadata so a later read
     /// says "expired" rather than "not found". Returns how many were purged.
-    pub async fn purge_expired(&self, now_ms: i64) -> Result<u64, StoreError> {
+    pub async fn purge_expired(self, now_ms: i64) -> Result<u64, StoreError> {
         let query = Query::new("UPDATE blobs SET data = NULL WHERE expires_at <= $1 AND data IS NOT NULL")
             .bind(now_ms);
-        self.db.execute(None, query).await
+        self.store.db.execute(None, query).await
     }
 }

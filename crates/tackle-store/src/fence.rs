@@ -93,12 +93,12 @@ impl Store {
     /// use std::time::Duration;
     /// use tackle_store::{NewSession, Store, StoreError};
     /// let store = Store::open_in_memory().await.unwrap();
-    /// let s = store.create_session(NewSession { owner: "local".into(), ..Default::default() }).await.unwrap();
-    /// let lease = store.acquire_lease(&s.id, Duration::from_secs(30)).await.unwrap().unwrap();
+    /// let s = store.sessions().create(NewSession { owner: "local".into(), ..Default::default() }).await.unwrap();
+    /// let lease = store.leases().acquire(&s.id, Duration::from_secs(30)).await.unwrap().unwrap();
     /// let turn = store.fenced(&lease);
-    /// turn.append_message(&s.id, 1, &tackle_protocol::Message::user("hi")).await.unwrap();
-    /// store.release_lease(&lease, 0).await.unwrap();
-    /// let late = turn.append_message(&s.id, 1, &tackle_protocol::Message::user("late")).await;
+    /// turn.messages().append(&s.id, 1, &tackle_protocol::Message::user("hi")).await.unwrap();
+    /// store.leases().release(&lease, 0).await.unwrap();
+    /// let late = turn.messages().append(&s.id, 1, &tackle_protocol::Message::user("late")).await;
     /// assert!(matches!(late, Err(StoreError::LeaseLost { .. })));
     /// # });
     /// ```
