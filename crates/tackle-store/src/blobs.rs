@@ -9,11 +9,24 @@ use serde::{Deserialize, Serialize};
 
 use crate::db::now_ms;
 use crate::frames;
+use crate::writer::Placement;
 use crate::{Store, StoreError};
 
 /// zstd level: tool output (logs, JSON, code) compresses well even at the fastest positive
 /// level (a 1 MB build log: 10x at level 1, 13x at level 3, which compresses 25% slower).
 const ZSTD_LEVEL: i32 = 1;
+
+/// Outputs up to this size are compressed and written in place (SQLite's [no-wait-in-place]:
+/// tens of microseconds); larger ones on a blocking thread, so a big write never holds a
+/// runtime thread.
+pub(crate) const IN_PLACE_BYTES: usize = 64 * 1024;
+
+/// `work` on a blocking thread.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
+    tokio::task::spawn_blocking(work).await.map_err(|e| StoreError::Io(std::io::Error::other(e)))?
+}
 
 /// Metadata of a stored output.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -150,14 +163,24 @@ pub struct Blobs<'s> {
 }
 
 impl Blobs<'_> {
-    /// Stores an output and returns its metadata (with a new locator).
+    /// Stores an output and returns its metadata (with a new locator). An output larger than
+    /// 64 KiB is compressed and written on a blocking thread, never on the caller's
+    /// runtime thread.
     pub async fn put(self, session_id: &str, new: NewBlob<'_>) -> Result<BlobMeta, StoreError> {
-        let (digest, compressed) = digest_and_compress(new.bytes);
-        let packed = Packed {
-            digest,
-            compressed: compressed?,
-            raw_bytes: new.bytes.len() as u64,
-            lines: count_lines(new.bytes),
+        let pack = |bytes: &[u8]| -> Result<Packed, StoreError> {
+            let (digest, compressed) = digest_and_compress(bytes);
+            Ok(Packed {
+                digest,
+                compressed: compressed?,
+                raw_bytes: bytes.len() as u64,
+                lines: count_lines(bytes),
+            })
+        };
+        let packed = if new.bytes.len() > IN_PLACE_BYTES {
+            let bytes = new.bytes.to_vec();
+            blocking(move || pack(&bytes)).await?
+        } else {
+            pack(new.bytes)?
         };
         self.insert_blob(session_id, new.tool, new.call_id, new.ttl, packed).await
     }
@@ -165,15 +188,16 @@ impl Blobs<'_> {
     /// Stores the output `reader` yields, read and compressed one frame at a time, so an output
     /// of any size costs one frame of raw bytes in memory plus its compressed form; the stored
     /// blob is the same as [`Blobs::put`](crate::Blobs::put) of the same bytes would store.
+    /// `reader` is read on a blocking thread, never on the caller's runtime thread.
     pub async fn put_from(
         self,
         session_id: &str,
         tool: &str,
         call_id: &str,
         ttl: Duration,
-        mut reader: impl std::io::Read + Send,
+        mut reader: impl std::io::Read + Send + 'static,
     ) -> Result<BlobMeta, StoreError> {
-        let packed = pack_stream(&mut reader)?;
+        let packed = blocking(move || Ok(pack_stream(&mut reader)?)).await?;
         self.insert_blob(session_id, tool, call_id, ttl, packed).await
     }
 
@@ -186,6 +210,7 @@ impl Blobs<'_> {
         packed: Packed,
     ) -> Result<BlobMeta, StoreError> {
         let Packed { digest, compressed, raw_bytes, lines } = packed;
+        let compressed_len = compressed.len();
         let meta = BlobMeta {
             locator: format!("out_{}", uuid::Uuid::new_v4().simple()),
             session_id: session_id.to_owned(),
@@ -213,9 +238,11 @@ impl Blobs<'_> {
         .bind(compressed)
         .bind(meta.created_at)
         .bind(meta.expires_at);
+        let placement =
+            if compressed_len > IN_PLACE_BYTES { Placement::Blocking } else { Placement::InPlace };
         self.store
             .db
-            .execute(self.store.epoch_for(session_id), query)
+            .execute_on(placement, self.store.epoch_for(session_id), query)
             .await
             .map_err(|e| no_session(e, session_id))?;
         // The row holds exactly these values; reading them back would cost a query.
@@ -284,3 +311,7 @@ impl Blobs<'_> {
         self.store.db.execute(None, query).await
     }
 }
+
+#[cfg(test)]
+#[path = "blobs_tests.rs"]
+mod tests;

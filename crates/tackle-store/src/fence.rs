@@ -16,7 +16,7 @@
 use std::sync::Arc;
 
 use crate::sql::{self, Query};
-use crate::writer::SqliteWriter;
+use crate::writer::{Placement, SqliteWriter};
 use crate::{Lease, Store, StoreError};
 
 /// The lease a fenced store writes under.
@@ -64,15 +64,29 @@ pub(crate) async fn pg_check(conn: &mut sqlx::PgConnection, epoch: &Epoch) -> Re
 impl SqliteWriter {
     /// Runs `work` on the writer: as one call when `epoch` is `None`, else in a write
     /// transaction that checks it first.
-    pub(crate) async fn write<T, F>(&self, epoch: Epoch, mut work: F) -> Result<T, StoreError>
+    pub(crate) async fn write<T, F>(&self, epoch: Epoch, work: F) -> Result<T, StoreError>
+    where
+        F: FnMut(&rusqlite::Connection) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.write_on(Placement::InPlace, epoch, work).await
+    }
+
+    /// Like [`SqliteWriter::write`], where `placement` says whether `work` may run in place.
+    pub(crate) async fn write_on<T, F>(
+        &self,
+        placement: Placement,
+        epoch: Epoch,
+        mut work: F,
+    ) -> Result<T, StoreError>
     where
         F: FnMut(&rusqlite::Connection) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
     {
         match epoch {
-            None => self.call(move |conn| work(conn)).await,
+            None => self.call_on(placement, move |conn| work(conn)).await,
             Some(_) => {
-                self.transaction(move |tx| {
+                self.transaction_on(placement, move |tx| {
                     check_on(tx, &epoch)?;
                     work(tx)
                 })

@@ -13,6 +13,7 @@ use crate::messages::execute_all;
 use crate::messages::stored;
 use crate::sessions::Sessions;
 use crate::sql::{Query, Row};
+use crate::writer::Placement;
 use crate::{NewSession, SessionRecord, StoreError};
 
 /// What a rewind of the conversation did.
@@ -141,7 +142,8 @@ impl Sessions<'_> {
             if i == 0 { query.bind(before) } else { query }
         })
         .collect();
-        transaction!(&self.store.db, None, |conn| execute_all(conn, &copies).await)?;
+        // A long session's copy can take a while: never in place on a runtime thread.
+        transaction!(on Placement::Blocking, &self.store.db, None, |conn| execute_all(conn, &copies).await)?;
         // The fork resumes from exactly that conversation: when its visible messages are not it
         // (the source was compacted or rewound before `upto`), a snapshot says what it is.
         let visible: Vec<Message> = self.store.messages().load_context(&target).await?.messages();

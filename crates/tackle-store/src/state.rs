@@ -8,8 +8,8 @@ use crate::sql::{Query, no_session};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::db::now_ms;
 use crate::StoreError;
+use crate::db::now_ms;
 
 /// Every state value of one session, read in one query (see [`Sessions::state`](crate::Sessions::state)).
 #[derive(Debug, Clone, Default)]

@@ -330,12 +330,12 @@ both! {
     async fn a_streamed_blob_is_the_blob_of_its_bytes(db) {
         // Read in short pieces, across several frames: the same digest, size, lines and bytes as
         // the blob stored from memory.
-        struct Trickle<'a>(&'a [u8]);
-        impl std::io::Read for Trickle<'_> {
+        struct Trickle(Vec<u8>);
+        impl std::io::Read for Trickle {
             fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
                 let n = buf.len().min(self.0.len()).min(7_777);
                 buf[..n].copy_from_slice(&self.0[..n]);
-                self.0 = &self.0[n..];
+                self.0.drain(..n);
                 Ok(n)
             }
         }
@@ -345,7 +345,7 @@ both! {
         let ttl = Duration::from_secs(60);
         for bytes in [&big[..], b"", b"one\n"] {
             let whole = store.blobs().put(&a.id, NewBlob { tool: "t", call_id: "c", bytes, ttl }).await.unwrap();
-            let streamed = store.blobs().put_from(&a.id, "t", "c", ttl, Trickle(bytes)).await.unwrap();
+            let streamed = store.blobs().put_from(&a.id, "t", "c", ttl, Trickle(bytes.to_vec())).await.unwrap();
             assert_eq!(
                 (&streamed.digest, streamed.raw_bytes, streamed.lines),
                 (&whole.digest, whole.raw_bytes, whole.lines)
