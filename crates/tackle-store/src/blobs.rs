@@ -21,6 +21,18 @@ const ZSTD_LEVEL: i32 = 1;
 /// runtime thread.
 pub(crate) const IN_PLACE_BYTES: usize = 64 * 1024;
 
+/// `work`, which may take long (reading a streamed output, compressing it) but borrows from the
+/// caller, without holding a runtime thread's other tasks: on a multi-thread runtime in
+/// `block_in_place`; on a one-thread runtime (which has nowhere to move them) in place.
+fn off_runtime<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) if runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(work)
+        }
+        _ => work(),
+    }
+}
+
 /// `work` on a blocking thread.
 async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
@@ -188,16 +200,17 @@ impl Blobs<'_> {
     /// Stores the output `reader` yields, read and compressed one frame at a time, so an output
     /// of any size costs one frame of raw bytes in memory plus its compressed form; the stored
     /// blob is the same as [`Blobs::put`](crate::Blobs::put) of the same bytes would store.
-    /// `reader` is read on a blocking thread, never on the caller's runtime thread.
+    /// On a multi-thread runtime `reader` is read and compressed in `block_in_place`, so the
+    /// runtime thread's other tasks move to another thread meanwhile.
     pub async fn put_from(
         self,
         session_id: &str,
         tool: &str,
         call_id: &str,
         ttl: Duration,
-        mut reader: impl std::io::Read + Send + 'static,
+        mut reader: impl std::io::Read + Send,
     ) -> Result<BlobMeta, StoreError> {
-        let packed = blocking(move || Ok(pack_stream(&mut reader)?)).await?;
+        let packed = off_runtime(|| pack_stream(&mut reader))?;
         self.insert_blob(session_id, tool, call_id, ttl, packed).await
     }
 

@@ -3,8 +3,8 @@ use std::time::Duration;
 
 use crate::{NewBlob, NewSession, Store};
 
-/// A reader that, after its first piece, waits until the runtime's other task has run: on the
-/// runtime's only thread it would wait for ever (the guard below turns that into an error).
+/// A reader that, after its first piece, waits until another task of the runtime has run: read
+/// on the runtime's only worker it would wait for ever (the guard below turns that into an error).
 struct Gated {
     left: Vec<u8>,
     reading: Option<tokio::sync::oneshot::Sender<()>>,
@@ -27,9 +27,9 @@ impl std::io::Read for Gated {
 
 #[test]
 fn a_large_blob_write_leaves_the_runtime_free() {
-    // One runtime thread: while the output is being read and written, the other task must run
-    // on it (it is what lets the reader go on).
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    // One worker: while the output is being read and written, the other task must still run (it
+    // is what lets the reader go on).
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     runtime.block_on(async {
         let store = Store::open_in_memory().await.unwrap();
         let s =
@@ -39,13 +39,16 @@ fn a_large_blob_write_leaves_the_runtime_free() {
         let (go, gate) = mpsc::channel();
         let reader = Gated { left: bytes.clone(), reading: Some(reading), go: gate };
         let ttl = Duration::from_secs(60);
-        let write = store.blobs().put_from(&s.id, "t", "c", ttl, reader);
-        let other = async move {
-            started.await.unwrap();
-            let _ = go.send(());
-        };
-        let (meta, ()) = tokio::join!(write, other);
-        let meta = meta.expect("the write finished while the runtime ran the other task");
+        let writer = store.clone();
+        let id = s.id.clone();
+        let write = tokio::spawn(async move { writer.blobs().put_from(&id, "t", "c", ttl, reader).await });
+        let other = tokio::spawn(async move {
+            if started.await.is_ok() {
+                let _ = go.send(());
+            }
+        });
+        let meta = write.await.unwrap().expect("the write finished while the runtime ran the other task");
+        other.await.unwrap();
         assert_eq!(store.blobs().get(&s.id, &meta.locator).await.unwrap().data, bytes);
 
         // The same bytes from memory (compressed and written off the runtime thread too).
