@@ -155,7 +155,7 @@ fn main() {
         let id = session.id().to_owned();
         for m in &history {
             let tokens = i64::try_from(counter.count_message(m)).unwrap();
-            store.append_counted_message(&id, 0, m, Some(tokens)).await.unwrap();
+            store.messages().append_counted(&id, 0, m, Some(tokens)).await.unwrap();
         }
         drop(session);
         // A restart: the store is closed (SQLite checkpoints its WAL) and opened again by a new
@@ -200,7 +200,7 @@ fn main() {
             let ctx = ToolContext::new(&id, format!("call_offload_{i}"), workspace.path().to_owned());
             let t = Instant::now();
             let off = offloader.offload(&ctx, "shell", &megabyte).await.unwrap();
-            let blob = store.get_blob(&id, &off.locator).await.unwrap();
+            let blob = store.blobs().get(&id, &off.locator).await.unwrap();
             rounds.push(t.elapsed());
             assert_eq!(blob.data.len(), megabyte.len());
         }

@@ -156,7 +156,7 @@ fn main() {
             })
             .await
             .unwrap();
-        store.append_messages(session.id(), 0, &history()).await.unwrap();
+        store.messages().append_all(session.id(), 0, &history()).await.unwrap();
         let mut session = agent.open_session(session.id()).await.unwrap();
         let bytes: usize = session.history().iter().map(|m| serde_json::to_string(m).unwrap().len()).sum();
         let tokens: usize = session

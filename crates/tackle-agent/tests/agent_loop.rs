@@ -54,7 +54,7 @@ async fn a_multi_step_run_writes_reads_and_answers() {
         assert_eq!(names.last(), Some(&"turn_finished"));
         assert_eq!(names.iter().filter(|n| **n == "step_finished").count(), 3);
         // Every message is stored, in order, and the read result reached the model.
-        let stored = h.store.load_messages(session.id(), MessageFilter::default()).await.unwrap();
+        let stored = h.store.messages().load(session.id(), MessageFilter::default()).await.unwrap();
         let roles: Vec<Role> = stored.iter().map(|m| m.message.role).collect();
         assert_eq!(
             roles,
@@ -62,7 +62,7 @@ async fn a_multi_step_run_writes_reads_and_answers() {
         );
         let third = &h.fake.requests()[2].body;
         assert!(third.to_string().contains("alpha"), "{kind}");
-        let calls = h.store.list_tool_calls(session.id()).await.unwrap();
+        let calls = h.store.calls().list(session.id()).await.unwrap();
         assert_eq!(
             calls.iter().map(|c| c.status).collect::<Vec<_>>(),
             [ToolCallStatus::Ok, ToolCallStatus::Ok]
@@ -302,14 +302,15 @@ async fn a_call_that_finished_before_a_crash_is_answered_from_the_audit() {
         let session = h.session().await;
         let sid = session.id().to_owned();
         // A previous process stored the call and ran it, then died before storing the result.
-        h.store.append_message(&sid, 1, &tackle_protocol::Message::user("count")).await.unwrap();
+        h.store.messages().append(&sid, 1, &tackle_protocol::Message::user("count")).await.unwrap();
         let call = tackle_protocol::ToolUse {
             id: "call_crash".into(),
             name: "count".into(),
             input: json!({}).into(),
         };
         h.store
-            .append_message(
+            .messages()
+            .append(
                 &sid,
                 1,
                 &tackle_protocol::Message {
@@ -320,12 +321,13 @@ async fn a_call_that_finished_before_a_crash_is_answered_from_the_audit() {
             .await
             .unwrap();
         assert_eq!(
-            h.store.begin_tool_call(&sid, "call_crash", "count", &json!({})).await.unwrap(),
+            h.store.calls().begin(&sid, "call_crash", "count", &json!({})).await.unwrap(),
             BeginOutcome::Started
         );
         let result = tackle_protocol::ToolResult::ok("call_crash", "count is 1 (from before the crash)");
         h.store
-            .finish_tool_call(
+            .calls()
+            .finish(
                 &sid,
                 "call_crash",
                 ToolCallFinish {
@@ -358,14 +360,15 @@ async fn an_interrupted_call_becomes_an_interrupted_result_on_resume() {
         let h = Harness::new(kind, Script::new(vec![Turn::text("ok")])).await;
         let session = h.session().await;
         let sid = session.id().to_owned();
-        h.store.append_message(&sid, 1, &tackle_protocol::Message::user("go")).await.unwrap();
+        h.store.messages().append(&sid, 1, &tackle_protocol::Message::user("go")).await.unwrap();
         let call = tackle_protocol::ToolUse {
             id: "call_lost".into(),
             name: "shell".into(),
             input: json!({"command": "make"}).into(),
         };
         h.store
-            .append_message(
+            .messages()
+            .append(
                 &sid,
                 1,
                 &tackle_protocol::Message {
@@ -375,12 +378,12 @@ async fn an_interrupted_call_becomes_an_interrupted_result_on_resume() {
             )
             .await
             .unwrap();
-        h.store.begin_tool_call(&sid, "call_lost", "shell", &json!({"command": "make"})).await.unwrap();
+        h.store.calls().begin(&sid, "call_lost", "shell", &json!({"command": "make"})).await.unwrap();
         let mut resumed = h.agent.open_session(&sid).await.unwrap();
         resumed.run_turn(TurnInput::new("continue"), &h.sink(), &CancellationToken::new()).await.unwrap();
         let sent = h.fake.requests()[0].body.to_string();
         assert!(sent.contains("interrupted"), "{kind}");
-        let record = h.store.get_tool_call(&sid, "call_lost").await.unwrap().unwrap();
+        let record = h.store.calls().get(&sid, "call_lost").await.unwrap().unwrap();
         assert_eq!(record.status, ToolCallStatus::Interrupted);
     }
 }
@@ -450,7 +453,7 @@ async fn todo_items_are_recited_at_the_tail_only_when_they_change() {
         }
         // The list survives a resume.
         let resumed = h.agent.open_session(session.id()).await.unwrap();
-        assert_eq!(h.store.list_todos(resumed.id(), 0, 10).await.unwrap().total_count, 1);
+        assert_eq!(h.store.todos().list(resumed.id(), 0, 10).await.unwrap().total_count, 1);
     }
 }
 

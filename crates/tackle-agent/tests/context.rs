@@ -93,7 +93,7 @@ async fn large_outputs_are_offloaded_and_restored_byte_exact_even_after_a_restar
 
         // A new process: a new store handle on the same file, a new agent.
         let store = Store::open(&h.db_dir.path().join("tackle.db")).await.unwrap();
-        let blob = store.get_blob(session.id(), &locator).await.unwrap();
+        let blob = store.blobs().get(session.id(), &locator).await.unwrap();
         assert_eq!(blob.data, full.as_bytes(), "{kind}: byte-exact after a restart");
     }
 }
@@ -123,7 +123,7 @@ async fn expired_outputs_say_so() {
     session.run_turn(TurnInput::new("go"), &h.sink(), &CancellationToken::new()).await.unwrap();
     let locator = locators(&h).pop().unwrap();
     // TTL cleanup as it runs when sessions open (at most every ten minutes).
-    let purged = h.store.purge_expired(i64::MAX / 4).await.unwrap();
+    let purged = h.store.blobs().purge_expired(i64::MAX / 4).await.unwrap();
     assert_eq!(purged, 1);
     let err = read_page(&h.store, session.id(), &args(&locator)).await.unwrap_err();
     assert_eq!(err.category, ErrorCategory::Expired);
@@ -261,7 +261,8 @@ async fn forced_compaction_summarizes_through_the_model_and_resume_starts_from_t
         assert!(summary_request.to_string().contains("Files touched"), "{kind}");
         assert!(session.history()[0].text().contains("Goal: test compaction"), "{kind}");
         // Originals are hidden, not deleted.
-        let all = h.store.load_messages(session.id(), MessageFilter { include_hidden: true }).await.unwrap();
+        let all =
+            h.store.messages().load(session.id(), MessageFilter { include_hidden: true }).await.unwrap();
         assert_eq!(all.len(), 6);
         assert!(all.iter().any(|m| m.hidden));
         // A new process resumes from the snapshot.
@@ -474,7 +475,7 @@ async fn a_thousand_step_session_never_exceeds_the_budget() {
     assert!(compactions > 0);
     assert!(max_percent <= 96.0, "max {max_percent}");
     // Nothing was lost: every message is in the store.
-    let stored = store.load_messages(session.id(), MessageFilter { include_hidden: true }).await.unwrap();
+    let stored = store.messages().load(session.id(), MessageFilter { include_hidden: true }).await.unwrap();
     assert!(stored.len() >= 2 * steps, "{} messages for {steps} steps", stored.len());
     assert!(stored.iter().filter(|m| m.message.role == Role::Tool).count() >= 900);
 }
@@ -489,7 +490,7 @@ async fn messages_are_stored_with_their_counts_and_a_new_vocabulary_recounts() {
     .await;
     let mut session = h.session().await;
     session.run_turn(TurnInput::new("say hi"), &h.sink(), &CancellationToken::new()).await.unwrap();
-    let stored = h.store.load_messages(session.id(), MessageFilter::default()).await.unwrap();
+    let stored = h.store.messages().load(session.id(), MessageFilter::default()).await.unwrap();
     assert!(stored.iter().all(|m| m.token_count.is_some_and(|n| n > 0)), "every message has its count");
     let before = session.context_report();
 
@@ -500,7 +501,7 @@ async fn messages_are_stored_with_their_counts_and_a_new_vocabulary_recounts() {
     // Resumed with a model of another vocabulary (cl100k): stored counts are dropped and the
     // budget is counted afresh.
     let mut other = h.agent.with_model("gpt-4-turbo").open_session(session.id()).await.unwrap();
-    let stored = h.store.load_messages(session.id(), MessageFilter::default()).await.unwrap();
+    let stored = h.store.messages().load(session.id(), MessageFilter::default()).await.unwrap();
     assert!(stored.iter().all(|m| m.token_count.is_none()), "o200k counts are not reused for cl100k");
     let recounted = other.context_report().conversation;
     assert!(recounted > 0);

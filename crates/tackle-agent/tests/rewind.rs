@@ -136,7 +136,7 @@ async fn rewind_restores_files_changed_by_the_shell_and_the_conversation() {
     let sent = rig.fake.requests().last().unwrap().body["messages"].to_string();
     assert!(sent.contains("build it") && sent.contains("try again") && !sent.contains("tidy up"), "{sent}");
     // The rewound turn stays stored, hidden; turn numbers go on.
-    let all = rig.store.load_messages(&id, MessageFilter { include_hidden: true }).await.unwrap();
+    let all = rig.store.messages().load(&id, MessageFilter { include_hidden: true }).await.unwrap();
     assert!(all.iter().any(|m| m.hidden && m.message.text().contains("tidy up")));
     assert_eq!(all.last().unwrap().turn, 3);
 
@@ -177,9 +177,9 @@ async fn fork_copies_the_history_and_files_and_leaves_the_original_untouched() {
     turn(&mut session, "tidy up").await;
     let id = session.id().to_string();
     let original_files = tree(ws);
-    let original = rig.store.load_messages(&id, MessageFilter { include_hidden: true }).await.unwrap();
-    let original_record = rig.store.get_session(&id).await.unwrap();
-    let original_checkpoints = rig.store.checkpoints(&id).await.unwrap();
+    let original = rig.store.messages().load(&id, MessageFilter { include_hidden: true }).await.unwrap();
+    let original_record = rig.store.sessions().get(&id).await.unwrap();
+    let original_checkpoints = rig.store.checkpoints().list(&id).await.unwrap();
 
     let dest = tempfile::tempdir().unwrap();
     let copy = dest.path().join("copy");
@@ -205,10 +205,13 @@ async fn fork_copies_the_history_and_files_and_leaves_the_original_untouched() {
     assert!(copy.join("fork-only.txt").exists());
     // The original is untouched: files, messages, record, checkpoints.
     assert_eq!(tree(ws), original_files);
-    assert_eq!(rig.store.load_messages(&id, MessageFilter { include_hidden: true }).await.unwrap(), original);
-    let record = rig.store.get_session(&id).await.unwrap();
+    assert_eq!(
+        rig.store.messages().load(&id, MessageFilter { include_hidden: true }).await.unwrap(),
+        original
+    );
+    let record = rig.store.sessions().get(&id).await.unwrap();
     assert_eq!((record.title, record.workspace), (original_record.title, original_record.workspace));
-    assert_eq!(rig.store.checkpoints(&id).await.unwrap(), original_checkpoints);
+    assert_eq!(rig.store.checkpoints().list(&id).await.unwrap(), original_checkpoints);
     // The fork can be rewound to its copied turn 1: into its own workspace.
     rig.agent.rewind(&fork.session_id, 1, RewindOptions::default()).await.unwrap();
     assert!(tree(&copy).is_empty(), "before turn 1 the workspace was empty: {:?}", tree(&copy));

@@ -161,7 +161,7 @@ async fn a_listed_tool_added_mid_turn_joins_the_catalog_at_the_next_turn() {
     assert!(std::sync::Arc::ptr_eq(reopened.catalog().specs(), &before));
     assert!(!std::sync::Arc::ptr_eq(&original, &before), "the change built a new catalog");
     drop(session);
-    let state: Option<Vec<String>> = s.store.get_state(&id, "catalog.tools").await.unwrap();
+    let state: Option<Vec<String>> = s.store.sessions().get_state(&id, "catalog.tools").await.unwrap();
     assert!(state.unwrap().contains(&"test__tool_100".to_owned()));
     let _ = &mut reopened;
     s.manager.shutdown().await;

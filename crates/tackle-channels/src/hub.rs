@@ -142,7 +142,7 @@ impl Hub {
     /// interrupted by a crash and are never started again; their chats are told.
     pub(crate) async fn recover(self: &Arc<Self>) -> Result<(), ChannelError> {
         let store = self.agent.store().clone();
-        for item in store.open_channel_updates(&self.name).await? {
+        for item in store.channels().open_updates(&self.name).await? {
             match item.state {
                 InboxState::Running => {
                     if let Ok(inbound) = serde_json::from_value::<Inbound>(item.payload.clone())
@@ -158,7 +158,7 @@ impl Hub {
                         );
                         self.notify(&inbound.chat, &notice).await;
                     }
-                    store.finish_channel_update(&self.name, item.update_id).await?;
+                    store.channels().finish_update(&self.name, item.update_id).await?;
                 }
                 _ => self.deliver(item).await,
             }
@@ -267,7 +267,7 @@ impl Hub {
 
     /// Marks an item started; false when it must not run (started before).
     async fn start(&self, update_id: i64) -> bool {
-        match self.agent.store().start_channel_update(&self.name, update_id).await {
+        match self.agent.store().channels().start_update(&self.name, update_id).await {
             Ok(started) => started,
             Err(e) => {
                 tracing::warn!(channel = %self.name, update = update_id, error = %e, "cannot mark an update started");
@@ -277,7 +277,7 @@ impl Hub {
     }
 
     async fn finish(&self, update_id: i64) {
-        if let Err(e) = self.agent.store().finish_channel_update(&self.name, update_id).await {
+        if let Err(e) = self.agent.store().channels().finish_update(&self.name, update_id).await {
             tracing::warn!(channel = %self.name, update = update_id, error = %e, "cannot mark an update done");
         }
     }
@@ -362,7 +362,7 @@ impl Hub {
             tracing::debug!(error = %e, "cannot acknowledge a refused button press");
         }
         let key = format!("refused:{}", inbound.user);
-        match self.agent.store().insert_channel_value(&self.name, &key, &tackle_store::now_ms()).await {
+        match self.agent.store().channels().insert_value(&self.name, &key, &tackle_store::now_ms()).await {
             Ok(true) => {
                 tracing::info!(channel = %self.name, user = %inbound.user, "refused a user who is not allowed");
                 let notice = format!(
@@ -458,7 +458,7 @@ impl Hub {
 
     async fn existing_session(&self, inbound: &Inbound) -> Result<Option<Session>, ChannelError> {
         let store = self.agent.store();
-        let Some(id) = store.channel_session(&self.name, &inbound.chat.0, &inbound.user.0).await? else {
+        let Some(id) = store.channels().session(&self.name, &inbound.chat.0, &inbound.user.0).await? else {
             return Ok(None);
         };
         match self.agent.open_session(&id).await {
@@ -480,7 +480,8 @@ impl Hub {
             .await?;
         self.agent
             .store()
-            .set_channel_session(&self.name, &inbound.chat.0, &inbound.user.0, session.id())
+            .channels()
+            .set_session(&self.name, &inbound.chat.0, &inbound.user.0, session.id())
             .await?;
         tracing::info!(channel = %self.name, chat = %inbound.chat, user = %inbound.user, session = %session.id(), "new channel session");
         Ok(session)

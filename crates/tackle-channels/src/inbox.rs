@@ -49,7 +49,7 @@ impl Inbox {
         {
             return Ok(0);
         }
-        Ok(self.store.prune_channel_updates(&self.channel, now_ms - KEEP_HANDLED_MS).await?)
+        Ok(self.store.channels().prune_updates(&self.channel, now_ms - KEEP_HANDLED_MS).await?)
     }
 
     /// Stores `received` (updates carrying nothing for the bot are only counted in the offset)
@@ -71,7 +71,7 @@ impl Inbox {
                 });
             }
         }
-        let new = self.store.accept_channel_updates(&self.channel, &items, next_offset).await?;
+        let new = self.store.channels().accept_updates(&self.channel, &items, next_offset).await?;
         for item in items.into_iter().filter(|i| new.contains(&i.update_id)) {
             let item = InboxItem {
                 channel: self.channel.clone(),
@@ -93,12 +93,12 @@ impl Inbox {
 
     /// The next update id to poll for, as stored.
     pub async fn offset(&self) -> Result<Option<i64>, ChannelError> {
-        Ok(self.store.channel_offset(&self.channel).await?)
+        Ok(self.store.channels().offset(&self.channel).await?)
     }
 
     /// Records how the channel is doing, for `tackle channels status` in another process.
     pub async fn record_status(&self, status: &crate::ChannelStatus) -> Result<(), ChannelError> {
-        Ok(self.store.set_channel_value(&self.channel, STATUS_KEY, status).await?)
+        Ok(self.store.channels().set_value(&self.channel, STATUS_KEY, status).await?)
     }
 }
 
@@ -117,17 +117,17 @@ mod tests {
         let (tx, _rx) = mpsc::unbounded_channel();
         let inbox = Inbox::new("telegram".into(), store.clone(), tx);
         let item = |id: i64| NewInboxItem { update_id: id, chat: "c".into(), payload: serde_json::json!({}) };
-        store.accept_channel_updates("telegram", &[item(1), item(2)], Some(3)).await.unwrap();
-        store.finish_channel_update("telegram", 1).await.unwrap();
+        store.channels().accept_updates("telegram", &[item(1), item(2)], Some(3)).await.unwrap();
+        store.channels().finish_update("telegram", 1).await.unwrap();
         let now = tackle_store::now_ms();
         assert_eq!(inbox.prune_if_due(now).await.unwrap(), 0, "kept within the window");
         let later = now + KEEP_HANDLED_MS + 1000;
         assert_eq!(inbox.prune_if_due(later).await.unwrap(), 1, "the handled update goes");
-        store.finish_channel_update("telegram", 2).await.unwrap();
+        store.channels().finish_update("telegram", 2).await.unwrap();
         let much_later = later + KEEP_HANDLED_MS;
         assert_eq!(inbox.prune_if_due(much_later).await.unwrap(), 1);
         assert_eq!(inbox.prune_if_due(much_later + 1).await.unwrap(), 0, "once an hour at most");
-        let redelivered = store.accept_channel_updates("telegram", &[item(1)], Some(3)).await.unwrap();
+        let redelivered = store.channels().accept_updates("telegram", &[item(1)], Some(3)).await.unwrap();
         assert_eq!(redelivered, vec![1], "after the window an id is new again");
     }
 }

@@ -341,7 +341,7 @@ async fn two_people_in_one_group_get_separate_sessions_and_new_starts_a_fresh_on
     assert!(texts[2].contains("I am Ann") && texts[2].contains("who am I?") && !texts[2].contains("Bob"));
     assert!(texts[3].contains("hello again") && !texts[3].contains("I am Ann"), "/new: {}", texts[3]);
     let owners: Vec<String> =
-        bot.store.list_sessions(Default::default()).await.unwrap().into_iter().map(|s| s.owner).collect();
+        bot.store.sessions().list(Default::default()).await.unwrap().into_iter().map(|s| s.owner).collect();
     assert_eq!(owners.iter().filter(|o| *o == "telegram:1001").count(), 2, "{owners:?}");
     assert_eq!(owners.iter().filter(|o| *o == "telegram:1002").count(), 1);
     // The chat ran one turn at a time: each request came after the previous answer was sent.
@@ -366,7 +366,7 @@ async fn a_restarted_bot_handles_no_update_twice_and_loses_none() {
     until("m1 at the model", || async { !s.fake.requests().is_empty() }).await;
     until("all three received", || async {
         s.emulator.pending().await.is_empty()
-            || bot.store.channel_summary("telegram").await.unwrap().queued >= 2
+            || bot.store.channels().summary("telegram").await.unwrap().queued >= 2
     })
     .await;
     // Stop mid-turn, without grace: m1's turn is cancelled, m2 and m3 wait in the store.
@@ -378,7 +378,7 @@ async fn a_restarted_bot_handles_no_update_twice_and_loses_none() {
     s.wait_for(chat, "three").await;
     // Every stored message is done (a store row, not a pause): nothing is left to run again.
     until("every message done", || async {
-        let summary = bot.store.channel_summary("telegram").await.unwrap();
+        let summary = bot.store.channels().summary("telegram").await.unwrap();
         (summary.queued, summary.running) == (0, 0)
     })
     .await;

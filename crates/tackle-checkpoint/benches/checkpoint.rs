@@ -113,7 +113,8 @@ async fn main() {
     let db = dir.path().join("tackle.db");
     let store = Store::open(&db).await.unwrap();
     let session = store
-        .create_session(NewSession {
+        .sessions()
+        .create(NewSession {
             owner: "bench".into(),
             title: String::new(),
             provider: "p".into(),

@@ -17,7 +17,7 @@
 //! use tackle_store::{NewSession, Store};
 //! let store = Store::open_in_memory().await.unwrap();
 //! let ws = tempfile::tempdir().unwrap();
-//! let session = store.create_session(NewSession { owner: "me".into(), title: String::new(), provider: "p".into(),
+//! let session = store.sessions().create(NewSession { owner: "me".into(), title: String::new(), provider: "p".into(),
 //!     model: "m".into(), workspace: ws.path().display().to_string(), metadata: serde_json::Value::Null }).await.unwrap();
 //! let checkpoints = Checkpoints::new(store, CheckpointConfig::default());
 //! std::fs::write(ws.path().join("a.txt"), "before").unwrap();
@@ -230,13 +230,13 @@ impl Checkpoints {
         if let Some(c) = self.cached(workspace) {
             // Still stored (a garbage collection after a session was deleted may have taken it
             // and, with it, content it refers to).
-            if self.store.has_checkpoint_object(&c.digest).await? {
+            if self.store.checkpoints().has_object(&c.digest).await? {
                 return Ok(Some(c));
             }
             self.remember(workspace, None);
         }
         let Some(record) =
-            self.store.latest_checkpoint_for_workspace(&workspace.display().to_string()).await?
+            self.store.checkpoints().latest_for_workspace(&workspace.display().to_string()).await?
         else {
             return Ok(None);
         };
@@ -245,7 +245,7 @@ impl Checkpoints {
     }
 
     async fn load_manifest(&self, digest: &str) -> Result<Manifest, CheckpointError> {
-        let objects = self.store.get_checkpoint_objects(&[digest.to_owned()]).await?;
+        let objects = self.store.checkpoints().get_objects(&[digest.to_owned()]).await?;
         let data = objects.into_iter().next().map(|(_, d)| d).ok_or_else(|| {
             CheckpointError::Corrupt(format!("the manifest {digest} is missing from the store"))
         })?;
@@ -299,7 +299,7 @@ impl Checkpoints {
         let mut stored_bytes = 0u64;
         let mut store_error = None;
         while let Some(batch) = rx.recv().await {
-            match self.store.put_checkpoint_objects(batch).await {
+            match self.store.checkpoints().put_objects(batch).await {
                 Ok(n) => stored_bytes += n,
                 Err(e) => {
                     store_error = Some(e);
@@ -328,7 +328,8 @@ impl Checkpoints {
                     })?;
                     stored_bytes += self
                         .store
-                        .put_checkpoint_objects(vec![CheckpointObject {
+                        .checkpoints()
+                        .put_objects(vec![CheckpointObject {
                             digest: digest_hex.clone(),
                             size: encoded.len() as i64,
                             data,
@@ -352,7 +353,8 @@ impl Checkpoints {
             "duration_ms": u64::try_from(result.duration.as_millis()).unwrap_or(u64::MAX),
         });
         self.store
-            .save_checkpoint(NewCheckpoint {
+            .checkpoints()
+            .save(NewCheckpoint {
                 session_id: session_id.to_owned(),
                 turn,
                 workspace: workspace.display().to_string(),
@@ -368,7 +370,8 @@ impl Checkpoints {
     pub async fn list(&self, session_id: &str) -> Result<Vec<CheckpointInfo>, CheckpointError> {
         Ok(self
             .store
-            .checkpoints(session_id)
+            .checkpoints()
+            .list(session_id)
             .await?
             .into_iter()
             .map(|r| CheckpointInfo {
@@ -383,7 +386,8 @@ impl Checkpoints {
     async fn target(&self, session_id: &str, turn: i64) -> Result<Manifest, CheckpointError> {
         let record = self
             .store
-            .checkpoint(session_id, turn)
+            .checkpoints()
+            .get(session_id, turn)
             .await?
             .ok_or_else(|| CheckpointError::NoCheckpoint { session: session_id.to_owned(), turn })?;
         self.load_manifest(&record.manifest).await
@@ -471,7 +475,7 @@ impl Checkpoints {
         let mut unpacking = std::collections::VecDeque::new();
         let mut contents = HashMap::with_capacity(needed.len());
         for chunk in needed.chunks(UNPACK_CHUNK) {
-            let packed = self.store.get_checkpoint_objects(chunk).await?;
+            let packed = self.store.checkpoints().get_objects(chunk).await?;
             unpacking.push_back(tokio::task::spawn_blocking(move || unpack(&packed)));
             if unpacking.len() >= threads
                 && let Some(oldest) = unpacking.pop_front()
@@ -501,18 +505,18 @@ impl Checkpoints {
     /// Returns how many objects went.
     pub async fn collect_garbage(&self) -> Result<u64, CheckpointError> {
         let cutoff = tackle_store::now_ms() - 3_600_000;
-        let candidates = self.store.checkpoint_objects_before(cutoff).await?;
+        let candidates = self.store.checkpoints().objects_before(cutoff).await?;
         if candidates.is_empty() {
             return Ok(0);
         }
         let mut live = std::collections::HashSet::new();
-        for digest in self.store.checkpoint_manifests().await? {
+        for digest in self.store.checkpoints().manifests().await? {
             let manifest = self.load_manifest(&digest).await?;
             live.extend(manifest.entries.iter().filter_map(Entry::digest).map(hex));
             live.insert(digest);
         }
         let dead: Vec<String> = candidates.into_iter().filter(|d| !live.contains(d)).collect();
-        Ok(self.store.delete_checkpoint_objects(&dead).await?)
+        Ok(self.store.checkpoints().delete_objects(&dead).await?)
     }
 }
 

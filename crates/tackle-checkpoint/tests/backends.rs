@@ -20,7 +20,8 @@ async fn stores() -> Vec<(&'static str, Store)> {
 
 async fn session(store: &Store, ws: &std::path::Path) -> String {
     store
-        .create_session(NewSession {
+        .sessions()
+        .create(NewSession {
             owner: "me".into(),
             title: String::new(),
             provider: "p".into(),

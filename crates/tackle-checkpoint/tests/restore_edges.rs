@@ -13,7 +13,8 @@ use tackle_store::{NewSession, Store};
 async fn setup(ws: &Path, config: CheckpointConfig) -> (Checkpoints, String) {
     let store = Store::open_in_memory().await.unwrap();
     let session = store
-        .create_session(NewSession {
+        .sessions()
+        .create(NewSession {
             owner: "me".into(),
             title: String::new(),
             provider: "p".into(),

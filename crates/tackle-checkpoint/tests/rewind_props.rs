@@ -227,7 +227,8 @@ fn check(
         let root = ws.path().canonicalize().unwrap();
         let store = Store::open_in_memory().await.unwrap();
         let session = store
-            .create_session(NewSession {
+            .sessions()
+            .create(NewSession {
                 owner: "t".into(),
                 title: String::new(),
                 provider: "p".into(),

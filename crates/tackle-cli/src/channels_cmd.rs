@@ -32,9 +32,9 @@ pub async fn status(args: ChannelsStatusArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     };
     let store = open_store(&settings).await?;
-    let summary = store.channel_summary("telegram").await?;
+    let summary = store.channels().summary("telegram").await?;
     let recorded: Option<ChannelStatus> =
-        store.channel_value("telegram", tackle_channels::STATUS_KEY).await?;
+        store.channels().value("telegram", tackle_channels::STATUS_KEY).await?;
     store.close().await;
     let token = telegram.token(&workspace, &env_lookup);
     let check: Option<Result<String, String>> = match (&token, args.offline) {

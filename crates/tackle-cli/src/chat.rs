@@ -218,8 +218,8 @@ async fn rewind(state: &mut ChatState, arg: &str) -> Result<Flow> {
     let store = state.agent.store().clone();
     let mut words = arg.split_whitespace();
     let Some(turn) = words.next() else {
-        let turns = store.turns(&id).await?;
-        let recorded: Vec<i64> = store.checkpoints(&id).await?.into_iter().map(|c| c.turn).collect();
+        let turns = store.sessions().turns(&id).await?;
+        let recorded: Vec<i64> = store.checkpoints().list(&id).await?.into_iter().map(|c| c.turn).collect();
         let mut any = false;
         for t in turns.iter().filter(|t| t.turn > 0 && !t.hidden) {
             any = true;
@@ -600,7 +600,7 @@ async fn slash(command: &str, state: &mut ChatState, events: &EventSink) -> Resu
         }
         "sessions" => {
             let filter = SessionFilter { limit: Some(20), ..SessionFilter::default() };
-            for s in state.agent.store().list_sessions(filter).await? {
+            for s in state.agent.store().sessions().list(filter).await? {
                 eprintln!("  {}  {:<40}  {} messages", short(&s.id), s.title, s.message_count);
             }
         }
@@ -608,7 +608,7 @@ async fn slash(command: &str, state: &mut ChatState, events: &EventSink) -> Resu
             if arg.is_empty() {
                 eprintln!("usage: /resume ID (see /sessions)");
             } else {
-                let record = state.agent.store().find_session_by_prefix(arg).await?;
+                let record = state.agent.store().sessions().find_by_prefix(arg).await?;
                 let next = state.agent.open_session(&record.id).await?;
                 state.session.end("other", events).await;
                 state.session = next;
@@ -683,10 +683,8 @@ async fn slash(command: &str, state: &mut ChatState, events: &EventSink) -> Resu
                 session.mark_continuing();
                 agent
                     .store()
-                    .update_session(
-                        &id,
-                        SessionUpdate { model: Some(arg.to_owned()), ..SessionUpdate::default() },
-                    )
+                    .sessions()
+                    .update(&id, SessionUpdate { model: Some(arg.to_owned()), ..SessionUpdate::default() })
                     .await?;
                 state.agent = agent;
                 state.session = session;

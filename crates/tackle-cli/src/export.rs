@@ -49,7 +49,7 @@ pub struct ExportedMessage {
 
 /// Reads a session for export.
 pub async fn export(store: &Store, record: &SessionRecord) -> Result<Export, tackle_store::StoreError> {
-    let messages = store.load_messages(&record.id, MessageFilter { include_hidden: true }).await?;
+    let messages = store.messages().load(&record.id, MessageFilter { include_hidden: true }).await?;
     Ok(Export {
         format: FORMAT.to_owned(),
         session: ExportedSession {
@@ -84,7 +84,7 @@ pub async fn import(store: &Store, text: &str, duplicate: bool) -> anyhow::Resul
         .into());
     }
     let s = &export.session;
-    if !duplicate && let Some(first) = store.sessions_imported_from(&s.id).await?.first() {
+    if !duplicate && let Some(first) = store.sessions().imported_from(&s.id).await?.first() {
         return Err(UsageError(format!(
             "this export (session {}) was imported before, as session {first}: resume it with `tackle chat \
              --session {first}`, or pass --duplicate to import another copy",
@@ -93,7 +93,8 @@ pub async fn import(store: &Store, text: &str, duplicate: bool) -> anyhow::Resul
         .into());
     }
     let record = store
-        .create_session(NewSession {
+        .sessions()
+        .create(NewSession {
             owner: "local".to_owned(),
             title: s.title.clone(),
             provider: s.provider.clone(),
@@ -104,13 +105,13 @@ pub async fn import(store: &Store, text: &str, duplicate: bool) -> anyhow::Resul
         .await?;
     let mut hidden = Vec::new();
     for m in &export.messages {
-        let seqs = store.append_messages(&record.id, m.turn, std::slice::from_ref(&m.message)).await?;
+        let seqs = store.messages().append_all(&record.id, m.turn, std::slice::from_ref(&m.message)).await?;
         if m.hidden {
             hidden.extend(seqs);
         }
     }
     if !hidden.is_empty() {
-        store.hide_messages(&record.id, &hidden).await?;
+        store.messages().hide(&record.id, &hidden).await?;
     }
     Ok(record)
 }

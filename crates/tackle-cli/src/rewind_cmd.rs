@@ -24,7 +24,8 @@ async fn open() -> Result<(Settings, Store)> {
 /// `tackle rewind SESSION [TURN]`.
 pub async fn rewind(args: RewindArgs) -> Result<ExitCode> {
     let (settings, store) = open().await?;
-    let record = store.find_session_by_prefix(&args.session).await.map_err(|e| UsageError(e.to_string()))?;
+    let record =
+        store.sessions().find_by_prefix(&args.session).await.map_err(|e| UsageError(e.to_string()))?;
     let checkpoints = checkpoints_for(&settings, &store, std::path::Path::new(&record.workspace));
     let outcome = run_rewind(&args, &store, checkpoints.as_ref(), &record.id).await;
     store.close().await;
@@ -87,10 +88,10 @@ async fn list_turns(
     id: &str,
     json: bool,
 ) -> Result<ExitCode> {
-    let turns = store.turns(id).await?;
+    let turns = store.sessions().turns(id).await?;
     let recorded: Vec<i64> = match checkpoints {
         Some(c) => c.list(id).await?.into_iter().map(|c| c.turn).collect(),
-        None => store.checkpoints(id).await?.into_iter().map(|c| c.turn).collect(),
+        None => store.checkpoints().list(id).await?.into_iter().map(|c| c.turn).collect(),
     };
     if json {
         let rows: Vec<serde_json::Value> = turns
@@ -173,7 +174,7 @@ fn print_report(report: &RewindReport, json: bool, style: Style) {
 
 /// `tackle sessions fork ID [--turn N] [--files DIR]`.
 pub async fn fork(settings: &Settings, store: &Store, args: ForkArgs) -> Result<ExitCode> {
-    let record = store.find_session_by_prefix(&args.id).await.map_err(|e| UsageError(e.to_string()))?;
+    let record = store.sessions().find_by_prefix(&args.id).await.map_err(|e| UsageError(e.to_string()))?;
     let checkpoints = checkpoints_for(settings, store, std::path::Path::new(&record.workspace));
     let options = ForkOptions { turn: args.turn, files: args.files.clone(), title: args.title.clone() };
     let done = tackle_agent::fork(store, checkpoints.as_ref(), &record.id, options).await.map_err(usage)?;

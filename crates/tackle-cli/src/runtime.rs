@@ -394,8 +394,12 @@ pub async fn build_agent_with(
 pub async fn open_or_create(agent: &Agent, session: Option<&str>, workspace: &Path) -> Result<Session> {
     match session {
         Some(prefix) => {
-            let record =
-                agent.store().find_session_by_prefix(prefix).await.map_err(|e| UsageError(e.to_string()))?;
+            let record = agent
+                .store()
+                .sessions()
+                .find_by_prefix(prefix)
+                .await
+                .map_err(|e| UsageError(e.to_string()))?;
             Ok(agent.open_session(&record.id).await?)
         }
         None => Ok(agent

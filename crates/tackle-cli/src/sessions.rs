@@ -20,8 +20,10 @@ pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
     let store = open_store(&settings).await?;
     match command {
         SessionsCommand::List { json, limit } => {
-            let sessions =
-                store.list_sessions(SessionFilter { limit: Some(limit), ..SessionFilter::default() }).await?;
+            let sessions = store
+                .sessions()
+                .list(SessionFilter { limit: Some(limit), ..SessionFilter::default() })
+                .await?;
             if json {
                 outln!("{}", serde_json::to_string_pretty(&sessions)?);
             } else if sessions.is_empty() {
@@ -49,10 +51,10 @@ pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
             }
         }
         SessionsCommand::Show { id, json } => {
-            let record = store.find_session_by_prefix(&id).await.map_err(|e| UsageError(e.to_string()))?;
-            let messages = store.load_messages(&record.id, MessageFilter { include_hidden: true }).await?;
-            let calls = store.list_tool_calls(&record.id).await?;
-            let steps = store.list_steps(&record.id).await?;
+            let record = store.sessions().find_by_prefix(&id).await.map_err(|e| UsageError(e.to_string()))?;
+            let messages = store.messages().load(&record.id, MessageFilter { include_hidden: true }).await?;
+            let calls = store.calls().list(&record.id).await?;
+            let steps = store.steps().list(&record.id).await?;
             if json {
                 let value =
                     json!({ "session": record, "messages": messages, "tool_calls": calls, "steps": steps });
@@ -132,7 +134,7 @@ pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
             }
         }
         SessionsCommand::Compact { id, json } => {
-            let record = store.find_session_by_prefix(&id).await.map_err(|e| UsageError(e.to_string()))?;
+            let record = store.sessions().find_by_prefix(&id).await.map_err(|e| UsageError(e.to_string()))?;
             let workspace = std::path::PathBuf::from(&record.workspace);
             let ModelProvider { provider, kind, .. } =
                 provider_for(&settings, &workspace, &Approvals::Deny, ApprovalMode::Headless)?;
@@ -165,7 +167,7 @@ pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
             }
         }
         SessionsCommand::Export { id, format, output } => {
-            let record = store.find_session_by_prefix(&id).await.map_err(|e| UsageError(e.to_string()))?;
+            let record = store.sessions().find_by_prefix(&id).await.map_err(|e| UsageError(e.to_string()))?;
             let export = crate::export::export(&store, &record).await?;
             let text = match format {
                 ExportFormat::Md => crate::export::markdown(&export),
@@ -198,8 +200,8 @@ pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
         }
         SessionsCommand::Fork(args) => return crate::rewind_cmd::fork(&settings, &store, args).await,
         SessionsCommand::Rm { id, json } => {
-            let record = store.find_session_by_prefix(&id).await.map_err(|e| UsageError(e.to_string()))?;
-            store.delete_session(&record.id).await?;
+            let record = store.sessions().find_by_prefix(&id).await.map_err(|e| UsageError(e.to_string()))?;
+            store.sessions().delete(&record.id).await?;
             // Workspace content only this session's checkpoints referred to goes too.
             let checkpoints =
                 tackle_checkpoint::Checkpoints::new(store.clone(), settings.checkpoints.clone());
@@ -240,8 +242,8 @@ pub async fn show_result(locator: &str) -> Result<ExitCode> {
         other => anyhow::Error::from(other),
     }
     };
-    let session = store.blob_session(locator).await.map_err(not_found)?;
-    let blob = store.get_blob(&session, locator).await.map_err(not_found)?;
+    let session = store.blobs().session_of(locator).await.map_err(not_found)?;
+    let blob = store.blobs().get(&session, locator).await.map_err(not_found)?;
     eprintln!(
         "{locator}: {} output of session {}, {} bytes, {} lines",
         blob.meta.tool, session, blob.meta.raw_bytes, blob.meta.lines

@@ -48,7 +48,7 @@ pub(crate) fn stored(request: &ElicitationRequest) -> StoredElicitation {
 impl Elicitor for SharedElicitations {
     async fn elicit(&self, request: ElicitationRequest) -> ElicitationAnswer {
         let id = request.id.to_string();
-        if let Err(e) = self.store.put_elicitation(&stored(&request)).await {
+        if let Err(e) = self.store.elicitations().put(&stored(&request)).await {
             tracing::warn!(error = %e, "cannot share a question; only this instance can answer it");
         }
         // Answered here (the queue), or on another instance (the store).
@@ -57,7 +57,7 @@ impl Elicitor for SharedElicitations {
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tick.tick().await;
-                match self.store.elicitation_answer(&id).await {
+                match self.store.elicitations().answer_of(&id).await {
                     Ok(Some(record)) => match serde_json::from_value::<ElicitationAnswer>(record.answer) {
                         Ok(answer) => return answer,
                         Err(e) => {
@@ -74,7 +74,7 @@ impl Elicitor for SharedElicitations {
             answer = self.queue.elicit(request) => answer,
             answer = elsewhere => answer,
         };
-        if let Err(e) = self.store.delete_elicitation(&id).await {
+        if let Err(e) = self.store.elicitations().delete(&id).await {
             tracing::debug!(error = %e, "cannot forget an answered question");
         }
         answer

@@ -151,7 +151,7 @@ impl AppState {
     /// The session `id` if it belongs to `user`; 404 otherwise (also for other users' sessions,
     /// so ids cannot be probed).
     pub(crate) async fn owned_session(&self, id: &str, user: &str) -> Result<SessionRecord, ApiError> {
-        self.inner.agent.store().get_session_for_owner(id, user).await.map_err(|e| match e {
+        self.inner.agent.store().sessions().get_for_owner(id, user).await.map_err(|e| match e {
             tackle_store::StoreError::NotFound { .. } => ApiError::not_found("session", id),
             other => other.into(),
         })

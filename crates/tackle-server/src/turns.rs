@@ -3,7 +3,7 @@
 //! decisions posted to other instances to the turn that waits here.
 //!
 //! A turn starts with [`RunningTurns::start`] (through `AppState::start_turn`): the session is marked busy in this process and
-//! its lease taken in the store ([`tackle_store::Store::acquire_lease`]); either refusal is a
+//! its lease taken in the store ([`tackle_store::Leases::acquire`]); either refusal is a
 //! 409. The coordinator (one task per server, started with the first turn) renews this
 //! process's leases every third of [`crate::ServerConfig::lease`], cancels the turns another
 //! instance asked to cancel, and resolves approvals decided on another instance. It polls only
@@ -75,7 +75,7 @@ impl RunningTurns {
             store: store.clone(),
             lease: None,
         };
-        match store.acquire_lease(session, lease).await? {
+        match store.leases().acquire(session, lease).await? {
             Ok(taken) => guard.lease = Some(taken),
             Err(LeaseRefusal::Busy) => return Err(ApiError::busy(session)),
         }
@@ -111,7 +111,7 @@ impl TurnGuard {
     /// Ends the turn: the lease is released (recording `last_event`), then the busy mark.
     pub(crate) async fn finish(mut self, last_event: i64) {
         if let Some(lease) = self.lease.take()
-            && let Err(e) = self.store.release_lease(&lease, last_event).await
+            && let Err(e) = self.store.leases().release(&lease, last_event).await
         {
             tracing::warn!(session = %self.session, error = %e, "cannot release the turn's lease; it expires by itself");
         }
@@ -126,7 +126,7 @@ impl Drop for TurnGuard {
             let store = self.store.clone();
             let last_event = lease.event_base;
             runtime.spawn(async move {
-                if let Err(e) = store.release_lease(&lease, last_event).await {
+                if let Err(e) = store.leases().release(&lease, last_event).await {
                     tracing::warn!(session = %lease.session_id, error = %e, "cannot release the turn's lease; it expires by itself");
                 }
             });
@@ -154,7 +154,7 @@ fn spawn_coordinator(
             let Some(running) = running.upgrade() else { break };
             let busy = !running.lock().unwrap_or_else(|p| p.into_inner()).is_empty();
             if busy {
-                match store.cancel_requests().await {
+                match store.leases().cancel_requests().await {
                     Ok(ids) => {
                         for id in ids {
                             if cancel_in(&running, &id) {
@@ -165,7 +165,7 @@ fn spawn_coordinator(
                     Err(e) => tracing::warn!(error = %e, "cannot read cancel requests"),
                 }
                 if renewed.elapsed() >= lease / 3 {
-                    if let Err(e) = store.renew_leases(lease).await {
+                    if let Err(e) = store.leases().renew_held(lease).await {
                         tracing::warn!(error = %e, "cannot renew turn leases");
                     }
                     renewed = Instant::now();
@@ -175,12 +175,12 @@ fn spawn_coordinator(
             }
             drop(running);
             if !approvals.pending(None).is_empty() {
-                match store.decided_approvals().await {
+                match store.approvals().decided().await {
                     Ok(decisions) => {
                         for d in decisions {
                             // Not waiting here any more (withdrawn): nothing to resume.
                             let _ = approvals.resolve(&d.id, d.approved, d.reason);
-                            if let Err(e) = store.delete_approval(&d.id).await {
+                            if let Err(e) = store.approvals().delete(&d.id).await {
                                 tracing::warn!(error = %e, "cannot forget a decided approval");
                             }
                         }
@@ -224,11 +224,11 @@ impl Approver for SharedApprovals {
             args: request.args.clone(),
             rule: request.rule.clone(),
         };
-        if let Err(e) = self.store.put_approval(&stored).await {
+        if let Err(e) = self.store.approvals().put(&stored).await {
             tracing::warn!(error = %e, "cannot share an approval request; only this instance can decide it");
         }
         let decision = self.queue.decide(request).await;
-        if let Err(e) = self.store.delete_approval(&id).await {
+        if let Err(e) = self.store.approvals().delete(&id).await {
             tracing::debug!(error = %e, "cannot forget a decided approval");
         }
         decision
@@ -271,7 +271,7 @@ impl EventRecorder {
                     }
                 }
                 if !batch.is_empty() {
-                    if let Err(e) = store.append_events(&session, &batch).await {
+                    if let Err(e) = store.events().append(&session, &batch).await {
                         tracing::warn!(session = %session, error = %e, "cannot store streamed events; a reconnect will miss them");
                     }
                     batch.clear();

@@ -28,7 +28,7 @@ impl ServerAddon for Probe {
 
     async fn shutdown(&self, grace: Duration) {
         // The store must still be usable: a channel finishing its turns writes to it.
-        let store_open = self.store.channel_summary("probe").await.is_ok();
+        let store_open = self.store.channels().summary("probe").await.is_ok();
         *self.stopped.lock().unwrap() = Some((grace, store_open));
     }
 }
@@ -52,5 +52,5 @@ async fn addon_routes_skip_bearer_auth_and_addons_stop_before_the_store_closes()
     server.await.unwrap().unwrap();
     let stopped = *probe.stopped.lock().unwrap();
     assert_eq!(stopped, Some((Duration::from_secs(5), true)), "shut down with the grace period, store open");
-    assert!(h.store.channel_summary("probe").await.is_err(), "then the store closed");
+    assert!(h.store.channels().summary("probe").await.is_err(), "then the store closed");
 }

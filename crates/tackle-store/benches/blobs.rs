@@ -49,7 +49,8 @@ async fn main() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("bench.db")).await.unwrap();
     let session = store
-        .create_session(NewSession {
+        .sessions()
+        .create(NewSession {
             owner: "local".into(),
             title: "bench".into(),
             provider: "fake".into(),
@@ -67,10 +68,10 @@ async fn main() {
         let call_id = format!("call_{i}");
         let t = Instant::now();
         let new = NewBlob { tool: "shell", call_id: &call_id, bytes, ttl: Duration::from_secs(3600) };
-        let meta = store.put_blob(&session.id, new).await.unwrap();
+        let meta = store.blobs().put(&session.id, new).await.unwrap();
         let put = t.elapsed();
         let t2 = Instant::now();
-        let blob = store.get_blob(&session.id, &meta.locator).await.unwrap();
+        let blob = store.blobs().get(&session.id, &meta.locator).await.unwrap();
         let get = t2.elapsed();
         assert_eq!(blob.data, bytes);
         puts.push(put);

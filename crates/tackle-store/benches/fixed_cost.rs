@@ -42,14 +42,14 @@ fn main() {
 
 async fn one_run(store: &Store) {
     let session =
-        store.create_session(NewSession { owner: "local".into(), ..Default::default() }).await.unwrap();
+        store.sessions().create(NewSession { owner: "local".into(), ..Default::default() }).await.unwrap();
     let id = session.id.to_string();
-    let _state = store.session_state(&id).await.unwrap();
+    let _state = store.sessions().state(&id).await.unwrap();
     let running = SessionUpdate { status: Some(SessionStatus::Running), ..Default::default() };
-    store.start_turn(&id, running, 1, &Message::user("add 2 and 3"), Some(5)).await.unwrap();
+    store.sessions().start_turn(&id, running, 1, &Message::user("add 2 and 3"), Some(5)).await.unwrap();
     let args = json!({"a": 2, "b": 3});
     let call = CallStart { call_id: "call_1", name: "add", args: &args };
-    store.append_with_calls(&id, 1, &Message::assistant("adding"), Some(3), &[call]).await.unwrap();
+    store.calls().append_with_calls(&id, 1, &Message::assistant("adding"), Some(3), &[call]).await.unwrap();
     let finish = ToolCallFinish {
         status: ToolCallStatus::Ok,
         result: ToolResult::ok("call_1", "5"),
@@ -67,16 +67,14 @@ async fn one_run(store: &Store) {
         finished: vec![("call_1".into(), finish)],
         step: &step,
     };
-    store.commit_step(&id, commit).await.unwrap();
+    store.steps().commit(&id, commit).await.unwrap();
     let answer = Message::assistant("5");
     let step = StepRecord { turn: 1, step: 2, stop_reason: "end_turn".into(), ..Default::default() };
     store
-        .commit_step(
-            &id,
-            StepCommit { turn: 1, message: Some((&answer, Some(1))), finished: vec![], step: &step },
-        )
+        .steps()
+        .commit(&id, StepCommit { turn: 1, message: Some((&answer, Some(1))), finished: vec![], step: &step })
         .await
         .unwrap();
     let idle = SessionUpdate { status: Some(SessionStatus::Idle), ..Default::default() };
-    store.update_session(&id, idle).await.unwrap();
+    store.sessions().update(&id, idle).await.unwrap();
 }

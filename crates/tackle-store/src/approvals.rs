@@ -1,6 +1,6 @@
 //! Approvals waiting for a person, shared by every instance on the database: the instance whose
 //! turn waits records each request; any instance lists them and records a decision; the waiting
-//! instance picks decisions up ([`Store::decided_approvals`]).
+//! instance picks decisions up ([`Approvals::decided`](crate::Approvals::decided)).
 
 use serde_json::Value;
 
@@ -36,9 +36,16 @@ pub struct ApprovalDecisionRecord {
     pub reason: Option<String>,
 }
 
-impl Store {
+/// Approvals asked of a user and their decisions, durable across restarts.
+/// From [`Store::approvals`]; a borrowed view of the store, free to copy.
+#[derive(Debug, Clone, Copy)]
+pub struct Approvals<'s> {
+    pub(crate) store: &'s Store,
+}
+
+impl Approvals<'_> {
     /// Records a request this process waits on.
-    pub async fn put_approval(&self, approval: &StoredApproval) -> Result<(), StoreError> {
+    pub async fn put(self, approval: &StoredApproval) -> Result<(), StoreError> {
         let query = Query::new(
             "INSERT INTO approvals (id, session_id, call_id, tool, args, rule, runner, created_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
@@ -51,12 +58,12 @@ impl Store {
         .bind(&approval.rule)
         .bind(crate::runner::current_id())
         .bind(now_ms());
-        self.db.execute(None, query).await?;
+        self.store.db.execute(None, query).await?;
         Ok(())
     }
 
     /// Undecided approvals of `session_id`'s live turn, oldest first.
-    pub async fn pending_approvals(&self, session_id: &str) -> Result<Vec<StoredApproval>, StoreError> {
+    pub async fn pending(self, session_id: &str) -> Result<Vec<StoredApproval>, StoreError> {
         let query = Query::new(
             "SELECT a.id, a.session_id, a.call_id, a.tool, a.args, a.rule, s.runner, s.lease_until
              FROM approvals a JOIN sessions s ON s.id = a.session_id
@@ -64,26 +71,21 @@ impl Store {
              ORDER BY a.created_at, a.id",
         )
         .bind(session_id);
-        let rows = self.db.read_all(query, |row| Ok((pending(row)?, alive(row, now_ms())?))).await?;
+        let rows = self.store.db.read_all(query, |row| Ok((pending(row)?, alive(row, now_ms())?))).await?;
         // Requests of a turn whose instance died wait for nobody.
         Ok(rows.into_iter().filter(|(_, alive)| *alive).map(|(approval, _)| approval).collect())
     }
 
     /// The session of an undecided approval, if there is one with this id.
-    pub async fn approval_session(&self, id: &str) -> Result<Option<String>, StoreError> {
+    pub async fn session_of(self, id: &str) -> Result<Option<String>, StoreError> {
         let query =
             Query::new("SELECT session_id FROM approvals WHERE id = $1 AND approved IS NULL").bind(id);
-        self.db.read_optional(query, |r| r.try_get::<String>("session_id")).await
+        self.store.db.read_optional(query, |r| r.try_get::<String>("session_id")).await
     }
 
     /// Records a decision for whichever instance waits on it; false when the approval is not
     /// pending (decided already, or gone).
-    pub async fn decide_approval(
-        &self,
-        id: &str,
-        approved: bool,
-        reason: Option<&str>,
-    ) -> Result<bool, StoreError> {
+    pub async fn decide(self, id: &str, approved: bool, reason: Option<&str>) -> Result<bool, StoreError> {
         let query = Query::new(
             "UPDATE approvals SET approved = $1, reason = $2, decided_at = $3 WHERE id = $4 AND approved IS NULL",
         )
@@ -91,16 +93,17 @@ impl Store {
         .bind(reason)
         .bind(now_ms())
         .bind(id);
-        Ok(self.db.execute(None, query).await? == 1)
+        Ok(self.store.db.execute(None, query).await? == 1)
     }
 
     /// Decisions recorded for approvals this process waits on.
-    pub async fn decided_approvals(&self) -> Result<Vec<ApprovalDecisionRecord>, StoreError> {
+    pub async fn decided(self) -> Result<Vec<ApprovalDecisionRecord>, StoreError> {
         let query = Query::new(
             "SELECT id, approved, reason FROM approvals WHERE runner = $1 AND approved IS NOT NULL",
         )
         .bind(crate::runner::current_id());
-        self.db
+        self.store
+            .db
             .read_all(query, |r| {
                 Ok(ApprovalDecisionRecord {
                     id: r.try_get("id")?,
@@ -112,8 +115,8 @@ impl Store {
     }
 
     /// Forgets an approval (decided, or its call ended).
-    pub async fn delete_approval(&self, id: &str) -> Result<(), StoreError> {
-        self.db.execute(None, Query::new("DELETE FROM approvals WHERE id = $1").bind(id)).await?;
+    pub async fn delete(self, id: &str) -> Result<(), StoreError> {
+        self.store.db.execute(None, Query::new("DELETE FROM approvals WHERE id = $1").bind(id)).await?;
         Ok(())
     }
 }

@@ -9,11 +9,36 @@ use serde::{Deserialize, Serialize};
 
 use crate::db::now_ms;
 use crate::frames;
+use crate::writer::Placement;
 use crate::{Store, StoreError};
 
 /// zstd level: tool output (logs, JSON, code) compresses well even at the fastest positive
 /// level (a 1 MB build log: 10x at level 1, 13x at level 3, which compresses 25% slower).
 const ZSTD_LEVEL: i32 = 1;
+
+/// Outputs up to this size are compressed and written in place (SQLite's [no-wait-in-place]:
+/// tens of microseconds); larger ones on a blocking thread, so a big write never holds a
+/// runtime thread.
+pub(crate) const IN_PLACE_BYTES: usize = 64 * 1024;
+
+/// `work`, which may take long (reading a streamed output, compressing it) but borrows from the
+/// caller, without holding a runtime thread's other tasks: on a multi-thread runtime in
+/// `block_in_place`; on a one-thread runtime (which has nowhere to move them) in place.
+fn off_runtime<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) if runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(work)
+        }
+        _ => work(),
+    }
+}
+
+/// `work` on a blocking thread.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
+    tokio::task::spawn_blocking(work).await.map_err(|e| StoreError::Io(std::io::Error::other(e)))?
+}
 
 /// Metadata of a stored output.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -141,36 +166,56 @@ fn pack_stream(reader: &mut impl std::io::Read) -> std::io::Result<Packed> {
     Ok(Packed { digest: hasher.finalize(), compressed, raw_bytes, lines })
 }
 
-impl Store {
-    /// Stores an output and returns its metadata (with a new locator).
-    pub async fn put_blob(&self, session_id: &str, new: NewBlob<'_>) -> Result<BlobMeta, StoreError> {
-        let (digest, compressed) = digest_and_compress(new.bytes);
-        let packed = Packed {
-            digest,
-            compressed: compressed?,
-            raw_bytes: new.bytes.len() as u64,
-            lines: count_lines(new.bytes),
+/// Offloaded outputs (the `blobs` table): zstd-compressed, blake3-checked, per session, with a
+/// time to live.
+/// From [`Store::blobs`]; a borrowed view of the store, free to copy.
+#[derive(Debug, Clone, Copy)]
+pub struct Blobs<'s> {
+    pub(crate) store: &'s Store,
+}
+
+impl Blobs<'_> {
+    /// Stores an output and returns its metadata (with a new locator). An output larger than
+    /// 64 KiB is compressed and written on a blocking thread, never on the caller's
+    /// runtime thread.
+    pub async fn put(self, session_id: &str, new: NewBlob<'_>) -> Result<BlobMeta, StoreError> {
+        let pack = |bytes: &[u8]| -> Result<Packed, StoreError> {
+            let (digest, compressed) = digest_and_compress(bytes);
+            Ok(Packed {
+                digest,
+                compressed: compressed?,
+                raw_bytes: bytes.len() as u64,
+                lines: count_lines(bytes),
+            })
+        };
+        let packed = if new.bytes.len() > IN_PLACE_BYTES {
+            let bytes = new.bytes.to_vec();
+            blocking(move || pack(&bytes)).await?
+        } else {
+            pack(new.bytes)?
         };
         self.insert_blob(session_id, new.tool, new.call_id, new.ttl, packed).await
     }
 
     /// Stores the output `reader` yields, read and compressed one frame at a time, so an output
     /// of any size costs one frame of raw bytes in memory plus its compressed form; the stored
-    /// blob is the same as [`Store::put_blob`] of the same bytes would store.
-    pub async fn put_blob_from(
-        &self,
+    /// blob is the same as [`Blobs::put`](crate::Blobs::put) of the same bytes would store.
+    /// On a multi-thread runtime `reader` is read and compressed in `block_in_place`, so the
+    /// runtime thread's other tasks move to another thread meanwhile.
+    pub async fn put_from(
+        self,
         session_id: &str,
         tool: &str,
         call_id: &str,
         ttl: Duration,
         mut reader: impl std::io::Read + Send,
     ) -> Result<BlobMeta, StoreError> {
-        let packed = pack_stream(&mut reader)?;
+        let packed = off_runtime(|| pack_stream(&mut reader))?;
         self.insert_blob(session_id, tool, call_id, ttl, packed).await
     }
 
     async fn insert_blob(
-        &self,
+        self,
         session_id: &str,
         tool: &str,
         call_id: &str,
@@ -178,6 +223,7 @@ impl Store {
         packed: Packed,
     ) -> Result<BlobMeta, StoreError> {
         let Packed { digest, compressed, raw_bytes, lines } = packed;
+        let compressed_len = compressed.len();
         let meta = BlobMeta {
             locator: format!("out_{}", uuid::Uuid::new_v4().simple()),
             session_id: session_id.to_owned(),
@@ -205,43 +251,52 @@ impl Store {
         .bind(compressed)
         .bind(meta.created_at)
         .bind(meta.expires_at);
-        self.db.execute(self.epoch_for(session_id), query).await.map_err(|e| no_session(e, session_id))?;
+        let placement =
+            if compressed_len > IN_PLACE_BYTES { Placement::Blocking } else { Placement::InPlace };
+        self.store
+            .db
+            .execute_on(placement, self.store.epoch_for(session_id), query)
+            .await
+            .map_err(|e| no_session(e, session_id))?;
         // The row holds exactly these values; reading them back would cost a query.
         Ok(meta)
     }
 
     /// The session a locator belongs to, for a local client that owns every session
-    /// (`tackle results show`). Servers must use [`Store::get_blob`] with the caller's session.
-    pub async fn blob_session(&self, locator: &str) -> Result<String, StoreError> {
+    /// (`tackle results show`). Servers must use [`Blobs::get`](crate::Blobs::get) with the caller's session.
+    pub async fn session_of(self, locator: &str) -> Result<String, StoreError> {
         let query = Query::new("SELECT session_id FROM blobs WHERE locator = $1").bind(locator);
-        let session = self.db.read_optional(query, |r| r.try_get::<String>("session_id")).await?;
+        let session = self.store.db.read_optional(query, |r| r.try_get::<String>("session_id")).await?;
         session.ok_or_else(|| StoreError::not_found("locator", locator))
     }
 
     /// Metadata of a stored output, even after it expired.
-    pub async fn blob_meta(&self, session_id: &str, locator: &str) -> Result<BlobMeta, StoreError> {
+    pub async fn meta(self, session_id: &str, locator: &str) -> Result<BlobMeta, StoreError> {
         let query = Query::new(
             "SELECT locator, session_id, tool, call_id, digest, raw_bytes, lines, created_at, expires_at
              FROM blobs WHERE locator = $1 AND session_id = $2",
         )
         .bind(locator)
         .bind(session_id);
-        let meta = self.db.read_optional(query, |r| meta(r)).await?;
+        let meta = self.store.db.read_optional(query, |r| meta(r)).await?;
         // Another session's locator is reported exactly like a missing one.
         meta.ok_or_else(|| StoreError::not_found("locator", locator))
     }
 
     /// The stored output, byte-exact. A locator of another session is not found; an expired
     /// one is [`StoreError::Expired`]; data that does not match its digest is corrupt.
-    pub async fn get_blob(&self, session_id: &str, locator: &str) -> Result<Blob, StoreError> {
+    pub async fn get(self, session_id: &str, locator: &str) -> Result<Blob, StoreError> {
         let query = Query::new(
             "SELECT locator, session_id, tool, call_id, digest, raw_bytes, lines, created_at, expires_at, data
              FROM blobs WHERE locator = $1 AND session_id = $2",
         )
         .bind(locator)
         .bind(session_id);
-        let row =
-            self.db.read_optional(query, |r| Ok((meta(r)?, r.try_get::<Option<Vec<u8>>>("data")?))).await?;
+        let row = self
+            .store
+            .db
+            .read_optional(query, |r| Ok((meta(r)?, r.try_get::<Option<Vec<u8>>>("data")?)))
+            .await?;
         let (meta, data) = row.ok_or_else(|| StoreError::not_found("locator", locator))?;
         let data = match data {
             Some(d) if meta.expires_at > now_ms() => d,
@@ -263,9 +318,13 @@ impl Store {
 
     /// Removes the data of outputs expired at `now_ms`, keeping their metadata so a later read
     /// says "expired" rather than "not found". Returns how many were purged.
-    pub async fn purge_expired(&self, now_ms: i64) -> Result<u64, StoreError> {
+    pub async fn purge_expired(self, now_ms: i64) -> Result<u64, StoreError> {
         let query = Query::new("UPDATE blobs SET data = NULL WHERE expires_at <= $1 AND data IS NOT NULL")
             .bind(now_ms);
-        self.db.execute(None, query).await
+        self.store.db.execute(None, query).await
     }
 }
+
+#[cfg(test)]
+#[path = "blobs_tests.rs"]
+mod tests;

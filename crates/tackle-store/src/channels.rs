@@ -112,11 +112,19 @@ pub struct ChannelSummary {
     pub last_received_at: Option<i64>,
 }
 
-impl Store {
+/// Chat channels: which session each chat talks to, a channel's values, and its durable inbox of
+/// received updates.
+/// From [`Store::channels`]; a borrowed view of the store, free to copy.
+#[derive(Debug, Clone, Copy)]
+pub struct Channels<'s> {
+    pub(crate) store: &'s Store,
+}
+
+impl Channels<'_> {
     /// Stores received updates and, when given, the next polling offset, in one transaction.
     /// Updates already stored (a redelivery) are left as they are. Returns the ids that were new.
-    pub async fn accept_channel_updates(
-        &self,
+    pub async fn accept_updates(
+        self,
         channel: &str,
         updates: &[NewInboxItem],
         next_offset: Option<i64>,
@@ -149,7 +157,7 @@ impl Store {
             .bind(offset.to_string())
             .bind(now)
         });
-        transaction!(&self.db, None, |conn| {
+        transaction!(&self.store.db, None, |conn| {
             let mut new = Vec::with_capacity(inserts.len());
             for (update_id, insert) in &inserts {
                 if conn.execute(insert).await? > 0 {
@@ -164,23 +172,23 @@ impl Store {
     }
 
     /// The next update id a polling channel asks for.
-    pub async fn channel_offset(&self, channel: &str) -> Result<Option<i64>, StoreError> {
-        self.channel_value(channel, OFFSET_KEY).await
+    pub async fn offset(self, channel: &str) -> Result<Option<i64>, StoreError> {
+        self.value(channel, OFFSET_KEY).await
     }
 
     /// Updates not handled yet (queued and running), in `update_id` order.
-    pub async fn open_channel_updates(&self, channel: &str) -> Result<Vec<InboxItem>, StoreError> {
+    pub async fn open_updates(self, channel: &str) -> Result<Vec<InboxItem>, StoreError> {
         let query = Query::new(
             "SELECT channel, update_id, chat, payload, state, received_at FROM channel_inbox
              WHERE channel = $1 AND state IN ('queued', 'running') ORDER BY update_id",
         )
         .bind(channel);
-        self.db.read_all(query, |r| InboxItem::from_row(r)).await
+        self.store.db.read_all(query, |r| InboxItem::from_row(r)).await
     }
 
     /// Marks a queued update running. False when it is not queued (started before, or unknown):
     /// the caller must not act on it.
-    pub async fn start_channel_update(&self, channel: &str, update_id: i64) -> Result<bool, StoreError> {
+    pub async fn start_update(self, channel: &str, update_id: i64) -> Result<bool, StoreError> {
         let query = Query::new(
             "UPDATE channel_inbox SET state = 'running', started_at = $1
              WHERE channel = $2 AND update_id = $3 AND state = 'queued'",
@@ -188,35 +196,35 @@ impl Store {
         .bind(now_ms())
         .bind(channel)
         .bind(update_id);
-        Ok(self.db.execute(None, query).await? == 1)
+        Ok(self.store.db.execute(None, query).await? == 1)
     }
 
     /// Marks an update handled.
-    pub async fn finish_channel_update(&self, channel: &str, update_id: i64) -> Result<(), StoreError> {
+    pub async fn finish_update(self, channel: &str, update_id: i64) -> Result<(), StoreError> {
         let query = Query::new(
             "UPDATE channel_inbox SET state = 'done', finished_at = $1 WHERE channel = $2 AND update_id = $3",
         )
         .bind(now_ms())
         .bind(channel)
         .bind(update_id);
-        self.db.execute(None, query).await?;
+        self.store.db.execute(None, query).await?;
         Ok(())
     }
 
     /// Deletes handled updates received before `before_ms`; returns how many.
-    pub async fn prune_channel_updates(&self, channel: &str, before_ms: i64) -> Result<u64, StoreError> {
+    pub async fn prune_updates(self, channel: &str, before_ms: i64) -> Result<u64, StoreError> {
         let query = Query::new(
             "DELETE FROM channel_inbox WHERE channel = $1 AND state = 'done' AND received_at < $2",
         )
         .bind(channel)
         .bind(before_ms);
-        self.db.execute(None, query).await
+        self.store.db.execute(None, query).await
     }
 
     /// The session `user` talks to in `chat` of `channel`, if any (gone when the session was
     /// deleted).
-    pub async fn channel_session(
-        &self,
+    pub async fn session(
+        self,
         channel: &str,
         chat: &str,
         user: &str,
@@ -227,14 +235,14 @@ impl Store {
         .bind(channel)
         .bind(chat)
         .bind(user);
-        let id = self.db.read_optional(query, |r| r.try_get::<String>("session_id")).await?;
+        let id = self.store.db.read_optional(query, |r| r.try_get::<String>("session_id")).await?;
         Ok(id.map(SessionId::from))
     }
 
     /// Points `user` in `chat` of `channel` at `session_id` (which must exist), replacing any
     /// earlier session (that one stays stored).
-    pub async fn set_channel_session(
-        &self,
+    pub async fn set_session(
+        self,
         channel: &str,
         chat: &str,
         user: &str,
@@ -249,26 +257,22 @@ impl Store {
         .bind(user)
         .bind(session_id)
         .bind(now_ms());
-        self.db.execute(None, query).await.map_err(|e| no_session(e, session_id))?;
+        self.store.db.execute(None, query).await.map_err(|e| no_session(e, session_id))?;
         Ok(())
     }
 
     /// A value stored for `channel` under `key`.
-    pub async fn channel_value<T: DeserializeOwned>(
-        &self,
-        channel: &str,
-        key: &str,
-    ) -> Result<Option<T>, StoreError> {
+    pub async fn value<T: DeserializeOwned>(self, channel: &str, key: &str) -> Result<Option<T>, StoreError> {
         let query = Query::new("SELECT value FROM channel_state WHERE channel = $1 AND key = $2")
             .bind(channel)
             .bind(key);
-        let value = self.db.read_optional(query, |r| r.try_get::<String>("value")).await?;
+        let value = self.store.db.read_optional(query, |r| r.try_get::<String>("value")).await?;
         Ok(value.map(|v| serde_json::from_str(&v)).transpose()?)
     }
 
     /// Stores `value` for `channel` under `key`, replacing any previous value.
-    pub async fn set_channel_value<T: Serialize + ?Sized>(
-        &self,
+    pub async fn set_value<T: Serialize + ?Sized>(
+        self,
         channel: &str,
         key: &str,
         value: &T,
@@ -281,13 +285,13 @@ impl Store {
         .bind(key)
         .bind(serde_json::to_string(value)?)
         .bind(now_ms());
-        self.db.execute(None, query).await?;
+        self.store.db.execute(None, query).await?;
         Ok(())
     }
 
     /// Stores `value` under `key` unless a value is there already; true when it was stored.
-    pub async fn insert_channel_value<T: Serialize + ?Sized>(
-        &self,
+    pub async fn insert_value<T: Serialize + ?Sized>(
+        self,
         channel: &str,
         key: &str,
         value: &T,
@@ -300,11 +304,11 @@ impl Store {
         .bind(key)
         .bind(serde_json::to_string(value)?)
         .bind(now_ms());
-        Ok(self.db.execute(None, query).await? == 1)
+        Ok(self.store.db.execute(None, query).await? == 1)
     }
 
     /// Counts of a channel's inbox and sessions, and its offset.
-    pub async fn channel_summary(&self, channel: &str) -> Result<ChannelSummary, StoreError> {
+    pub async fn summary(self, channel: &str) -> Result<ChannelSummary, StoreError> {
         let query = Query::new(
             "SELECT
                 (SELECT COUNT(*) FROM channel_inbox WHERE channel = $1 AND state = 'queued') AS queued,
@@ -315,6 +319,7 @@ impl Store {
         )
         .bind(channel);
         let summary = self
+            .store
             .db
             .read_one(query, |row| {
                 let count = |name: &str| -> Result<u64, StoreError> {
@@ -330,6 +335,6 @@ impl Store {
                 })
             })
             .await?;
-        Ok(ChannelSummary { offset: self.channel_offset(channel).await?, ..summary })
+        Ok(ChannelSummary { offset: self.offset(channel).await?, ..summary })
     }
 }

@@ -18,7 +18,7 @@ use crate::StoreError;
 use crate::fence::{self, Epoch};
 use crate::readers::SqliteReaders;
 use crate::sql::{self, Query, Row};
-use crate::writer::SqliteWriter;
+use crate::writer::{Placement, SqliteWriter};
 
 /// The SQLite schema, embedded in the binary: version, description, SQL.
 pub(crate) const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
@@ -86,9 +86,20 @@ impl Db {
     /// Runs a write of one statement, checked against `epoch` (`fence.rs`); returns the rows
     /// it changed. SQLite: on the writer ([no-wait-in-place]).
     pub(crate) async fn execute(&self, epoch: Epoch, query: Query) -> Result<u64, StoreError> {
+        self.execute_on(Placement::InPlace, epoch, query).await
+    }
+
+    /// Like [`Db::execute`]; on SQLite, `placement` says whether the write may run in place
+    /// (PostgreSQL's writes never hold a thread: they are awaited).
+    pub(crate) async fn execute_on(
+        &self,
+        placement: Placement,
+        epoch: Epoch,
+        query: Query,
+    ) -> Result<u64, StoreError> {
         match self {
             Db::Sqlite(sqlite) => {
-                sqlite.writer.write(epoch, move |conn| sql::sqlite_execute(conn, &query)).await
+                sqlite.writer.write_on(placement, epoch, move |conn| sql::sqlite_execute(conn, &query)).await
             }
             Db::Postgres(pool) => {
                 fence::pg_write(pool, &epoch, async |conn| sql::pg_execute(conn, &query).await).await
@@ -180,13 +191,18 @@ impl Db {
 /// `$conn: &mut impl sql::Conn` awaited) in one write transaction that first checks the fence
 /// `$epoch`: on SQLite inside the writer's closure (so what it names is moved in: own it), on
 /// PostgreSQL in a sqlx transaction. The body is written once and compiled once per driver.
+/// `transaction!(on Placement::Blocking, db, epoch, |conn| body)` never runs it in place (see
+/// `writer.rs`).
 macro_rules! transaction {
     ($db:expr, $epoch:expr, |$conn:ident| $body:expr) => {
+        $crate::db::transaction!(on $crate::writer::Placement::InPlace, $db, $epoch, |$conn| $body)
+    };
+    (on $placement:expr, $db:expr, $epoch:expr, |$conn:ident| $body:expr) => {
         match $db {
             $crate::db::Db::Sqlite(sqlite) => {
                 sqlite
                     .writer
-                    .transaction(move |tx| {
+                    .transaction_on($placement, move |tx| {
                         let $conn = &mut $crate::sql::SqliteConn(tx);
                         $crate::sql::ready(async {
                             $crate::sql::Conn::check_fence($conn, &$epoch).await?;

@@ -1,7 +1,7 @@
 //! Questions MCP servers ask the person behind a turn (elicitation), shared by every instance on
 //! the database, like approvals: the instance whose turn waits records each one; any instance
 //! lists them and records an answer; the waiting instance picks the answer up
-//! ([`Store::elicitation_answer`]).
+//! ([`Elicitations::answer_of`](crate::Elicitations::answer_of)).
 
 use serde_json::Value;
 
@@ -43,9 +43,16 @@ pub struct ElicitationAnswerRecord {
     pub answer: Value,
 }
 
-impl Store {
+/// Questions (MCP elicitations) asked of a user and their answers, durable across restarts.
+/// From [`Store::elicitations`]; a borrowed view of the store, free to copy.
+#[derive(Debug, Clone, Copy)]
+pub struct Elicitations<'s> {
+    pub(crate) store: &'s Store,
+}
+
+impl Elicitations<'_> {
     /// Records a question this process waits on.
-    pub async fn put_elicitation(&self, question: &StoredElicitation) -> Result<(), StoreError> {
+    pub async fn put(self, question: &StoredElicitation) -> Result<(), StoreError> {
         let query = Query::new(
             "INSERT INTO elicitations (id, session_id, call_id, tool, server, message, mode, schema, url, runner, created_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (id) DO NOTHING",
@@ -61,12 +68,12 @@ impl Store {
         .bind(&question.url)
         .bind(crate::runner::current_id())
         .bind(now_ms());
-        self.db.execute(None, query).await?;
+        self.store.db.execute(None, query).await?;
         Ok(())
     }
 
     /// Unanswered questions of `session_id`'s live turn, oldest first.
-    pub async fn pending_elicitations(&self, session_id: &str) -> Result<Vec<StoredElicitation>, StoreError> {
+    pub async fn pending(self, session_id: &str) -> Result<Vec<StoredElicitation>, StoreError> {
         let query = Query::new(
             "SELECT e.id, e.session_id, e.call_id, e.tool, e.server, e.message, e.mode, e.schema, e.url,
                     s.runner, s.lease_until
@@ -75,35 +82,36 @@ impl Store {
              ORDER BY e.created_at, e.id",
         )
         .bind(session_id);
-        let rows = self.db.read_all(query, |row| Ok((pending(row)?, alive(row, now_ms())?))).await?;
+        let rows = self.store.db.read_all(query, |row| Ok((pending(row)?, alive(row, now_ms())?))).await?;
         // Questions of a turn whose instance died wait for nobody.
         Ok(rows.into_iter().filter(|(_, alive)| *alive).map(|(question, _)| question).collect())
     }
 
     /// The session of an unanswered question, if there is one with this id.
-    pub async fn elicitation_session(&self, id: &str) -> Result<Option<String>, StoreError> {
+    pub async fn session_of(self, id: &str) -> Result<Option<String>, StoreError> {
         let query =
             Query::new("SELECT session_id FROM elicitations WHERE id = $1 AND answer IS NULL").bind(id);
-        self.db.read_optional(query, |r| r.try_get::<String>("session_id")).await
+        self.store.db.read_optional(query, |r| r.try_get::<String>("session_id")).await
     }
 
     /// Records an answer for whichever instance waits on it; false when the question is not
     /// pending (answered already, or gone).
-    pub async fn answer_elicitation(&self, id: &str, answer: &Value) -> Result<bool, StoreError> {
+    pub async fn answer(self, id: &str, answer: &Value) -> Result<bool, StoreError> {
         let query = Query::new(
             "UPDATE elicitations SET answer = $1, answered_at = $2 WHERE id = $3 AND answer IS NULL",
         )
         .bind(serde_json::to_string(answer)?)
         .bind(now_ms())
         .bind(id);
-        Ok(self.db.execute(None, query).await? == 1)
+        Ok(self.store.db.execute(None, query).await? == 1)
     }
 
     /// The answer recorded for question `id`, if there is one.
-    pub async fn elicitation_answer(&self, id: &str) -> Result<Option<ElicitationAnswerRecord>, StoreError> {
+    pub async fn answer_of(self, id: &str) -> Result<Option<ElicitationAnswerRecord>, StoreError> {
         let query =
             Query::new("SELECT id, answer FROM elicitations WHERE id = $1 AND answer IS NOT NULL").bind(id);
-        self.db
+        self.store
+            .db
             .read_optional(query, |row| {
                 Ok(ElicitationAnswerRecord {
                     id: row.try_get("id")?,
@@ -114,8 +122,8 @@ impl Store {
     }
 
     /// Forgets a question (answered, or its call ended).
-    pub async fn delete_elicitation(&self, id: &str) -> Result<(), StoreError> {
-        self.db.execute(None, Query::new("DELETE FROM elicitations WHERE id = $1").bind(id)).await?;
+    pub async fn delete(self, id: &str) -> Result<(), StoreError> {
+        self.store.db.execute(None, Query::new("DELETE FROM elicitations WHERE id = $1").bind(id)).await?;
         Ok(())
     }
 }

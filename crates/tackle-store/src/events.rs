@@ -19,12 +19,19 @@ pub struct StoredEvent {
 /// Events appended in one statement at most (bound values stay under every backend's limit).
 const BATCH: usize = 200;
 
-impl Store {
+/// A session's streamed events, kept so a client can resume after a disconnect.
+/// From [`Store::events`]; a borrowed view of the store, free to copy.
+#[derive(Debug, Clone, Copy)]
+pub struct Events<'s> {
+    pub(crate) store: &'s Store,
+}
+
+impl Events<'_> {
     /// Appends events of the running turn. A fenced store ([`Store::fenced`]) appends them only
     /// while the turn holds its lease: a turn that lost it streams nothing more into the
     /// session's replay.
-    pub async fn append_events(&self, session_id: &str, events: &[StoredEvent]) -> Result<(), StoreError> {
-        let epoch = self.epoch_for(session_id);
+    pub async fn append(self, session_id: &str, events: &[StoredEvent]) -> Result<(), StoreError> {
+        let epoch = self.store.epoch_for(session_id);
         for chunk in events.chunks(BATCH) {
             let rows = (0..chunk.len())
                 .map(|i| {
@@ -48,14 +55,14 @@ impl Store {
             let query = chunk.iter().fold(Query::assembled(sql), |q, event| {
                 q.bind(session_id).bind(event.seq).bind(&event.name).bind(&event.data).bind(now)
             });
-            self.db.execute(epoch.clone(), query).await?;
+            self.store.db.execute(epoch.clone(), query).await?;
         }
         Ok(())
     }
 
     /// Stored events of `session_id` after `after`, in order, at most `limit`.
-    pub async fn events_after(
-        &self,
+    pub async fn after(
+        self,
         session_id: &str,
         after: i64,
         limit: u32,
@@ -66,7 +73,8 @@ impl Store {
         .bind(session_id)
         .bind(after)
         .bind(i64::from(limit));
-        self.db
+        self.store
+            .db
             .read_all(query, |r| {
                 Ok(StoredEvent { seq: r.try_get("seq")?, name: r.try_get("name")?, data: r.try_get("data")? })
             })

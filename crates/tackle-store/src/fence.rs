@@ -16,7 +16,7 @@
 use std::sync::Arc;
 
 use crate::sql::{self, Query};
-use crate::writer::SqliteWriter;
+use crate::writer::{Placement, SqliteWriter};
 use crate::{Lease, Store, StoreError};
 
 /// The lease a fenced store writes under.
@@ -64,15 +64,29 @@ pub(crate) async fn pg_check(conn: &mut sqlx::PgConnection, epoch: &Epoch) -> Re
 impl SqliteWriter {
     /// Runs `work` on the writer: as one call when `epoch` is `None`, else in a write
     /// transaction that checks it first.
-    pub(crate) async fn write<T, F>(&self, epoch: Epoch, mut work: F) -> Result<T, StoreError>
+    pub(crate) async fn write<T, F>(&self, epoch: Epoch, work: F) -> Result<T, StoreError>
+    where
+        F: FnMut(&rusqlite::Connection) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.write_on(Placement::InPlace, epoch, work).await
+    }
+
+    /// Like [`SqliteWriter::write`], where `placement` says whether `work` may run in place.
+    pub(crate) async fn write_on<T, F>(
+        &self,
+        placement: Placement,
+        epoch: Epoch,
+        mut work: F,
+    ) -> Result<T, StoreError>
     where
         F: FnMut(&rusqlite::Connection) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
     {
         match epoch {
-            None => self.call(move |conn| work(conn)).await,
+            None => self.call_on(placement, move |conn| work(conn)).await,
             Some(_) => {
-                self.transaction(move |tx| {
+                self.transaction_on(placement, move |tx| {
                     check_on(tx, &epoch)?;
                     work(tx)
                 })
@@ -93,12 +107,12 @@ impl Store {
     /// use std::time::Duration;
     /// use tackle_store::{NewSession, Store, StoreError};
     /// let store = Store::open_in_memory().await.unwrap();
-    /// let s = store.create_session(NewSession { owner: "local".into(), ..Default::default() }).await.unwrap();
-    /// let lease = store.acquire_lease(&s.id, Duration::from_secs(30)).await.unwrap().unwrap();
+    /// let s = store.sessions().create(NewSession { owner: "local".into(), ..Default::default() }).await.unwrap();
+    /// let lease = store.leases().acquire(&s.id, Duration::from_secs(30)).await.unwrap().unwrap();
     /// let turn = store.fenced(&lease);
-    /// turn.append_message(&s.id, 1, &tackle_protocol::Message::user("hi")).await.unwrap();
-    /// store.release_lease(&lease, 0).await.unwrap();
-    /// let late = turn.append_message(&s.id, 1, &tackle_protocol::Message::user("late")).await;
+    /// turn.messages().append(&s.id, 1, &tackle_protocol::Message::user("hi")).await.unwrap();
+    /// store.leases().release(&lease, 0).await.unwrap();
+    /// let late = turn.messages().append(&s.id, 1, &tackle_protocol::Message::user("late")).await;
     /// assert!(matches!(late, Err(StoreError::LeaseLost { .. })));
     /// # });
     /// ```

@@ -72,7 +72,7 @@ fn placeholders(n: usize) -> String {
     (1..=n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
 }
 
-/// Runs each insert of [`Store::put_checkpoint_objects`] (with its object's stored size);
+/// Runs each insert of [`Checkpoints::put_objects`](crate::Checkpoints::put_objects) (with its object's stored size);
 /// returns the bytes of the objects that were new.
 async fn put_objects(conn: &mut impl Conn, inserts: &[(Query, u64)]) -> Result<u64, StoreError> {
     let mut added = 0u64;
@@ -84,9 +84,17 @@ async fn put_objects(conn: &mut impl Conn, inserts: &[(Query, u64)]) -> Result<u
     Ok(added)
 }
 
-impl Store {
+/// File checkpoints of a session's workspace: manifests per turn and the content-addressed
+/// objects they name.
+/// From [`Checkpoints::list`](crate::Checkpoints::list); a borrowed view of the store, free to copy.
+#[derive(Debug, Clone, Copy)]
+pub struct Checkpoints<'s> {
+    pub(crate) store: &'s Store,
+}
+
+impl Checkpoints<'_> {
     /// Stores objects not stored yet (in one transaction); returns the compressed bytes added.
-    pub async fn put_checkpoint_objects(&self, objects: Vec<CheckpointObject>) -> Result<u64, StoreError> {
+    pub async fn put_objects(self, objects: Vec<CheckpointObject>) -> Result<u64, StoreError> {
         if objects.is_empty() {
             return Ok(0);
         }
@@ -98,7 +106,7 @@ impl Store {
                 (Query::new(INSERT_OBJECT).bind(o.digest).bind(o.size).bind(o.data).bind(now), len)
             })
             .collect();
-        match &self.db {
+        match &self.store.db {
             Db::Sqlite(sqlite) => {
                 sqlite
                     .writer
@@ -115,10 +123,7 @@ impl Store {
     }
 
     /// The stored (compressed) bytes of the objects among `digests` that exist.
-    pub async fn get_checkpoint_objects(
-        &self,
-        digests: &[String],
-    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+    pub async fn get_objects(self, digests: &[String]) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
         let mut out = Vec::with_capacity(digests.len());
         for chunk in digests.chunks(500) {
             let sql = format!(
@@ -127,7 +132,8 @@ impl Store {
             );
             let query = chunk.iter().fold(Query::assembled(sql), |q, d| q.bind(d));
             out.extend(
-                self.db
+                self.store
+                    .db
                     .read_all(query, |r| Ok((r.try_get::<String>("digest")?, r.try_get::<Vec<u8>>("data")?)))
                     .await?,
             );
@@ -136,13 +142,13 @@ impl Store {
     }
 
     /// Whether the object `digest` is stored.
-    pub async fn has_checkpoint_object(&self, digest: &str) -> Result<bool, StoreError> {
+    pub async fn has_object(self, digest: &str) -> Result<bool, StoreError> {
         let query = Query::new("SELECT 1 AS one FROM checkpoint_objects WHERE digest = $1").bind(digest);
-        Ok(self.db.read_optional(query, |_| Ok(())).await?.is_some())
+        Ok(self.store.db.read_optional(query, |_| Ok(())).await?.is_some())
     }
 
     /// Records (or replaces) the checkpoint before `turn` of a session.
-    pub async fn save_checkpoint(&self, new: NewCheckpoint) -> Result<(), StoreError> {
+    pub async fn save(self, new: NewCheckpoint) -> Result<(), StoreError> {
         let query = Query::new(
             "INSERT INTO checkpoints (session_id, turn, workspace, manifest, stats, created_at)
              VALUES ($1, $2, $3, $4, $5, $6)
@@ -155,50 +161,43 @@ impl Store {
         .bind(&new.manifest)
         .bind(serde_json::to_string(&new.stats)?)
         .bind(now_ms());
-        self.db.execute(None, query).await.map_err(|e| no_session(e, &new.session_id))?;
+        self.store.db.execute(None, query).await.map_err(|e| no_session(e, &new.session_id))?;
         Ok(())
     }
 
     /// The checkpoint before `turn` of a session.
-    pub async fn checkpoint(
-        &self,
-        session_id: &str,
-        turn: i64,
-    ) -> Result<Option<CheckpointRecord>, StoreError> {
+    pub async fn get(self, session_id: &str, turn: i64) -> Result<Option<CheckpointRecord>, StoreError> {
         let query = Query::new(
             "SELECT session_id, turn, workspace, manifest, stats, created_at FROM checkpoints
              WHERE session_id = $1 AND turn = $2",
         )
         .bind(session_id)
         .bind(turn);
-        self.db.read_optional(query, |r| record(r)).await
+        self.store.db.read_optional(query, |r| record(r)).await
     }
 
     /// A session's checkpoints, by turn.
-    pub async fn checkpoints(&self, session_id: &str) -> Result<Vec<CheckpointRecord>, StoreError> {
+    pub async fn list(self, session_id: &str) -> Result<Vec<CheckpointRecord>, StoreError> {
         let query = Query::new(
             "SELECT session_id, turn, workspace, manifest, stats, created_at FROM checkpoints
              WHERE session_id = $1 ORDER BY turn",
         )
         .bind(session_id);
-        self.db.read_all(query, |r| record(r)).await
+        self.store.db.read_all(query, |r| record(r)).await
     }
 
     /// The latest checkpoint of a workspace, whatever its session.
-    pub async fn latest_checkpoint_for_workspace(
-        &self,
-        workspace: &str,
-    ) -> Result<Option<CheckpointRecord>, StoreError> {
+    pub async fn latest_for_workspace(self, workspace: &str) -> Result<Option<CheckpointRecord>, StoreError> {
         let query = Query::new(
             "SELECT session_id, turn, workspace, manifest, stats, created_at FROM checkpoints
              WHERE workspace = $1 ORDER BY created_at DESC, turn DESC LIMIT 1",
         )
         .bind(workspace);
-        self.db.read_optional(query, |r| record(r)).await
+        self.store.db.read_optional(query, |r| record(r)).await
     }
 
     /// Copies the checkpoints of turns up to `upto_turn` of one session to another (a fork).
-    pub async fn copy_checkpoints(&self, from: &str, to: &str, upto_turn: i64) -> Result<u64, StoreError> {
+    pub async fn copy(self, from: &str, to: &str, upto_turn: i64) -> Result<u64, StoreError> {
         let query = Query::new(
             "INSERT INTO checkpoints (session_id, turn, workspace, manifest, stats, created_at)
              SELECT $2, turn, workspace, manifest, stats, created_at FROM checkpoints
@@ -208,29 +207,29 @@ impl Store {
         .bind(from)
         .bind(to)
         .bind(upto_turn);
-        self.db.execute(None, query).await.map_err(|e| no_session(e, to))
+        self.store.db.execute(None, query).await.map_err(|e| no_session(e, to))
     }
 
     /// Every manifest a checkpoint refers to.
-    pub async fn checkpoint_manifests(&self) -> Result<Vec<String>, StoreError> {
+    pub async fn manifests(self) -> Result<Vec<String>, StoreError> {
         let query = Query::new("SELECT DISTINCT manifest FROM checkpoints");
-        self.db.read_all(query, |r| r.try_get::<String>("manifest")).await
+        self.store.db.read_all(query, |r| r.try_get::<String>("manifest")).await
     }
 
     /// Objects stored before `before_ms` (garbage collection candidates).
-    pub async fn checkpoint_objects_before(&self, before_ms: i64) -> Result<Vec<String>, StoreError> {
+    pub async fn objects_before(self, before_ms: i64) -> Result<Vec<String>, StoreError> {
         let query = Query::new("SELECT digest FROM checkpoint_objects WHERE created_at < $1").bind(before_ms);
-        self.db.read_all(query, |r| r.try_get::<String>("digest")).await
+        self.store.db.read_all(query, |r| r.try_get::<String>("digest")).await
     }
 
     /// Deletes these objects; returns how many went.
-    pub async fn delete_checkpoint_objects(&self, digests: &[String]) -> Result<u64, StoreError> {
+    pub async fn delete_objects(self, digests: &[String]) -> Result<u64, StoreError> {
         let mut deleted = 0;
         for chunk in digests.chunks(500) {
             let sql =
                 format!("DELETE FROM checkpoint_objects WHERE digest IN ({})", placeholders(chunk.len()));
             let query = chunk.iter().fold(Query::assembled(sql), |q, d| q.bind(d));
-            deleted += self.db.execute(None, query).await?;
+            deleted += self.store.db.execute(None, query).await?;
         }
         Ok(deleted)
     }

@@ -11,8 +11,10 @@ use tackle_protocol::Message;
 use crate::db::{DbRow, transaction};
 use crate::messages::execute_all;
 use crate::messages::stored;
+use crate::sessions::Sessions;
 use crate::sql::{Query, Row};
-use crate::{NewSession, SessionRecord, Store, StoreError};
+use crate::writer::Placement;
+use crate::{NewSession, SessionRecord, StoreError};
 
 /// What a rewind of the conversation did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,18 +27,18 @@ pub struct ConversationRewind {
     pub prompt: String,
 }
 
-impl Store {
+impl Sessions<'_> {
     /// The first message of `turn` in a session, if the turn has any.
-    pub async fn first_seq_of_turn(&self, session_id: &str, turn: i64) -> Result<Option<i64>, StoreError> {
+    pub async fn first_seq_of_turn(self, session_id: &str, turn: i64) -> Result<Option<i64>, StoreError> {
         let query = Query::new("SELECT MIN(seq) AS s FROM messages WHERE session_id = $1 AND turn = $2")
             .bind(session_id)
             .bind(turn);
-        self.db.read_one(query, |r| r.try_get::<Option<i64>>("s")).await
+        self.store.db.read_one(query, |r| r.try_get::<Option<i64>>("s")).await
     }
 
     /// The conversation as the model saw it before message `seq` (all of it when `None`).
     pub async fn conversation_before(
-        &self,
+        self,
         session_id: &str,
         seq: Option<i64>,
     ) -> Result<Vec<Message>, StoreError> {
@@ -48,6 +50,7 @@ impl Store {
         .bind(session_id)
         .bind(before);
         let snapshot = self
+            .store
             .db
             .read_optional(query, |r| {
                 Ok((
@@ -64,7 +67,7 @@ impl Store {
         .bind(session_id)
         .bind(after)
         .bind(before);
-        let rows = self.db.read_all(query, |r| stored(r)).await?;
+        let rows = self.store.db.read_all(query, |r| stored(r)).await?;
         messages.extend(rows.into_iter().map(|m| m.message));
         Ok(messages)
     }
@@ -72,16 +75,12 @@ impl Store {
     /// Rewinds a session's conversation to before `turn`: saves the conversation as it was
     /// then as a snapshot (what resuming loads from now on) and hides the messages of `turn` and
     /// later, which stay stored (a later rewind may go back to any of them).
-    pub async fn rewind_conversation(
-        &self,
-        session_id: &str,
-        turn: i64,
-    ) -> Result<ConversationRewind, StoreError> {
+    pub async fn rewind(self, session_id: &str, turn: i64) -> Result<ConversationRewind, StoreError> {
         let first = self
             .first_seq_of_turn(session_id, turn)
             .await?
             .ok_or_else(|| StoreError::not_found("turn", format!("{turn} of session {session_id}")))?;
-        let before = self.load_context(session_id).await?.messages().len();
+        let before = self.store.messages().load_context(session_id).await?.messages().len();
         let messages = self.conversation_before(session_id, Some(first)).await?;
         let query = Query::new(
             "SELECT seq, turn, role, content, hidden, token_count, created_at FROM messages
@@ -90,20 +89,21 @@ impl Store {
         .bind(session_id)
         .bind(first);
         let prompt = self
+            .store
             .db
             .read_optional(query, |r| stored(r))
             .await?
             .ok_or_else(|| StoreError::not_found("message", format!("{first} of session {session_id}")))?
             .message
             .text();
-        let upto = self.message_count(session_id).await? - 1;
+        let upto = self.store.messages().count(session_id).await? - 1;
         let stats = serde_json::json!({"rewind": {"turn": turn, "messages_before": before}});
-        self.save_snapshot(session_id, upto, &messages, &stats).await?;
+        self.store.messages().save_snapshot(session_id, upto, &messages, &stats).await?;
         let hide =
             Query::new("UPDATE messages SET hidden = 1 WHERE session_id = $1 AND seq >= $2 AND hidden = 0")
                 .bind(session_id)
                 .bind(first);
-        self.db.execute(None, hide).await?;
+        self.store.db.execute(None, hide).await?;
         Ok(ConversationRewind { messages_before: before, messages_after: messages.len(), prompt })
     }
 
@@ -111,15 +111,15 @@ impl Store {
     /// `None`): its messages (with their turns, so turn numbers go on where they stopped), the
     /// snapshot that conversation needs when it was compacted or rewound, its tool-call audit,
     /// todos and state. `source` is only read.
-    pub async fn fork_session(
-        &self,
+    pub async fn fork(
+        self,
         source: &str,
         new: NewSession,
         upto: Option<i64>,
     ) -> Result<SessionRecord, StoreError> {
         let before = upto.unwrap_or(i64::MAX);
         let conversation = self.conversation_before(source, upto).await?;
-        let record = self.create_session(new).await?;
+        let record = self.create(new).await?;
         let target = record.id.to_string();
         let copies: Vec<Query> = [
             "INSERT INTO messages (session_id, seq, turn, role, content, hidden, token_count, created_at)
@@ -142,21 +142,22 @@ impl Store {
             if i == 0 { query.bind(before) } else { query }
         })
         .collect();
-        transaction!(&self.db, None, |conn| execute_all(conn, &copies).await)?;
+        // A long session's copy can take a while: never in place on a runtime thread.
+        transaction!(on Placement::Blocking, &self.store.db, None, |conn| execute_all(conn, &copies).await)?;
         // The fork resumes from exactly that conversation: when its visible messages are not it
         // (the source was compacted or rewound before `upto`), a snapshot says what it is.
-        let visible: Vec<Message> = self.load_context(&target).await?.messages();
+        let visible: Vec<Message> = self.store.messages().load_context(&target).await?.messages();
         if visible != conversation {
-            let last = self.message_count(&target).await? - 1;
+            let last = self.store.messages().count(&target).await? - 1;
             let stats = serde_json::json!({"fork": {"source": source}});
-            self.save_snapshot(&target, last, &conversation, &stats).await?;
+            self.store.messages().save_snapshot(&target, last, &conversation, &stats).await?;
         }
         Ok(record)
     }
 
     /// A session's turns: number, first message's sequence number, the user's message, whether
     /// it is in the conversation now (not rewound away).
-    pub async fn turns(&self, session_id: &str) -> Result<Vec<TurnSummary>, StoreError> {
+    pub async fn turns(self, session_id: &str) -> Result<Vec<TurnSummary>, StoreError> {
         let query = Query::new(
             "SELECT m.turn AS turn, m.seq AS seq, m.content AS content, m.hidden AS hidden, m.created_at AS created_at
              FROM messages m JOIN (
@@ -165,7 +166,7 @@ impl Store {
              WHERE m.session_id = $1 ORDER BY m.turn",
         )
         .bind(session_id);
-        self.db.read_all(query, |r| turn_summary(r)).await
+        self.store.db.read_all(query, |r| turn_summary(r)).await
     }
 }
 

@@ -1,14 +1,14 @@
 //! Session leases: which instance runs a session's turn, when several `tackle serve` processes
 //! share one database.
 //!
-//! A turn begins by taking the lease ([`Store::acquire_lease`]): the session is marked running
+//! A turn begins by taking the lease ([`Leases::acquire`](crate::Leases::acquire)): the session is marked running
 //! by this process, with a token of its own and an expiry the instance keeps pushing forward
-//! ([`Store::renew_leases`]) while the turn runs. Another instance finds the session busy until
-//! the turn ends ([`Store::release_lease`]) or the lease expires: a killed instance stops
+//! ([`Leases::renew_held`](crate::Leases::renew_held)) while the turn runs. Another instance finds the session busy until
+//! the turn ends ([`Leases::release`](crate::Leases::release)) or the lease expires: a killed instance stops
 //! renewing, its session then reads as `interrupted`, and the next turn (on any instance)
 //! answers its open calls `interrupted`, exactly as after a crash. A cancel posted to another
-//! instance is recorded on the session ([`Store::request_cancel`]) and seen by the running
-//! instance ([`Store::cancel_requests`]).
+//! instance is recorded on the session ([`Leases::request_cancel`](crate::Leases::request_cancel)) and seen by the running
+//! instance ([`Leases::cancel_requests`](crate::Leases::cancel_requests)).
 
 use std::time::Duration;
 
@@ -43,13 +43,20 @@ fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
-impl Store {
+/// Which instance runs a session's turn (leases with a time to live) and requests to cancel it.
+/// From [`Store::leases`]; a borrowed view of the store, free to copy.
+#[derive(Debug, Clone, Copy)]
+pub struct Leases<'s> {
+    pub(crate) store: &'s Store,
+}
+
+impl Leases<'_> {
     /// Takes the lease on `session_id`'s turn for `ttl`, or reports it busy. A session whose
     /// turn's process is gone or whose lease expired is free: taking it over is how a crashed
     /// instance's session continues. Clears the session's cancel request, its stale approvals and
     /// its previous turn's stored events.
-    pub async fn acquire_lease(
-        &self,
+    pub async fn acquire(
+        self,
         session_id: &str,
         ttl: Duration,
     ) -> Result<Result<Lease, LeaseRefusal>, StoreError> {
@@ -58,7 +65,7 @@ impl Store {
              FROM sessions WHERE id = $1",
         )
         .bind(session_id);
-        let seen = self.db.fetch_optional(None, query, |row| LeaseRow::read(row)).await?;
+        let seen = self.store.db.fetch_optional(None, query, |row| LeaseRow::read(row)).await?;
         let seen = seen.ok_or_else(|| StoreError::not_found("session", session_id))?;
         // Expiry by the database's clock: instances' clocks may disagree.
         if seen.status == "running" && turn_alive(seen.runner.as_deref(), seen.lease_until, seen.db_now) {
@@ -88,7 +95,7 @@ impl Store {
             Query::new("DELETE FROM approvals WHERE session_id = $1").bind(session_id),
             Query::new("DELETE FROM session_events WHERE session_id = $1").bind(session_id),
         ];
-        let epoch = transaction!(&self.db, None, |conn| take_lease(conn, &take, &clear).await)?;
+        let epoch = transaction!(&self.store.db, None, |conn| take_lease(conn, &take, &clear).await)?;
         Ok(match epoch {
             Some(epoch) => {
                 Ok(Lease { session_id: session_id.to_owned(), token, event_base: seen.event_seq, epoch })
@@ -99,20 +106,20 @@ impl Store {
 
     /// Pushes the expiry of every lease this process holds to `ttl` from now (the database's
     /// clock); returns how many.
-    pub async fn renew_leases(&self, ttl: Duration) -> Result<u64, StoreError> {
+    pub async fn renew_held(self, ttl: Duration) -> Result<u64, StoreError> {
         let query = Query::new(
             "UPDATE sessions SET lease_until = (SELECT now_ms FROM db_clock) + $1
              WHERE runner = $2 AND lease_id IS NOT NULL",
         )
         .bind(millis(ttl))
         .bind(crate::runner::current_id());
-        self.db.execute(None, query).await
+        self.store.db.execute(None, query).await
     }
 
     /// Ends `lease`: the session is free for the next turn. `last_event` is the id of the turn's
     /// last streamed event. A session the turn left `running` (it never began, or it failed
     /// before it could say how it ended) becomes `idle`. Does nothing if the lease was lost.
-    pub async fn release_lease(&self, lease: &Lease, last_event: i64) -> Result<(), StoreError> {
+    pub async fn release(self, lease: &Lease, last_event: i64) -> Result<(), StoreError> {
         let query = Query::new(
             "UPDATE sessions SET lease_id = NULL, lease_until = NULL, cancel_requested = 0, event_seq = $1,
                  status = CASE WHEN status = 'running' THEN 'idle' ELSE status END,
@@ -122,27 +129,27 @@ impl Store {
         .bind(last_event)
         .bind(&lease.session_id)
         .bind(&lease.token);
-        self.db.execute(None, query).await?;
+        self.store.db.execute(None, query).await?;
         Ok(())
     }
 
     /// Asks whichever instance runs `session_id`'s turn to cancel it; false when no live turn
     /// holds a lease on it.
-    pub async fn request_cancel(&self, session_id: &str) -> Result<bool, StoreError> {
+    pub async fn request_cancel(self, session_id: &str) -> Result<bool, StoreError> {
         let query = Query::new(
             "UPDATE sessions SET cancel_requested = 1
              WHERE id = $1 AND status = 'running' AND lease_id IS NOT NULL
                  AND lease_until > (SELECT now_ms FROM db_clock)",
         )
         .bind(session_id);
-        Ok(self.db.execute(None, query).await? == 1)
+        Ok(self.store.db.execute(None, query).await? == 1)
     }
 
     /// Sessions whose turns this process runs and that another instance asked to cancel.
-    pub async fn cancel_requests(&self) -> Result<Vec<String>, StoreError> {
+    pub async fn cancel_requests(self) -> Result<Vec<String>, StoreError> {
         let query = Query::new("SELECT id FROM sessions WHERE runner = $1 AND cancel_requested = 1")
             .bind(crate::runner::current_id());
-        self.db.read_all(query, |r| r.try_get::<String>("id")).await
+        self.store.db.read_all(query, |r| r.try_get::<String>("id")).await
     }
 }
 

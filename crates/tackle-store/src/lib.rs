@@ -15,9 +15,9 @@
 //! use tackle_protocol::Message;
 //! use tackle_store::{NewSession, Store};
 //! let store = Store::open_in_memory().await.unwrap();
-//! let session = store.create_session(NewSession { owner: "local".into(), ..NewSession::default() }).await.unwrap();
-//! store.append_messages(&session.id, 1, &[Message::user("hi"), Message::assistant("hello")]).await.unwrap();
-//! assert_eq!(store.message_count(&session.id).await.unwrap(), 2);
+//! let session = store.sessions().create(NewSession { owner: "local".into(), ..NewSession::default() }).await.unwrap();
+//! store.messages().append_all(&session.id, 1, &[Message::user("hi"), Message::assistant("hello")]).await.unwrap();
+//! assert_eq!(store.messages().count(&session.id).await.unwrap(), 2);
 //! # });
 //! ```
 
@@ -54,24 +54,26 @@ mod writer;
 
 use std::path::Path;
 
-pub use approvals::{ApprovalDecisionRecord, StoredApproval};
-pub use blobs::{Blob, BlobMeta, NewBlob};
-pub use channels::{ChannelSummary, InboxItem, InboxState, NewInboxItem};
+pub use approvals::{ApprovalDecisionRecord, Approvals, StoredApproval};
+pub use blobs::{Blob, BlobMeta, Blobs, NewBlob};
+pub use channels::{ChannelSummary, Channels, InboxItem, InboxState, NewInboxItem};
 pub use db::now_ms;
-pub use elicitations::{ElicitationAnswerRecord, StoredElicitation};
+pub use elicitations::{ElicitationAnswerRecord, Elicitations, StoredElicitation};
 pub use error::StoreError;
-pub use events::StoredEvent;
-pub use file_checkpoints::{CheckpointObject, CheckpointRecord, NewCheckpoint};
+pub use events::{Events, StoredEvent};
+pub use file_checkpoints::{CheckpointObject, CheckpointRecord, Checkpoints, NewCheckpoint};
 pub use history::{ConversationRewind, TurnSummary};
-pub use leases::{Lease, LeaseRefusal};
-pub use messages::{MessageFilter, StoredMessage};
-pub use responses::{NewResponse, RESPONSE_TTL, ResponseChain};
-pub use sessions::{NewSession, SessionFilter, SessionRecord, SessionStatus, SessionSummary, SessionUpdate};
+pub use leases::{Lease, LeaseRefusal, Leases};
+pub use messages::{MessageFilter, Messages, StoredMessage};
+pub use responses::{NewResponse, RESPONSE_TTL, ResponseChain, Responses};
+pub use sessions::{
+    NewSession, SessionFilter, SessionRecord, SessionStatus, SessionSummary, SessionUpdate, Sessions,
+};
 pub use snapshots::{LoadedContext, Snapshot};
 pub use state::SessionState;
-pub use steps::{StepCommit, StepRecord};
-pub use todos::{TodoItem, TodoPage, TodoStatus, TodoUpdate};
-pub use tool_calls::{BeginOutcome, CallStart, ToolCallFinish, ToolCallRecord, ToolCallStatus};
+pub use steps::{StepCommit, StepRecord, Steps};
+pub use todos::{TodoItem, TodoPage, TodoStatus, TodoUpdate, Todos};
+pub use tool_calls::{BeginOutcome, CallStart, Calls, ToolCallFinish, ToolCallRecord, ToolCallStatus};
 pub use url::{Backend, StoreUrl};
 
 /// The store. Cheap to clone: clones share one connection pool.
@@ -80,9 +82,9 @@ pub use url::{Backend, StoreUrl};
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// use tackle_store::{NewSession, Store};
 /// let store = Store::open_in_memory().await.unwrap();
-/// let s = store.create_session(NewSession { owner: "local".into(), ..Default::default() }).await.unwrap();
-/// store.append_message(&s.id, 1, &tackle_protocol::Message::user("hi")).await.unwrap();
-/// assert_eq!(store.message_count(&s.id).await.unwrap(), 1);
+/// let s = store.sessions().create(NewSession { owner: "local".into(), ..Default::default() }).await.unwrap();
+/// store.messages().append(&s.id, 1, &tackle_protocol::Message::user("hi")).await.unwrap();
+/// assert_eq!(store.messages().count(&s.id).await.unwrap(), 1);
 /// # });
 /// ```
 #[derive(Clone)]
@@ -182,5 +184,74 @@ impl Store {
             }
             db::Db::Postgres(_) => Ok(None),
         }
+    }
+}
+
+/// The store's domains: each handle owns its tables' queries. Handles are borrowed views,
+/// free to copy; a call's future borrows only the store.
+impl Store {
+    /// Sessions, their turn start, key-value state and history (turns, rewinds, forks).
+    pub fn sessions(&self) -> Sessions<'_> {
+        Sessions { store: self }
+    }
+
+    /// A session's messages in order, and its compaction snapshots.
+    pub fn messages(&self) -> Messages<'_> {
+        Messages { store: self }
+    }
+
+    /// The tool-call audit.
+    pub fn calls(&self) -> Calls<'_> {
+        Calls { store: self }
+    }
+
+    /// The record of each model step.
+    pub fn steps(&self) -> Steps<'_> {
+        Steps { store: self }
+    }
+
+    /// Offloaded outputs.
+    pub fn blobs(&self) -> Blobs<'_> {
+        Blobs { store: self }
+    }
+
+    /// Chat channels' sessions, values and inboxes.
+    pub fn channels(&self) -> Channels<'_> {
+        Channels { store: self }
+    }
+
+    /// Approvals and their decisions.
+    pub fn approvals(&self) -> Approvals<'_> {
+        Approvals { store: self }
+    }
+
+    /// Questions asked of a user and their answers.
+    pub fn elicitations(&self) -> Elicitations<'_> {
+        Elicitations { store: self }
+    }
+
+    /// A session's streamed events.
+    pub fn events(&self) -> Events<'_> {
+        Events { store: self }
+    }
+
+    /// File checkpoints and their objects.
+    pub fn checkpoints(&self) -> Checkpoints<'_> {
+        Checkpoints { store: self }
+    }
+
+    /// Which instance runs each session's turn, and cancel requests.
+    pub fn leases(&self) -> Leases<'_> {
+        Leases { store: self }
+    }
+
+    /// A session's todo items.
+    pub fn todos(&self) -> Todos<'_> {
+        Todos { store: self }
+    }
+
+    /// Responses kept for `previous_response_id`.
+    pub fn responses(&self) -> Responses<'_> {
+        Responses { store: self }
     }
 }

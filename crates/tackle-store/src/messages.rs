@@ -88,7 +88,7 @@ pub(crate) async fn execute_all(conn: &mut impl Conn, queries: &[Query]) -> Resu
     Ok(changed)
 }
 
-/// The statements of [`Store::append_messages`], inside its transaction, on either backend.
+/// The statements of [`Messages::append_all`](crate::Messages::append_all), inside its transaction, on either backend.
 async fn append_all(
     conn: &mut impl Conn,
     epoch: &Epoch,
@@ -133,39 +133,41 @@ pub(crate) fn stored(row: &(impl DbRow + ?Sized)) -> Result<StoredMessage, Store
     })
 }
 
-impl Store {
+/// A session's messages in order (the `messages` table) and its compaction snapshots.
+/// From [`Store::messages`]; a borrowed view of the store, free to copy.
+#[derive(Debug, Clone, Copy)]
+pub struct Messages<'s> {
+    pub(crate) store: &'s Store,
+}
+
+impl Messages<'_> {
     /// Appends a message and commits it; returns its `seq`.
-    pub async fn append_message(
-        &self,
-        session_id: &str,
-        turn: i64,
-        message: &Message,
-    ) -> Result<i64, StoreError> {
-        self.append_counted_message(session_id, turn, message, None).await
+    pub async fn append(self, session_id: &str, turn: i64, message: &Message) -> Result<i64, StoreError> {
+        self.append_counted(session_id, turn, message, None).await
     }
 
     /// Appends a message with its token count (so a resumed session need not count it again)
     /// and commits it; returns its `seq`.
-    pub async fn append_counted_message(
-        &self,
+    pub async fn append_counted(
+        self,
         session_id: &str,
         turn: i64,
         message: &Message,
         token_count: Option<i64>,
     ) -> Result<i64, StoreError> {
-        retry_on_conflict(|| self.try_append_counted_message(session_id, turn, message, token_count)).await
+        retry_on_conflict(|| self.try_append_counted(session_id, turn, message, token_count)).await
     }
 
-    async fn try_append_counted_message(
-        &self,
+    async fn try_append_counted(
+        self,
         session_id: &str,
         turn: i64,
         message: &Message,
         token_count: Option<i64>,
     ) -> Result<i64, StoreError> {
         let row = MessageRow::new(message, token_count)?;
-        let epoch = self.epoch_for(session_id);
-        match &self.db {
+        let epoch = self.store.epoch_for(session_id);
+        match &self.store.db {
             Db::Sqlite(sqlite) => {
                 let session = session_id.to_owned();
                 sqlite
@@ -183,24 +185,24 @@ impl Store {
     }
 
     /// Appends several messages in one transaction; returns their `seq`s.
-    pub async fn append_messages(
-        &self,
+    pub async fn append_all(
+        self,
         session_id: &str,
         turn: i64,
         messages: &[Message],
     ) -> Result<Vec<i64>, StoreError> {
-        retry_on_conflict(|| self.try_append_messages(session_id, turn, messages)).await
+        retry_on_conflict(|| self.try_append_all(session_id, turn, messages)).await
     }
 
-    async fn try_append_messages(
-        &self,
+    async fn try_append_all(
+        self,
         session_id: &str,
         turn: i64,
         messages: &[Message],
     ) -> Result<Vec<i64>, StoreError> {
         let rows = messages.iter().map(|m| MessageRow::new(m, None)).collect::<Result<Vec<_>, _>>()?;
-        let epoch = self.epoch_for(session_id);
-        match &self.db {
+        let epoch = self.store.epoch_for(session_id);
+        match &self.store.db {
             Db::Sqlite(sqlite) => {
                 let session = session_id.to_owned();
                 sqlite
@@ -220,8 +222,8 @@ impl Store {
     }
 
     /// Messages of a session in order.
-    pub async fn load_messages(
-        &self,
+    pub async fn load(
+        self,
         session_id: &str,
         filter: MessageFilter,
     ) -> Result<Vec<StoredMessage>, StoreError> {
@@ -231,12 +233,12 @@ impl Store {
         )
         .bind(session_id)
         .bind(filter.include_hidden);
-        self.db.read_all(query, |r| stored(r)).await
+        self.store.db.read_all(query, |r| stored(r)).await
     }
 
     /// Messages with `seq` greater than `after`, visible ones only, in order.
     pub(crate) async fn visible_messages_after(
-        &self,
+        self,
         session_id: &str,
         after: i64,
     ) -> Result<Vec<StoredMessage>, StoreError> {
@@ -246,11 +248,11 @@ impl Store {
         )
         .bind(session_id)
         .bind(after);
-        self.db.read_all(query, |r| stored(r)).await
+        self.store.db.read_all(query, |r| stored(r)).await
     }
 
     /// Hides messages from the model (compaction); they stay stored.
-    pub async fn hide_messages(&self, session_id: &str, seqs: &[i64]) -> Result<u64, StoreError> {
+    pub async fn hide(self, session_id: &str, seqs: &[i64]) -> Result<u64, StoreError> {
         let hides: Vec<Query> = seqs
             .iter()
             .map(|seq| {
@@ -259,23 +261,23 @@ impl Store {
                     .bind(*seq)
             })
             .collect();
-        let epoch = self.epoch_for(session_id);
-        transaction!(&self.db, epoch, |conn| execute_all(conn, &hides).await)
+        let epoch = self.store.epoch_for(session_id);
+        transaction!(&self.store.db, epoch, |conn| execute_all(conn, &hides).await)
     }
 
     /// Forgets the token counts of a session's messages (they were counted with another
     /// vocabulary).
-    pub async fn clear_token_counts(&self, session_id: &str) -> Result<(), StoreError> {
+    pub async fn clear_token_counts(self, session_id: &str) -> Result<(), StoreError> {
         let query = Query::new(
             "UPDATE messages SET token_count = NULL WHERE session_id = $1 AND token_count IS NOT NULL",
         )
         .bind(session_id);
-        self.db.execute(None, query).await?;
+        self.store.db.execute(None, query).await?;
         Ok(())
     }
 
     /// Records measured token counts of messages.
-    pub async fn set_token_counts(&self, session_id: &str, counts: &[(i64, i64)]) -> Result<(), StoreError> {
+    pub async fn set_token_counts(self, session_id: &str, counts: &[(i64, i64)]) -> Result<(), StoreError> {
         let updates: Vec<Query> = counts
             .iter()
             .map(|(seq, count)| {
@@ -285,20 +287,21 @@ impl Store {
                     .bind(*seq)
             })
             .collect();
-        let epoch = self.epoch_for(session_id);
-        transaction!(&self.db, epoch, |conn| execute_all(conn, &updates).await)?;
+        let epoch = self.store.epoch_for(session_id);
+        transaction!(&self.store.db, epoch, |conn| execute_all(conn, &updates).await)?;
         Ok(())
     }
 
     /// Number of stored messages (hidden included).
-    pub async fn message_count(&self, session_id: &str) -> Result<i64, StoreError> {
+    pub async fn count(self, session_id: &str) -> Result<i64, StoreError> {
         let query = Query::new("SELECT COUNT(*) AS n FROM messages WHERE session_id = $1").bind(session_id);
-        self.db.read_one(query, |r| r.try_get("n")).await
+        self.store.db.read_one(query, |r| r.try_get("n")).await
     }
 
     /// The highest turn number stored, if any.
-    pub async fn last_turn(&self, session_id: &str) -> Result<Option<i64>, StoreError> {
+    pub async fn last_turn(self, session_id: &str) -> Result<Option<i64>, StoreError> {
         let turn = self
+            .store
             .db
             .fetch_optional(None, Query::new(LAST_TURN).bind(session_id), |r| r.try_get::<Option<i64>>("t"))
             .await?;

@@ -43,7 +43,14 @@ pub struct ResponseChain {
     pub session_id: Option<String>,
 }
 
-impl Store {
+/// Responses made through the server's Responses endpoint, kept for `previous_response_id`.
+/// From [`Store::responses`]; a borrowed view of the store, free to copy.
+#[derive(Debug, Clone, Copy)]
+pub struct Responses<'s> {
+    pub(crate) store: &'s Store,
+}
+
+impl Responses<'_> {
     /// Keeps a response for [`RESPONSE_TTL`], and removes responses whose time has passed.
     ///
     /// ```
@@ -52,14 +59,14 @@ impl Store {
     /// use tackle_store::{NewResponse, Store};
     /// let store = Store::open_in_memory().await.unwrap();
     /// let first = [Message::user("hi"), Message::assistant("hello")];
-    /// store.put_response(NewResponse { id: "resp_1", owner: "ann", previous_id: None, session_id: None, messages: &first, items: &[] }).await.unwrap();
+    /// store.responses().put(NewResponse { id: "resp_1", owner: "ann", previous_id: None, session_id: None, messages: &first, items: &[] }).await.unwrap();
     /// let next = [Message::user("and?"), Message::assistant("that's all")];
-    /// store.put_response(NewResponse { id: "resp_2", owner: "ann", previous_id: Some("resp_1"), session_id: None, messages: &next, items: &[] }).await.unwrap();
-    /// assert_eq!(store.response_chain("resp_2", "ann").await.unwrap().messages.len(), 4);
-    /// assert!(store.response_chain("resp_2", "bob").await.is_err(), "other users see nothing");
+    /// store.responses().put(NewResponse { id: "resp_2", owner: "ann", previous_id: Some("resp_1"), session_id: None, messages: &next, items: &[] }).await.unwrap();
+    /// assert_eq!(store.responses().chain("resp_2", "ann").await.unwrap().messages.len(), 4);
+    /// assert!(store.responses().chain("resp_2", "bob").await.is_err(), "other users see nothing");
     /// # });
     /// ```
-    pub async fn put_response(&self, response: NewResponse<'_>) -> Result<(), StoreError> {
+    pub async fn put(self, response: NewResponse<'_>) -> Result<(), StoreError> {
         let now = now_ms();
         let ttl = i64::try_from(RESPONSE_TTL.as_millis()).unwrap_or(i64::MAX);
         let expire = Query::new("DELETE FROM responses WHERE expires_at <= $1").bind(now);
@@ -94,7 +101,7 @@ impl Store {
             })
             .collect();
         let owner = response.owner.to_owned();
-        transaction!(&self.db, None, |conn| {
+        transaction!(&self.store.db, None, |conn| {
             conn.execute(&expire).await?;
             if let Some((previous, query)) = &previous {
                 let found = conn.fetch_optional(query, |r| r.try_get::<String>("owner")).await?;
@@ -119,12 +126,12 @@ impl Store {
     /// let store = Store::open_in_memory().await.unwrap();
     /// let items = [serde_json::json!({"id": "msg_1", "type": "message", "role": "assistant", "content": []})];
     /// let messages = [Message::user("hi"), Message::assistant("")];
-    /// store.put_response(NewResponse { id: "resp_1", owner: "ann", previous_id: None, session_id: None, messages: &messages, items: &items }).await.unwrap();
-    /// assert_eq!(store.response_item("msg_1", "ann").await.unwrap(), items[0]);
-    /// assert!(store.response_item("msg_1", "bob").await.is_err(), "other users see nothing");
+    /// store.responses().put(NewResponse { id: "resp_1", owner: "ann", previous_id: None, session_id: None, messages: &messages, items: &items }).await.unwrap();
+    /// assert_eq!(store.responses().item("msg_1", "ann").await.unwrap(), items[0]);
+    /// assert!(store.responses().item("msg_1", "bob").await.is_err(), "other users see nothing");
     /// # });
     /// ```
-    pub async fn response_item(&self, id: &str, owner: &str) -> Result<serde_json::Value, StoreError> {
+    pub async fn item(self, id: &str, owner: &str) -> Result<serde_json::Value, StoreError> {
         let query = Query::new(
             "SELECT i.item FROM response_items i JOIN responses r ON r.id = i.response_id
              WHERE i.owner = $1 AND i.id = $2 AND r.expires_at > $3",
@@ -132,14 +139,17 @@ impl Store {
         .bind(owner)
         .bind(id)
         .bind(now_ms());
-        let item =
-            self.db.read_optional(query, |r| Ok(serde_json::from_str(r.try_get::<&str>("item")?)?)).await?;
+        let item = self
+            .store
+            .db
+            .read_optional(query, |r| Ok(serde_json::from_str(r.try_get::<&str>("item")?)?))
+            .await?;
         item.ok_or_else(|| StoreError::not_found("response item", id))
     }
 
     /// The conversation up to and including response `id`, if `owner` made it and it has not
     /// expired; `NotFound` otherwise (other users' ids are not revealed).
-    pub async fn response_chain(&self, id: &str, owner: &str) -> Result<ResponseChain, StoreError> {
+    pub async fn chain(self, id: &str, owner: &str) -> Result<ResponseChain, StoreError> {
         let query = Query::new(
             "WITH RECURSIVE chain (id, previous_id, session_id, messages, depth) AS (
                  SELECT id, previous_id, session_id, messages, CAST(0 AS BIGINT) FROM responses
@@ -155,7 +165,7 @@ impl Store {
         .bind(owner)
         .bind(now_ms())
         .bind(MAX_CHAIN);
-        let rows = self.db.read_all(query, |r| ChainRow::read(r)).await?;
+        let rows = self.store.db.read_all(query, |r| ChainRow::read(r)).await?;
         let Some(head) = rows.last() else { return Err(StoreError::not_found("response", id)) };
         // The oldest row must start the conversation: a link that expired breaks the chain.
         if rows.first().is_some_and(|r| r.previous_id.is_some()) {
@@ -214,26 +224,29 @@ mod tests {
         for store in stores().await {
             let a = [Message::user("one"), Message::assistant("1")];
             let b = [Message::user("two"), Message::assistant("2")];
-            store.put_response(put("r1", "ann", None, &a)).await.unwrap();
-            store.put_response(put("r2", "ann", Some("r1"), &b)).await.unwrap();
-            let chain = store.response_chain("r2", "ann").await.unwrap();
+            store.responses().put(put("r1", "ann", None, &a)).await.unwrap();
+            store.responses().put(put("r2", "ann", Some("r1"), &b)).await.unwrap();
+            let chain = store.responses().chain("r2", "ann").await.unwrap();
             let texts: Vec<String> = chain.messages.iter().map(Message::text).collect();
             assert_eq!(texts, ["one", "1", "two", "2"]);
             assert_eq!(chain.session_id, None);
             // Another user can neither read the chain nor continue from it.
             assert!(matches!(
-                store.response_chain("r2", "bob").await,
+                store.responses().chain("r2", "bob").await,
                 Err(StoreError::NotFound { what: "response", .. })
             ));
-            let err = store.put_response(put("r3", "bob", Some("r2"), &b)).await.unwrap_err();
+            let err = store.responses().put(put("r3", "bob", Some("r2"), &b)).await.unwrap_err();
             assert!(matches!(err, StoreError::NotFound { .. }), "{err}");
-            assert!(store.response_chain("nope", "ann").await.is_err());
+            assert!(store.responses().chain("nope", "ann").await.is_err());
             // Duplicate ids are refused.
-            assert!(store.put_response(put("r1", "ann", None, &a)).await.is_err());
+            assert!(store.responses().put(put("r1", "ann", None, &a)).await.is_err());
 
             // An agent response names its session; deleting the session keeps the messages.
-            let session =
-                store.create_session(NewSession { owner: "ann".into(), ..Default::default() }).await.unwrap();
+            let session = store
+                .sessions()
+                .create(NewSession { owner: "ann".into(), ..Default::default() })
+                .await
+                .unwrap();
             let r = NewResponse {
                 id: "r4",
                 owner: "ann",
@@ -242,13 +255,13 @@ mod tests {
                 messages: &a,
                 items: &[],
             };
-            store.put_response(r).await.unwrap();
+            store.responses().put(r).await.unwrap();
             assert_eq!(
-                store.response_chain("r4", "ann").await.unwrap().session_id.as_deref(),
+                store.responses().chain("r4", "ann").await.unwrap().session_id.as_deref(),
                 Some(session.id.as_str())
             );
-            store.delete_session(&session.id).await.unwrap();
-            let chain = store.response_chain("r4", "ann").await.unwrap();
+            store.sessions().delete(&session.id).await.unwrap();
+            let chain = store.responses().chain("r4", "ann").await.unwrap();
             assert_eq!((chain.session_id, chain.messages.len()), (None, 6));
         }
     }
@@ -263,28 +276,28 @@ mod tests {
                 serde_json::json!({"type": "reasoning", "summary": []}),
             ];
             let r = NewResponse { items: &items, ..put("r1", "ann", None, &a) };
-            store.put_response(r).await.unwrap();
-            assert_eq!(store.response_item("msg_1", "ann").await.unwrap(), items[0]);
-            assert_eq!(store.response_item("fc_1", "ann").await.unwrap(), items[1]);
+            store.responses().put(r).await.unwrap();
+            assert_eq!(store.responses().item("msg_1", "ann").await.unwrap(), items[0]);
+            assert_eq!(store.responses().item("fc_1", "ann").await.unwrap(), items[1]);
             for (id, owner) in [("msg_1", "bob"), ("nope", "ann")] {
                 assert!(matches!(
-                    store.response_item(id, owner).await,
+                    store.responses().item(id, owner).await,
                     Err(StoreError::NotFound { what: "response item", .. })
                 ));
             }
             // Another user's item of the same id is theirs alone.
             let other =
                 [serde_json::json!({"id": "msg_1", "type": "message", "role": "assistant", "by": "bob"})];
-            store.put_response(NewResponse { items: &other, ..put("r2", "bob", None, &a) }).await.unwrap();
-            assert_eq!(store.response_item("msg_1", "bob").await.unwrap(), other[0]);
-            assert_eq!(store.response_item("msg_1", "ann").await.unwrap(), items[0]);
+            store.responses().put(NewResponse { items: &other, ..put("r2", "bob", None, &a) }).await.unwrap();
+            assert_eq!(store.responses().item("msg_1", "bob").await.unwrap(), other[0]);
+            assert_eq!(store.responses().item("msg_1", "ann").await.unwrap(), items[0]);
             store
                 .db
                 .execute(None, Query::new("UPDATE responses SET expires_at = 0 WHERE id = 'r1'"))
                 .await
                 .unwrap();
-            assert!(store.response_item("msg_1", "ann").await.is_err(), "expired with its response");
-            store.put_response(put("r3", "ann", None, &a)).await.unwrap();
+            assert!(store.responses().item("msg_1", "ann").await.is_err(), "expired with its response");
+            store.responses().put(put("r3", "ann", None, &a)).await.unwrap();
             let count = Query::new("SELECT COUNT(*) AS n FROM response_items");
             let left: i64 = store.db.read_one(count, |r| r.try_get("n")).await.unwrap();
             assert_eq!(left, 1, "the expired response's items were removed with it");
@@ -295,15 +308,15 @@ mod tests {
     async fn expired_responses_break_the_chain_and_are_removed() {
         for store in stores().await {
             let a = [Message::user("old")];
-            store.put_response(put("r1", "ann", None, &a)).await.unwrap();
-            store.put_response(put("r2", "ann", Some("r1"), &a)).await.unwrap();
+            store.responses().put(put("r1", "ann", None, &a)).await.unwrap();
+            store.responses().put(put("r2", "ann", Some("r1"), &a)).await.unwrap();
             store
                 .db
                 .execute(None, Query::new("UPDATE responses SET expires_at = 0 WHERE id = 'r1'"))
                 .await
                 .unwrap();
-            assert!(store.response_chain("r2", "ann").await.is_err(), "the beginning expired");
-            store.put_response(put("r3", "ann", None, &a)).await.unwrap();
+            assert!(store.responses().chain("r2", "ann").await.is_err(), "the beginning expired");
+            store.responses().put(put("r3", "ann", None, &a)).await.unwrap();
             let count = Query::new("SELECT COUNT(*) AS n FROM responses");
             let left: i64 = store.db.read_one(count, |r| r.try_get("n")).await.unwrap();
             assert_eq!(left, 1, "the expired row went, and its continuation with it");

@@ -238,7 +238,7 @@ async fn get_on(conn: &mut impl Conn, id: &str) -> Result<SessionRecord, StoreEr
         .ok_or_else(|| StoreError::not_found("session", id))
 }
 
-/// The statements of [`Store::update_session`] and [`Store::start_turn`] (with its first
+/// The statements of [`Sessions::update`](crate::Sessions::update) and [`Sessions::start_turn`](crate::Sessions::start_turn) (with its first
 /// message), inside one transaction, on either backend.
 async fn update_on(
     conn: &mut impl Conn,
@@ -271,9 +271,17 @@ fn record(row: &(impl DbRow + ?Sized)) -> Result<SessionRecord, StoreError> {
     })
 }
 
-impl Store {
+/// Sessions (the `sessions` table): creating, finding, listing, updating and deleting them, a turn's
+/// start, each session's key-value state, and its history (turns, rewinds, forks).
+/// From [`Store::sessions`]; a borrowed view of the store, free to copy.
+#[derive(Debug, Clone, Copy)]
+pub struct Sessions<'s> {
+    pub(crate) store: &'s Store,
+}
+
+impl Sessions<'_> {
     /// Creates a session with a new UUIDv7 id, status `idle`.
-    pub async fn create_session(&self, new: NewSession) -> Result<SessionRecord, StoreError> {
+    pub async fn create(self, new: NewSession) -> Result<SessionRecord, StoreError> {
         let id = uuid::Uuid::now_v7().to_string();
         let now = now_ms();
         let query = Query::new(CREATE)
@@ -286,7 +294,7 @@ impl Store {
             .bind(serde_json::to_string(&new.metadata)?)
             .bind(now)
             .bind(now);
-        match &self.db {
+        match &self.store.db {
             Db::Sqlite(sqlite) => {
                 sqlite
                     .writer
@@ -308,16 +316,17 @@ impl Store {
     }
 
     /// The session `id`.
-    pub async fn get_session(&self, id: &str) -> Result<SessionRecord, StoreError> {
-        self.db
+    pub async fn get(self, id: &str) -> Result<SessionRecord, StoreError> {
+        self.store
+            .db
             .fetch_optional(None, Query::new(GET).bind(id), |row| record(row))
             .await?
             .ok_or_else(|| StoreError::not_found("session", id))
     }
 
     /// The session `id` if `owner` owns it; another owner's session is reported as not found.
-    pub async fn get_session_for_owner(&self, id: &str, owner: &str) -> Result<SessionRecord, StoreError> {
-        let r = self.get_session(id).await?;
+    pub async fn get_for_owner(self, id: &str, owner: &str) -> Result<SessionRecord, StoreError> {
+        let r = self.get(id).await?;
         if r.owner != owner {
             return Err(StoreError::not_found("session", id));
         }
@@ -325,7 +334,7 @@ impl Store {
     }
 
     /// The session whose id starts with `prefix` (like git's short hashes).
-    pub async fn find_session_by_prefix(&self, prefix: &str) -> Result<SessionRecord, StoreError> {
+    pub async fn find_by_prefix(self, prefix: &str) -> Result<SessionRecord, StoreError> {
         let prefix = prefix.trim();
         if prefix.is_empty() {
             return Err(StoreError::not_found("session", "(empty id)"));
@@ -333,18 +342,18 @@ impl Store {
         let escaped = prefix.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
         let query = Query::new("SELECT id FROM sessions WHERE id LIKE $1 ESCAPE '\\' ORDER BY id LIMIT 6")
             .bind(format!("{escaped}%"));
-        let ids = self.db.read_all(query, |r| r.try_get::<String>("id")).await?;
+        let ids = self.store.db.read_all(query, |r| r.try_get::<String>("id")).await?;
         match ids.as_slice() {
             [] => Err(StoreError::not_found("session", prefix)),
-            [one] => self.get_session(one).await,
-            _ if ids.iter().any(|i| i == prefix) => self.get_session(prefix).await,
+            [one] => self.get(one).await,
+            _ if ids.iter().any(|i| i == prefix) => self.get(prefix).await,
             _ => Err(StoreError::Ambiguous { prefix: prefix.to_owned(), candidates: ids }),
         }
     }
 
     /// Sessions whose metadata says they were imported from the exported session `source`
     /// (`{"imported_from": source}`, as `tackle sessions import` records it), oldest first.
-    pub async fn sessions_imported_from(&self, source: &str) -> Result<Vec<String>, StoreError> {
+    pub async fn imported_from(self, source: &str) -> Result<Vec<String>, StoreError> {
         // Metadata is stored as compact JSON; the key and its string value are matched as
         // written, every LIKE wildcard in them escaped.
         let needle = format!("\"imported_from\":{}", serde_json::to_string(source)?);
@@ -352,11 +361,11 @@ impl Store {
         let query =
             Query::new("SELECT id FROM sessions WHERE metadata LIKE $1 ESCAPE '\\' ORDER BY created_at, id")
                 .bind(format!("%{escaped}%"));
-        self.db.read_all(query, |r| r.try_get::<String>("id")).await
+        self.store.db.read_all(query, |r| r.try_get::<String>("id")).await
     }
 
     /// Sessions, most recently active first.
-    pub async fn list_sessions(&self, filter: SessionFilter) -> Result<Vec<SessionSummary>, StoreError> {
+    pub async fn list(self, filter: SessionFilter) -> Result<Vec<SessionSummary>, StoreError> {
         let query = Query::new(
             "SELECT s.id, s.owner, s.title, s.provider, s.model, s.workspace, s.status, s.runner, s.lease_until, s.created_at, s.updated_at,
                 (SELECT now_ms FROM db_clock) AS db_now,
@@ -369,11 +378,11 @@ impl Store {
         .bind(filter.owner.as_deref())
         .bind(i64::from(filter.limit.unwrap_or(100)))
         .bind(i64::from(filter.offset));
-        self.db.read_all(query, |row| summary(row)).await
+        self.store.db.read_all(query, |row| summary(row)).await
     }
 
     /// Applies `update` and returns the new record.
-    pub async fn update_session(&self, id: &str, update: SessionUpdate) -> Result<SessionRecord, StoreError> {
+    pub async fn update(self, id: &str, update: SessionUpdate) -> Result<SessionRecord, StoreError> {
         let row = UpdateRow::new(update)?;
         Ok(self.update_in_transaction(id, row, None).await?.0)
     }
@@ -382,7 +391,7 @@ impl Store {
     /// appends the turn's first message with its token count. Returns the new record and the
     /// message's `seq`.
     pub async fn start_turn(
-        &self,
+        self,
         id: &str,
         update: SessionUpdate,
         turn: i64,
@@ -398,13 +407,13 @@ impl Store {
 
     /// [`update_on`] in one transaction of either backend.
     async fn update_in_transaction(
-        &self,
+        self,
         id: &str,
         row: UpdateRow,
         first: Option<(MessageRow, i64)>,
     ) -> Result<(SessionRecord, Option<i64>), StoreError> {
-        let epoch = self.epoch_for(id);
-        match &self.db {
+        let epoch = self.store.epoch_for(id);
+        match &self.store.db {
             Db::Sqlite(sqlite) => {
                 let id = id.to_owned();
                 sqlite
@@ -429,8 +438,9 @@ impl Store {
     }
 
     /// Deletes a session and everything stored with it.
-    pub async fn delete_session(&self, id: &str) -> Result<(), StoreError> {
-        if self.db.execute(None, Query::new("DELETE FROM sessions WHERE id = $1").bind(id)).await? == 0 {
+    pub async fn delete(self, id: &str) -> Result<(), StoreError> {
+        if self.store.db.execute(None, Query::new("DELETE FROM sessions WHERE id = $1").bind(id)).await? == 0
+        {
             return Err(StoreError::not_found("session", id));
         }
         Ok(())

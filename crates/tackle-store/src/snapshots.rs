@@ -2,13 +2,14 @@
 //! from the latest snapshot plus the messages stored after it.
 
 use crate::db::DbRow;
+use crate::messages::Messages;
 use crate::sql::{Query, no_session};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tackle_protocol::Message;
 
 use crate::db::now_ms;
-use crate::{Store, StoreError, StoredMessage};
+use crate::{StoreError, StoredMessage};
 
 /// A stored snapshot.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -56,10 +57,10 @@ fn snapshot(row: &(impl DbRow + ?Sized)) -> Result<Snapshot, StoreError> {
     })
 }
 
-impl Store {
+impl Messages<'_> {
     /// Saves a snapshot covering messages up to `upto_seq`.
     pub async fn save_snapshot(
-        &self,
+        self,
         session_id: &str,
         upto_seq: i64,
         messages: &[Message],
@@ -74,25 +75,26 @@ impl Store {
         .bind(upto_seq)
         .bind(serde_json::to_string(messages)?)
         .bind(serde_json::to_string(stats)?);
-        self.db
-            .fetch_optional(self.epoch_for(session_id), query, |r| snapshot(r))
+        self.store
+            .db
+            .fetch_optional(self.store.epoch_for(session_id), query, |r| snapshot(r))
             .await
             .map_err(|e| no_session(e, session_id))?
             .ok_or_else(|| StoreError::not_found("session", session_id))
     }
 
     /// The most recent snapshot.
-    pub async fn latest_snapshot(&self, session_id: &str) -> Result<Option<Snapshot>, StoreError> {
+    pub async fn latest_snapshot(self, session_id: &str) -> Result<Option<Snapshot>, StoreError> {
         let query = Query::new(
             "SELECT id, session_id, created_at, upto_seq, messages, stats FROM snapshots
              WHERE session_id = $1 ORDER BY id DESC LIMIT 1",
         )
         .bind(session_id);
-        self.db.read_optional(query, |r| snapshot(r)).await
+        self.store.db.read_optional(query, |r| snapshot(r)).await
     }
 
     /// The latest snapshot plus the visible messages stored after it.
-    pub async fn load_context(&self, session_id: &str) -> Result<LoadedContext, StoreError> {
+    pub async fn load_context(self, session_id: &str) -> Result<LoadedContext, StoreError> {
         let snapshot = self.latest_snapshot(session_id).await?;
         let after = snapshot.as_ref().map(|s| s.upto_seq).unwrap_or(-1);
         let later = self.visible_messages_after(session_id, after).await?;

@@ -3,14 +3,15 @@
 use std::collections::HashMap;
 
 use crate::db::DbRow;
+use crate::sessions::Sessions;
 use crate::sql::{Query, no_session};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::StoreError;
 use crate::db::now_ms;
-use crate::{Store, StoreError};
 
-/// Every state value of one session, read in one query (see [`Store::session_state`]).
+/// Every state value of one session, read in one query (see [`Sessions::state`](crate::Sessions::state)).
 #[derive(Debug, Clone, Default)]
 pub struct SessionState {
     values: HashMap<String, String>,
@@ -25,12 +26,13 @@ impl SessionState {
 
 const STATE: &str = "SELECT key, value FROM session_state WHERE session_id = $1";
 
-impl Store {
+impl Sessions<'_> {
     /// Every state value of `session_id`: opening a session needs several, and one query costs
     /// what one key does.
-    pub async fn session_state(&self, session_id: &str) -> Result<SessionState, StoreError> {
+    pub async fn state(self, session_id: &str) -> Result<SessionState, StoreError> {
         let query = Query::new(STATE).bind(session_id);
         let pairs = self
+            .store
             .db
             .fetch_all(None, query, |row| {
                 Ok((row.try_get::<String>("key")?, row.try_get::<String>("value")?))
@@ -39,9 +41,9 @@ impl Store {
         Ok(SessionState { values: pairs.into_iter().collect() })
     }
 
-    /// Stores several values in one statement (see [`Store::set_state`]).
+    /// Stores several values in one statement (see [`Sessions::set_state`](crate::Sessions::set_state)).
     pub async fn set_states(
-        &self,
+        self,
         session_id: &str,
         values: &[(&str, serde_json::Value)],
     ) -> Result<(), StoreError> {
@@ -53,7 +55,7 @@ impl Store {
     }
 
     /// Upserts `values` (key, JSON text) in one statement.
-    async fn put_states(&self, session_id: &str, values: Vec<(String, String)>) -> Result<(), StoreError> {
+    async fn put_states(self, session_id: &str, values: Vec<(String, String)>) -> Result<(), StoreError> {
         if values.is_empty() {
             return Ok(());
         }
@@ -70,26 +72,30 @@ impl Store {
         let query = values.into_iter().fold(Query::assembled(sql), |q, (key, value)| {
             q.bind(session_id).bind(key).bind(value).bind(now)
         });
-        self.db.execute(self.epoch_for(session_id), query).await.map_err(|e| no_session(e, session_id))?;
+        self.store
+            .db
+            .execute(self.store.epoch_for(session_id), query)
+            .await
+            .map_err(|e| no_session(e, session_id))?;
         Ok(())
     }
 
     /// The value stored under `key`, if any.
     pub async fn get_state<T: DeserializeOwned>(
-        &self,
+        self,
         session_id: &str,
         key: &str,
     ) -> Result<Option<T>, StoreError> {
         let query = Query::new("SELECT value FROM session_state WHERE session_id = $1 AND key = $2")
             .bind(session_id)
             .bind(key);
-        let value = self.db.fetch_optional(None, query, |r| r.try_get::<String>("value")).await?;
+        let value = self.store.db.fetch_optional(None, query, |r| r.try_get::<String>("value")).await?;
         Ok(value.map(|v| serde_json::from_str(&v)).transpose()?)
     }
 
     /// Stores `value` under `key`, replacing any previous value.
     pub async fn set_state<T: Serialize + ?Sized>(
-        &self,
+        self,
         session_id: &str,
         key: &str,
         value: &T,
@@ -98,11 +104,11 @@ impl Store {
     }
 
     /// Removes the value under `key`.
-    pub async fn delete_state(&self, session_id: &str, key: &str) -> Result<(), StoreError> {
+    pub async fn delete_state(self, session_id: &str, key: &str) -> Result<(), StoreError> {
         let query = Query::new("DELETE FROM session_state WHERE session_id = $1 AND key = $2")
             .bind(session_id)
             .bind(key);
-        self.db.execute(self.epoch_for(session_id), query).await?;
+        self.store.db.execute(self.store.epoch_for(session_id), query).await?;
         Ok(())
     }
 }

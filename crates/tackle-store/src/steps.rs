@@ -75,7 +75,7 @@ fn record_query(session_id: &str, step: &StepRecord) -> Query {
         .bind(now_ms())
 }
 
-/// The statements of [`Store::commit_step`], inside its transaction, on either backend.
+/// The statements of [`Steps::commit`](crate::Steps::commit), inside its transaction, on either backend.
 async fn commit_on(
     conn: &mut impl Conn,
     epoch: &Epoch,
@@ -99,7 +99,7 @@ async fn commit_on(
     Ok(seq)
 }
 
-/// What the end of a step commits at once ([`Store::commit_step`]).
+/// What the end of a step commits at once ([`Steps::commit`](crate::Steps::commit)).
 #[derive(Debug, Clone)]
 pub struct StepCommit<'a> {
     /// The turn.
@@ -116,30 +116,37 @@ fn to_i64(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
-impl Store {
+/// The record of each model step (the `steps` table).
+/// From [`Store::steps`]; a borrowed view of the store, free to copy.
+#[derive(Debug, Clone, Copy)]
+pub struct Steps<'s> {
+    pub(crate) store: &'s Store,
+}
+
+impl Steps<'_> {
     /// Records a step (replacing a row of the same turn and step).
-    pub async fn record_step(&self, session_id: &str, step: &StepRecord) -> Result<(), StoreError> {
+    pub async fn record(self, session_id: &str, step: &StepRecord) -> Result<(), StoreError> {
         let query = record_query(session_id, step);
-        self.db.execute(self.epoch_for(session_id), query).await.map_err(|e| no_session(e, session_id))?;
+        self.store
+            .db
+            .execute(self.store.epoch_for(session_id), query)
+            .await
+            .map_err(|e| no_session(e, session_id))?;
         Ok(())
     }
 
     /// Commits the end of a step in one transaction (one writer call on SQLite):
     /// the calls finished with it, its last message (the answer or the tool results) and its
     /// record. Returns the message's `seq`.
-    pub async fn commit_step(
-        &self,
-        session_id: &str,
-        commit: StepCommit<'_>,
-    ) -> Result<Option<i64>, StoreError> {
+    pub async fn commit(self, session_id: &str, commit: StepCommit<'_>) -> Result<Option<i64>, StoreError> {
         let StepCommit { turn, message, finished, step } = commit;
         if message.is_none() && finished.is_empty() {
-            self.record_step(session_id, step).await?;
+            self.record(session_id, step).await?;
             return Ok(None);
         }
         let message = message.map(|(m, tokens)| MessageRow::new(m, tokens)).transpose()?;
-        let epoch = self.epoch_for(session_id);
-        match &self.db {
+        let epoch = self.store.epoch_for(session_id);
+        match &self.store.db {
             Db::Sqlite(sqlite) => {
                 let session = session_id.to_owned();
                 let step = step.clone();
@@ -174,14 +181,14 @@ impl Store {
     }
 
     /// Steps of a session in order.
-    pub async fn list_steps(&self, session_id: &str) -> Result<Vec<StepRecord>, StoreError> {
+    pub async fn list(self, session_id: &str) -> Result<Vec<StepRecord>, StoreError> {
         let query = Query::new(
             "SELECT turn, step, stop_reason, input_tokens, output_tokens, cache_read, cache_write, request_bytes,
                 prefix_bytes, prefix_ratio, cache_break, strategy, duration_ms
              FROM steps WHERE session_id = $1 ORDER BY turn, step",
         )
         .bind(session_id);
-        self.db.read_all(query, |r| step_record(r)).await
+        self.store.db.read_all(query, |r| step_record(r)).await
     }
 }
 

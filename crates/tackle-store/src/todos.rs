@@ -85,13 +85,20 @@ fn item(row: &(impl DbRow + ?Sized)) -> Result<TodoItem, StoreError> {
     })
 }
 
-impl Store {
+/// A session's todo items.
+/// From [`Store::todos`]; a borrowed view of the store, free to copy.
+#[derive(Debug, Clone, Copy)]
+pub struct Todos<'s> {
+    pub(crate) store: &'s Store,
+}
+
+impl Todos<'_> {
     /// Adds an item at the end.
-    pub async fn add_todo(&self, session_id: &str, text: &str) -> Result<TodoItem, StoreError> {
-        retry_on_conflict(|| self.try_add_todo(session_id, text)).await
+    pub async fn add(self, session_id: &str, text: &str) -> Result<TodoItem, StoreError> {
+        retry_on_conflict(|| self.try_add(session_id, text)).await
     }
 
-    async fn try_add_todo(&self, session_id: &str, text: &str) -> Result<TodoItem, StoreError> {
+    async fn try_add(self, session_id: &str, text: &str) -> Result<TodoItem, StoreError> {
         let query = Query::new(
             "INSERT INTO todos (session_id, id, text, status, position, created_at, updated_at)
              VALUES ($1,
@@ -102,20 +109,16 @@ impl Store {
         .bind(session_id)
         .bind(text)
         .bind(now_ms());
-        self.db
-            .fetch_optional(self.epoch_for(session_id), query, |row| item(row))
+        self.store
+            .db
+            .fetch_optional(self.store.epoch_for(session_id), query, |row| item(row))
             .await
             .map_err(|e| no_session(e, session_id))?
             .ok_or_else(|| StoreError::not_found("session", session_id))
     }
 
     /// Changes an item.
-    pub async fn update_todo(
-        &self,
-        session_id: &str,
-        id: i64,
-        update: TodoUpdate,
-    ) -> Result<TodoItem, StoreError> {
+    pub async fn update(self, session_id: &str, id: i64, update: TodoUpdate) -> Result<TodoItem, StoreError> {
         let query = Query::new(
             "UPDATE todos SET text = COALESCE($1, text), status = COALESCE($2, status), updated_at = $3
              WHERE session_id = $4 AND id = $5 RETURNING id, text, status, created_at, updated_at",
@@ -125,32 +128,29 @@ impl Store {
         .bind(now_ms())
         .bind(session_id)
         .bind(id);
-        self.db
-            .fetch_optional(self.epoch_for(session_id), query, |row| item(row))
+        self.store
+            .db
+            .fetch_optional(self.store.epoch_for(session_id), query, |row| item(row))
             .await?
             .ok_or_else(|| StoreError::not_found("todo item", id.to_string()))
     }
 
     /// Removes an item and returns it.
-    pub async fn remove_todo(&self, session_id: &str, id: i64) -> Result<TodoItem, StoreError> {
+    pub async fn remove(self, session_id: &str, id: i64) -> Result<TodoItem, StoreError> {
         let query = Query::new(
             "DELETE FROM todos WHERE session_id = $1 AND id = $2 RETURNING id, text, status, created_at, updated_at",
         )
         .bind(session_id)
         .bind(id);
-        self.db
-            .fetch_optional(self.epoch_for(session_id), query, |row| item(row))
+        self.store
+            .db
+            .fetch_optional(self.store.epoch_for(session_id), query, |row| item(row))
             .await?
             .ok_or_else(|| StoreError::not_found("todo item", id.to_string()))
     }
 
     /// A page of items in list order.
-    pub async fn list_todos(
-        &self,
-        session_id: &str,
-        offset: u32,
-        limit: u32,
-    ) -> Result<TodoPage, StoreError> {
+    pub async fn list(self, session_id: &str, offset: u32, limit: u32) -> Result<TodoPage, StoreError> {
         let page = Query::new(
             "SELECT id, text, status, created_at, updated_at FROM todos WHERE session_id = $1
              ORDER BY position LIMIT $2 OFFSET $3",
@@ -158,14 +158,14 @@ impl Store {
         .bind(session_id)
         .bind(i64::from(limit))
         .bind(i64::from(offset));
-        let items = self.db.read_all(page, |row| item(row)).await?;
+        let items = self.store.db.read_all(page, |row| item(row)).await?;
         let count = Query::new("SELECT COUNT(*) AS n FROM todos WHERE session_id = $1").bind(session_id);
-        let total: i64 = self.db.read_one(count, |r| r.try_get("n")).await?;
+        let total: i64 = self.store.db.read_one(count, |r| r.try_get("n")).await?;
         Ok(TodoPage { items, total_count: total.max(0) as u64 })
     }
 
     /// Items not done, in list order.
-    pub async fn open_todos(&self, session_id: &str) -> Result<Vec<TodoItem>, StoreError> {
-        self.db.fetch_all(None, Query::new(OPEN).bind(session_id), |row| item(row)).await
+    pub async fn open(self, session_id: &str) -> Result<Vec<TodoItem>, StoreError> {
+        self.store.db.fetch_all(None, Query::new(OPEN).bind(session_id), |row| item(row)).await
     }
 }

@@ -87,7 +87,7 @@ pub struct ToolCallRecord {
     pub duration_ms: Option<u64>,
 }
 
-/// Outcome of [`Store::begin_tool_call`].
+/// Outcome of [`Calls::begin`](crate::Calls::begin).
 #[derive(Debug, Clone, PartialEq)]
 pub enum BeginOutcome {
     /// Recorded as running: go ahead.
@@ -118,7 +118,7 @@ pub struct ToolCallFinish {
 }
 
 /// A call about to run, recorded with the assistant message that makes it
-/// ([`Store::append_with_calls`]).
+/// ([`Calls::append_with_calls`](crate::Calls::append_with_calls)).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CallStart<'a> {
     /// Call id.
@@ -213,7 +213,7 @@ async fn begin_on(
     existing.map(Some).ok_or_else(|| StoreError::not_found("tool call", call_id))
 }
 
-/// The statements of [`Store::append_with_calls`], inside its transaction, on either backend.
+/// The statements of [`Calls::append_with_calls`](crate::Calls::append_with_calls), inside its transaction, on either backend.
 async fn append_with_calls_on(
     conn: &mut impl Conn,
     epoch: &Epoch,
@@ -239,11 +239,18 @@ fn outcome(existing: Option<ToolCallRecord>) -> BeginOutcome {
     }
 }
 
-impl Store {
+/// The tool-call audit (the `tool_calls` table), which also makes each call id run at most once.
+/// From [`Store::calls`]; a borrowed view of the store, free to copy.
+#[derive(Debug, Clone, Copy)]
+pub struct Calls<'s> {
+    pub(crate) store: &'s Store,
+}
+
+impl Calls<'_> {
     /// Which of `call_ids` the session's audit already holds (in one query), so a model that
     /// reuses an id gets a fresh one instead of the earlier call's result.
-    pub async fn recorded_call_ids(
-        &self,
+    pub async fn recorded_ids(
+        self,
         session_id: &str,
         call_ids: &[&str],
     ) -> Result<std::collections::HashSet<String>, StoreError> {
@@ -255,21 +262,21 @@ impl Store {
         let sql =
             format!("SELECT call_id FROM tool_calls WHERE session_id = $1 AND call_id IN ({placeholders})");
         let query = call_ids.iter().fold(Query::assembled(sql).bind(session_id), |q, id| q.bind(*id));
-        let ids = self.db.fetch_all(None, query, |r| r.try_get::<String>("call_id")).await?;
+        let ids = self.store.db.fetch_all(None, query, |r| r.try_get::<String>("call_id")).await?;
         Ok(ids.into_iter().collect())
     }
 
     /// Records a call as running unless its id is already recorded.
-    pub async fn begin_tool_call(
-        &self,
+    pub async fn begin(
+        self,
         session_id: &str,
         call_id: &str,
         name: &str,
         args: &Value,
     ) -> Result<BeginOutcome, StoreError> {
         let args = serde_json::to_string(args)?;
-        let epoch = self.epoch_for(session_id);
-        let existing = match &self.db {
+        let epoch = self.store.epoch_for(session_id);
+        let existing = match &self.store.db {
             Db::Sqlite(sqlite) => {
                 let (session, call, name) = (session_id.to_owned(), call_id.to_owned(), name.to_owned());
                 sqlite
@@ -291,11 +298,11 @@ impl Store {
     }
 
     /// Appends the assistant message that makes tool calls and records each call as running,
-    /// in one transaction (one writer call on SQLite): what [`Store::append_message`]
-    /// and [`Store::begin_tool_call`] for each call do, committed together before any runs.
+    /// in one transaction (one writer call on SQLite): what [`Messages::append`](crate::Messages::append)
+    /// and [`Calls::begin`](crate::Calls::begin) for each call do, committed together before any runs.
     /// Returns the message's `seq` and each call's outcome, in order.
     pub async fn append_with_calls(
-        &self,
+        self,
         session_id: &str,
         turn: i64,
         message: &Message,
@@ -307,8 +314,8 @@ impl Store {
             .iter()
             .map(|c| Ok((c.call_id.to_owned(), c.name.to_owned(), serde_json::to_string(c.args)?)))
             .collect::<Result<Vec<_>, StoreError>>()?;
-        let epoch = self.epoch_for(session_id);
-        let (seq, existing) = match &self.db {
+        let epoch = self.store.epoch_for(session_id);
+        let (seq, existing) = match &self.store.db {
             Db::Sqlite(sqlite) => {
                 let session = session_id.to_owned();
                 sqlite
@@ -334,39 +341,38 @@ impl Store {
     }
 
     /// Records how a call finished.
-    pub async fn finish_tool_call(
-        &self,
+    pub async fn finish(
+        self,
         session_id: &str,
         call_id: &str,
         finish: ToolCallFinish,
     ) -> Result<(), StoreError> {
         let query = finish.query(session_id, call_id)?;
-        if self.db.execute(self.epoch_for(session_id), query).await? == 0 {
+        if self.store.db.execute(self.store.epoch_for(session_id), query).await? == 0 {
             return Err(StoreError::not_found("tool call", call_id));
         }
         Ok(())
     }
 
     /// The record of a call.
-    pub async fn get_tool_call(
-        &self,
-        session_id: &str,
-        call_id: &str,
-    ) -> Result<Option<ToolCallRecord>, StoreError> {
-        self.db.fetch_optional(None, get_query(session_id, call_id), |r| record(r)).await
+    pub async fn get(self, session_id: &str, call_id: &str) -> Result<Option<ToolCallRecord>, StoreError> {
+        self.store.db.fetch_optional(None, get_query(session_id, call_id), |r| record(r)).await
     }
 
     /// Every call of a session, oldest first.
-    pub async fn list_tool_calls(&self, session_id: &str) -> Result<Vec<ToolCallRecord>, StoreError> {
+    pub async fn list(self, session_id: &str) -> Result<Vec<ToolCallRecord>, StoreError> {
         let query =
             Query::new(concat!(select_calls!(), " WHERE session_id = $1 ORDER BY started_at, call_id"))
                 .bind(session_id);
-        self.db.read_all(query, |r| record(r)).await
+        self.store.db.read_all(query, |r| record(r)).await
     }
 
     /// Marks calls left running (by a crash) as interrupted; returns their ids.
-    pub async fn mark_running_as_interrupted(&self, session_id: &str) -> Result<Vec<String>, StoreError> {
+    pub async fn mark_running_as_interrupted(self, session_id: &str) -> Result<Vec<String>, StoreError> {
         let query = Query::new(INTERRUPT).bind(now_ms()).bind(session_id);
-        self.db.fetch_all(self.epoch_for(session_id), query, |r| r.try_get::<String>("call_id")).await
+        self.store
+            .db
+            .fetch_all(self.store.epoch_for(session_id), query, |r| r.try_get::<String>("call_id"))
+            .await
     }
 }

@@ -17,6 +17,9 @@
 //!   (`spawn_blocking`) that waits for the connection and the lock (SQLite's busy timeout). The
 //!   runtime's threads never wait for a lock, so a transaction of the sqlx pool held across an
 //!   await can always finish, even on a one-thread runtime.
+//! - **Large writes** ([`Placement::Blocking`]: a large blob, a fork's copy of a session) take
+//!   the slow path at once, even when everything is free: in place they would hold a runtime
+//!   thread for as long as they take.
 //!
 //! A call whose caller gave up (its future dropped) during the slow path still runs to its
 //! end: a commit is never cut in half.
@@ -27,6 +30,17 @@ use std::time::Duration;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
 use crate::StoreError;
+
+/// Where a call on the writer may run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Placement {
+    /// In place when the connection and SQLite's write lock are free ([no-wait-in-place]): the
+    /// per-step writes, which take tens of microseconds.
+    InPlace,
+    /// Always on a blocking thread: writes big enough that running them in place would hold a
+    /// runtime thread for as long as they take (a large blob, a fork's copy of a session).
+    Blocking,
+}
 
 /// The connection; clones share it. `None` once closed.
 #[derive(Clone)]
@@ -45,12 +59,23 @@ impl SqliteWriter {
     /// connection and SQLite's write lock are free, else on a blocking thread that waits for
     /// them. `work` must be atomic (one statement, or one transaction), since a busy first
     /// attempt runs it again.
-    pub(crate) async fn call<T, F>(&self, mut work: F) -> Result<T, StoreError>
+    pub(crate) async fn call<T, F>(&self, work: F) -> Result<T, StoreError>
     where
         F: FnMut(&mut Connection) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
     {
-        if let Some(done) = self.try_in_place(&mut work) {
+        self.call_on(Placement::InPlace, work).await
+    }
+
+    /// Like [`SqliteWriter::call`], where `placement` says whether `work` may run in place.
+    pub(crate) async fn call_on<T, F>(&self, placement: Placement, mut work: F) -> Result<T, StoreError>
+    where
+        F: FnMut(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        if placement == Placement::InPlace
+            && let Some(done) = self.try_in_place(&mut work)
+        {
             return done;
         }
         let conn = self.conn.clone();
@@ -67,12 +92,25 @@ impl SqliteWriter {
 
     /// Runs `work` inside one write transaction (`BEGIN IMMEDIATE`), committed when it
     /// returns `Ok`, rolled back when it fails.
-    pub(crate) async fn transaction<T, F>(&self, mut work: F) -> Result<T, StoreError>
+    pub(crate) async fn transaction<T, F>(&self, work: F) -> Result<T, StoreError>
     where
         F: FnMut(&Connection) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
     {
-        self.call(move |conn| {
+        self.transaction_on(Placement::InPlace, work).await
+    }
+
+    /// Like [`SqliteWriter::transaction`], where `placement` says whether `work` may run in place.
+    pub(crate) async fn transaction_on<T, F>(
+        &self,
+        placement: Placement,
+        mut work: F,
+    ) -> Result<T, StoreError>
+    where
+        F: FnMut(&Connection) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.call_on(placement, move |conn| {
             let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let done = work(&tx)?;
             tx.commit()?;

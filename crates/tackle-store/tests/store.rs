@@ -23,9 +23,9 @@ fn new_session(owner: &str) -> NewSession {
 async fn count(store: &Store, table: &str, sid: &str) -> i64 {
     // Test-only introspection through the public API of each table.
     match table {
-        "messages" => store.message_count(sid).await.unwrap(),
-        "tool_calls" => store.list_tool_calls(sid).await.unwrap().len() as i64,
-        "todos" => store.list_todos(sid, 0, 100).await.unwrap().total_count as i64,
+        "messages" => store.messages().count(sid).await.unwrap(),
+        "tool_calls" => store.calls().list(sid).await.unwrap().len() as i64,
+        "todos" => store.todos().list(sid, 0, 100).await.unwrap().total_count as i64,
         _ => unreachable!(),
     }
 }
@@ -49,22 +49,22 @@ async fn a_postgres_url_opens_postgres() {
 both! {
     async fn sessions_create_list_get_update_delete_cascade(db) {
         let store = db.open().await;
-        let a = store.create_session(new_session("alice")).await.unwrap();
-        let b = store.create_session(new_session("bob")).await.unwrap();
+        let a = store.sessions().create(new_session("alice")).await.unwrap();
+        let b = store.sessions().create(new_session("bob")).await.unwrap();
         assert_eq!(a.status, SessionStatus::Idle);
         // Activity is ordered by millisecond timestamps: make a's message clearly later than b.
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         assert!(uuid::Uuid::parse_str(&a.id).unwrap().get_version_num() == 7);
 
-        store.append_message(&a.id, 1, &Message::user("hi")).await.unwrap();
-        store.begin_tool_call(&a.id, "c1", "shell", &json!({})).await.unwrap();
+        store.messages().append(&a.id, 1, &Message::user("hi")).await.unwrap();
+        store.calls().begin(&a.id, "c1", "shell", &json!({})).await.unwrap();
         let blob = store
-            .put_blob(&a.id, NewBlob { tool: "t", call_id: "c1", bytes: b"data", ttl: Duration::from_secs(60) })
+            .blobs().put(&a.id, NewBlob { tool: "t", call_id: "c1", bytes: b"data", ttl: Duration::from_secs(60) })
             .await
             .unwrap();
-        store.add_todo(&a.id, "x").await.unwrap();
-        store.set_state(&a.id, "skills", &vec!["git"]).await.unwrap();
-        store.save_snapshot(&a.id, 0, &[Message::user("hi")], &json!({})).await.unwrap();
+        store.todos().add(&a.id, "x").await.unwrap();
+        store.sessions().set_state(&a.id, "skills", &vec!["git"]).await.unwrap();
+        store.messages().save_snapshot(&a.id, 0, &[Message::user("hi")], &json!({})).await.unwrap();
         let step = StepRecord {
             turn: 1,
             step: 1,
@@ -73,19 +73,19 @@ both! {
             prefix_ratio: Some(0.99),
             ..Default::default()
         };
-        store.record_step(&a.id, &step).await.unwrap();
-        assert_eq!(store.list_steps(&a.id).await.unwrap(), vec![step]);
+        store.steps().record(&a.id, &step).await.unwrap();
+        assert_eq!(store.steps().list(&a.id).await.unwrap(), vec![step]);
 
-        let all = store.list_sessions(SessionFilter::default()).await.unwrap();
+        let all = store.sessions().list(SessionFilter::default()).await.unwrap();
         assert_eq!(all.len(), 2);
         assert_eq!(all[0].id, a.id, "most recently active first");
         assert_eq!(all[0].message_count, 1);
         let bobs =
-            store.list_sessions(SessionFilter { owner: Some("bob".into()), ..Default::default() }).await.unwrap();
+            store.sessions().list(SessionFilter { owner: Some("bob".into()), ..Default::default() }).await.unwrap();
         assert_eq!(bobs.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(), [b.id.as_str()]);
 
         let updated = store
-            .update_session(
+            .sessions().update(
                 &a.id,
                 SessionUpdate {
                     status: Some(SessionStatus::Running),
@@ -100,23 +100,23 @@ both! {
             (SessionStatus::Running, "new", json!({"k": 1}))
         );
 
-        store.delete_session(&a.id).await.unwrap();
-        assert!(matches!(store.get_session(&a.id).await, Err(StoreError::NotFound { .. })));
+        store.sessions().delete(&a.id).await.unwrap();
+        assert!(matches!(store.sessions().get(&a.id).await, Err(StoreError::NotFound { .. })));
         for table in ["messages", "tool_calls", "todos"] {
             assert_eq!(count(&store, table, &a.id).await, 0, "{table} cascades");
         }
-        assert!(matches!(store.get_blob(&a.id, &blob.locator).await, Err(StoreError::NotFound { .. })));
-        assert_eq!(store.get_state::<Vec<String>>(&a.id, "skills").await.unwrap(), None);
-        assert_eq!(store.latest_snapshot(&a.id).await.unwrap(), None);
-        assert!(store.list_steps(&a.id).await.unwrap().is_empty(), "steps cascade");
-        assert!(matches!(store.delete_session(&a.id).await, Err(StoreError::NotFound { .. })));
+        assert!(matches!(store.blobs().get(&a.id, &blob.locator).await, Err(StoreError::NotFound { .. })));
+        assert_eq!(store.sessions().get_state::<Vec<String>>(&a.id, "skills").await.unwrap(), None);
+        assert_eq!(store.messages().latest_snapshot(&a.id).await.unwrap(), None);
+        assert!(store.steps().list(&a.id).await.unwrap().is_empty(), "steps cascade");
+        assert!(matches!(store.sessions().delete(&a.id).await, Err(StoreError::NotFound { .. })));
     }
 
     async fn other_owners_get_not_found(db) {
         let store = db.open().await;
-        let a = store.create_session(new_session("alice")).await.unwrap();
-        assert!(store.get_session_for_owner(&a.id, "alice").await.is_ok());
-        let err = store.get_session_for_owner(&a.id, "bob").await.unwrap_err();
+        let a = store.sessions().create(new_session("alice")).await.unwrap();
+        assert!(store.sessions().get_for_owner(&a.id, "alice").await.is_ok());
+        let err = store.sessions().get_for_owner(&a.id, "bob").await.unwrap_err();
         assert!(err.to_string().contains("not found"), "{err}");
     }
 
@@ -126,45 +126,45 @@ both! {
             metadata: json!({ "imported_from": source, "note": "x" }),
             ..new_session("local")
         };
-        let a = store.create_session(imported("0198-abc")).await.unwrap();
-        let b = store.create_session(imported("0198-abc")).await.unwrap();
-        store.create_session(imported("0198-abcd")).await.unwrap();
-        store.create_session(imported("0198_ab%")).await.unwrap();
-        store.create_session(new_session("local")).await.unwrap();
-        assert_eq!(store.sessions_imported_from("0198-abc").await.unwrap(), [a.id.to_string(), b.id.to_string()]);
-        assert!(store.sessions_imported_from("0198-ab").await.unwrap().is_empty(), "whole ids only");
-        assert!(store.sessions_imported_from("0198_ab_").await.unwrap().is_empty(), "wildcards are escaped");
-        assert_eq!(store.sessions_imported_from("0198_ab%").await.unwrap().len(), 1);
+        let a = store.sessions().create(imported("0198-abc")).await.unwrap();
+        let b = store.sessions().create(imported("0198-abc")).await.unwrap();
+        store.sessions().create(imported("0198-abcd")).await.unwrap();
+        store.sessions().create(imported("0198_ab%")).await.unwrap();
+        store.sessions().create(new_session("local")).await.unwrap();
+        assert_eq!(store.sessions().imported_from("0198-abc").await.unwrap(), [a.id.to_string(), b.id.to_string()]);
+        assert!(store.sessions().imported_from("0198-ab").await.unwrap().is_empty(), "whole ids only");
+        assert!(store.sessions().imported_from("0198_ab_").await.unwrap().is_empty(), "wildcards are escaped");
+        assert_eq!(store.sessions().imported_from("0198_ab%").await.unwrap().len(), 1);
     }
 
     async fn prefixes_resolve_like_git(db) {
         let store = db.open().await;
-        let a = store.create_session(new_session("u")).await.unwrap();
-        let b = store.create_session(new_session("u")).await.unwrap();
-        assert_eq!(store.find_session_by_prefix(&a.id[..30]).await.unwrap().id, a.id);
-        assert_eq!(store.find_session_by_prefix(&b.id).await.unwrap().id, b.id);
+        let a = store.sessions().create(new_session("u")).await.unwrap();
+        let b = store.sessions().create(new_session("u")).await.unwrap();
+        assert_eq!(store.sessions().find_by_prefix(&a.id[..30]).await.unwrap().id, a.id);
+        assert_eq!(store.sessions().find_by_prefix(&b.id).await.unwrap().id, b.id);
         // Both UUIDv7s share their leading timestamp digits.
-        match store.find_session_by_prefix(&a.id[..4]).await {
+        match store.sessions().find_by_prefix(&a.id[..4]).await {
             Err(StoreError::Ambiguous { candidates, .. }) => assert_eq!(candidates.len(), 2),
             other => panic!("{other:?}"),
         }
-        assert!(matches!(store.find_session_by_prefix("zz").await, Err(StoreError::NotFound { .. })));
+        assert!(matches!(store.sessions().find_by_prefix("zz").await, Err(StoreError::NotFound { .. })));
         assert!(
-            matches!(store.find_session_by_prefix("%").await, Err(StoreError::NotFound { .. })),
+            matches!(store.sessions().find_by_prefix("%").await, Err(StoreError::NotFound { .. })),
             "LIKE wildcards are escaped"
         );
     }
 
     async fn concurrent_appends_keep_seq_dense_and_unique(db) {
         let store = db.open().await;
-        let s = store.create_session(new_session("u")).await.unwrap();
+        let s = store.sessions().create(new_session("u")).await.unwrap();
         let mut tasks = Vec::new();
         for t in 0..8 {
             let store = store.clone();
             let sid = s.id.clone();
             tasks.push(tokio::spawn(async move {
                 for i in 0..10 {
-                    store.append_message(&sid, 1, &Message::user(format!("{t}-{i}"))).await.unwrap();
+                    store.messages().append(&sid, 1, &Message::user(format!("{t}-{i}"))).await.unwrap();
                 }
             }));
         }
@@ -172,42 +172,42 @@ both! {
             t.await.unwrap();
         }
         let seqs: Vec<i64> =
-            store.load_messages(&s.id, MessageFilter::default()).await.unwrap().iter().map(|m| m.seq).collect();
+            store.messages().load(&s.id, MessageFilter::default()).await.unwrap().iter().map(|m| m.seq).collect();
         assert_eq!(seqs, (0..80).collect::<Vec<_>>());
     }
 
     async fn hidden_messages_stay_stored(db) {
         let store = db.open().await;
-        let s = store.create_session(new_session("u")).await.unwrap();
+        let s = store.sessions().create(new_session("u")).await.unwrap();
         for i in 0..4 {
-            store.append_message(&s.id, 1, &Message::user(format!("m{i}"))).await.unwrap();
+            store.messages().append(&s.id, 1, &Message::user(format!("m{i}"))).await.unwrap();
         }
-        assert_eq!(store.hide_messages(&s.id, &[0, 1]).await.unwrap(), 2);
-        let visible = store.load_messages(&s.id, MessageFilter::default()).await.unwrap();
+        assert_eq!(store.messages().hide(&s.id, &[0, 1]).await.unwrap(), 2);
+        let visible = store.messages().load(&s.id, MessageFilter::default()).await.unwrap();
         assert_eq!(visible.iter().map(|m| m.message.text()).collect::<Vec<_>>(), ["m2", "m3"]);
-        let all = store.load_messages(&s.id, MessageFilter { include_hidden: true }).await.unwrap();
+        let all = store.messages().load(&s.id, MessageFilter { include_hidden: true }).await.unwrap();
         assert_eq!(all.len(), 4);
         assert!(all[0].hidden);
-        store.set_token_counts(&s.id, &[(2, 17)]).await.unwrap();
-        assert_eq!(store.load_messages(&s.id, MessageFilter::default()).await.unwrap()[0].token_count, Some(17));
-        assert_eq!(store.last_turn(&s.id).await.unwrap(), Some(1));
+        store.messages().set_token_counts(&s.id, &[(2, 17)]).await.unwrap();
+        assert_eq!(store.messages().load(&s.id, MessageFilter::default()).await.unwrap()[0].token_count, Some(17));
+        assert_eq!(store.messages().last_turn(&s.id).await.unwrap(), Some(1));
     }
 
     async fn a_tool_call_id_runs_at_most_once_even_across_restarts(db) {
         let (sid, result) = {
             let store = db.open().await;
-            let s = store.create_session(new_session("u")).await.unwrap();
+            let s = store.sessions().create(new_session("u")).await.unwrap();
             assert_eq!(
-                store.begin_tool_call(&s.id, "call_1", "shell", &json!({"c": "ls"})).await.unwrap(),
+                store.calls().begin(&s.id, "call_1", "shell", &json!({"c": "ls"})).await.unwrap(),
                 BeginOutcome::Started
             );
             assert!(matches!(
-                store.begin_tool_call(&s.id, "call_1", "shell", &json!({})).await.unwrap(),
+                store.calls().begin(&s.id, "call_1", "shell", &json!({})).await.unwrap(),
                 BeginOutcome::AlreadyRunning(_)
             ));
             let result = ToolResult::ok("call_1", "a.txt");
             store
-                .finish_tool_call(
+                .calls().finish(
                     &s.id,
                     "call_1",
                     ToolCallFinish {
@@ -226,7 +226,7 @@ both! {
             (s.id, result)
         };
         let store = db.open().await;
-        match store.begin_tool_call(&sid, "call_1", "shell", &json!({"c": "ls"})).await.unwrap() {
+        match store.calls().begin(&sid, "call_1", "shell", &json!({"c": "ls"})).await.unwrap() {
             BeginOutcome::AlreadyFinished(rec) => {
                 assert_eq!(rec.result, Some(result));
                 assert_eq!(rec.args, json!({"c": "ls"}));
@@ -238,12 +238,12 @@ both! {
 
     async fn a_turn_and_its_steps_commit_whole_or_not_at_all(db) {
         let store = db.open().await;
-        let s = store.create_session(new_session("u")).await.unwrap();
+        let s = store.sessions().create(new_session("u")).await.unwrap();
         let running = SessionUpdate { status: Some(SessionStatus::Running), ..SessionUpdate::default() };
-        let (record, seq) = store.start_turn(&s.id, running.clone(), 1, &Message::user("go"), Some(3)).await.unwrap();
+        let (record, seq) = store.sessions().start_turn(&s.id, running.clone(), 1, &Message::user("go"), Some(3)).await.unwrap();
         assert_eq!((record.status, seq), (SessionStatus::Running, 0));
         // An unknown session: an error, nothing stored.
-        let err = store.start_turn("nope", running, 1, &Message::user("go"), None).await.unwrap_err();
+        let err = store.sessions().start_turn("nope", running, 1, &Message::user("go"), None).await.unwrap_err();
         assert!(matches!(err, StoreError::NotFound { what: "session", .. }), "{err}");
 
         // The assistant message and its calls, recorded as running, at once.
@@ -253,7 +253,7 @@ both! {
             CallStart { call_id: "b", name: "add", args: &args },
         ];
         let (seq, begun) =
-            store.append_with_calls(&s.id, 1, &Message::assistant("calling"), Some(2), &calls).await.unwrap();
+            store.calls().append_with_calls(&s.id, 1, &Message::assistant("calling"), Some(2), &calls).await.unwrap();
         assert_eq!(seq, 1);
         assert_eq!(begun, [BeginOutcome::Started, BeginOutcome::Started]);
         let finish = |id: &str| ToolCallFinish {
@@ -265,7 +265,7 @@ both! {
             locator: None,
             duration_ms: 1,
         };
-        store.finish_tool_call(&s.id, "a", finish("a")).await.unwrap();
+        store.calls().finish(&s.id, "a", finish("a")).await.unwrap();
         let step = StepRecord { turn: 1, step: 1, stop_reason: "tool_use".into(), ..StepRecord::default() };
         let results = Message::tool_results(vec![ToolResult::ok("a", "2"), ToolResult::ok("b", "2")]);
 
@@ -276,34 +276,34 @@ both! {
             finished: vec![("b".into(), finish("b")), ("zzz".into(), finish("zzz"))],
             step: &step,
         };
-        let err = store.commit_step(&s.id, bad).await.unwrap_err();
+        let err = store.steps().commit(&s.id, bad).await.unwrap_err();
         assert!(matches!(err, StoreError::NotFound { what: "tool call", .. }), "{err}");
         assert_eq!(count(&store, "messages", &s.id).await, 2);
-        assert!(store.list_steps(&s.id).await.unwrap().is_empty());
-        assert_eq!(store.get_tool_call(&s.id, "b").await.unwrap().unwrap().status, ToolCallStatus::Running);
+        assert!(store.steps().list(&s.id).await.unwrap().is_empty());
+        assert_eq!(store.calls().get(&s.id, "b").await.unwrap().unwrap().status, ToolCallStatus::Running);
 
         let good = StepCommit { turn: 1, message: Some((&results, Some(9))), finished: vec![("b".into(), finish("b"))], step: &step };
-        assert_eq!(store.commit_step(&s.id, good).await.unwrap(), Some(2));
-        assert_eq!(store.list_steps(&s.id).await.unwrap(), std::slice::from_ref(&step));
-        let statuses: Vec<_> = store.list_tool_calls(&s.id).await.unwrap().iter().map(|c| c.status).collect();
+        assert_eq!(store.steps().commit(&s.id, good).await.unwrap(), Some(2));
+        assert_eq!(store.steps().list(&s.id).await.unwrap(), std::slice::from_ref(&step));
+        let statuses: Vec<_> = store.calls().list(&s.id).await.unwrap().iter().map(|c| c.status).collect();
         assert_eq!(statuses, [ToolCallStatus::Ok, ToolCallStatus::Ok]);
-        let loaded = store.load_messages(&s.id, MessageFilter::default()).await.unwrap();
+        let loaded = store.messages().load(&s.id, MessageFilter::default()).await.unwrap();
         assert_eq!(loaded.iter().map(|m| (m.seq, m.token_count)).collect::<Vec<_>>(), [(0, Some(3)), (1, Some(2)), (2, Some(9))]);
 
         // A call id recorded before never runs again: it comes back finished, with its result.
         let again = [CallStart { call_id: "a", name: "add", args: &args }];
-        let (_, begun) = store.append_with_calls(&s.id, 2, &Message::assistant("again"), None, &again).await.unwrap();
+        let (_, begun) = store.calls().append_with_calls(&s.id, 2, &Message::assistant("again"), None, &again).await.unwrap();
         assert!(matches!(&begun[..], [BeginOutcome::AlreadyFinished(r)] if r.result == Some(ToolResult::ok("a", "2"))));
     }
 
     async fn running_calls_are_marked_interrupted_after_a_crash(db) {
         let store = db.open().await;
-        let s = store.create_session(new_session("u")).await.unwrap();
-        store.begin_tool_call(&s.id, "a", "shell", &json!({})).await.unwrap();
-        store.begin_tool_call(&s.id, "b", "shell", &json!({})).await.unwrap();
+        let s = store.sessions().create(new_session("u")).await.unwrap();
+        store.calls().begin(&s.id, "a", "shell", &json!({})).await.unwrap();
+        store.calls().begin(&s.id, "b", "shell", &json!({})).await.unwrap();
         let envelope = ToolError::new("shell", ErrorCategory::Timeout, "slow");
         store
-            .finish_tool_call(
+            .calls().finish(
                 &s.id,
                 "b",
                 ToolCallFinish {
@@ -318,8 +318,8 @@ both! {
             )
             .await
             .unwrap();
-        assert_eq!(store.mark_running_as_interrupted(&s.id).await.unwrap(), ["a"]);
-        let calls = store.list_tool_calls(&s.id).await.unwrap();
+        assert_eq!(store.calls().mark_running_as_interrupted(&s.id).await.unwrap(), ["a"]);
+        let calls = store.calls().list(&s.id).await.unwrap();
         assert_eq!(
             calls.iter().map(|c| c.status).collect::<Vec<_>>(),
             [ToolCallStatus::Interrupted, ToolCallStatus::Error]
@@ -330,37 +330,37 @@ both! {
     async fn a_streamed_blob_is_the_blob_of_its_bytes(db) {
         // Read in short pieces, across several frames: the same digest, size, lines and bytes as
         // the blob stored from memory.
-        struct Trickle<'a>(&'a [u8]);
-        impl std::io::Read for Trickle<'_> {
+        struct Trickle(Vec<u8>);
+        impl std::io::Read for Trickle {
             fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
                 let n = buf.len().min(self.0.len()).min(7_777);
                 buf[..n].copy_from_slice(&self.0[..n]);
-                self.0 = &self.0[n..];
+                self.0.drain(..n);
                 Ok(n)
             }
         }
         let store = db.open().await;
-        let a = store.create_session(new_session("u")).await.unwrap();
+        let a = store.sessions().create(new_session("u")).await.unwrap();
         let big: Vec<u8> = (0..100_000u32).flat_map(|i| format!("line {i}\n").into_bytes()).chain(*b"end").collect();
         let ttl = Duration::from_secs(60);
         for bytes in [&big[..], b"", b"one\n"] {
-            let whole = store.put_blob(&a.id, NewBlob { tool: "t", call_id: "c", bytes, ttl }).await.unwrap();
-            let streamed = store.put_blob_from(&a.id, "t", "c", ttl, Trickle(bytes)).await.unwrap();
+            let whole = store.blobs().put(&a.id, NewBlob { tool: "t", call_id: "c", bytes, ttl }).await.unwrap();
+            let streamed = store.blobs().put_from(&a.id, "t", "c", ttl, Trickle(bytes.to_vec())).await.unwrap();
             assert_eq!(
                 (&streamed.digest, streamed.raw_bytes, streamed.lines),
                 (&whole.digest, whole.raw_bytes, whole.lines)
             );
-            assert_eq!(store.get_blob(&a.id, &streamed.locator).await.unwrap().data, bytes);
+            assert_eq!(store.blobs().get(&a.id, &streamed.locator).await.unwrap().data, bytes);
         }
     }
 
     async fn blobs_are_session_scoped_expire_and_detect_corruption(db) {
         let store = db.open().await;
-        let a = store.create_session(new_session("u")).await.unwrap();
-        let b = store.create_session(new_session("u")).await.unwrap();
+        let a = store.sessions().create(new_session("u")).await.unwrap();
+        let b = store.sessions().create(new_session("u")).await.unwrap();
         let text = "line\n".repeat(10_000);
         let meta = store
-            .put_blob(
+            .blobs().put(
                 &a.id,
                 NewBlob { tool: "shell", call_id: "c", bytes: text.as_bytes(), ttl: Duration::from_secs(3600) },
             )
@@ -368,22 +368,22 @@ both! {
             .unwrap();
         assert!(meta.locator.starts_with("out_") && meta.locator.len() == 36);
         assert_eq!((meta.raw_bytes, meta.lines), (50_000, 10_000));
-        assert_eq!(store.get_blob(&a.id, &meta.locator).await.unwrap().data, text.as_bytes());
-        assert!(matches!(store.get_blob(&b.id, &meta.locator).await, Err(StoreError::NotFound { .. })));
+        assert_eq!(store.blobs().get(&a.id, &meta.locator).await.unwrap().data, text.as_bytes());
+        assert!(matches!(store.blobs().get(&b.id, &meta.locator).await, Err(StoreError::NotFound { .. })));
 
         let short = store
-            .put_blob(&a.id, NewBlob { tool: "t", call_id: "c2", bytes: b"x", ttl: Duration::ZERO })
+            .blobs().put(&a.id, NewBlob { tool: "t", call_id: "c2", bytes: b"x", ttl: Duration::ZERO })
             .await
             .unwrap();
-        assert!(matches!(store.get_blob(&a.id, &short.locator).await, Err(StoreError::Expired { .. })));
-        assert_eq!(store.purge_expired(i64::MAX / 2).await.unwrap(), 2);
-        let err = store.get_blob(&a.id, &meta.locator).await.unwrap_err();
+        assert!(matches!(store.blobs().get(&a.id, &short.locator).await, Err(StoreError::Expired { .. })));
+        assert_eq!(store.blobs().purge_expired(i64::MAX / 2).await.unwrap(), 2);
+        let err = store.blobs().get(&a.id, &meta.locator).await.unwrap_err();
         assert!(matches!(err, StoreError::Expired { .. }), "purged data still reads as expired: {err}");
         assert!(err.to_string().contains("run the tool again"));
 
         // Corrupt a stored blob behind the store's back.
         let fresh = store
-            .put_blob(
+            .blobs().put(
                 &a.id,
                 NewBlob { tool: "t", call_id: "c3", bytes: b"hello world", ttl: Duration::from_secs(60) },
             )
@@ -399,10 +399,10 @@ both! {
         let large = {
             let store = db.open().await;
             let meta = store
-                .put_blob(&a.id, NewBlob { tool: "t", call_id: "c4", bytes: &big, ttl: Duration::from_secs(60) })
+                .blobs().put(&a.id, NewBlob { tool: "t", call_id: "c4", bytes: &big, ttl: Duration::from_secs(60) })
                 .await
                 .unwrap();
-            assert_eq!(store.get_blob(&a.id, &meta.locator).await.unwrap().data, big);
+            assert_eq!(store.blobs().get(&a.id, &meta.locator).await.unwrap().data, big);
             store.close().await;
             meta
         };
@@ -411,69 +411,69 @@ both! {
         data[middle] ^= 0x20;
         db.set_blob_data(&large.locator, data).await;
         let store = db.open().await;
-        assert!(matches!(store.get_blob(&a.id, &fresh.locator).await, Err(StoreError::Corrupt { .. })));
-        let err = store.get_blob(&a.id, &large.locator).await.unwrap_err();
+        assert!(matches!(store.blobs().get(&a.id, &fresh.locator).await, Err(StoreError::Corrupt { .. })));
+        let err = store.blobs().get(&a.id, &large.locator).await.unwrap_err();
         assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
     }
 
     async fn todos_paginate(db) {
         let store = db.open().await;
-        let s = store.create_session(new_session("u")).await.unwrap();
+        let s = store.sessions().create(new_session("u")).await.unwrap();
         for i in 1..=5 {
-            assert_eq!(store.add_todo(&s.id, &format!("item {i}")).await.unwrap().id, i);
+            assert_eq!(store.todos().add(&s.id, &format!("item {i}")).await.unwrap().id, i);
         }
-        store.update_todo(&s.id, 2, TodoUpdate { status: Some(TodoStatus::Done), text: None }).await.unwrap();
-        store.remove_todo(&s.id, 3).await.unwrap();
-        let page = store.list_todos(&s.id, 1, 2).await.unwrap();
+        store.todos().update(&s.id, 2, TodoUpdate { status: Some(TodoStatus::Done), text: None }).await.unwrap();
+        store.todos().remove(&s.id, 3).await.unwrap();
+        let page = store.todos().list(&s.id, 1, 2).await.unwrap();
         assert_eq!(page.total_count, 4);
         assert_eq!(page.items.iter().map(|i| i.id).collect::<Vec<_>>(), [2, 4]);
-        assert_eq!(store.open_todos(&s.id).await.unwrap().iter().map(|i| i.id).collect::<Vec<_>>(), [1, 4, 5]);
+        assert_eq!(store.todos().open(&s.id).await.unwrap().iter().map(|i| i.id).collect::<Vec<_>>(), [1, 4, 5]);
         assert!(matches!(
-            store.update_todo(&s.id, 99, TodoUpdate::default()).await,
+            store.todos().update(&s.id, 99, TodoUpdate::default()).await,
             Err(StoreError::NotFound { .. })
         ));
-        assert_eq!(store.add_todo(&s.id, "after removal").await.unwrap().id, 6, "ids are never reused");
+        assert_eq!(store.todos().add(&s.id, "after removal").await.unwrap().id, 6, "ids are never reused");
     }
 
     async fn snapshots_and_load_context(db) {
         let store = db.open().await;
-        let s = store.create_session(new_session("u")).await.unwrap();
+        let s = store.sessions().create(new_session("u")).await.unwrap();
         for i in 0..5 {
-            store.append_message(&s.id, 1, &Message::user(format!("m{i}"))).await.unwrap();
+            store.messages().append(&s.id, 1, &Message::user(format!("m{i}"))).await.unwrap();
         }
-        let ctx = store.load_context(&s.id).await.unwrap();
+        let ctx = store.messages().load_context(&s.id).await.unwrap();
         assert_eq!(ctx.messages().len(), 5);
-        store.hide_messages(&s.id, &[0, 1, 2]).await.unwrap();
+        store.messages().hide(&s.id, &[0, 1, 2]).await.unwrap();
         store
-            .save_snapshot(&s.id, 2, &[Message::user("summary of m0..m2")], &json!({"ratio": 0.5}))
+            .messages().save_snapshot(&s.id, 2, &[Message::user("summary of m0..m2")], &json!({"ratio": 0.5}))
             .await
             .unwrap();
-        store.append_message(&s.id, 2, &Message::user("m5")).await.unwrap();
-        let ctx = store.load_context(&s.id).await.unwrap();
+        store.messages().append(&s.id, 2, &Message::user("m5")).await.unwrap();
+        let ctx = store.messages().load_context(&s.id).await.unwrap();
         let texts: Vec<String> = ctx.messages().iter().map(Message::text).collect();
         assert_eq!(texts, ["summary of m0..m2", "m3", "m4", "m5"]);
     }
 
     async fn state_round_trips(db) {
         let store = db.open().await;
-        let s = store.create_session(new_session("u")).await.unwrap();
-        store.set_state(&s.id, "k", &json!({"a": [1, 2]})).await.unwrap();
-        store.set_state(&s.id, "k", &json!({"a": [3]})).await.unwrap();
-        assert_eq!(store.get_state::<serde_json::Value>(&s.id, "k").await.unwrap(), Some(json!({"a": [3]})));
-        store.delete_state(&s.id, "k").await.unwrap();
-        assert_eq!(store.get_state::<serde_json::Value>(&s.id, "k").await.unwrap(), None);
-        assert!(matches!(store.set_state("nope", "k", &1).await, Err(StoreError::NotFound { .. })));
+        let s = store.sessions().create(new_session("u")).await.unwrap();
+        store.sessions().set_state(&s.id, "k", &json!({"a": [1, 2]})).await.unwrap();
+        store.sessions().set_state(&s.id, "k", &json!({"a": [3]})).await.unwrap();
+        assert_eq!(store.sessions().get_state::<serde_json::Value>(&s.id, "k").await.unwrap(), Some(json!({"a": [3]})));
+        store.sessions().delete_state(&s.id, "k").await.unwrap();
+        assert_eq!(store.sessions().get_state::<serde_json::Value>(&s.id, "k").await.unwrap(), None);
+        assert!(matches!(store.sessions().set_state("nope", "k", &1).await, Err(StoreError::NotFound { .. })));
 
         // Several at once, read back at once, replacing what was there.
-        store.set_state(&s.id, "a", &1).await.unwrap();
-        store.set_states(&s.id, &[("a", json!(2)), ("b", json!("x"))]).await.unwrap();
-        store.set_states(&s.id, &[]).await.unwrap();
-        let all = store.session_state(&s.id).await.unwrap();
+        store.sessions().set_state(&s.id, "a", &1).await.unwrap();
+        store.sessions().set_states(&s.id, &[("a", json!(2)), ("b", json!("x"))]).await.unwrap();
+        store.sessions().set_states(&s.id, &[]).await.unwrap();
+        let all = store.sessions().state(&s.id).await.unwrap();
         assert_eq!(all.get::<i64>("a").unwrap(), Some(2));
         assert_eq!(all.get::<String>("b").unwrap().as_deref(), Some("x"));
         assert_eq!(all.get::<i64>("missing").unwrap(), None);
         assert!(all.get::<i64>("b").is_err(), "a value of another type is an error, not a panic");
-        assert!(matches!(store.set_states("nope", &[("k", json!(1))]).await, Err(StoreError::NotFound { .. })));
+        assert!(matches!(store.sessions().set_states("nope", &[("k", json!(1))]).await, Err(StoreError::NotFound { .. })));
     }
 }
 
@@ -484,9 +484,9 @@ proptest! {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async {
             let store = Store::open_in_memory().await.unwrap();
-            let s = store.create_session(new_session("u")).await.unwrap();
-            let meta = store.put_blob(&s.id, NewBlob { tool: "t", call_id: "c", bytes: &data, ttl: Duration::from_secs(60) }).await.unwrap();
-            prop_assert_eq!(store.get_blob(&s.id, &meta.locator).await.unwrap().data, data);
+            let s = store.sessions().create(new_session("u")).await.unwrap();
+            let meta = store.blobs().put(&s.id, NewBlob { tool: "t", call_id: "c", bytes: &data, ttl: Duration::from_secs(60) }).await.unwrap();
+            prop_assert_eq!(store.blobs().get(&s.id, &meta.locator).await.unwrap().data, data);
             Ok(())
         })?;
     }
@@ -505,8 +505,8 @@ async fn opened_at_once(db: &common::TestDb) {
         h.await.unwrap().unwrap_or_else(|e| panic!("a concurrent open failed: {e}"));
     }
     let store = db.open().await;
-    let s = store.create_session(new_session("u")).await.unwrap();
-    assert_eq!(store.append_message(&s.id, 1, &Message::user("hi")).await.unwrap(), 0);
+    let s = store.sessions().create(new_session("u")).await.unwrap();
+    assert_eq!(store.messages().append(&s.id, 1, &Message::user("hi")).await.unwrap(), 0);
 }
 
 both! {
@@ -518,45 +518,45 @@ both! {
 both! {
     async fn a_lease_makes_other_turns_busy_until_released_or_expired(db) {
         let store = db.open().await;
-        let s = store.create_session(new_session("u")).await.unwrap();
+        let s = store.sessions().create(new_session("u")).await.unwrap();
         let long = Duration::from_secs(60);
-        let lease = store.acquire_lease(&s.id, long).await.unwrap().unwrap();
+        let lease = store.leases().acquire(&s.id, long).await.unwrap().unwrap();
         assert_eq!(lease.event_base, 0);
-        assert_eq!(store.acquire_lease(&s.id, long).await.unwrap(), Err(LeaseRefusal::Busy));
-        assert_eq!(store.get_session(&s.id).await.unwrap().status, SessionStatus::Running);
+        assert_eq!(store.leases().acquire(&s.id, long).await.unwrap(), Err(LeaseRefusal::Busy));
+        assert_eq!(store.sessions().get(&s.id).await.unwrap().status, SessionStatus::Running);
 
         // A cancel posted anywhere reaches the holder.
-        assert!(store.request_cancel(&s.id).await.unwrap());
-        assert_eq!(store.cancel_requests().await.unwrap(), [s.id.to_string()]);
+        assert!(store.leases().request_cancel(&s.id).await.unwrap());
+        assert_eq!(store.leases().cancel_requests().await.unwrap(), [s.id.to_string()]);
 
         // Releasing frees it and keeps the event numbering going.
-        store.release_lease(&lease, 7).await.unwrap();
-        assert_eq!(store.get_session(&s.id).await.unwrap().status, SessionStatus::Idle);
-        assert!(store.cancel_requests().await.unwrap().is_empty());
-        assert!(!store.request_cancel(&s.id).await.unwrap(), "nothing runs");
-        let next = store.acquire_lease(&s.id, Duration::ZERO).await.unwrap().unwrap();
+        store.leases().release(&lease, 7).await.unwrap();
+        assert_eq!(store.sessions().get(&s.id).await.unwrap().status, SessionStatus::Idle);
+        assert!(store.leases().cancel_requests().await.unwrap().is_empty());
+        assert!(!store.leases().request_cancel(&s.id).await.unwrap(), "nothing runs");
+        let next = store.leases().acquire(&s.id, Duration::ZERO).await.unwrap().unwrap();
         assert_eq!(next.event_base, 7);
         // The old lease's token no longer releases anything.
-        store.release_lease(&lease, 99).await.unwrap();
+        store.leases().release(&lease, 99).await.unwrap();
 
         // A lease nobody renews expires: the session reads interrupted and may be taken over.
         tokio::time::sleep(Duration::from_millis(5)).await;
-        assert_eq!(store.get_session(&s.id).await.unwrap().status, SessionStatus::Interrupted);
-        let taken = store.acquire_lease(&s.id, long).await.unwrap().unwrap();
+        assert_eq!(store.sessions().get(&s.id).await.unwrap().status, SessionStatus::Interrupted);
+        let taken = store.leases().acquire(&s.id, long).await.unwrap().unwrap();
         assert_ne!(taken.token, next.token);
-        assert_eq!(store.renew_leases(long).await.unwrap(), 1);
-        store.release_lease(&next, 1).await.unwrap();
-        assert_eq!(store.get_session(&s.id).await.unwrap().status, SessionStatus::Running, "a lost lease releases nothing");
+        assert_eq!(store.leases().renew_held(long).await.unwrap(), 1);
+        store.leases().release(&next, 1).await.unwrap();
+        assert_eq!(store.sessions().get(&s.id).await.unwrap().status, SessionStatus::Running, "a lost lease releases nothing");
     }
 
     async fn only_one_of_many_concurrent_acquirers_gets_the_lease(db) {
         let store = db.open().await;
-        let s = store.create_session(new_session("u")).await.unwrap();
+        let s = store.sessions().create(new_session("u")).await.unwrap();
         let mut tasks = Vec::new();
         for _ in 0..8 {
             let other = db.open().await;
             let id = s.id.to_string();
-            tasks.push(tokio::spawn(async move { other.acquire_lease(&id, Duration::from_secs(60)).await.unwrap() }));
+            tasks.push(tokio::spawn(async move { other.leases().acquire(&id, Duration::from_secs(60)).await.unwrap() }));
         }
         let mut won = 0;
         for t in tasks {
@@ -567,8 +567,8 @@ both! {
 
     async fn approvals_and_events_are_shared_through_the_store(db) {
         let store = db.open().await;
-        let s = store.create_session(new_session("u")).await.unwrap();
-        let lease = store.acquire_lease(&s.id, Duration::from_secs(60)).await.unwrap().unwrap();
+        let s = store.sessions().create(new_session("u")).await.unwrap();
+        let lease = store.leases().acquire(&s.id, Duration::from_secs(60)).await.unwrap().unwrap();
         let approval = StoredApproval {
             id: "ap1".into(),
             session_id: s.id.to_string(),
@@ -577,36 +577,36 @@ both! {
             args: json!({"command": "rm -rf build"}),
             rule: "ask".into(),
         };
-        store.put_approval(&approval).await.unwrap();
-        assert_eq!(store.pending_approvals(&s.id).await.unwrap(), std::slice::from_ref(&approval));
-        assert_eq!(store.approval_session("ap1").await.unwrap().as_deref(), Some(s.id.as_str()));
-        assert!(store.decide_approval("ap1", false, Some("not now")).await.unwrap());
-        assert!(!store.decide_approval("ap1", true, None).await.unwrap(), "decided once");
-        assert!(store.pending_approvals(&s.id).await.unwrap().is_empty());
-        let decided = store.decided_approvals().await.unwrap();
+        store.approvals().put(&approval).await.unwrap();
+        assert_eq!(store.approvals().pending(&s.id).await.unwrap(), std::slice::from_ref(&approval));
+        assert_eq!(store.approvals().session_of("ap1").await.unwrap().as_deref(), Some(s.id.as_str()));
+        assert!(store.approvals().decide("ap1", false, Some("not now")).await.unwrap());
+        assert!(!store.approvals().decide("ap1", true, None).await.unwrap(), "decided once");
+        assert!(store.approvals().pending(&s.id).await.unwrap().is_empty());
+        let decided = store.approvals().decided().await.unwrap();
         assert_eq!(decided, [ApprovalDecisionRecord { id: "ap1".into(), approved: false, reason: Some("not now".into()) }]);
-        store.delete_approval("ap1").await.unwrap();
-        assert!(store.decided_approvals().await.unwrap().is_empty());
+        store.approvals().delete("ap1").await.unwrap();
+        assert!(store.approvals().decided().await.unwrap().is_empty());
 
         let events: Vec<StoredEvent> = (1..=450)
             .map(|i| StoredEvent { seq: i, name: "text_delta".into(), data: format!("{{\"n\":{i}}}") })
             .collect();
-        store.append_events(&s.id, &events).await.unwrap();
-        store.append_events(&s.id, &events[..3]).await.unwrap();
-        let after = store.events_after(&s.id, 440, 100).await.unwrap();
+        store.events().append(&s.id, &events).await.unwrap();
+        store.events().append(&s.id, &events[..3]).await.unwrap();
+        let after = store.events().after(&s.id, 440, 100).await.unwrap();
         assert_eq!(after.iter().map(|e| e.seq).collect::<Vec<_>>(), (441..=450).collect::<Vec<_>>());
-        assert_eq!(store.events_after(&s.id, 0, 1000).await.unwrap().len(), 450, "a repeated event is stored once");
-        store.release_lease(&lease, 450).await.unwrap();
+        assert_eq!(store.events().after(&s.id, 0, 1000).await.unwrap().len(), 450, "a repeated event is stored once");
+        store.leases().release(&lease, 450).await.unwrap();
         // The next turn starts a fresh record.
-        let next = store.acquire_lease(&s.id, Duration::from_secs(60)).await.unwrap().unwrap();
+        let next = store.leases().acquire(&s.id, Duration::from_secs(60)).await.unwrap().unwrap();
         assert_eq!(next.event_base, 450);
-        assert!(store.events_after(&s.id, 0, 1000).await.unwrap().is_empty());
+        assert!(store.events().after(&s.id, 0, 1000).await.unwrap().is_empty());
     }
 
     async fn elicitations_are_shared_and_answered_once(db) {
         let store = db.open().await;
-        let s = store.create_session(new_session("u")).await.unwrap();
-        let lease = store.acquire_lease(&s.id, Duration::from_secs(60)).await.unwrap().unwrap();
+        let s = store.sessions().create(new_session("u")).await.unwrap();
+        let lease = store.leases().acquire(&s.id, Duration::from_secs(60)).await.unwrap().unwrap();
         let question = StoredElicitation {
             id: "el1".into(),
             session_id: s.id.to_string(),
@@ -618,22 +618,22 @@ both! {
             schema: Some(json!({"type": "object", "properties": {"account": {"type": "string"}}})),
             url: None,
         };
-        store.put_elicitation(&question).await.unwrap();
-        assert_eq!(store.pending_elicitations(&s.id).await.unwrap(), std::slice::from_ref(&question));
-        assert_eq!(store.elicitation_session("el1").await.unwrap().as_deref(), Some(s.id.as_str()));
-        assert!(store.elicitation_answer("el1").await.unwrap().is_none());
+        store.elicitations().put(&question).await.unwrap();
+        assert_eq!(store.elicitations().pending(&s.id).await.unwrap(), std::slice::from_ref(&question));
+        assert_eq!(store.elicitations().session_of("el1").await.unwrap().as_deref(), Some(s.id.as_str()));
+        assert!(store.elicitations().answer_of("el1").await.unwrap().is_none());
         let answer = json!({"action": "accept", "content": {"account": "ACME"}});
-        assert!(store.answer_elicitation("el1", &answer).await.unwrap());
-        assert!(!store.answer_elicitation("el1", &json!({"action": "decline"})).await.unwrap(), "answered once");
-        assert!(store.pending_elicitations(&s.id).await.unwrap().is_empty());
-        assert!(store.elicitation_session("el1").await.unwrap().is_none());
-        assert_eq!(store.elicitation_answer("el1").await.unwrap().unwrap().answer, answer);
-        store.delete_elicitation("el1").await.unwrap();
-        assert!(store.elicitation_answer("el1").await.unwrap().is_none());
+        assert!(store.elicitations().answer("el1", &answer).await.unwrap());
+        assert!(!store.elicitations().answer("el1", &json!({"action": "decline"})).await.unwrap(), "answered once");
+        assert!(store.elicitations().pending(&s.id).await.unwrap().is_empty());
+        assert!(store.elicitations().session_of("el1").await.unwrap().is_none());
+        assert_eq!(store.elicitations().answer_of("el1").await.unwrap().unwrap().answer, answer);
+        store.elicitations().delete("el1").await.unwrap();
+        assert!(store.elicitations().answer_of("el1").await.unwrap().is_none());
         // A question of a turn that ended waits for nobody.
-        store.put_elicitation(&StoredElicitation { id: "el2".into(), ..question }).await.unwrap();
-        store.release_lease(&lease, 0).await.unwrap();
-        assert!(store.pending_elicitations(&s.id).await.unwrap().is_empty());
+        store.elicitations().put(&StoredElicitation { id: "el2".into(), ..question }).await.unwrap();
+        store.leases().release(&lease, 0).await.unwrap();
+        assert!(store.elicitations().pending(&s.id).await.unwrap().is_empty());
     }
 }
 
@@ -644,9 +644,9 @@ both! {
     async fn a_turn_that_lost_its_lease_writes_nothing(db) {
         let a = db.open().await;
         let b = db.open().await; // another instance
-        let s = a.create_session(new_session("u")).await.unwrap();
-        let other = a.create_session(new_session("u")).await.unwrap();
-        let lease = a.acquire_lease(&s.id, Duration::from_millis(400)).await.unwrap().unwrap();
+        let s = a.sessions().create(new_session("u")).await.unwrap();
+        let other = a.sessions().create(new_session("u")).await.unwrap();
+        let lease = a.leases().acquire(&s.id, Duration::from_millis(400)).await.unwrap().unwrap();
         assert_eq!(lease.epoch, 1);
         let turn = a.fenced(&lease);
         assert!(turn.is_fenced(&s.id) && !turn.is_fenced(&other.id));
@@ -662,83 +662,83 @@ both! {
         };
         // While it holds the lease, the turn writes.
         let update = SessionUpdate { status: Some(SessionStatus::Running), ..SessionUpdate::default() };
-        turn.start_turn(&s.id, update, 1, &Message::user("go"), None).await.unwrap();
+        turn.sessions().start_turn(&s.id, update, 1, &Message::user("go"), None).await.unwrap();
         let call = CallStart { call_id: "c1", name: "shell", args: &args };
-        turn.append_with_calls(&s.id, 1, &Message::assistant("calling"), None, &[call]).await.unwrap();
-        turn.finish_tool_call(&s.id, "c1", finish()).await.unwrap();
-        turn.set_state(&s.id, "k", &1).await.unwrap();
-        turn.add_todo(&s.id, "t").await.unwrap();
-        turn.append_events(&s.id, &[StoredEvent { seq: 1, name: "step_started".into(), data: "{}".into() }]).await.unwrap();
+        turn.calls().append_with_calls(&s.id, 1, &Message::assistant("calling"), None, &[call]).await.unwrap();
+        turn.calls().finish(&s.id, "c1", finish()).await.unwrap();
+        turn.sessions().set_state(&s.id, "k", &1).await.unwrap();
+        turn.todos().add(&s.id, "t").await.unwrap();
+        turn.events().append(&s.id, &[StoredEvent { seq: 1, name: "step_started".into(), data: "{}".into() }]).await.unwrap();
         turn.check_lease(&s.id).await.unwrap();
 
         // The lease expires (nobody renews it): by the database's clock the session is free,
         // and the turn may no longer write even before anyone takes it over.
         let expired = std::time::Instant::now();
-        while b.get_session(&s.id).await.unwrap().status != SessionStatus::Interrupted {
+        while b.sessions().get(&s.id).await.unwrap().status != SessionStatus::Interrupted {
             assert!(expired.elapsed() < Duration::from_secs(10), "the lease never expired");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        assert!(matches!(turn.append_message(&s.id, 1, &Message::user("late")).await, Err(StoreError::LeaseLost { .. })));
+        assert!(matches!(turn.messages().append(&s.id, 1, &Message::user("late")).await, Err(StoreError::LeaseLost { .. })));
         // Another instance takes it over: a new epoch.
-        let taken = b.acquire_lease(&s.id, Duration::from_secs(60)).await.unwrap().unwrap();
+        let taken = b.leases().acquire(&s.id, Duration::from_secs(60)).await.unwrap().unwrap();
         assert_eq!(taken.epoch, 2);
-        let messages_before = b.message_count(&s.id).await.unwrap();
-        let todos_before = b.list_todos(&s.id, 0, 10).await.unwrap().total_count;
+        let messages_before = b.messages().count(&s.id).await.unwrap();
+        let todos_before = b.todos().list(&s.id, 0, 10).await.unwrap().total_count;
 
         let lost = |r: Result<(), StoreError>, what: &str| match r {
             Err(StoreError::LeaseLost { session }) => assert_eq!(session, s.id.to_string(), "{what}"),
             other => panic!("{what}: {other:?}"),
         };
         lost(turn.check_lease(&s.id).await, "check");
-        lost(turn.append_message(&s.id, 1, &Message::user("x")).await.map(drop), "append_message");
-        lost(turn.append_messages(&s.id, 1, &[Message::user("x")]).await.map(drop), "append_messages");
+        lost(turn.messages().append(&s.id, 1, &Message::user("x")).await.map(drop), "append_message");
+        lost(turn.messages().append_all(&s.id, 1, &[Message::user("x")]).await.map(drop), "append_messages");
         let update = SessionUpdate { status: Some(SessionStatus::Idle), ..SessionUpdate::default() };
-        lost(turn.start_turn(&s.id, update.clone(), 2, &Message::user("x"), None).await.map(drop), "start_turn");
-        lost(turn.update_session(&s.id, update).await.map(drop), "update_session");
+        lost(turn.sessions().start_turn(&s.id, update.clone(), 2, &Message::user("x"), None).await.map(drop), "start_turn");
+        lost(turn.sessions().update(&s.id, update).await.map(drop), "update_session");
         let call = CallStart { call_id: "c2", name: "shell", args: &args };
-        lost(turn.append_with_calls(&s.id, 1, &Message::assistant("x"), None, &[call]).await.map(drop), "append_with_calls");
-        lost(turn.begin_tool_call(&s.id, "c3", "shell", &args).await.map(drop), "begin_tool_call");
-        lost(turn.finish_tool_call(&s.id, "c1", finish()).await, "finish_tool_call");
+        lost(turn.calls().append_with_calls(&s.id, 1, &Message::assistant("x"), None, &[call]).await.map(drop), "append_with_calls");
+        lost(turn.calls().begin(&s.id, "c3", "shell", &args).await.map(drop), "begin_tool_call");
+        lost(turn.calls().finish(&s.id, "c1", finish()).await, "finish_tool_call");
         let step = StepRecord { turn: 1, step: 2, stop_reason: "tool_use".into(), ..StepRecord::default() };
         let results = Message::tool_results(vec![ToolResult::ok("c1", "again")]);
         let commit = StepCommit { turn: 1, message: Some((&results, None)), finished: vec![("c1".into(), finish())], step: &step };
-        lost(turn.commit_step(&s.id, commit).await.map(drop), "commit_step");
-        lost(turn.record_step(&s.id, &step).await, "record_step");
-        lost(turn.mark_running_as_interrupted(&s.id).await.map(drop), "mark_running_as_interrupted");
-        lost(turn.set_state(&s.id, "k", &2).await, "set_state");
-        lost(turn.delete_state(&s.id, "k").await, "delete_state");
-        lost(turn.add_todo(&s.id, "u").await.map(drop), "add_todo");
-        lost(turn.update_todo(&s.id, 1, TodoUpdate { text: Some("v".into()), status: None }).await.map(drop), "update_todo");
-        lost(turn.remove_todo(&s.id, 1).await.map(drop), "remove_todo");
+        lost(turn.steps().commit(&s.id, commit).await.map(drop), "commit_step");
+        lost(turn.steps().record(&s.id, &step).await, "record_step");
+        lost(turn.calls().mark_running_as_interrupted(&s.id).await.map(drop), "mark_running_as_interrupted");
+        lost(turn.sessions().set_state(&s.id, "k", &2).await, "set_state");
+        lost(turn.sessions().delete_state(&s.id, "k").await, "delete_state");
+        lost(turn.todos().add(&s.id, "u").await.map(drop), "add_todo");
+        lost(turn.todos().update(&s.id, 1, TodoUpdate { text: Some("v".into()), status: None }).await.map(drop), "update_todo");
+        lost(turn.todos().remove(&s.id, 1).await.map(drop), "remove_todo");
         let blob = NewBlob { tool: "shell", call_id: "c1", bytes: b"out", ttl: Duration::from_secs(60) };
-        lost(turn.put_blob(&s.id, blob).await.map(drop), "put_blob");
-        lost(turn.save_snapshot(&s.id, 0, &[Message::user("x")], &json!({})).await.map(drop), "save_snapshot");
-        lost(turn.hide_messages(&s.id, &[0]).await.map(drop), "hide_messages");
-        lost(turn.set_token_counts(&s.id, &[(0, 5)]).await, "set_token_counts");
+        lost(turn.blobs().put(&s.id, blob).await.map(drop), "put_blob");
+        lost(turn.messages().save_snapshot(&s.id, 0, &[Message::user("x")], &json!({})).await.map(drop), "save_snapshot");
+        lost(turn.messages().hide(&s.id, &[0]).await.map(drop), "hide_messages");
+        lost(turn.messages().set_token_counts(&s.id, &[(0, 5)]).await, "set_token_counts");
         let late = StoredEvent { seq: 2, name: "text_delta".into(), data: "{}".into() };
-        lost(turn.append_events(&s.id, std::slice::from_ref(&late)).await, "append_events");
+        lost(turn.events().append(&s.id, std::slice::from_ref(&late)).await, "append_events");
 
         // Nothing of it landed; the lease is the new turn's.
-        assert_eq!(b.message_count(&s.id).await.unwrap(), messages_before);
-        assert_eq!(b.list_todos(&s.id, 0, 10).await.unwrap().total_count, todos_before);
-        assert_eq!(b.get_state::<i64>(&s.id, "k").await.unwrap(), Some(1));
-        assert_eq!(b.get_tool_call(&s.id, "c1").await.unwrap().unwrap().result, Some(ToolResult::ok("c1", "done")));
-        assert!(b.get_tool_call(&s.id, "c3").await.unwrap().is_none());
-        assert!(b.list_steps(&s.id).await.unwrap().is_empty());
-        assert!(b.events_after(&s.id, 0, 10).await.unwrap().is_empty(), "the takeover cleared the old turn's events");
-        assert!(b.load_messages(&s.id, MessageFilter { include_hidden: true }).await.unwrap().iter().all(|m| !m.hidden));
-        assert_eq!(b.get_session(&s.id).await.unwrap().status, SessionStatus::Running);
+        assert_eq!(b.messages().count(&s.id).await.unwrap(), messages_before);
+        assert_eq!(b.todos().list(&s.id, 0, 10).await.unwrap().total_count, todos_before);
+        assert_eq!(b.sessions().get_state::<i64>(&s.id, "k").await.unwrap(), Some(1));
+        assert_eq!(b.calls().get(&s.id, "c1").await.unwrap().unwrap().result, Some(ToolResult::ok("c1", "done")));
+        assert!(b.calls().get(&s.id, "c3").await.unwrap().is_none());
+        assert!(b.steps().list(&s.id).await.unwrap().is_empty());
+        assert!(b.events().after(&s.id, 0, 10).await.unwrap().is_empty(), "the takeover cleared the old turn's events");
+        assert!(b.messages().load(&s.id, MessageFilter { include_hidden: true }).await.unwrap().iter().all(|m| !m.hidden));
+        assert_eq!(b.sessions().get(&s.id).await.unwrap().status, SessionStatus::Running);
         // Other sessions are not fenced by this lease.
-        turn.append_message(&other.id, 1, &Message::user("elsewhere")).await.unwrap();
+        turn.messages().append(&other.id, 1, &Message::user("elsewhere")).await.unwrap();
         // The new turn writes; the old lease renews nothing of it and releases nothing.
         let current = b.fenced(&taken);
-        current.append_message(&s.id, 2, &Message::user("continue")).await.unwrap();
-        a.release_lease(&lease, 0).await.unwrap();
-        current.append_events(&s.id, &[late]).await.unwrap();
-        b.release_lease(&taken, 2).await.unwrap();
+        current.messages().append(&s.id, 2, &Message::user("continue")).await.unwrap();
+        a.leases().release(&lease, 0).await.unwrap();
+        current.events().append(&s.id, &[late]).await.unwrap();
+        b.leases().release(&taken, 2).await.unwrap();
         // Released: even the turn that held it writes no more.
-        lost(current.append_message(&s.id, 2, &Message::user("after")).await.map(drop), "after release");
-        assert_eq!(b.message_count(&s.id).await.unwrap(), messages_before + 1);
+        lost(current.messages().append(&s.id, 2, &Message::user("after")).await.map(drop), "after release");
+        assert_eq!(b.messages().count(&s.id).await.unwrap(), messages_before + 1);
     }
 }
 
@@ -770,13 +770,13 @@ async fn a_database_made_by_the_sqlx_store_opens_and_upgrades() {
     for _ in 0..2 {
         // Twice: the upgrade is recorded, and the upgraded file opens as it is.
         let store = Store::open(&path).await.unwrap();
-        let sessions = store.list_sessions(SessionFilter::default()).await.unwrap();
+        let sessions = store.sessions().list(SessionFilter::default()).await.unwrap();
         assert_eq!(sessions.len(), 1, "{sessions:?}");
         let id = sessions[0].id.to_string();
         assert_eq!(sessions[0].title, "Use the tools of the conf server.");
-        let messages = store.load_messages(&id, MessageFilter::default()).await.unwrap();
+        let messages = store.messages().load(&id, MessageFilter::default()).await.unwrap();
         assert_eq!(messages.len(), 4, "{messages:?}");
-        assert_eq!(store.message_count(&id).await.unwrap(), 4);
+        assert_eq!(store.messages().count(&id).await.unwrap(), 4);
         drop(store);
     }
     let db = rusqlite::Connection::open(&path).unwrap();

@@ -233,7 +233,7 @@ impl Agent {
             }
             *last = Some(Instant::now());
         }
-        let purged = self.inner.store.purge_expired(tackle_store::now_ms()).await?;
+        let purged = self.inner.store.blobs().purge_expired(tackle_store::now_ms()).await?;
         if purged > 0 {
             tracing::info!(purged, "expired offloaded outputs removed");
         }
@@ -375,7 +375,7 @@ impl Agent {
     /// default for new sessions.
     pub async fn session_mode(&self, id: &str) -> Result<tackle_tools::PermissionMode, AgentError> {
         let mode: Option<tackle_tools::PermissionMode> =
-            self.inner.store.get_state(id, crate::tools::MODE_KEY).await?;
+            self.inner.store.sessions().get_state(id, crate::tools::MODE_KEY).await?;
         Ok(mode.unwrap_or(self.inner.config.permission_mode))
     }
 
@@ -387,7 +387,7 @@ impl Agent {
         mode: tackle_tools::PermissionMode,
     ) -> Result<(), AgentError> {
         self.mode_available(mode).map_err(AgentError::Mode)?;
-        self.inner.store.set_state(id, crate::tools::MODE_KEY, &mode).await?;
+        self.inner.store.sessions().set_state(id, crate::tools::MODE_KEY, &mode).await?;
         Ok(())
     }
 
@@ -401,7 +401,8 @@ impl Agent {
         let record = self
             .inner
             .store
-            .create_session(NewSession {
+            .sessions()
+            .create(NewSession {
                 owner: options.owner.unwrap_or_else(|| "local".to_owned()),
                 title: options.title.unwrap_or_default(),
                 provider: self.inner.provider.name().to_owned(),
@@ -412,12 +413,12 @@ impl Agent {
             .await?;
         if self.inner.config.permission_mode != tackle_tools::PermissionMode::Default {
             let mode = self.inner.config.permission_mode;
-            self.inner.store.set_state(&record.id, crate::tools::MODE_KEY, &mode).await?;
+            self.inner.store.sessions().set_state(&record.id, crate::tools::MODE_KEY, &mode).await?;
         }
         let history = if options.history.is_empty() {
             Vec::new()
         } else {
-            let seqs = self.inner.store.append_messages(&record.id, 0, &options.history).await?;
+            let seqs = self.inner.store.messages().append_all(&record.id, 0, &options.history).await?;
             seqs.into_iter()
                 .zip(options.history)
                 .map(|(seq, message)| LoadedMessage { seq: Some(seq), message, tokens: None })
@@ -428,7 +429,7 @@ impl Agent {
 
     /// Opens an existing session, reloading its history (latest snapshot plus later messages).
     pub async fn open_session(&self, id: &str) -> Result<Session, AgentError> {
-        let record = self.inner.store.get_session(id).await?;
+        let record = self.inner.store.sessions().get(id).await?;
         let history = self.load_history(&record.id).await?;
         Session::start(self.clone(), record, history, false).await
     }
@@ -442,7 +443,7 @@ impl Agent {
     /// The latest snapshot plus later messages, with their store sequence numbers and stored
     /// token counts (`None` for snapshot-made messages).
     async fn load_history(&self, id: &str) -> Result<Vec<LoadedMessage>, AgentError> {
-        let context = self.inner.store.load_context(id).await?;
+        let context = self.inner.store.messages().load_context(id).await?;
         let mut history: Vec<LoadedMessage> = context
             .snapshot
             .map(|s| {

@@ -50,7 +50,7 @@ pub struct RewindReport {
 /// Refuses a session that runs a turn (a turn whose process is gone reads as interrupted, not
 /// running). Callers that hold the session themselves (the server's busy mark) skip it.
 pub async fn ensure_idle(store: &Store, session_id: &str) -> Result<(), AgentError> {
-    if store.get_session(session_id).await?.status == SessionStatus::Running {
+    if store.sessions().get(session_id).await?.status == SessionStatus::Running {
         return Err(AgentError::Rewind(format!(
             "session {session_id} is running a turn; cancel it or wait for it to end, then rewind"
         )));
@@ -59,8 +59,8 @@ pub async fn ensure_idle(store: &Store, session_id: &str) -> Result<(), AgentErr
 }
 
 async fn checked(store: &Store, session_id: &str, turn: i64) -> Result<(SessionRecord, String), AgentError> {
-    let record = store.get_session(session_id).await?;
-    let turns = store.turns(session_id).await?;
+    let record = store.sessions().get(session_id).await?;
+    let turns = store.sessions().turns(session_id).await?;
     let Some(summary) = turns.iter().find(|t| t.turn == turn) else {
         let known: Vec<String> = turns.iter().filter(|t| t.turn > 0).map(|t| t.turn.to_string()).collect();
         return Err(AgentError::Rewind(format!(
@@ -86,9 +86,9 @@ pub async fn rewind_preview(
         (true, None) => return Err(no_checkpoints()),
     };
     let messages = if options.conversation {
-        let now = store.load_context(session_id).await?.messages().len();
-        let first = store.first_seq_of_turn(session_id, turn).await?;
-        Some((now, store.conversation_before(session_id, first).await?.len()))
+        let now = store.messages().load_context(session_id).await?.messages().len();
+        let first = store.sessions().first_seq_of_turn(session_id, turn).await?;
+        Some((now, store.sessions().conversation_before(session_id, first).await?.len()))
     } else {
         None
     };
@@ -116,7 +116,7 @@ pub async fn rewind(
         report.leftovers = restored.leftovers;
     }
     if options.conversation {
-        let done = store.rewind_conversation(session_id, turn).await?;
+        let done = store.sessions().rewind(session_id, turn).await?;
         report.messages = Some((done.messages_before, done.messages_after));
         report.prompt = done.prompt;
     }
@@ -166,8 +166,8 @@ pub async fn fork(
     session_id: &str,
     options: ForkOptions,
 ) -> Result<ForkReport, AgentError> {
-    let source = store.get_session(session_id).await?;
-    let turns = store.turns(session_id).await?;
+    let source = store.sessions().get(session_id).await?;
+    let turns = store.sessions().turns(session_id).await?;
     let last = turns.iter().map(|t| t.turn).max().unwrap_or(0);
     let turn = options.turn.unwrap_or(last);
     if options.turn.is_some() && !turns.iter().any(|t| t.turn == turn) {
@@ -197,7 +197,8 @@ pub async fn fork(
         if source.title.is_empty() { "fork".to_owned() } else { format!("fork of {}", source.title) }
     });
     let record = store
-        .fork_session(
+        .sessions()
+        .fork(
             session_id,
             NewSession {
                 owner: source.owner.clone(),
@@ -210,13 +211,13 @@ pub async fn fork(
             next,
         )
         .await?;
-    store.copy_checkpoints(session_id, &record.id, turn).await?;
+    store.checkpoints().copy(session_id, &record.id, turn).await?;
     let mut files = None;
     if options.files.is_some() {
         let checkpoints = checkpoints.ok_or_else(no_checkpoints)?;
         // The workspace after `turn` is the checkpoint before the next turn; after the last turn
         // it is the workspace now, recorded as the fork's checkpoint before its next turn.
-        let (from, at) = match store.checkpoint(session_id, turn + 1).await? {
+        let (from, at) = match store.checkpoints().get(session_id, turn + 1).await? {
             Some(_) => (session_id.to_owned(), turn + 1),
             None if next.is_some() => {
                 return Err(AgentError::Rewind(format!(

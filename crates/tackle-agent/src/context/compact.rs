@@ -182,9 +182,9 @@ impl Session {
             messages_after: self.history.len(),
         };
         if !strategies.is_empty() {
-            let upto = store.message_count(&sid).await? - 1;
+            let upto = store.messages().count(&sid).await? - 1;
             let stats = serde_json::to_value(&report).unwrap_or_default();
-            store.save_snapshot(&sid, upto, self.history.messages(), &stats).await?;
+            store.messages().save_snapshot(&sid, upto, self.history.messages(), &stats).await?;
             self.compacted = true;
         }
         sink.emit(AgentEvent::ContextCompacted {
@@ -221,7 +221,8 @@ impl Session {
                 continue;
             };
             let meta = store
-                .put_blob(
+                .blobs()
+                .put(
                     &self.record.id,
                     NewBlob {
                         tool: &target.tool,
@@ -263,7 +264,7 @@ impl Session {
         };
         let seqs = self.history.seqs_in(prefix.range());
         if !seqs.is_empty() {
-            self.agent.store().hide_messages(&self.record.id, &seqs).await?;
+            self.agent.store().messages().hide(&self.record.id, &seqs).await?;
         }
         let context = &self.context;
         self.history.adopt(replaced.clone(), Change::PrefixReplaced { len: prefix.len() }, |m| {

@@ -165,7 +165,8 @@ impl OutputOffloader for StoreOffloader {
     async fn offload(&self, ctx: &ToolContext, tool: &str, output: &str) -> Result<Offloaded, ToolFailure> {
         let meta = self
             .store
-            .put_blob(
+            .blobs()
+            .put(
                 &ctx.session_id,
                 NewBlob { tool, call_id: &ctx.call_id, bytes: output.as_bytes(), ttl: self.ttl },
             )
@@ -185,7 +186,8 @@ impl OutputOffloader for StoreOffloader {
         let reader = Previewing { inner: full.reader(), preview: &mut preview };
         let meta = self
             .store
-            .put_blob_from(&ctx.session_id, tool, &ctx.call_id, self.ttl, reader)
+            .blobs()
+            .put_from(&ctx.session_id, tool, &ctx.call_id, self.ttl, reader)
             .await
             .map_err(|e| ToolFailure::internal(format!("could not store the output: {e}")))?;
         Ok(Offloaded { reference: preview.reference(tool, &meta.locator), locator: meta.locator })

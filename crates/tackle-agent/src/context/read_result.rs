@@ -62,7 +62,7 @@ pub async fn read_page(
     session_id: &str,
     args: &ReadResultArgs,
 ) -> Result<String, ToolFailure> {
-    let blob = store.get_blob(session_id, &args.locator).await.map_err(|e| match e {
+    let blob = store.blobs().get(session_id, &args.locator).await.map_err(|e| match e {
         StoreError::NotFound { .. } => ToolFailure::not_found(format!(
             "no stored output {} in this session",
             args.locator

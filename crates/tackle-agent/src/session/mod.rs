@@ -147,7 +147,7 @@ impl Session {
         let state = if created {
             tackle_store::SessionState::default()
         } else {
-            store.session_state(&record.id).await?
+            store.sessions().state(&record.id).await?
         };
         // The tool list is frozen for the session's life: every request sends these exact specs.
         let (tools, mut state_updates) =
@@ -157,8 +157,11 @@ impl Session {
         // Cacheable sections first: dynamic text may only follow them.
         system.sort_by_key(|s| s.cache == CachePolicy::Dynamic);
         // A new session's history, if it was given one, is stored as turn 0.
-        let next_turn =
-            if created { 1 } else { store.last_turn(&record.id).await?.map(|t| t + 1).unwrap_or(1) };
+        let next_turn = if created {
+            1
+        } else {
+            store.messages().last_turn(&record.id).await?.map(|t| t + 1).unwrap_or(1)
+        };
         let config = agent.config();
         let mut context = ContextState::new(&config.model, &config.context, &system, tools.catalog().specs());
         if let Some(c) = state.get::<f64>(CALIBRATION_KEY)? {
@@ -171,7 +174,7 @@ impl Session {
         let stored_counts_valid = counted_with.as_deref() == Some(encoding);
         if !stored_counts_valid {
             if counted_with.is_some() {
-                store.clear_token_counts(&record.id).await?;
+                store.messages().clear_token_counts(&record.id).await?;
             }
             state_updates.push((COUNT_ENCODING_KEY, serde_json::json!(encoding)));
         }
@@ -191,7 +194,7 @@ impl Session {
             &mut pending_warnings,
         );
         let start_source = Some(if history.is_empty() { "startup" } else { "resume" });
-        store.set_states(&record.id, &state_updates).await?;
+        store.sessions().set_states(&record.id, &state_updates).await?;
         agent.purge_expired_if_due().await?;
         Ok(Self {
             agent,
@@ -241,7 +244,7 @@ impl Session {
     /// unless the sandbox is enforced, `plan` unless plan mode is on for the agent.
     pub async fn set_mode(&mut self, mode: tackle_tools::PermissionMode) -> Result<(), AgentError> {
         self.agent.mode_available(mode).map_err(AgentError::Mode)?;
-        self.agent.store().set_state(&self.record.id, crate::tools::MODE_KEY, &mode).await?;
+        self.agent.store().sessions().set_state(&self.record.id, crate::tools::MODE_KEY, &mode).await?;
         self.mode = mode;
         Ok(())
     }
@@ -314,6 +317,7 @@ impl Session {
         let found: crate::tools::FoundTools = self
             .agent
             .store()
+            .sessions()
             .get_state(&self.record.id, crate::tools::FOUND_TOOLS_KEY)
             .await?
             .unwrap_or_default();
@@ -325,6 +329,7 @@ impl Session {
         let active: crate::tools::ActiveSkills = self
             .agent
             .store()
+            .sessions()
             .get_state(&self.record.id, crate::tools::ACTIVE_SKILLS_KEY)
             .await?
             .unwrap_or_default();
@@ -359,7 +364,8 @@ impl Session {
         let seq = self
             .agent
             .store()
-            .append_counted_message(&self.record.id, turn, &message, i64::try_from(tokens).ok())
+            .messages()
+            .append_counted(&self.record.id, turn, &message, i64::try_from(tokens).ok())
             .await?;
         self.history.push(message, Some(seq), tokens);
         Ok(())
@@ -381,6 +387,7 @@ impl Session {
         let (seq, begun) = self
             .agent
             .store()
+            .calls()
             .append_with_calls(&self.record.id, turn, &message, i64::try_from(tokens).ok(), &starts)
             .await?;
         self.history.push(message, Some(seq), tokens);
@@ -407,7 +414,7 @@ impl Session {
         let store = self.agent.store().clone();
         let mut results: Vec<ToolResult> = Vec::new();
         for (id, name) in open {
-            let recorded = store.get_tool_call(&self.record.id, &id).await?;
+            let recorded = store.calls().get(&self.record.id, &id).await?;
             let result = match recorded {
                 Some(rec)
                     if rec.status != ToolCallStatus::Running && rec.status != ToolCallStatus::Interrupted =>
@@ -418,7 +425,7 @@ impl Session {
             };
             results.push(result);
         }
-        store.mark_running_as_interrupted(&self.record.id).await?;
+        store.calls().mark_running_as_interrupted(&self.record.id).await?;
         let message = Message {
             role: Role::Tool,
             content: results.into_iter().map(ContentBlock::ToolResult).collect(),

@@ -73,7 +73,7 @@ pub(crate) async fn unique_call_ids(
     // session knows every id; after compaction the audit is asked too.
     if !session.history.is_complete() {
         let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-        taken.extend(store.recorded_call_ids(sid, &ids).await?);
+        taken.extend(store.calls().recorded_ids(sid, &ids).await?);
     }
     for block in content.iter_mut() {
         let ContentBlock::ToolUse(call) = block else { continue };
@@ -88,7 +88,7 @@ pub(crate) async fn unique_call_ids(
             let candidate = format!("{}_{n}", call.id);
             if !taken.contains(&candidate)
                 && (session.history.is_complete()
-                    || store.recorded_call_ids(sid, &[candidate.as_str()]).await?.is_empty())
+                    || store.calls().recorded_ids(sid, &[candidate.as_str()]).await?.is_empty())
             {
                 break candidate;
             }
@@ -136,7 +136,7 @@ pub(crate) fn plan_calls(
 }
 
 /// The calls of `planned` that will run, as the audit records them when the assistant message
-/// is committed (see [`tackle_store::Store::append_with_calls`]), with their arguments.
+/// is committed (see [`tackle_store::Calls::append_with_calls`]), with their arguments.
 pub(crate) fn starts(planned: &[Planned]) -> Vec<(String, String, serde_json::Value)> {
     planned
         .iter()
@@ -291,7 +291,7 @@ async fn run_one(
 
     let begun = match begun {
         Some(b) => b,
-        None => store.begin_tool_call(sid, &call.id, &call.name, &args).await?,
+        None => store.calls().begin(sid, &call.id, &call.name, &args).await?,
     };
     match begun {
         BeginOutcome::Started => {}
@@ -362,7 +362,7 @@ async fn run_one(
     let finish = if defer_finish {
         Some((call.id.to_string(), finish))
     } else {
-        store.finish_tool_call(sid, &call.id, finish).await?;
+        store.calls().finish(sid, &call.id, finish).await?;
         None
     };
     emit_result(

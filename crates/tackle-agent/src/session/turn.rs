@@ -211,8 +211,10 @@ impl Session {
                 .map(|(event, text)| ContentBlock::text(format!("[{event} hook context]\n{text}"))),
         );
         let tokens = self.context.count_message(&message);
-        let (record, seq) =
-            store.start_turn(&self.record.id, update, turn, &message, i64::try_from(tokens).ok()).await?;
+        let (record, seq) = store
+            .sessions()
+            .start_turn(&self.record.id, update, turn, &message, i64::try_from(tokens).ok())
+            .await?;
         self.record = record;
         self.history.push(message, Some(seq), tokens);
         // The current turn starts here; compaction never touches it.
@@ -245,7 +247,8 @@ impl Session {
             Err(_) => SessionStatus::Failed,
         };
         if let Ok(record) = store
-            .update_session(&self.record.id, SessionUpdate { status: Some(status), ..Default::default() })
+            .sessions()
+            .update(&self.record.id, SessionUpdate { status: Some(status), ..Default::default() })
             .await
         {
             self.record = record;
@@ -537,7 +540,7 @@ impl Session {
         if let Some(calibration) =
             self.context.observe_usage(self.last_request_len, response.usage.input_tokens)
         {
-            self.agent.store().set_state(&self.record.id, CALIBRATION_KEY, &calibration).await?;
+            self.agent.store().sessions().set_state(&self.record.id, CALIBRATION_KEY, &calibration).await?;
         }
         let report = StepReport {
             step: run.step,
@@ -819,7 +822,7 @@ impl Session {
             finished,
             step: &record,
         };
-        let seq = self.agent.store().commit_step(&self.record.id, commit).await?;
+        let seq = self.agent.store().steps().commit(&self.record.id, commit).await?;
         if let (Some(message), Some(tokens)) = (message, tokens) {
             self.history.push(message, seq, tokens);
         }

@@ -78,6 +78,7 @@ impl TypedTool for ProposePlan {
         }
         // The executor asked the user before this ran: the plan is approved.
         self.store
+            .sessions()
             .set_state(&ctx.session_id, MODE_KEY, &PermissionMode::Default)
             .await
             .map_err(|e| ToolFailure::internal(e.to_string()))?;

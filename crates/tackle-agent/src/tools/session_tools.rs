@@ -137,10 +137,10 @@ impl SessionTools {
         let event = catalog_changed("tool_source", &self.known, &now, cache_break, &catalog);
         tracing::info!(session = %session_id, cache_break, fingerprint = %catalog.fingerprint(), "tools changed at a turn boundary");
         if cache_break {
-            store.set_state(session_id, CATALOG_KEY, catalog.fingerprint()).await?;
+            store.sessions().set_state(session_id, CATALOG_KEY, catalog.fingerprint()).await?;
             self.catalog = catalog;
         }
-        store.set_state(session_id, TOOL_NAMES_KEY, &now).await?;
+        store.sessions().set_state(session_id, TOOL_NAMES_KEY, &now).await?;
         self.known = now;
         Ok(Some((event, cache_break)))
     }
@@ -154,7 +154,7 @@ impl SessionTools {
         last_step: bool,
     ) -> Result<StepView, AgentError> {
         let needs_state = !self.skills.is_empty() || self.deferral.reads_state();
-        let state = if needs_state { Some(agent.store().session_state(session_id).await?) } else { None };
+        let state = if needs_state { Some(agent.store().sessions().state(session_id).await?) } else { None };
         self.view(agent, state.as_ref(), mask, last_step)
     }
 

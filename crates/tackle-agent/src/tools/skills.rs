@@ -500,8 +500,12 @@ impl TypedTool for ActivateSkill {
         };
         let internal = |e: tackle_store::StoreError| ToolFailure::internal(e.to_string());
         let store = super::store_for(&ctx, &self.store);
-        let mut active: ActiveSkills =
-            store.get_state(&ctx.session_id, ACTIVE_SKILLS_KEY).await.map_err(internal)?.unwrap_or_default();
+        let mut active: ActiveSkills = store
+            .sessions()
+            .get_state(&ctx.session_id, ACTIVE_SKILLS_KEY)
+            .await
+            .map_err(internal)?
+            .unwrap_or_default();
         if let Some(file) = &args.file {
             if !active.0.contains(&skill.name) {
                 return Err(ToolFailure::new(
@@ -515,7 +519,7 @@ impl TypedTool for ActivateSkill {
         // A server's skill is read and checked before it counts as active.
         let instructions = self.instructions(skill, &ctx).await?;
         let evicted = active.activate(&skill.name);
-        store.set_state(&ctx.session_id, ACTIVE_SKILLS_KEY, &active).await.map_err(internal)?;
+        store.sessions().set_state(&ctx.session_id, ACTIVE_SKILLS_KEY, &active).await.map_err(internal)?;
         let mut out = format!("Skill {} is active.", skill.name);
         if !skill.tools.is_empty() {
             out.push_str(&format!(" Tools available from the next step: {}.", skill.tools.join(", ")));

@@ -87,7 +87,7 @@ pub(crate) async fn recited(
     if !catalog.contains(NAME) {
         return Ok(Vec::new());
     }
-    let todos = store.open_todos(session_id).await?;
+    let todos = store.todos().open(session_id).await?;
     Ok(todos.into_iter().map(|t| format!("{}. {}", t.id, t.text)).collect())
 }
 
@@ -136,17 +136,18 @@ impl TypedTool for TodoTool {
                 if text.trim().is_empty() {
                     return Err(ToolFailure::invalid_args("text is empty; describe the item"));
                 }
-                let item = store.add_todo(sid, text.trim()).await.map_err(store_failure)?;
+                let item = store.todos().add(sid, text.trim()).await.map_err(store_failure)?;
                 return Ok(ToolOutput::text(line("added", &item)));
             }
             TodoArgs::Update { id, text, status } => {
                 if text.is_none() && status.is_none() {
                     return Err(ToolFailure::invalid_args("update needs text or status"));
                 }
-                store.update_todo(sid, id, TodoUpdate { text, status }).await.map_err(store_failure)?
+                store.todos().update(sid, id, TodoUpdate { text, status }).await.map_err(store_failure)?
             }
             TodoArgs::Complete { id } => store
-                .update_todo(sid, id, TodoUpdate { text: None, status: Some(TodoStatus::Done) })
+                .todos()
+                .update(sid, id, TodoUpdate { text: None, status: Some(TodoStatus::Done) })
                 .await
                 .map_err(store_failure)?,
             TodoArgs::Remove { id, confirm } => {
@@ -156,13 +157,13 @@ impl TypedTool for TodoTool {
                     )
                     .with_hint("use action complete for finished items"));
                 }
-                let item = store.remove_todo(sid, id).await.map_err(store_failure)?;
+                let item = store.todos().remove(sid, id).await.map_err(store_failure)?;
                 return Ok(ToolOutput::text(line("removed", &item)));
             }
             TodoArgs::List { offset, limit } => {
                 let offset = offset.unwrap_or(0);
                 let limit = limit.unwrap_or(20).clamp(1, 100);
-                let page = store.list_todos(sid, offset, limit).await.map_err(store_failure)?;
+                let page = store.todos().list(sid, offset, limit).await.map_err(store_failure)?;
                 let has_more = u64::from(offset) + (page.items.len() as u64) < page.total_count;
                 return Ok(ToolOutput::text(
                     json!({ "items": page.items, "total_count": page.total_count, "has_more": has_more })

@@ -18,11 +18,11 @@ fn ctx(session: &str, store: &Store) -> ToolContext {
 async fn a_turn_that_lost_its_lease_changes_no_todo_item() {
     let store = Store::open_in_memory().await.unwrap();
     let session =
-        store.create_session(NewSession { owner: "u".into(), ..NewSession::default() }).await.unwrap();
+        store.sessions().create(NewSession { owner: "u".into(), ..NewSession::default() }).await.unwrap();
     let sid = session.id.to_string();
     // The tool is built with the unfenced store, as the agent builds it.
     let tool = TodoTool::new(store.clone());
-    let lease = store.acquire_lease(&sid, Duration::from_secs(60)).await.unwrap().unwrap();
+    let lease = store.leases().acquire(&sid, Duration::from_secs(60)).await.unwrap().unwrap();
     let turn = store.fenced(&lease);
 
     // Positive control: while the lease holds, every action writes.
@@ -31,7 +31,7 @@ async fn a_turn_that_lost_its_lease_changes_no_todo_item() {
     tool.run(TodoArgs::Add { text: "second".into() }, holding.clone()).await.unwrap();
     tool.run(TodoArgs::Complete { id: 1 }, holding.clone()).await.unwrap();
 
-    store.release_lease(&lease, 0).await.unwrap();
+    store.leases().release(&lease, 0).await.unwrap();
     let lost = ctx(&sid, &turn);
     let attempts = [
         TodoArgs::Add { text: "third".into() },
@@ -43,7 +43,7 @@ async fn a_turn_that_lost_its_lease_changes_no_todo_item() {
         let label = format!("{args:?}");
         assert!(tool.run(args, lost.clone()).await.is_err(), "{label} wrote after the lease was lost");
     }
-    let items = store.list_todos(&sid, 0, 10).await.unwrap().items;
+    let items = store.todos().list(&sid, 0, 10).await.unwrap().items;
     assert_eq!(items.len(), 2, "{items:?}");
     assert_eq!(items[1].text, "second");
     assert_eq!(items[1].status, TodoStatus::Open, "{items:?}");

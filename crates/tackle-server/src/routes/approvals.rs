@@ -80,7 +80,7 @@ pub async fn list(
             rule: r.rule,
         })
         .collect();
-    for r in state.agent().store().pending_approvals(&id).await? {
+    for r in state.agent().store().approvals().pending(&id).await? {
         if !approvals.iter().any(|a| a.id == r.id) {
             approvals.push(ApprovalView {
                 id: r.id,
@@ -111,9 +111,11 @@ pub async fn decide(
     let session = match local {
         Some(session) => session,
         // Waiting on another instance on the same database, perhaps.
-        None => {
-            store.approval_session(&id).await?.ok_or_else(|| ApiError::not_found("pending approval", &id))?
-        }
+        None => store
+            .approvals()
+            .session_of(&id)
+            .await?
+            .ok_or_else(|| ApiError::not_found("pending approval", &id))?,
     };
     // Another user's approval is as invisible as a missing one.
     state.owned_session(&session, &user).await.map_err(|_| ApiError::not_found("pending approval", &id))?;
@@ -121,7 +123,7 @@ pub async fn decide(
     let decided = match state.inner.approvals.resolve(&id, body.approve, reason.clone()) {
         Ok(()) => true,
         // The instance whose turn waits picks the decision up from the store.
-        Err(_) => store.decide_approval(&id, body.approve, reason.as_deref()).await?,
+        Err(_) => store.approvals().decide(&id, body.approve, reason.as_deref()).await?,
     };
     if !decided {
         return Err(ApiError::not_found("pending approval", &id));

@@ -110,7 +110,7 @@ pub async fn list(
         .iter()
         .map(|r| view(crate::elicitations::stored(r)))
         .collect();
-    for q in state.agent().store().pending_elicitations(&id).await? {
+    for q in state.agent().store().elicitations().pending(&id).await? {
         if !questions.iter().any(|v| v.id == q.id) {
             questions.push(view(q));
         }
@@ -136,11 +136,13 @@ pub async fn answer(
         // Waiting on another instance on the same database, perhaps.
         None => {
             let session = store
-                .elicitation_session(&id)
+                .elicitations()
+                .session_of(&id)
                 .await?
                 .ok_or_else(|| ApiError::not_found("pending question", &id))?;
             store
-                .pending_elicitations(&session)
+                .elicitations()
+                .pending(&session)
                 .await?
                 .into_iter()
                 .find(|q| q.id == id)
@@ -177,7 +179,7 @@ pub async fn answer(
         Ok(()) => true,
         // The instance whose turn waits picks the answer up from the store.
         Err(_) => {
-            store.answer_elicitation(&id, &serde_json::to_value(&answer).unwrap_or(Value::Null)).await?
+            store.elicitations().answer(&id, &serde_json::to_value(&answer).unwrap_or(Value::Null)).await?
         }
     };
     if !answered {

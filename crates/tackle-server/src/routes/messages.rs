@@ -328,7 +328,8 @@ pub async fn cancel(
     state.owned_session(&id, &user).await?;
     // Running here, or on another instance on the same database (which sees the request
     // within its coordinator's poll interval).
-    let cancelled = state.inner.turns.cancel(&id) || state.agent().store().request_cancel(&id).await?;
+    let cancelled =
+        state.inner.turns.cancel(&id) || state.agent().store().leases().request_cancel(&id).await?;
     Ok(Json(CancelResult { cancelled }))
 }
 
@@ -446,7 +447,7 @@ impl Replay {
             if self.finished {
                 return None;
             }
-            match self.store.events_after(&self.session, self.after, REPLAY_PAGE).await {
+            match self.store.events().after(&self.session, self.after, REPLAY_PAGE).await {
                 Ok(events) if !events.is_empty() => {
                     self.pending.extend(events);
                     continue;
@@ -460,7 +461,7 @@ impl Replay {
             }
             // Nothing new. A running turn stores its events before it ends, so once no turn
             // runs, one more read finds everything.
-            match self.store.get_session(&self.session).await {
+            match self.store.sessions().get(&self.session).await {
                 Ok(record) if record.status == tackle_store::SessionStatus::Running => {
                     tokio::time::sleep(crate::turns::POLL).await;
                 }

@@ -126,8 +126,9 @@ pub async fn turns(
 ) -> Result<Json<TurnList>, ApiError> {
     state.owned_session(&id, &user).await?;
     let store = state.agent().store();
-    let recorded: Vec<i64> = store.checkpoints(&id).await?.into_iter().map(|c| c.turn).collect();
+    let recorded: Vec<i64> = store.checkpoints().list(&id).await?.into_iter().map(|c| c.turn).collect();
     let turns = store
+        .sessions()
         .turns(&id)
         .await?
         .into_iter()
@@ -225,7 +226,7 @@ pub async fn fork(
     let done = tackle_agent::fork(agent.store(), agent.checkpoints().map(|c| &**c), &id, options)
         .await
         .map_err(rewind_error)?;
-    let record = agent.store().get_session(&done.session_id).await?;
+    let record = agent.store().sessions().get(&done.session_id).await?;
     let mut view = SessionView::from(record);
     view.mode = Some(agent.session_mode(&done.session_id).await?.into());
     Ok((StatusCode::CREATED, Json(view)))

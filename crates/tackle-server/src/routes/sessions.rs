@@ -284,7 +284,8 @@ pub async fn list(
     let sessions = state
         .agent()
         .store()
-        .list_sessions(SessionFilter { owner: Some(user), limit: Some(limit), offset })
+        .sessions()
+        .list(SessionFilter { owner: Some(user), limit: Some(limit), offset })
         .await?;
     Ok(Json(SessionList { sessions: sessions.into_iter().map(SessionView::from).collect() }))
 }
@@ -349,7 +350,8 @@ pub async fn update(
         Some(title) => {
             agent
                 .store()
-                .update_session(
+                .sessions()
+                .update(
                     &id,
                     SessionUpdate { title: Some(title.trim().to_owned()), ..SessionUpdate::default() },
                 )
@@ -373,7 +375,7 @@ pub async fn delete(
     state.owned_session(&id, &user).await?;
     // Holding the busy mark while deleting keeps a turn from starting meanwhile.
     let guard = state.start_turn(&id).await?;
-    let deleted = state.agent().store().delete_session(&id).await;
+    let deleted = state.agent().store().sessions().delete(&id).await;
     let base = guard.event_base();
     guard.finish(base).await;
     deleted?;

@@ -83,14 +83,18 @@ impl Tool for ToolSearch {
         }
         let internal = |e: tackle_store::StoreError| ToolFailure::internal(e.to_string());
         let store = crate::tools::store_for(&ctx, &self.store);
-        let mut found: FoundTools =
-            store.get_state(&ctx.session_id, FOUND_TOOLS_KEY).await.map_err(internal)?.unwrap_or_default();
+        let mut found: FoundTools = store
+            .sessions()
+            .get_state(&ctx.session_id, FOUND_TOOLS_KEY)
+            .await
+            .map_err(internal)?
+            .unwrap_or_default();
         for spec in &hits {
             if !found.0.contains(&spec.name) {
                 found.0.push(spec.name.clone());
             }
         }
-        store.set_state(&ctx.session_id, FOUND_TOOLS_KEY, &found).await.map_err(internal)?;
+        store.sessions().set_state(&ctx.session_id, FOUND_TOOLS_KEY, &found).await.map_err(internal)?;
         if self.deferred.mode() == DeferralMode::Native {
             // The provider loads each referenced definition into the model's context; the text
             // is what other readers (the store, front ends, a later provider) see.

@@ -96,7 +96,7 @@ pub async fn create(
     resolve_references(&state, &user, &mut request.input).await?;
     let input = read_input(&request.input, agent)?;
     let previous = match &request.previous_response_id {
-        Some(id) => Some(state.agent().store().response_chain(id, &user).await.map_err(|e| match e {
+        Some(id) => Some(state.agent().store().responses().chain(id, &user).await.map_err(|e| match e {
             tackle_store::StoreError::NotFound { .. } => ApiError {
                 status: axum::http::StatusCode::NOT_FOUND,
                 code: "not_found",
@@ -195,7 +195,7 @@ impl Header {
             messages,
             items,
         };
-        state.agent().store().put_response(response).await.map_err(|e| {
+        state.agent().store().responses().put(response).await.map_err(|e| {
             tracing::error!(error = %e, response = %self.id, "cannot store a response");
             ApiError::from(e)
         })
@@ -349,7 +349,7 @@ async fn resolve_references(state: &AppState, user: &str, input: &mut Value) -> 
         let Some(id) = str_at(item, "id").map(str::to_owned) else {
             return Err(ApiError::invalid_field(format!("input[{i}].id"), "id is required"));
         };
-        *item = state.agent().store().response_item(&id, user).await.map_err(|e| match e {
+        *item = state.agent().store().responses().item(&id, user).await.map_err(|e| match e {
             tackle_store::StoreError::NotFound { .. } => ApiError {
                 status: axum::http::StatusCode::NOT_FOUND,
                 code: "not_found",
