@@ -397,10 +397,10 @@ async fn an_invalid_stored_history_is_repaired_and_reported() {
         let h = Harness::new(kind, Script::new(vec![Turn::text("ok")])).await;
         let session = h.session().await;
         let sid = session.id().to_owned();
-        h.store.append_message(&sid, 1, &tackle_protocol::Message::user("hello")).await.unwrap();
-        h.store.append_message(&sid, 1, &tackle_protocol::Message::assistant("hi")).await.unwrap();
+        h.store.messages().append(&sid, 1, &tackle_protocol::Message::user("hello")).await.unwrap();
+        h.store.messages().append(&sid, 1, &tackle_protocol::Message::assistant("hi")).await.unwrap();
         let orphan = tackle_protocol::ToolResult::ok("call_ghost", "from nowhere");
-        h.store.append_message(&sid, 1, &tackle_protocol::Message::tool_results([orphan])).await.unwrap();
+        h.store.messages().append(&sid, 1, &tackle_protocol::Message::tool_results([orphan])).await.unwrap();
         let mut resumed = h.agent.open_session(&sid).await.unwrap();
         let outcome =
             resumed.run_turn(TurnInput::new("continue"), &h.sink(), &CancellationToken::new()).await.unwrap();
