@@ -7,8 +7,8 @@
 //! crash, `queued` updates are handled as if just received, and `running` ones are never started
 //! again (the person is told instead).
 
-use crate::db::{DbRow, transaction};
-use crate::sql::{Conn, Query, no_session};
+use crate::db::DbRow;
+use crate::sql::{Query, no_session};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -157,18 +157,21 @@ impl Channels<'_> {
             .bind(offset.to_string())
             .bind(now)
         });
-        transaction!(&self.store.db, None, |conn| {
-            let mut new = Vec::with_capacity(inserts.len());
-            for (update_id, insert) in &inserts {
-                if conn.execute(insert).await? > 0 {
-                    new.push(*update_id);
+        self.store
+            .db
+            .transaction(None, async move |conn| {
+                let mut new = Vec::with_capacity(inserts.len());
+                for (update_id, insert) in &inserts {
+                    if conn.execute(insert).await? > 0 {
+                        new.push(*update_id);
+                    }
                 }
-            }
-            if let Some(offset) = &offset {
-                conn.execute(offset).await?;
-            }
-            Ok(new)
-        })
+                if let Some(offset) = &offset {
+                    conn.execute(offset).await?;
+                }
+                Ok(new)
+            })
+            .await
     }
 
     /// The next update id a polling channel asks for.

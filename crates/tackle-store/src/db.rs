@@ -1,8 +1,9 @@
 //! Opening the database: the two backends, pragmas, pools, embedded migrations.
 //!
 //! Every query is written once, in SQL both backends accept (`$1` parameters, `ON CONFLICT`,
-//! `RETURNING`, `"user"` quoted), as a [`Query`] run through [`Db`]'s methods or, for statements
-//! that run together, [`transaction!`] (see `sql.rs`). The schema is the same on both, created
+//! `RETURNING`, `"user"` quoted), as a [`Query`] run on a [`Conn`] that [`Db`] lends: a single
+//! statement through [`Db::execute`] and its kin, statements that commit together through
+//! [`Db::transaction`] (see `sql.rs`). The schema is the same on both, created
 //! by migrations with the same versions; only the dialect of the DDL differs (`migrations/` for SQLite, `migrations/postgres/` for PostgreSQL).
 
 use std::borrow::Cow;
@@ -14,11 +15,11 @@ use sqlx::SqlSafeStr;
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
-use crate::StoreError;
 use crate::fence::{self, Epoch};
 use crate::readers::SqliteReaders;
-use crate::sql::{self, Query, Row};
+use crate::sql::{self, Conn, Query, Row};
 use crate::writer::{Placement, SqliteWriter};
+use crate::{Backend, StoreError};
 
 /// The SQLite schema, embedded in the binary: version, description, SQL.
 pub(crate) const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
@@ -82,6 +83,150 @@ pub(crate) struct SqliteDb {
     pub(crate) readers: SqliteReaders,
 }
 
+/// Where each database is entered: every statement of the store runs on a [`Conn`] that one of
+/// [`Db::write`], [`Db::transaction`] and [`Db::read`] lends to a body written once for both
+/// drivers. The bodies own what they use (`'static`): on SQLite they may run on a blocking thread
+/// ([`SqliteWriter`]) and run again when a first attempt in place found SQLite's write lock busy.
+impl Db {
+    /// Runs `body` on the writer (SQLite) or a pooled connection (PostgreSQL): as it is when
+    /// `epoch` is `None` (one statement, or statements that need not commit together), else in a
+    /// write transaction that checks the fence first (`fence.rs`). On SQLite, `placement` says
+    /// whether it may run in place ([no-wait-in-place]); PostgreSQL's writes never hold a
+    /// thread: they are awaited.
+    pub(crate) async fn write<T, B>(
+        &self,
+        placement: Placement,
+        epoch: Epoch,
+        mut body: B,
+    ) -> Result<T, StoreError>
+    where
+        B: AsyncFnMut(&mut Conn<'_>) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        match (self, epoch) {
+            (Db::Sqlite(sqlite), None) => {
+                sqlite.writer.call(placement, move |conn| sql::ready(body(&mut Conn::Sqlite(conn)))).await
+            }
+            (Db::Postgres(pool), None) => body(&mut Conn::Postgres(&mut *pool.acquire().await?)).await,
+            (db, epoch) => db.transaction_once(placement, epoch, body).await,
+        }
+    }
+
+    /// Runs `body` in one write transaction that first checks the fence `epoch` (`fence.rs`):
+    /// everything it does commits together or not at all. On PostgreSQL a transaction that fails
+    /// on a unique key runs again ([`retry_on_conflict`]); SQLite serializes its writers.
+    pub(crate) async fn transaction<T, B>(&self, epoch: Epoch, body: B) -> Result<T, StoreError>
+    where
+        B: AsyncFnMut(&mut Conn<'_>) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.transaction_on(Placement::InPlace, epoch, body).await
+    }
+
+    /// Like [`Db::transaction`], where `placement` says whether it may run in place on SQLite.
+    pub(crate) async fn transaction_on<T, B>(
+        &self,
+        placement: Placement,
+        epoch: Epoch,
+        mut body: B,
+    ) -> Result<T, StoreError>
+    where
+        B: AsyncFnMut(&mut Conn<'_>) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        match self {
+            Db::Sqlite(_) => self.transaction_once(placement, epoch, body).await,
+            Db::Postgres(pool) => {
+                let mut tries = 0;
+                loop {
+                    let done = pg_transaction(pool, &epoch, &mut body).await;
+                    if !again_after(&done, &mut tries).await {
+                        return done;
+                    }
+                }
+            }
+        }
+    }
+
+    /// One attempt of [`Db::transaction_on`].
+    async fn transaction_once<T, B>(
+        &self,
+        placement: Placement,
+        epoch: Epoch,
+        mut body: B,
+    ) -> Result<T, StoreError>
+    where
+        B: AsyncFnMut(&mut Conn<'_>) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        match self {
+            Db::Sqlite(sqlite) => {
+                sqlite
+                    .writer
+                    .transaction(placement, move |tx| {
+                        sql::ready(async {
+                            let conn = &mut Conn::Sqlite(tx);
+                            fence::check(conn, &epoch).await?;
+                            body(conn).await
+                        })
+                    })
+                    .await
+            }
+            Db::Postgres(pool) => pg_transaction(pool, &epoch, &mut body).await,
+        }
+    }
+
+    /// Runs `body`, which only reads, on a read connection (SQLite: on a blocking thread, never
+    /// holding the writer, `readers.rs`) or a pooled connection (PostgreSQL).
+    pub(crate) async fn read<T, B>(&self, body: B) -> Result<T, StoreError>
+    where
+        B: AsyncFnOnce(&mut Conn<'_>) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        match self {
+            Db::Sqlite(sqlite) => {
+                sqlite.readers.call(move |conn| sql::ready(body(&mut Conn::Sqlite(conn)))).await
+            }
+            Db::Postgres(pool) => body(&mut Conn::Postgres(&mut *pool.acquire().await?)).await,
+        }
+    }
+
+    /// Which database this is.
+    pub(crate) fn backend(&self) -> Backend {
+        match self {
+            Db::Sqlite(_) => Backend::Sqlite,
+            Db::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    /// Closes the connections, waiting for running queries; later calls fail.
+    pub(crate) async fn close(&self) {
+        match self {
+            Db::Sqlite(sqlite) => {
+                sqlite.writer.close().await;
+                sqlite.readers.close();
+            }
+            Db::Postgres(pool) => pool.close().await,
+        }
+    }
+}
+
+/// Runs `body` in a PostgreSQL transaction of `pool` that first checks `epoch` (locking the
+/// session row until it commits).
+async fn pg_transaction<T>(
+    pool: &PgPool,
+    epoch: &Epoch,
+    body: &mut impl AsyncFnMut(&mut Conn<'_>) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let mut tx = pool.begin().await?;
+    let conn = &mut Conn::Postgres(&mut tx);
+    fence::check(conn, epoch).await?;
+    let done = body(conn).await?;
+    tx.commit().await?;
+    Ok(done)
+}
+
+/// One statement through [`Db::write`] and [`Db::read`].
 impl Db {
     /// Runs a write of one statement, checked against `epoch` (`fence.rs`); returns the rows
     /// it changed. SQLite: on the writer ([no-wait-in-place]).
@@ -89,22 +234,14 @@ impl Db {
         self.execute_on(Placement::InPlace, epoch, query).await
     }
 
-    /// Like [`Db::execute`]; on SQLite, `placement` says whether the write may run in place
-    /// (PostgreSQL's writes never hold a thread: they are awaited).
+    /// Like [`Db::execute`], where `placement` says whether it may run in place on SQLite.
     pub(crate) async fn execute_on(
         &self,
         placement: Placement,
         epoch: Epoch,
         query: Query,
     ) -> Result<u64, StoreError> {
-        match self {
-            Db::Sqlite(sqlite) => {
-                sqlite.writer.write_on(placement, epoch, move |conn| sql::sqlite_execute(conn, &query)).await
-            }
-            Db::Postgres(pool) => {
-                fence::pg_write(pool, &epoch, async |conn| sql::pg_execute(conn, &query).await).await
-            }
-        }
+        self.write(placement, epoch, async move |conn| conn.execute(&query).await).await
     }
 
     /// Runs one statement on the writer's connection (SQLite) or the pool, checked against
@@ -115,15 +252,7 @@ impl Db {
         query: Query,
         decode: fn(&dyn Row) -> Result<T, StoreError>,
     ) -> Result<Vec<T>, StoreError> {
-        match self {
-            Db::Sqlite(sqlite) => {
-                sqlite.writer.write(epoch, move |conn| sql::sqlite_fetch_all(conn, &query, decode)).await
-            }
-            Db::Postgres(pool) => {
-                fence::pg_write(pool, &epoch, async |conn| sql::pg_fetch_all(conn, &query, decode).await)
-                    .await
-            }
-        }
+        self.write(Placement::InPlace, epoch, async move |conn| conn.fetch_all(&query, decode).await).await
     }
 
     /// Like [`Db::fetch_all`], for at most one row.
@@ -133,32 +262,17 @@ impl Db {
         query: Query,
         decode: fn(&dyn Row) -> Result<T, StoreError>,
     ) -> Result<Option<T>, StoreError> {
-        match self {
-            Db::Sqlite(sqlite) => {
-                sqlite.writer.write(epoch, move |conn| sql::sqlite_fetch_optional(conn, &query, decode)).await
-            }
-            Db::Postgres(pool) => {
-                fence::pg_write(pool, &epoch, async |conn| sql::pg_fetch_optional(conn, &query, decode).await)
-                    .await
-            }
-        }
+        self.write(Placement::InPlace, epoch, async move |conn| conn.fetch_optional(&query, decode).await)
+            .await
     }
-}
 
-impl Db {
-    /// Runs one read on a read connection (SQLite: on a blocking thread, never holding the
-    /// writer) or the pool, and decodes every row.
+    /// Runs one read on a read connection (see [`Db::read`]) and decodes every row.
     pub(crate) async fn read_all<T: Send + 'static>(
         &self,
         query: Query,
         decode: fn(&dyn Row) -> Result<T, StoreError>,
     ) -> Result<Vec<T>, StoreError> {
-        match self {
-            Db::Sqlite(sqlite) => {
-                sqlite.readers.call(move |conn| sql::sqlite_fetch_all(conn, &query, decode)).await
-            }
-            Db::Postgres(pool) => sql::pg_fetch_all(pool, &query, decode).await,
-        }
+        self.read(async move |conn| conn.fetch_all(&query, decode).await).await
     }
 
     /// Like [`Db::read_all`], for at most one row.
@@ -167,12 +281,7 @@ impl Db {
         query: Query,
         decode: fn(&dyn Row) -> Result<T, StoreError>,
     ) -> Result<Option<T>, StoreError> {
-        match self {
-            Db::Sqlite(sqlite) => {
-                sqlite.readers.call(move |conn| sql::sqlite_fetch_optional(conn, &query, decode)).await
-            }
-            Db::Postgres(pool) => sql::pg_fetch_optional(pool, &query, decode).await,
-        }
+        self.read(async move |conn| conn.fetch_optional(&query, decode).await).await
     }
 
     /// Like [`Db::read_optional`], for exactly one row (an aggregate, say).
@@ -187,47 +296,6 @@ impl Db {
     }
 }
 
-/// Runs `$body` (an expression of type `Result<T, StoreError>`, usually an `async fn` over
-/// `$conn: &mut impl sql::Conn` awaited) in one write transaction that first checks the fence
-/// `$epoch`: on SQLite inside the writer's closure (so what it names is moved in: own it), on
-/// PostgreSQL in a sqlx transaction. The body is written once and compiled once per driver.
-/// `transaction!(on Placement::Blocking, db, epoch, |conn| body)` never runs it in place (see
-/// `writer.rs`).
-macro_rules! transaction {
-    ($db:expr, $epoch:expr, |$conn:ident| $body:expr) => {
-        $crate::db::transaction!(on $crate::writer::Placement::InPlace, $db, $epoch, |$conn| $body)
-    };
-    (on $placement:expr, $db:expr, $epoch:expr, |$conn:ident| $body:expr) => {
-        match $db {
-            $crate::db::Db::Sqlite(sqlite) => {
-                sqlite
-                    .writer
-                    .transaction_on($placement, move |tx| {
-                        let $conn = &mut $crate::sql::SqliteConn(tx);
-                        $crate::sql::ready(async {
-                            $crate::sql::Conn::check_fence($conn, &$epoch).await?;
-                            $body
-                        })
-                    })
-                    .await
-            }
-            $crate::db::Db::Postgres(pool) => {
-                let mut tx = pool.begin().await?;
-                let $conn = &mut $crate::sql::PgConn(&mut tx);
-                let done: Result<_, $crate::StoreError> = async {
-                    $crate::sql::Conn::check_fence($conn, &$epoch).await?;
-                    $body
-                }
-                .await;
-                let done = done?;
-                tx.commit().await?;
-                Ok(done)
-            }
-        }
-    };
-}
-pub(crate) use transaction;
-
 /// Typed access to a row of any driver (see `sql.rs`); decoders take
 /// `&(impl DbRow + ?Sized)`, which `&dyn sql::Row` is.
 pub(crate) use crate::sql::RowExt as DbRow;
@@ -235,7 +303,13 @@ pub(crate) use crate::sql::RowExt as DbRow;
 /// How long a SQLite connection waits for another writer before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
-pub(crate) async fn open_file(path: &Path) -> Result<SqliteDb, StoreError> {
+/// Opens (creating it if needed) and migrates the SQLite file at `path`.
+pub(crate) async fn open_file(path: &Path) -> Result<Db, StoreError> {
+    Ok(Db::Sqlite(open_sqlite(path).await?))
+}
+
+/// [`open_file`]'s connections.
+pub(crate) async fn open_sqlite(path: &Path) -> Result<SqliteDb, StoreError> {
     if let Some(parent) = path.parent()
         && !parent.as_os_str().is_empty()
     {
@@ -263,7 +337,8 @@ pub(crate) async fn open_file(path: &Path) -> Result<SqliteDb, StoreError> {
 /// Connections a PostgreSQL store opens at most.
 pub(crate) const POSTGRES_MAX_CONNECTIONS: u32 = 16;
 
-pub(crate) async fn open_postgres(url: &str) -> Result<PgPool, StoreError> {
+/// Connects to the PostgreSQL database at `url` and migrates it.
+pub(crate) async fn open_postgres(url: &str) -> Result<Db, StoreError> {
     let options = PgConnectOptions::from_str(url)?;
     // One connection first: it says plainly why the server cannot be reached (refused, unknown
     // database, bad password), where the pool would retry until its timeout and report only that.
@@ -276,7 +351,7 @@ pub(crate) async fn open_postgres(url: &str) -> Result<PgPool, StoreError> {
     // sqlx's PostgreSQL migrator holds an advisory lock while it migrates, so several
     // processes opening a fresh database at once take turns.
     migrator(POSTGRES_MIGRATIONS).run(&pool).await?;
-    Ok(pool)
+    Ok(Db::Postgres(pool))
 }
 
 /// An exclusive lock on `<database>.migrate-lock`, released when dropped.
@@ -305,24 +380,33 @@ impl MigrationLock {
 /// the same maximum there, but under PostgreSQL's read-committed isolation two concurrent
 /// appends to one session can, and the second then fails on the primary key: it is simply
 /// repeated (it inserted nothing), so numbers stay dense and unique without a lock round trip.
+/// ([`Db::transaction`] does the same for its transactions.)
 pub(crate) async fn retry_on_conflict<T, F, Fut>(mut attempt: F) -> Result<T, StoreError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, StoreError>>,
 {
-    const ATTEMPTS: usize = 100;
     let mut tries = 0;
     loop {
-        match attempt().await {
-            Err(StoreError::Database(sqlx::Error::Database(d)))
-                if d.is_unique_violation() && tries < ATTEMPTS =>
-            {
-                tries += 1;
-                tokio::task::yield_now().await;
-            }
-            other => return other,
+        let done = attempt().await;
+        if !again_after(&done, &mut tries).await {
+            return done;
         }
     }
+}
+
+/// Whether a write that ended in `done` runs again: when it failed on a unique key, at most
+/// 100 times (counted in `tries`), after letting other tasks run.
+async fn again_after<T>(done: &Result<T, StoreError>, tries: &mut usize) -> bool {
+    const ATTEMPTS: usize = 100;
+    let conflict =
+        matches!(done, Err(StoreError::Database(sqlx::Error::Database(d))) if d.is_unique_violation());
+    if !conflict || *tries >= ATTEMPTS {
+        return false;
+    }
+    *tries += 1;
+    tokio::task::yield_now().await;
+    true
 }
 
 /// Milliseconds since the Unix epoch (the store's clock).

@@ -15,9 +15,8 @@
 
 use std::sync::Arc;
 
-use crate::sql::{self, Query};
-use crate::writer::{Placement, SqliteWriter};
-use crate::{Lease, Store, StoreError};
+use crate::sql::{Conn, Query};
+use crate::{Backend, Lease, Store, StoreError};
 
 /// The lease a fenced store writes under.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,55 +44,16 @@ fn lost(session: &str) -> StoreError {
     StoreError::LeaseLost { session: session.to_owned() }
 }
 
-/// Checks `epoch` on the writer's connection, inside the caller's write transaction.
-pub(crate) fn check_on(conn: &rusqlite::Connection, epoch: &Epoch) -> Result<(), StoreError> {
+/// Fails with [`StoreError::LeaseLost`] unless `epoch` holds, on `conn`: inside the caller's
+/// write transaction (on PostgreSQL locking the session row until it commits).
+pub(crate) async fn check(conn: &mut Conn<'_>, epoch: &Epoch) -> Result<(), StoreError> {
     let Some((session, e)) = epoch else { return Ok(()) };
-    let found = sql::sqlite_fetch_optional(conn, &Query::new(CHECK).bind(session).bind(*e), |_| Ok(()))?;
+    let sql = match conn.backend() {
+        Backend::Sqlite => CHECK,
+        Backend::Postgres => CHECK_POSTGRES,
+    };
+    let found = conn.fetch_optional(&Query::new(sql).bind(session).bind(*e), |_| Ok(())).await?;
     found.ok_or_else(|| lost(session))
-}
-
-/// Checks `epoch` on a PostgreSQL connection, inside the caller's transaction (locking the
-/// session row until it commits).
-pub(crate) async fn pg_check(conn: &mut sqlx::PgConnection, epoch: &Epoch) -> Result<(), StoreError> {
-    let Some((session, e)) = epoch else { return Ok(()) };
-    let query = Query::new(CHECK_POSTGRES).bind(session).bind(*e);
-    let found = sql::pg_fetch_optional(conn, &query, |_| Ok(())).await?;
-    found.ok_or_else(|| lost(session))
-}
-
-impl SqliteWriter {
-    /// Runs `work` on the writer: as one call when `epoch` is `None`, else in a write
-    /// transaction that checks it first.
-    pub(crate) async fn write<T, F>(&self, epoch: Epoch, work: F) -> Result<T, StoreError>
-    where
-        F: FnMut(&rusqlite::Connection) -> Result<T, StoreError> + Send + 'static,
-        T: Send + 'static,
-    {
-        self.write_on(Placement::InPlace, epoch, work).await
-    }
-
-    /// Like [`SqliteWriter::write`], where `placement` says whether `work` may run in place.
-    pub(crate) async fn write_on<T, F>(
-        &self,
-        placement: Placement,
-        epoch: Epoch,
-        mut work: F,
-    ) -> Result<T, StoreError>
-    where
-        F: FnMut(&rusqlite::Connection) -> Result<T, StoreError> + Send + 'static,
-        T: Send + 'static,
-    {
-        match epoch {
-            None => self.call_on(placement, move |conn| work(conn)).await,
-            Some(_) => {
-                self.transaction_on(placement, move |tx| {
-                    check_on(tx, &epoch)?;
-                    work(tx)
-                })
-                .await
-            }
-        }
-    }
 }
 
 impl Store {
@@ -132,36 +92,4 @@ impl Store {
     pub fn is_fenced(&self, session_id: &str) -> bool {
         self.epoch_for(session_id).is_some()
     }
-
-    /// Checks the lease of a fenced store without writing: [`StoreError::LeaseLost`] when it
-    /// moved on; `Ok` when it holds or the store is not fenced to `session_id`. A turn asks this
-    /// before it starts tool calls, so a stalled turn that lost its session runs nothing more.
-    pub async fn check_lease(&self, session_id: &str) -> Result<(), StoreError> {
-        let epoch = self.epoch_for(session_id);
-        if epoch.is_none() {
-            return Ok(());
-        }
-        match &self.db {
-            crate::db::Db::Sqlite(sqlite) => sqlite.writer.call(move |conn| check_on(conn, &epoch)).await,
-            crate::db::Db::Postgres(pool) => pg_check(&mut *pool.acquire().await?, &epoch).await,
-        }
-    }
-}
-
-/// Runs `work` on a PostgreSQL connection of `pool`: as it is when `epoch` is `None`, else in a
-/// transaction that checks it first (and holds the session row until the write commits).
-pub(crate) async fn pg_write<T>(
-    pool: &sqlx::PgPool,
-    epoch: &Epoch,
-    work: impl AsyncFnOnce(&mut sqlx::PgConnection) -> Result<T, StoreError>,
-) -> Result<T, StoreError> {
-    if epoch.is_none() {
-        let mut conn = pool.acquire().await?;
-        return work(&mut conn).await;
-    }
-    let mut tx = pool.begin().await?;
-    pg_check(&mut tx, epoch).await?;
-    let done = work(&mut tx).await?;
-    tx.commit().await?;
-    Ok(done)
 }

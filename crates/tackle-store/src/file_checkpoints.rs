@@ -5,8 +5,8 @@
 
 use serde_json::Value;
 
-use crate::db::{Db, DbRow, now_ms};
-use crate::sql::{self, Conn, PgConn, Query, SqliteConn, no_session};
+use crate::db::{DbRow, now_ms};
+use crate::sql::{Conn, Query, no_session};
 use crate::{Store, StoreError};
 
 /// An object to store: its digest (hex), its raw size and its compressed bytes.
@@ -74,7 +74,7 @@ fn placeholders(n: usize) -> String {
 
 /// Runs each insert of [`Checkpoints::put_objects`](crate::Checkpoints::put_objects) (with its object's stored size);
 /// returns the bytes of the objects that were new.
-async fn put_objects(conn: &mut impl Conn, inserts: &[(Query, u64)]) -> Result<u64, StoreError> {
+async fn put_objects(conn: &mut Conn<'_>, inserts: &[(Query, u64)]) -> Result<u64, StoreError> {
     let mut added = 0u64;
     for (insert, len) in inserts {
         if conn.execute(insert).await? > 0 {
@@ -106,20 +106,7 @@ impl Checkpoints<'_> {
                 (Query::new(INSERT_OBJECT).bind(o.digest).bind(o.size).bind(o.data).bind(now), len)
             })
             .collect();
-        match &self.store.db {
-            Db::Sqlite(sqlite) => {
-                sqlite
-                    .writer
-                    .transaction(move |tx| sql::ready(put_objects(&mut SqliteConn(tx), &inserts)))
-                    .await
-            }
-            Db::Postgres(pool) => {
-                let mut tx = pool.begin().await?;
-                let added = put_objects(&mut PgConn(&mut tx), &inserts).await?;
-                tx.commit().await?;
-                Ok(added)
-            }
-        }
+        self.store.db.transaction(None, async move |conn| put_objects(conn, &inserts).await).await
     }
 
     /// The stored (compressed) bytes of the objects among `digests` that exist.

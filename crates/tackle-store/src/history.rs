@@ -8,7 +8,7 @@
 
 use tackle_protocol::Message;
 
-use crate::db::{DbRow, transaction};
+use crate::db::DbRow;
 use crate::messages::execute_all;
 use crate::messages::stored;
 use crate::sessions::Sessions;
@@ -143,7 +143,10 @@ impl Sessions<'_> {
         })
         .collect();
         // A long session's copy can take a while: never in place on a runtime thread.
-        transaction!(on Placement::Blocking, &self.store.db, None, |conn| execute_all(conn, &copies).await)?;
+        self.store
+            .db
+            .transaction_on(Placement::Blocking, None, async move |conn| execute_all(conn, &copies).await)
+            .await?;
         // The fork resumes from exactly that conversation: when its visible messages are not it
         // (the source was compacted or rewound before `upto`), a snapshot says what it is.
         let visible: Vec<Message> = self.store.messages().load_context(&target).await?.messages();

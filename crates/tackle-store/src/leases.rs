@@ -12,10 +12,26 @@
 
 use std::time::Duration;
 
-use crate::db::{DbRow, transaction};
+use crate::db::DbRow;
+use crate::fence;
 use crate::sessions::turn_alive;
 use crate::sql::{Conn, Query, Row};
+use crate::writer::Placement;
 use crate::{Store, StoreError};
+
+impl Store {
+    /// Checks the lease of a fenced store without writing: [`StoreError::LeaseLost`] when it
+    /// moved on; `Ok` when it holds or the store is not fenced to `session_id`. A turn asks this
+    /// before it starts tool calls, so a stalled turn that lost its session runs nothing more.
+    pub async fn check_lease(&self, session_id: &str) -> Result<(), StoreError> {
+        let epoch = self.epoch_for(session_id);
+        if epoch.is_none() {
+            return Ok(());
+        }
+        // The check alone, outside a transaction: it writes nothing, so it takes no write lock.
+        self.db.write(Placement::InPlace, None, async move |conn| fence::check(conn, &epoch).await).await
+    }
+}
 
 /// A held lease on a session's turn.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,7 +111,8 @@ impl Leases<'_> {
             Query::new("DELETE FROM approvals WHERE session_id = $1").bind(session_id),
             Query::new("DELETE FROM session_events WHERE session_id = $1").bind(session_id),
         ];
-        let epoch = transaction!(&self.store.db, None, |conn| take_lease(conn, &take, &clear).await)?;
+        let epoch =
+            self.store.db.transaction(None, async move |conn| take_lease(conn, &take, &clear).await).await?;
         Ok(match epoch {
             Some(epoch) => {
                 Ok(Lease { session_id: session_id.to_owned(), token, event_base: seen.event_seq, epoch })
@@ -178,7 +195,7 @@ impl LeaseRow {
 
 /// Takes the lease if the row is still as read (`take`, which returns the new epoch), then
 /// runs `clear`; `None` when another turn took it first.
-async fn take_lease(conn: &mut impl Conn, take: &Query, clear: &[Query]) -> Result<Option<i64>, StoreError> {
+async fn take_lease(conn: &mut Conn<'_>, take: &Query, clear: &[Query]) -> Result<Option<i64>, StoreError> {
     let Some(epoch) = conn.fetch_optional(take, |r| r.try_get::<i64>("lease_epoch")).await? else {
         return Ok(None);
     };

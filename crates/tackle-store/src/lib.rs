@@ -108,14 +108,9 @@ impl std::fmt::Debug for Store {
 impl Store {
     /// Opens (creating it and its directory if needed) the database file at `path`.
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
-        let sqlite = db::open_file(path).await?;
+        let db = db::open_file(path).await?;
         let checkpointer = checkpoint::spawn(path.to_owned(), checkpoint::CHECKPOINT_EVERY);
-        Ok(Self {
-            db: db::Db::Sqlite(sqlite),
-            _checkpointer: Some(checkpointer),
-            _scratch: None,
-            fence: None,
-        })
+        Ok(Self { db, _checkpointer: Some(checkpointer), _scratch: None, fence: None })
     }
 
     /// Opens the store at `url`: `postgres://user:password@host:port/database` (or
@@ -131,7 +126,7 @@ impl Store {
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
         match StoreUrl::parse(url)? {
             StoreUrl::Postgres(url) => Ok(Self {
-                db: db::Db::Postgres(db::open_postgres(&url).await?),
+                db: db::open_postgres(&url).await?,
                 _checkpointer: None,
                 _scratch: None,
                 fence: None,
@@ -152,38 +147,24 @@ impl Store {
 
     /// Closes the connections, waiting for running queries; later calls fail.
     pub async fn close(&self) {
-        match &self.db {
-            db::Db::Sqlite(sqlite) => {
-                if let Some(checkpointer) = &self._checkpointer {
-                    checkpointer.stop();
-                }
-                sqlite.writer.close().await;
-                sqlite.readers.close();
-            }
-            db::Db::Postgres(pool) => pool.close().await,
+        if let Some(checkpointer) = &self._checkpointer {
+            checkpointer.stop();
         }
+        self.db.close().await;
     }
 
     /// Which database holds the store.
     pub fn backend(&self) -> Backend {
-        match self.db {
-            db::Db::Sqlite(_) => Backend::Sqlite,
-            db::Db::Postgres(_) => Backend::Postgres,
-        }
+        self.db.backend()
     }
 
     /// The SQLite journal mode in use (`wal` for files); `None` on PostgreSQL.
     pub async fn journal_mode(&self) -> Result<Option<String>, StoreError> {
-        match &self.db {
-            db::Db::Sqlite(_) => {
-                let query = sql::Query::new("PRAGMA journal_mode");
-                Ok(self
-                    .db
-                    .read_optional(query, |r| sql::RowExt::try_get::<String>(r, "journal_mode"))
-                    .await?)
-            }
-            db::Db::Postgres(_) => Ok(None),
+        if self.backend() != Backend::Sqlite {
+            return Ok(None);
         }
+        let query = sql::Query::new("PRAGMA journal_mode");
+        self.db.read_optional(query, |r| sql::RowExt::try_get::<String>(r, "journal_mode")).await
     }
 }
 

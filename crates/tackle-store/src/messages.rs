@@ -1,8 +1,8 @@
 //! Messages: the conversation of a session, in order, each committed as it happens.
 
-use crate::db::{Db, DbRow, retry_on_conflict, transaction};
-use crate::fence::{self, Epoch};
-use crate::sql::{self, Conn, PgConn, Query, SqliteConn, no_session};
+use crate::db::{DbRow, retry_on_conflict};
+use crate::sql::{Conn, Query, no_session};
+use crate::writer::Placement;
 use serde::{Deserialize, Serialize};
 use tackle_protocol::{ContentBlock, Message, Role};
 
@@ -68,7 +68,7 @@ impl MessageRow {
     /// Appends it (in the caller's transaction, if any); returns its `seq`.
     pub(crate) async fn insert(
         &self,
-        conn: &mut impl Conn,
+        conn: &mut Conn<'_>,
         session_id: &str,
         turn: i64,
     ) -> Result<i64, StoreError> {
@@ -80,7 +80,7 @@ impl MessageRow {
 }
 
 /// Runs `queries` in order; returns the rows they changed.
-pub(crate) async fn execute_all(conn: &mut impl Conn, queries: &[Query]) -> Result<u64, StoreError> {
+pub(crate) async fn execute_all(conn: &mut Conn<'_>, queries: &[Query]) -> Result<u64, StoreError> {
     let mut changed = 0;
     for query in queries {
         changed += conn.execute(query).await?;
@@ -90,13 +90,11 @@ pub(crate) async fn execute_all(conn: &mut impl Conn, queries: &[Query]) -> Resu
 
 /// The statements of [`Messages::append_all`](crate::Messages::append_all), inside its transaction, on either backend.
 async fn append_all(
-    conn: &mut impl Conn,
-    epoch: &Epoch,
+    conn: &mut Conn<'_>,
     session_id: &str,
     turn: i64,
     rows: &[MessageRow],
 ) -> Result<Vec<i64>, StoreError> {
-    conn.check_fence(epoch).await?;
     let mut seqs = Vec::with_capacity(rows.len());
     for row in rows {
         seqs.push(row.insert(conn, session_id, turn).await?);
@@ -166,22 +164,11 @@ impl Messages<'_> {
         token_count: Option<i64>,
     ) -> Result<i64, StoreError> {
         let row = MessageRow::new(message, token_count)?;
-        let epoch = self.store.epoch_for(session_id);
-        match &self.store.db {
-            Db::Sqlite(sqlite) => {
-                let session = session_id.to_owned();
-                sqlite
-                    .writer
-                    .write(epoch, move |conn| sql::ready(row.insert(&mut SqliteConn(conn), &session, turn)))
-                    .await
-            }
-            Db::Postgres(pool) => {
-                fence::pg_write(pool, &epoch, async |conn| {
-                    row.insert(&mut PgConn(conn), session_id, turn).await
-                })
-                .await
-            }
-        }
+        let (epoch, session) = (self.store.epoch_for(session_id), session_id.to_owned());
+        self.store
+            .db
+            .write(Placement::InPlace, epoch, async move |conn| row.insert(conn, &session, turn).await)
+            .await
     }
 
     /// Appends several messages in one transaction; returns their `seq`s.
@@ -191,34 +178,12 @@ impl Messages<'_> {
         turn: i64,
         messages: &[Message],
     ) -> Result<Vec<i64>, StoreError> {
-        retry_on_conflict(|| self.try_append_all(session_id, turn, messages)).await
-    }
-
-    async fn try_append_all(
-        self,
-        session_id: &str,
-        turn: i64,
-        messages: &[Message],
-    ) -> Result<Vec<i64>, StoreError> {
         let rows = messages.iter().map(|m| MessageRow::new(m, None)).collect::<Result<Vec<_>, _>>()?;
-        let epoch = self.store.epoch_for(session_id);
-        match &self.store.db {
-            Db::Sqlite(sqlite) => {
-                let session = session_id.to_owned();
-                sqlite
-                    .writer
-                    .transaction(move |tx| {
-                        sql::ready(append_all(&mut SqliteConn(tx), &epoch, &session, turn, &rows))
-                    })
-                    .await
-            }
-            Db::Postgres(pool) => {
-                let mut tx = pool.begin().await?;
-                let seqs = append_all(&mut PgConn(&mut tx), &epoch, session_id, turn, &rows).await?;
-                tx.commit().await?;
-                Ok(seqs)
-            }
-        }
+        let (epoch, session) = (self.store.epoch_for(session_id), session_id.to_owned());
+        self.store
+            .db
+            .transaction(epoch, async move |conn| append_all(conn, &session, turn, &rows).await)
+            .await
     }
 
     /// Messages of a session in order.
@@ -262,7 +227,7 @@ impl Messages<'_> {
             })
             .collect();
         let epoch = self.store.epoch_for(session_id);
-        transaction!(&self.store.db, epoch, |conn| execute_all(conn, &hides).await)
+        self.store.db.transaction(epoch, async move |conn| execute_all(conn, &hides).await).await
     }
 
     /// Forgets the token counts of a session's messages (they were counted with another
@@ -288,7 +253,7 @@ impl Messages<'_> {
             })
             .collect();
         let epoch = self.store.epoch_for(session_id);
-        transaction!(&self.store.db, epoch, |conn| execute_all(conn, &updates).await)?;
+        self.store.db.transaction(epoch, async move |conn| execute_all(conn, &updates).await).await?;
         Ok(())
     }
 

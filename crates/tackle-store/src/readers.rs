@@ -37,18 +37,18 @@ impl SqliteReaders {
     /// Runs `work` on a read connection, on a blocking thread.
     pub(crate) async fn call<T, F>(&self, work: F) -> Result<T, StoreError>
     where
-        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
     {
         let permit = self.permits.clone().acquire_owned().await.map_err(|_| StoreError::Closed)?;
         let (idle, path, busy_timeout) = (self.idle.clone(), self.path.clone(), self.busy_timeout);
         tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            let conn = match lock(&idle).pop() {
+            let mut conn = match lock(&idle).pop() {
                 Some(conn) => conn,
                 None => open_reader(&path, busy_timeout)?,
             };
-            let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&conn)));
+            let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&mut conn)));
             match done {
                 Ok(done) => {
                     lock(&idle).push(conn);

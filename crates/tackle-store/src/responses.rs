@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use crate::db::{DbRow, transaction};
+use crate::db::DbRow;
 use crate::messages::execute_all;
-use crate::sql::{Conn, Query, Row};
+use crate::sql::{Query, Row};
 use tackle_protocol::Message;
 
 use crate::db::now_ms;
@@ -101,18 +101,21 @@ impl Responses<'_> {
             })
             .collect();
         let owner = response.owner.to_owned();
-        transaction!(&self.store.db, None, |conn| {
-            conn.execute(&expire).await?;
-            if let Some((previous, query)) = &previous {
-                let found = conn.fetch_optional(query, |r| r.try_get::<String>("owner")).await?;
-                if found.as_deref() != Some(owner.as_str()) {
-                    return Err(StoreError::not_found("response", previous.as_str()));
+        self.store
+            .db
+            .transaction(None, async move |conn| {
+                conn.execute(&expire).await?;
+                if let Some((previous, query)) = &previous {
+                    let found = conn.fetch_optional(query, |r| r.try_get::<String>("owner")).await?;
+                    if found.as_deref() != Some(owner.as_str()) {
+                        return Err(StoreError::not_found("response", previous.as_str()));
+                    }
                 }
-            }
-            conn.execute(&insert).await?;
-            execute_all(conn, &items).await?;
-            Ok(())
-        })
+                conn.execute(&insert).await?;
+                execute_all(conn, &items).await?;
+                Ok(())
+            })
+            .await
     }
 
     /// The output item `id` of a response `owner` made that has not expired, as it was sent

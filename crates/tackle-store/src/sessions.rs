@@ -2,10 +2,9 @@
 
 use std::fmt;
 
-use crate::db::{Db, DbRow, retry_on_conflict};
-use crate::fence::Epoch;
+use crate::db::DbRow;
 use crate::messages::MessageRow;
-use crate::sql::{self, Conn, PgConn, Query, Row, SqliteConn};
+use crate::sql::{Conn, Query, Row};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tackle_protocol::Message;
@@ -213,7 +212,7 @@ impl UpdateRow {
     }
 
     /// Applies it to session `id` (in the caller's transaction, if any).
-    async fn run(&self, conn: &mut impl Conn, id: &str) -> Result<(), StoreError> {
+    async fn run(&self, conn: &mut Conn<'_>, id: &str) -> Result<(), StoreError> {
         let query = Query::new(UPDATE)
             .bind(&self.title)
             .bind(self.status)
@@ -232,7 +231,7 @@ impl UpdateRow {
 }
 
 /// The session `id`.
-async fn get_on(conn: &mut impl Conn, id: &str) -> Result<SessionRecord, StoreError> {
+async fn get_on(conn: &mut Conn<'_>, id: &str) -> Result<SessionRecord, StoreError> {
     conn.fetch_optional(&Query::new(GET).bind(id), |row| record(row))
         .await?
         .ok_or_else(|| StoreError::not_found("session", id))
@@ -241,13 +240,11 @@ async fn get_on(conn: &mut impl Conn, id: &str) -> Result<SessionRecord, StoreEr
 /// The statements of [`Sessions::update`](crate::Sessions::update) and [`Sessions::start_turn`](crate::Sessions::start_turn) (with its first
 /// message), inside one transaction, on either backend.
 async fn update_on(
-    conn: &mut impl Conn,
-    epoch: &Epoch,
+    conn: &mut Conn<'_>,
     id: &str,
     row: &UpdateRow,
     first: Option<(&MessageRow, i64)>,
 ) -> Result<(SessionRecord, Option<i64>), StoreError> {
-    conn.check_fence(epoch).await?;
     row.run(conn, id).await?;
     let seq = match first {
         Some((message, turn)) => Some(message.insert(conn, id, turn).await?),
@@ -294,25 +291,13 @@ impl Sessions<'_> {
             .bind(serde_json::to_string(&new.metadata)?)
             .bind(now)
             .bind(now);
-        match &self.store.db {
-            Db::Sqlite(sqlite) => {
-                sqlite
-                    .writer
-                    .transaction(move |tx| {
-                        let conn = &mut SqliteConn(tx);
-                        sql::ready(async {
-                            conn.execute(&query).await?;
-                            get_on(conn, &id).await
-                        })
-                    })
-                    .await
-            }
-            Db::Postgres(pool) => {
-                let conn = &mut PgConn(&mut *pool.acquire().await?);
+        self.store
+            .db
+            .transaction(None, async move |conn| {
                 conn.execute(&query).await?;
                 get_on(conn, &id).await
-            }
-        }
+            })
+            .await
     }
 
     /// The session `id`.
@@ -412,29 +397,14 @@ impl Sessions<'_> {
         row: UpdateRow,
         first: Option<(MessageRow, i64)>,
     ) -> Result<(SessionRecord, Option<i64>), StoreError> {
-        let epoch = self.store.epoch_for(id);
-        match &self.store.db {
-            Db::Sqlite(sqlite) => {
-                let id = id.to_owned();
-                sqlite
-                    .writer
-                    .transaction(move |tx| {
-                        let first = first.as_ref().map(|(m, turn)| (m, *turn));
-                        sql::ready(update_on(&mut SqliteConn(tx), &epoch, &id, &row, first))
-                    })
-                    .await
-            }
-            Db::Postgres(pool) => {
-                retry_on_conflict(|| async {
-                    let mut tx = pool.begin().await?;
-                    let first = first.as_ref().map(|(m, turn)| (m, *turn));
-                    let done = update_on(&mut PgConn(&mut tx), &epoch, id, &row, first).await?;
-                    tx.commit().await?;
-                    Ok(done)
-                })
-                .await
-            }
-        }
+        let (epoch, id) = (self.store.epoch_for(id), id.to_owned());
+        self.store
+            .db
+            .transaction(epoch, async move |conn| {
+                let first = first.as_ref().map(|(m, turn)| (m, *turn));
+                update_on(conn, &id, &row, first).await
+            })
+            .await
     }
 
     /// Deletes a session and everything stored with it.

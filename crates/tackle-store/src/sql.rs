@@ -24,8 +24,7 @@ use rusqlite::types::{ToSqlOutput, ValueRef};
 use sqlx::postgres::{PgArguments, PgRow, Postgres};
 use sqlx::{Decode, Row as _, TypeInfo as _, ValueRef as _};
 
-use crate::StoreError;
-use crate::fence::Epoch;
+use crate::{Backend, StoreError};
 
 /// A value bound to a `$n` parameter. Typed even when null, because PostgreSQL types its
 /// parameters (a `NULL` text is not a `NULL` integer).
@@ -397,66 +396,64 @@ impl<R: Row + ?Sized> RowExt for R {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Statements that run together.
+// Connections.
 
-/// A connection inside a transaction, of either driver: what a body of several statements is
-/// written against, once.
-pub(crate) trait Conn {
+/// A connection of either driver: what every statement runs on, and what a body of several
+/// statements is written against, once. `Db` (`db.rs`) lends one: the SQLite writer's
+/// connection or open transaction, a SQLite read connection, or a PostgreSQL connection or
+/// transaction. On SQLite every call is synchronous: a body's future is ready at its first poll
+/// ([`ready`]).
+pub(crate) enum Conn<'c> {
+    /// A rusqlite connection (in a transaction or not). Held by `&mut`, so a [`Conn`] is
+    /// `Send` (a rusqlite connection is `Send`, not `Sync`).
+    Sqlite(&'c mut rusqlite::Connection),
+    /// A sqlx PostgreSQL connection (or its open transaction).
+    Postgres(&'c mut sqlx::PgConnection),
+}
+
+impl Conn<'_> {
+    /// Which database this is (for what its SQL dialect says differently, such as row locks).
+    pub(crate) fn backend(&self) -> Backend {
+        match self {
+            Conn::Sqlite(_) => Backend::Sqlite,
+            Conn::Postgres(_) => Backend::Postgres,
+        }
+    }
+
     /// Runs `query`; returns the rows it changed.
-    async fn execute(&mut self, query: &Query) -> Result<u64, StoreError>;
+    pub(crate) async fn execute(&mut self, query: &Query) -> Result<u64, StoreError> {
+        match self {
+            Conn::Sqlite(conn) => sqlite_execute(conn, query),
+            Conn::Postgres(conn) => pg_execute(&mut **conn, query).await,
+        }
+    }
+
+    /// Runs `query` and decodes every row with `decode`.
+    pub(crate) async fn fetch_all<T>(
+        &mut self,
+        query: &Query,
+        decode: impl FnMut(&dyn Row) -> Result<T, StoreError>,
+    ) -> Result<Vec<T>, StoreError> {
+        match self {
+            Conn::Sqlite(conn) => sqlite_fetch_all(conn, query, decode),
+            Conn::Postgres(conn) => pg_fetch_all(&mut **conn, query, decode).await,
+        }
+    }
+
     /// Runs `query` and decodes its first row, if any.
-    async fn fetch_optional<T>(
-        &mut self,
-        query: &Query,
-        decode: impl FnOnce(&dyn Row) -> Result<T, StoreError>,
-    ) -> Result<Option<T>, StoreError>;
-    /// Fails with [`StoreError::LeaseLost`] unless `epoch` holds (see `fence.rs`).
-    async fn check_fence(&mut self, epoch: &Epoch) -> Result<(), StoreError>;
-}
-
-/// The writer's connection (or its open transaction), as a [`Conn`]: every call is synchronous.
-pub(crate) struct SqliteConn<'c>(pub(crate) &'c rusqlite::Connection);
-
-impl Conn for SqliteConn<'_> {
-    async fn execute(&mut self, query: &Query) -> Result<u64, StoreError> {
-        sqlite_execute(self.0, query)
-    }
-
-    async fn fetch_optional<T>(
+    pub(crate) async fn fetch_optional<T>(
         &mut self,
         query: &Query,
         decode: impl FnOnce(&dyn Row) -> Result<T, StoreError>,
     ) -> Result<Option<T>, StoreError> {
-        sqlite_fetch_optional(self.0, query, decode)
-    }
-
-    async fn check_fence(&mut self, epoch: &Epoch) -> Result<(), StoreError> {
-        crate::fence::check_on(self.0, epoch)
-    }
-}
-
-/// A PostgreSQL connection (or transaction), as a [`Conn`].
-pub(crate) struct PgConn<'c>(pub(crate) &'c mut sqlx::PgConnection);
-
-impl Conn for PgConn<'_> {
-    async fn execute(&mut self, query: &Query) -> Result<u64, StoreError> {
-        pg_execute(&mut *self.0, query).await
-    }
-
-    async fn fetch_optional<T>(
-        &mut self,
-        query: &Query,
-        decode: impl FnOnce(&dyn Row) -> Result<T, StoreError>,
-    ) -> Result<Option<T>, StoreError> {
-        pg_fetch_optional(&mut *self.0, query, decode).await
-    }
-
-    async fn check_fence(&mut self, epoch: &Epoch) -> Result<(), StoreError> {
-        crate::fence::pg_check(self.0, epoch).await
+        match self {
+            Conn::Sqlite(conn) => sqlite_fetch_optional(conn, query, decode),
+            Conn::Postgres(conn) => pg_fetch_optional(&mut **conn, query, decode).await,
+        }
     }
 }
 
-/// The output of `body`, a future over [`SqliteConn`] that never waits: SQLite's statements are
+/// The output of `body`, a future over a [`Conn::Sqlite`] that never waits: SQLite's statements are
 /// synchronous, so it is ready at its first poll. Used inside the writer's closures.
 pub(crate) fn ready<T>(body: impl Future<Output = Result<T, StoreError>>) -> Result<T, StoreError> {
     let mut body = pin!(body);

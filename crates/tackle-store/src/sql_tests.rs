@@ -92,10 +92,10 @@ fn a_body_that_would_wait_fails_instead_of_hanging() {
 
 #[test]
 fn a_body_over_sqlite_runs_in_place() {
-    let conn = rusqlite::Connection::open_in_memory().unwrap();
+    let mut conn = rusqlite::Connection::open_in_memory().unwrap();
     sqlite_execute(&conn, &Query::new("CREATE TABLE t (x INTEGER)")).unwrap();
     let sum = ready(async {
-        let c = &mut SqliteConn(&conn);
+        let c = &mut Conn::Sqlite(&mut conn);
         for x in 1..=3i64 {
             c.execute(&Query::new("INSERT INTO t (x) VALUES ($1)").bind(x)).await?;
         }

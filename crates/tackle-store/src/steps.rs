@@ -5,10 +5,9 @@ use tackle_protocol::Message;
 
 use crate::ToolCallFinish;
 
-use crate::db::{Db, DbRow, retry_on_conflict};
-use crate::fence::Epoch;
+use crate::db::DbRow;
 use crate::messages::MessageRow;
-use crate::sql::{self, Conn, PgConn, Query, Row, SqliteConn, no_session};
+use crate::sql::{Conn, Query, Row, no_session};
 use serde::{Deserialize, Serialize};
 
 use crate::db::now_ms;
@@ -77,15 +76,13 @@ fn record_query(session_id: &str, step: &StepRecord) -> Query {
 
 /// The statements of [`Steps::commit`](crate::Steps::commit), inside its transaction, on either backend.
 async fn commit_on(
-    conn: &mut impl Conn,
-    epoch: &Epoch,
+    conn: &mut Conn<'_>,
     session_id: &str,
     turn: i64,
     message: Option<&MessageRow>,
     finished: &[(String, ToolCallFinish)],
     step: &StepRecord,
 ) -> Result<Option<i64>, StoreError> {
-    conn.check_fence(epoch).await?;
     for (call, finish) in finished {
         if conn.execute(&finish.query(session_id, call)?).await? == 0 {
             return Err(StoreError::not_found("tool call", call.as_str()));
@@ -145,39 +142,13 @@ impl Steps<'_> {
             return Ok(None);
         }
         let message = message.map(|(m, tokens)| MessageRow::new(m, tokens)).transpose()?;
-        let epoch = self.store.epoch_for(session_id);
-        match &self.store.db {
-            Db::Sqlite(sqlite) => {
-                let session = session_id.to_owned();
-                let step = step.clone();
-                sqlite
-                    .writer
-                    .transaction(move |tx| {
-                        let conn = &mut SqliteConn(tx);
-                        sql::ready(commit_on(
-                            conn,
-                            &epoch,
-                            &session,
-                            turn,
-                            message.as_ref(),
-                            &finished,
-                            &step,
-                        ))
-                    })
-                    .await
-            }
-            Db::Postgres(pool) => {
-                retry_on_conflict(|| async {
-                    let mut tx = pool.begin().await?;
-                    let conn = &mut PgConn(&mut tx);
-                    let seq =
-                        commit_on(conn, &epoch, session_id, turn, message.as_ref(), &finished, step).await?;
-                    tx.commit().await?;
-                    Ok(seq)
-                })
-                .await
-            }
-        }
+        let (epoch, session, step) = (self.store.epoch_for(session_id), session_id.to_owned(), step.clone());
+        self.store
+            .db
+            .transaction(epoch, async move |conn| {
+                commit_on(conn, &session, turn, message.as_ref(), &finished, &step).await
+            })
+            .await
     }
 
     /// Steps of a session in order.

@@ -3,11 +3,9 @@
 
 use std::fmt;
 
-use crate::db::retry_on_conflict;
-use crate::db::{Db, DbRow};
-use crate::fence::{self, Epoch};
+use crate::db::DbRow;
 use crate::messages::MessageRow;
-use crate::sql::{self, Conn, PgConn, Query, SqliteConn, no_session};
+use crate::sql::{Conn, Query, no_session};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tackle_protocol::Message;
@@ -196,7 +194,7 @@ fn get_query(session_id: &str, call_id: &str) -> Query {
 /// Records a call as running unless its id is already recorded, on either backend: `None` when
 /// it was recorded now, else the record that was there.
 async fn begin_on(
-    conn: &mut impl Conn,
+    conn: &mut Conn<'_>,
     session_id: &str,
     call_id: &str,
     name: &str,
@@ -215,14 +213,12 @@ async fn begin_on(
 
 /// The statements of [`Calls::append_with_calls`](crate::Calls::append_with_calls), inside its transaction, on either backend.
 async fn append_with_calls_on(
-    conn: &mut impl Conn,
-    epoch: &Epoch,
+    conn: &mut Conn<'_>,
     session_id: &str,
     turn: i64,
     row: &MessageRow,
     starts: &[(String, String, String)],
 ) -> Result<(i64, Vec<Option<ToolCallRecord>>), StoreError> {
-    conn.check_fence(epoch).await?;
     let seq = row.insert(conn, session_id, turn).await?;
     let mut existing = Vec::with_capacity(starts.len());
     for (call, name, args) in starts {
@@ -276,24 +272,12 @@ impl Calls<'_> {
     ) -> Result<BeginOutcome, StoreError> {
         let args = serde_json::to_string(args)?;
         let epoch = self.store.epoch_for(session_id);
-        let existing = match &self.store.db {
-            Db::Sqlite(sqlite) => {
-                let (session, call, name) = (session_id.to_owned(), call_id.to_owned(), name.to_owned());
-                sqlite
-                    .writer
-                    .transaction(move |tx| {
-                        fence::check_on(tx, &epoch)?;
-                        sql::ready(begin_on(&mut SqliteConn(tx), &session, &call, &name, &args))
-                    })
-                    .await?
-            }
-            Db::Postgres(pool) => {
-                fence::pg_write(pool, &epoch, async |conn| {
-                    begin_on(&mut PgConn(conn), session_id, call_id, name, &args).await
-                })
-                .await?
-            }
-        };
+        let (session, call, name) = (session_id.to_owned(), call_id.to_owned(), name.to_owned());
+        let existing = self
+            .store
+            .db
+            .transaction(epoch, async move |conn| begin_on(conn, &session, &call, &name, &args).await)
+            .await?;
         Ok(outcome(existing))
     }
 
@@ -314,29 +298,14 @@ impl Calls<'_> {
             .iter()
             .map(|c| Ok((c.call_id.to_owned(), c.name.to_owned(), serde_json::to_string(c.args)?)))
             .collect::<Result<Vec<_>, StoreError>>()?;
-        let epoch = self.store.epoch_for(session_id);
-        let (seq, existing) = match &self.store.db {
-            Db::Sqlite(sqlite) => {
-                let session = session_id.to_owned();
-                sqlite
-                    .writer
-                    .transaction(move |tx| {
-                        let conn = &mut SqliteConn(tx);
-                        sql::ready(append_with_calls_on(conn, &epoch, &session, turn, &row, &starts))
-                    })
-                    .await?
-            }
-            Db::Postgres(pool) => {
-                retry_on_conflict(|| async {
-                    let mut tx = pool.begin().await?;
-                    let conn = &mut PgConn(&mut tx);
-                    let done = append_with_calls_on(conn, &epoch, session_id, turn, &row, &starts).await?;
-                    tx.commit().await?;
-                    Ok(done)
-                })
-                .await?
-            }
-        };
+        let (epoch, session) = (self.store.epoch_for(session_id), session_id.to_owned());
+        let (seq, existing) = self
+            .store
+            .db
+            .transaction(epoch, async move |conn| {
+                append_with_calls_on(conn, &session, turn, &row, &starts).await
+            })
+            .await?;
         Ok((seq, existing.into_iter().map(outcome).collect()))
     }
 

@@ -55,20 +55,11 @@ impl SqliteWriter {
         Self { conn: Arc::new(Mutex::new(Some(conn))), busy_timeout }
     }
 
-    /// Runs `work` on the connection and returns what it returned: in place when the
-    /// connection and SQLite's write lock are free, else on a blocking thread that waits for
-    /// them. `work` must be atomic (one statement, or one transaction), since a busy first
-    /// attempt runs it again.
-    pub(crate) async fn call<T, F>(&self, work: F) -> Result<T, StoreError>
-    where
-        F: FnMut(&mut Connection) -> Result<T, StoreError> + Send + 'static,
-        T: Send + 'static,
-    {
-        self.call_on(Placement::InPlace, work).await
-    }
-
-    /// Like [`SqliteWriter::call`], where `placement` says whether `work` may run in place.
-    pub(crate) async fn call_on<T, F>(&self, placement: Placement, mut work: F) -> Result<T, StoreError>
+    /// Runs `work` on the connection and returns what it returned: in place when `placement`
+    /// allows it and the connection and SQLite's write lock are free, else on a blocking thread
+    /// that waits for them. `work` must be atomic (one statement, or one transaction), since a
+    /// busy first attempt runs it again.
+    pub(crate) async fn call<T, F>(&self, placement: Placement, mut work: F) -> Result<T, StoreError>
     where
         F: FnMut(&mut Connection) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
@@ -91,30 +82,22 @@ impl SqliteWriter {
     }
 
     /// Runs `work` inside one write transaction (`BEGIN IMMEDIATE`), committed when it
-    /// returns `Ok`, rolled back when it fails.
-    pub(crate) async fn transaction<T, F>(&self, work: F) -> Result<T, StoreError>
+    /// returns `Ok`, rolled back when it (or the commit) fails; `placement` as for
+    /// [`SqliteWriter::call`]. `work` gets the connection itself, not a borrowed
+    /// `rusqlite::Transaction`: a `&mut Connection` may cross threads (`Send`), which a body
+    /// written for both drivers needs (`sql::Conn`).
+    pub(crate) async fn transaction<T, F>(&self, placement: Placement, mut work: F) -> Result<T, StoreError>
     where
-        F: FnMut(&Connection) -> Result<T, StoreError> + Send + 'static,
+        F: FnMut(&mut Connection) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
     {
-        self.transaction_on(Placement::InPlace, work).await
-    }
-
-    /// Like [`SqliteWriter::transaction`], where `placement` says whether `work` may run in place.
-    pub(crate) async fn transaction_on<T, F>(
-        &self,
-        placement: Placement,
-        mut work: F,
-    ) -> Result<T, StoreError>
-    where
-        F: FnMut(&Connection) -> Result<T, StoreError> + Send + 'static,
-        T: Send + 'static,
-    {
-        self.call_on(placement, move |conn| {
-            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            let done = work(&tx)?;
-            tx.commit()?;
-            Ok(done)
+        self.call(placement, move |conn| {
+            conn.execute_batch("BEGIN IMMEDIATE")?;
+            let done = work(conn).and_then(|done| Ok(conn.execute_batch("COMMIT").map(|()| done)?));
+            if done.is_err() && !conn.is_autocommit() {
+                let _ = conn.execute_batch("ROLLBACK");
+            }
+            done
         })
         .await
     }

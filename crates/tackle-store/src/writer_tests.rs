@@ -1,11 +1,11 @@
 use std::time::Duration;
 
 use super::*;
-use crate::db::{SqliteDb, open_file};
+use crate::db::{SqliteDb, open_sqlite};
 use crate::sql::{Query, RowExt, sqlite_execute, sqlite_fetch_optional};
 
 async fn open(dir: &tempfile::TempDir) -> SqliteDb {
-    open_file(&dir.path().join("w.db")).await.unwrap()
+    open_sqlite(&dir.path().join("w.db")).await.unwrap()
 }
 
 /// Another connection to the same file (another process, say), waiting up to 10 s for locks.
@@ -34,7 +34,7 @@ async fn numbered_parameters_bind_by_number_wherever_they_appear() {
     let db = open(&dir).await;
     let got = db
         .writer
-        .call(|conn| {
+        .call(Placement::InPlace, |conn| {
             let query = Query::new("SELECT $2 || $1 || $1 || $2 AS s").bind("a").bind("b");
             sqlite_fetch_optional(conn, &query, |r| r.try_get::<String>("s"))
         })
@@ -44,7 +44,7 @@ async fn numbered_parameters_bind_by_number_wherever_they_appear() {
     // A parameter the statement does not have is an error, not a silent shift.
     let err = db
         .writer
-        .call(|conn| sqlite_execute(conn, &Query::new("SELECT $1").bind(1i64).bind(2i64)))
+        .call(Placement::InPlace, |conn| sqlite_execute(conn, &Query::new("SELECT $1").bind(1i64).bind(2i64)))
         .await
         .unwrap_err();
     assert!(err.to_string().contains("1 parameters, 2 values"), "{err}");
@@ -55,7 +55,7 @@ async fn what_the_writer_commits_the_readers_read_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(&dir).await;
     db.writer
-        .call(|conn| {
+        .call(Placement::InPlace, |conn| {
             sqlite_execute(conn, &Query::new("CREATE TABLE t (x INTEGER)"))?;
             sqlite_execute(conn, &Query::new("INSERT INTO t (x) VALUES ($1)").bind(7i64))
         })
@@ -68,10 +68,13 @@ async fn what_the_writer_commits_the_readers_read_at_once() {
 async fn a_panicking_call_fails_alone_and_rolls_its_transaction_back() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(&dir).await;
-    db.writer.call(|conn| sqlite_execute(conn, &Query::new("CREATE TABLE t (x INTEGER)"))).await.unwrap();
+    db.writer
+        .call(Placement::InPlace, |conn| sqlite_execute(conn, &Query::new("CREATE TABLE t (x INTEGER)")))
+        .await
+        .unwrap();
     let err = db
         .writer
-        .call(|conn| -> Result<(), StoreError> {
+        .call(Placement::InPlace, |conn| -> Result<(), StoreError> {
             conn.execute_batch("BEGIN IMMEDIATE; INSERT INTO t (x) VALUES (1);")?;
             panic!("a bug in a store call");
         })
@@ -81,7 +84,7 @@ async fn a_panicking_call_fails_alone_and_rolls_its_transaction_back() {
     // The connection lives on, out of the half-done transaction, and the lock is free.
     let n = db
         .writer
-        .call(|conn| {
+        .call(Placement::InPlace, |conn| {
             sqlite_fetch_optional(conn, &Query::new("SELECT COUNT(*) AS n FROM t"), |r| r.try_get::<i64>("n"))
         })
         .await
@@ -98,7 +101,10 @@ async fn a_panicking_call_fails_alone_and_rolls_its_transaction_back() {
 async fn a_call_whose_caller_gave_up_still_commits() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(&dir).await;
-    db.writer.call(|conn| sqlite_execute(conn, &Query::new("CREATE TABLE t (x INTEGER)"))).await.unwrap();
+    db.writer
+        .call(Placement::InPlace, |conn| sqlite_execute(conn, &Query::new("CREATE TABLE t (x INTEGER)")))
+        .await
+        .unwrap();
     let held = db.writer.conn.clone();
     let barriers = std::sync::Arc::new((std::sync::Barrier::new(2), std::sync::Barrier::new(2)));
     let holder = std::thread::spawn({
@@ -110,12 +116,14 @@ async fn a_call_whose_caller_gave_up_still_commits() {
         }
     });
     barriers.0.wait();
-    let slow = db.writer.call(|conn| sqlite_execute(conn, &Query::new("INSERT INTO t (x) VALUES (1)")));
+    let slow = db
+        .writer
+        .call(Placement::InPlace, |conn| sqlite_execute(conn, &Query::new("INSERT INTO t (x) VALUES (1)")));
     assert!(tokio::time::timeout(Duration::from_millis(50), slow).await.is_err());
     barriers.1.wait();
     holder.join().unwrap();
     let count = || {
-        db.writer.call(|conn| {
+        db.writer.call(Placement::InPlace, |conn| {
             sqlite_fetch_optional(conn, &Query::new("SELECT COUNT(*) AS n FROM t"), |r| r.try_get::<i64>("n"))
         })
     };
@@ -135,12 +143,19 @@ async fn a_call_whose_caller_gave_up_still_commits() {
 async fn a_busy_lock_never_blocks_the_runtime() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(&dir).await;
-    db.writer.call(|conn| sqlite_execute(conn, &Query::new("CREATE TABLE t (x INTEGER)"))).await.unwrap();
+    db.writer
+        .call(Placement::InPlace, |conn| sqlite_execute(conn, &Query::new("CREATE TABLE t (x INTEGER)")))
+        .await
+        .unwrap();
     let holder = other(&dir);
     holder.execute_batch("BEGIN IMMEDIATE; INSERT INTO t (x) VALUES (1);").unwrap();
     let writer = db.writer.clone();
     let waiting = tokio::spawn(async move {
-        writer.call(|conn| sqlite_execute(conn, &Query::new("INSERT INTO t (x) VALUES (2)"))).await
+        writer
+            .call(Placement::InPlace, |conn| {
+                sqlite_execute(conn, &Query::new("INSERT INTO t (x) VALUES (2)"))
+            })
+            .await
     });
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(!waiting.is_finished(), "the call got the write lock another connection holds");
@@ -156,7 +171,9 @@ async fn concurrent_calls_all_land_once() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(&dir).await;
     db.writer
-        .call(|conn| sqlite_execute(conn, &Query::new("CREATE TABLE t (x INTEGER PRIMARY KEY)")))
+        .call(Placement::InPlace, |conn| {
+            sqlite_execute(conn, &Query::new("CREATE TABLE t (x INTEGER PRIMARY KEY)"))
+        })
         .await
         .unwrap();
     let tasks: Vec<_> = (0..400i64)
@@ -177,7 +194,7 @@ async fn concurrent_calls_all_land_once() {
                     .unwrap();
                 } else {
                     writer
-                        .call(move |conn| {
+                        .call(Placement::InPlace, move |conn| {
                             let tx =
                                 conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
                             sqlite_execute(&tx, &Query::new("INSERT INTO t (x) VALUES ($1)").bind(i))?;
@@ -201,7 +218,11 @@ async fn after_close_calls_fail_with_closed() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(&dir).await;
     db.writer.close().await;
-    let err = db.writer.call(|conn| sqlite_execute(conn, &Query::new("SELECT 1"))).await.unwrap_err();
+    let err = db
+        .writer
+        .call(Placement::InPlace, |conn| sqlite_execute(conn, &Query::new("SELECT 1")))
+        .await
+        .unwrap_err();
     assert!(matches!(err, StoreError::Closed), "{err}");
     assert_eq!(err.to_string(), "the store is closed; open it again");
 }
@@ -212,11 +233,44 @@ async fn a_foreign_key_violation_reads_as_the_session_not_found() {
     let db = open(&dir).await;
     let err = db
         .writer
-        .call(|conn| {
+        .call(Placement::InPlace, |conn| {
             sqlite_execute(conn, &Query::new("INSERT INTO todos (session_id, id, position, text, status, created_at, updated_at) VALUES ('nope', 1, 1, 't', 'open', 0, 0)"))
                 .map_err(|e| crate::sql::no_session(e, "nope"))
         })
         .await
         .unwrap_err();
     assert!(matches!(err, StoreError::NotFound { what: "session", .. }), "{err}");
+}
+
+/// A transaction whose work fails commits none of it and leaves no transaction open: the next
+/// write (another connection's, waiting for nothing) goes through.
+#[tokio::test]
+async fn a_failed_transaction_commits_nothing_and_frees_the_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir).await;
+    db.writer
+        .call(Placement::InPlace, |conn| sqlite_execute(conn, &Query::new("CREATE TABLE t (x INTEGER)")))
+        .await
+        .unwrap();
+    let err = db
+        .writer
+        .transaction(Placement::InPlace, |conn| {
+            sqlite_execute(conn, &Query::new("INSERT INTO t (x) VALUES (1)"))?;
+            sqlite_execute(conn, &Query::new("INSERT INTO nowhere (x) VALUES (1)"))
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Sqlite(_)), "{err}");
+    assert_eq!(count_and_sum(&db).await, (0, 0));
+    let other = other(&dir);
+    other.busy_timeout(Duration::ZERO).unwrap();
+    other.execute_batch("INSERT INTO t (x) VALUES (2)").unwrap();
+    let n = db
+        .writer
+        .transaction(Placement::Blocking, |conn| {
+            sqlite_execute(conn, &Query::new("INSERT INTO t (x) VALUES (3)"))
+        })
+        .await
+        .unwrap();
+    assert_eq!((n, count_and_sum(&db).await), (1, (2, 5)));
 }
