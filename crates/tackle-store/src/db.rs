@@ -21,33 +21,32 @@ use crate::sql::{self, Conn, Query, Row};
 use crate::writer::{Placement, SqliteWriter};
 use crate::{Backend, StoreError};
 
-/// The SQLite schema, embedded in the binary: version, description, SQL.
-pub(crate) const SQLITE_MIGRATIONS: &[(i64, &str, &str)] = &[
-    (1, "init", include_str!("../migrations/0001_init.sql")),
-    (2, "steps", include_str!("../migrations/0002_steps.sql")),
-    (3, "channels", include_str!("../migrations/0003_channels.sql")),
-    (4, "session runner", include_str!("../migrations/0004_session_runner.sql")),
-    (5, "responses", include_str!("../migrations/0005_responses.sql")),
-    (6, "instances", include_str!("../migrations/0006_instances.sql")),
-    (7, "fencing", include_str!("../migrations/0007_fencing.sql")),
-    (8, "response items", include_str!("../migrations/0008_response_items.sql")),
-    (9, "checkpoints", include_str!("../migrations/0009_checkpoints.sql")),
-    (10, "elicitations", include_str!("../migrations/0010_elicitations.sql")),
-];
+/// The schema's migrations, each as `(version, description, file)`: the same versions and
+/// descriptions on both backends, the DDL in each one's dialect (`migrations/<file>` for
+/// SQLite, `migrations/postgres/<file>` for PostgreSQL), embedded in the binary.
+macro_rules! migrations {
+    ($(($version:literal, $description:literal, $file:literal),)*) => {
+        /// The SQLite schema: version, description, SQL.
+        pub(crate) const SQLITE_MIGRATIONS: &[(i64, &str, &str)] =
+            &[$(($version, $description, include_str!(concat!("../migrations/", $file))),)*];
+        /// The same schema for PostgreSQL.
+        const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] =
+            &[$(($version, $description, include_str!(concat!("../migrations/postgres/", $file))),)*];
+    };
+}
 
-/// The same schema for PostgreSQL: same versions and descriptions, PostgreSQL's dialect.
-const POSTGRES_MIGRATIONS: &[(i64, &str, &str)] = &[
-    (1, "init", include_str!("../migrations/postgres/0001_init.sql")),
-    (2, "steps", include_str!("../migrations/postgres/0002_steps.sql")),
-    (3, "channels", include_str!("../migrations/postgres/0003_channels.sql")),
-    (4, "session runner", include_str!("../migrations/postgres/0004_session_runner.sql")),
-    (5, "responses", include_str!("../migrations/postgres/0005_responses.sql")),
-    (6, "instances", include_str!("../migrations/postgres/0006_instances.sql")),
-    (7, "fencing", include_str!("../migrations/postgres/0007_fencing.sql")),
-    (8, "response items", include_str!("../migrations/postgres/0008_response_items.sql")),
-    (9, "checkpoints", include_str!("../migrations/postgres/0009_checkpoints.sql")),
-    (10, "elicitations", include_str!("../migrations/postgres/0010_elicitations.sql")),
-];
+migrations! {
+    (1, "init", "0001_init.sql"),
+    (2, "steps", "0002_steps.sql"),
+    (3, "channels", "0003_channels.sql"),
+    (4, "session runner", "0004_session_runner.sql"),
+    (5, "responses", "0005_responses.sql"),
+    (6, "instances", "0006_instances.sql"),
+    (7, "fencing", "0007_fencing.sql"),
+    (8, "response items", "0008_response_items.sql"),
+    (9, "checkpoints", "0009_checkpoints.sql"),
+    (10, "elicitations", "0010_elicitations.sql"),
+}
 
 pub(crate) fn migrator(migrations: &'static [(i64, &'static str, &'static str)]) -> Migrator {
     let migrations = migrations
@@ -83,84 +82,74 @@ pub(crate) struct SqliteDb {
     pub(crate) readers: SqliteReaders,
 }
 
-/// Where each database is entered: every statement of the store runs on a [`Conn`] that one of
-/// [`Db::write`], [`Db::transaction`] and [`Db::read`] lends to a body written once for both
-/// drivers. The bodies own what they use (`'static`): on SQLite they may run on a blocking thread
-/// ([`SqliteWriter`]) and run again when a first attempt in place found SQLite's write lock busy.
+/// Statements written once for both drivers, run on the [`Conn`] that [`Db::write`] or
+/// [`Db::transaction`] lends. A body owns what it uses (`'static`) and may run more than once: on
+/// SQLite it may move to a blocking thread ([`SqliteWriter`]) after a first attempt in place
+/// found the write lock busy (nothing was written then), and on PostgreSQL a write that failed on
+/// a unique key runs again ([`again_after`]).
+pub(crate) trait Body<T>: AsyncFnMut(&mut Conn<'_>) -> Result<T, StoreError> + Send + 'static {}
+
+impl<T, B: AsyncFnMut(&mut Conn<'_>) -> Result<T, StoreError> + Send + 'static> Body<T> for B {}
+
+/// What a write runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// The body as it is (one statement, or statements that need not commit together), unless
+    /// it is fenced: then in a transaction that checks the fence first.
+    Statement,
+    /// Always one transaction, which checks the fence (if any) first.
+    Transaction,
+}
+
+/// Where each database is entered: every statement of the store runs on a [`Conn`] that
+/// [`Db::write`], [`Db::transaction`] or [`Db::read`] lends to a body written once for both
+/// drivers; only here does the store tell the drivers apart.
 impl Db {
     /// Runs `body` on the writer (SQLite) or a pooled connection (PostgreSQL): as it is when
     /// `epoch` is `None` (one statement, or statements that need not commit together), else in a
     /// write transaction that checks the fence first (`fence.rs`). On SQLite, `placement` says
     /// whether it may run in place ([no-wait-in-place]); PostgreSQL's writes never hold a
     /// thread: they are awaited.
-    pub(crate) async fn write<T, B>(
+    pub(crate) async fn write<T: Send + 'static>(
         &self,
         placement: Placement,
         epoch: Epoch,
-        mut body: B,
-    ) -> Result<T, StoreError>
-    where
-        B: AsyncFnMut(&mut Conn<'_>) -> Result<T, StoreError> + Send + 'static,
-        T: Send + 'static,
-    {
-        match (self, epoch) {
-            (Db::Sqlite(sqlite), None) => {
-                sqlite.writer.call(placement, move |conn| sql::ready(body(&mut Conn::Sqlite(conn)))).await
-            }
-            (Db::Postgres(pool), None) => body(&mut Conn::Postgres(&mut *pool.acquire().await?)).await,
-            (db, epoch) => db.transaction_once(placement, epoch, body).await,
-        }
+        body: impl Body<T>,
+    ) -> Result<T, StoreError> {
+        self.run(placement, Scope::Statement, epoch, body).await
     }
 
     /// Runs `body` in one write transaction that first checks the fence `epoch` (`fence.rs`):
-    /// everything it does commits together or not at all. On PostgreSQL a transaction that fails
-    /// on a unique key runs again ([`retry_on_conflict`]); SQLite serializes its writers.
-    pub(crate) async fn transaction<T, B>(&self, epoch: Epoch, body: B) -> Result<T, StoreError>
-    where
-        B: AsyncFnMut(&mut Conn<'_>) -> Result<T, StoreError> + Send + 'static,
-        T: Send + 'static,
-    {
-        self.transaction_on(Placement::InPlace, epoch, body).await
+    /// everything it does commits together or not at all. SQLite: in place when it can be
+    /// ([no-wait-in-place]).
+    pub(crate) async fn transaction<T: Send + 'static>(
+        &self,
+        epoch: Epoch,
+        body: impl Body<T>,
+    ) -> Result<T, StoreError> {
+        self.run(Placement::InPlace, Scope::Transaction, epoch, body).await
     }
 
     /// Like [`Db::transaction`], where `placement` says whether it may run in place on SQLite.
-    pub(crate) async fn transaction_on<T, B>(
+    pub(crate) async fn transaction_on<T: Send + 'static>(
         &self,
         placement: Placement,
         epoch: Epoch,
-        mut body: B,
-    ) -> Result<T, StoreError>
-    where
-        B: AsyncFnMut(&mut Conn<'_>) -> Result<T, StoreError> + Send + 'static,
-        T: Send + 'static,
-    {
-        match self {
-            Db::Sqlite(_) => self.transaction_once(placement, epoch, body).await,
-            Db::Postgres(pool) => {
-                let mut tries = 0;
-                loop {
-                    let done = pg_transaction(pool, &epoch, &mut body).await;
-                    if !again_after(&done, &mut tries).await {
-                        return done;
-                    }
-                }
-            }
-        }
+        body: impl Body<T>,
+    ) -> Result<T, StoreError> {
+        self.run(placement, Scope::Transaction, epoch, body).await
     }
 
-    /// One attempt of [`Db::transaction_on`].
-    async fn transaction_once<T, B>(
+    async fn run<T: Send + 'static>(
         &self,
         placement: Placement,
+        scope: Scope,
         epoch: Epoch,
-        mut body: B,
-    ) -> Result<T, StoreError>
-    where
-        B: AsyncFnMut(&mut Conn<'_>) -> Result<T, StoreError> + Send + 'static,
-        T: Send + 'static,
-    {
+        mut body: impl Body<T>,
+    ) -> Result<T, StoreError> {
+        let in_transaction = scope == Scope::Transaction || epoch.is_some();
         match self {
-            Db::Sqlite(sqlite) => {
+            Db::Sqlite(sqlite) if in_transaction => {
                 sqlite
                     .writer
                     .transaction(placement, move |tx| {
@@ -172,17 +161,31 @@ impl Db {
                     })
                     .await
             }
-            Db::Postgres(pool) => pg_transaction(pool, &epoch, &mut body).await,
+            Db::Sqlite(sqlite) => {
+                sqlite.writer.call(placement, move |conn| sql::ready(body(&mut Conn::Sqlite(conn)))).await
+            }
+            Db::Postgres(pool) => {
+                let mut tries = 0;
+                loop {
+                    let done = if in_transaction {
+                        pg_transaction(pool, &epoch, &mut body).await
+                    } else {
+                        body(&mut Conn::Postgres(&mut *pool.acquire().await?)).await
+                    };
+                    if !again_after(&done, &mut tries).await {
+                        return done;
+                    }
+                }
+            }
         }
     }
 
     /// Runs `body`, which only reads, on a read connection (SQLite: on a blocking thread, never
     /// holding the writer, `readers.rs`) or a pooled connection (PostgreSQL).
-    pub(crate) async fn read<T, B>(&self, body: B) -> Result<T, StoreError>
-    where
-        B: AsyncFnOnce(&mut Conn<'_>) -> Result<T, StoreError> + Send + 'static,
-        T: Send + 'static,
-    {
+    pub(crate) async fn read<T: Send + 'static>(
+        &self,
+        body: impl AsyncFnOnce(&mut Conn<'_>) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
         match self {
             Db::Sqlite(sqlite) => {
                 sqlite.readers.call(move |conn| sql::ready(body(&mut Conn::Sqlite(conn)))).await
@@ -213,11 +216,7 @@ impl Db {
 
 /// Runs `body` in a PostgreSQL transaction of `pool` that first checks `epoch` (locking the
 /// session row until it commits).
-async fn pg_transaction<T>(
-    pool: &PgPool,
-    epoch: &Epoch,
-    body: &mut impl AsyncFnMut(&mut Conn<'_>) -> Result<T, StoreError>,
-) -> Result<T, StoreError> {
+async fn pg_transaction<T>(pool: &PgPool, epoch: &Epoch, body: &mut impl Body<T>) -> Result<T, StoreError> {
     let mut tx = pool.begin().await?;
     let conn = &mut Conn::Postgres(&mut tx);
     fence::check(conn, epoch).await?;
@@ -375,28 +374,12 @@ impl MigrationLock {
     }
 }
 
-/// Runs `attempt` again while it fails on a unique key. Appends number their rows
+/// Whether a write that ended in `done` runs again: when it failed on a unique key, at most
+/// 100 times (counted in `tries`), after letting other tasks run. Appends number their rows
 /// `MAX(...) + 1` in the statement itself; SQLite serializes writers, so two appends never see
 /// the same maximum there, but under PostgreSQL's read-committed isolation two concurrent
 /// appends to one session can, and the second then fails on the primary key: it is simply
-/// repeated (it inserted nothing), so numbers stay dense and unique without a lock round trip.
-/// ([`Db::transaction`] does the same for its transactions.)
-pub(crate) async fn retry_on_conflict<T, F, Fut>(mut attempt: F) -> Result<T, StoreError>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, StoreError>>,
-{
-    let mut tries = 0;
-    loop {
-        let done = attempt().await;
-        if !again_after(&done, &mut tries).await {
-            return done;
-        }
-    }
-}
-
-/// Whether a write that ended in `done` runs again: when it failed on a unique key, at most
-/// 100 times (counted in `tries`), after letting other tasks run.
+/// repeated (it committed nothing), so numbers stay dense and unique without a lock round trip.
 async fn again_after<T>(done: &Result<T, StoreError>, tries: &mut usize) -> bool {
     const ATTEMPTS: usize = 100;
     let conflict =

@@ -1,6 +1,6 @@
 //! Messages: the conversation of a session, in order, each committed as it happens.
 
-use crate::db::{DbRow, retry_on_conflict};
+use crate::db::DbRow;
 use crate::sql::{Conn, Query, no_session};
 use crate::writer::Placement;
 use serde::{Deserialize, Serialize};
@@ -147,16 +147,6 @@ impl Messages<'_> {
     /// Appends a message with its token count (so a resumed session need not count it again)
     /// and commits it; returns its `seq`.
     pub async fn append_counted(
-        self,
-        session_id: &str,
-        turn: i64,
-        message: &Message,
-        token_count: Option<i64>,
-    ) -> Result<i64, StoreError> {
-        retry_on_conflict(|| self.try_append_counted(session_id, turn, message, token_count)).await
-    }
-
-    async fn try_append_counted(
         self,
         session_id: &str,
         turn: i64,

@@ -1,6 +1,6 @@
 //! Todo items of a session (the `todo` tool's list).
 
-use crate::db::{DbRow, retry_on_conflict};
+use crate::db::DbRow;
 use crate::sql::{Query, no_session};
 use serde::{Deserialize, Serialize};
 
@@ -95,10 +95,6 @@ pub struct Todos<'s> {
 impl Todos<'_> {
     /// Adds an item at the end.
     pub async fn add(self, session_id: &str, text: &str) -> Result<TodoItem, StoreError> {
-        retry_on_conflict(|| self.try_add(session_id, text)).await
-    }
-
-    async fn try_add(self, session_id: &str, text: &str) -> Result<TodoItem, StoreError> {
         let query = Query::new(
             "INSERT INTO todos (session_id, id, text, status, position, created_at, updated_at)
              VALUES ($1,

@@ -15,6 +15,23 @@ fn other(dir: &tempfile::TempDir) -> rusqlite::Connection {
     conn
 }
 
+/// A fresh database with an empty table `t (x INTEGER)`.
+async fn open_with_table(dir: &tempfile::TempDir) -> SqliteDb {
+    let db = open(dir).await;
+    db.writer
+        .call(Placement::InPlace, |conn| sqlite_execute(conn, &Query::new("CREATE TABLE t (x INTEGER)")))
+        .await
+        .unwrap();
+    db
+}
+
+/// Another connection writes `x` into `t` without waiting: nobody holds the write lock.
+fn write_lock_is_free(dir: &tempfile::TempDir, x: i64) {
+    let other = other(dir);
+    other.busy_timeout(Duration::ZERO).unwrap();
+    other.execute_batch(&format!("INSERT INTO t (x) VALUES ({x})")).unwrap();
+}
+
 /// `SELECT COUNT(*), SUM(x) FROM t`, on a read connection.
 async fn count_and_sum(db: &SqliteDb) -> (i64, i64) {
     db.readers
@@ -67,11 +84,7 @@ async fn what_the_writer_commits_the_readers_read_at_once() {
 #[tokio::test]
 async fn a_panicking_call_fails_alone_and_rolls_its_transaction_back() {
     let dir = tempfile::tempdir().unwrap();
-    let db = open(&dir).await;
-    db.writer
-        .call(Placement::InPlace, |conn| sqlite_execute(conn, &Query::new("CREATE TABLE t (x INTEGER)")))
-        .await
-        .unwrap();
+    let db = open_with_table(&dir).await;
     let err = db
         .writer
         .call(Placement::InPlace, |conn| -> Result<(), StoreError> {
@@ -90,9 +103,7 @@ async fn a_panicking_call_fails_alone_and_rolls_its_transaction_back() {
         .await
         .unwrap();
     assert_eq!(n, Some(0));
-    let other = other(&dir);
-    other.busy_timeout(Duration::ZERO).unwrap();
-    other.execute_batch("INSERT INTO t (x) VALUES (2)").unwrap();
+    write_lock_is_free(&dir, 2);
 }
 
 /// A call that finds the connection taken waits for it on a blocking thread; if its caller
@@ -247,11 +258,7 @@ async fn a_foreign_key_violation_reads_as_the_session_not_found() {
 #[tokio::test]
 async fn a_failed_transaction_commits_nothing_and_frees_the_lock() {
     let dir = tempfile::tempdir().unwrap();
-    let db = open(&dir).await;
-    db.writer
-        .call(Placement::InPlace, |conn| sqlite_execute(conn, &Query::new("CREATE TABLE t (x INTEGER)")))
-        .await
-        .unwrap();
+    let db = open_with_table(&dir).await;
     let err = db
         .writer
         .transaction(Placement::InPlace, |conn| {
@@ -262,15 +269,9 @@ async fn a_failed_transaction_commits_nothing_and_frees_the_lock() {
         .unwrap_err();
     assert!(matches!(err, StoreError::Sqlite(_)), "{err}");
     assert_eq!(count_and_sum(&db).await, (0, 0));
-    let other = other(&dir);
-    other.busy_timeout(Duration::ZERO).unwrap();
-    other.execute_batch("INSERT INTO t (x) VALUES (2)").unwrap();
-    let n = db
-        .writer
-        .transaction(Placement::Blocking, |conn| {
-            sqlite_execute(conn, &Query::new("INSERT INTO t (x) VALUES (3)"))
-        })
-        .await
-        .unwrap();
-    assert_eq!((n, count_and_sum(&db).await), (1, (2, 5)));
+    write_lock_is_free(&dir, 2);
+    let insert =
+        |conn: &mut rusqlite::Connection| sqlite_execute(conn, &Query::new("INSERT INTO t (x) VALUES (3)"));
+    assert_eq!(db.writer.transaction(Placement::Blocking, insert).await.unwrap(), 1);
+    assert_eq!(count_and_sum(&db).await, (2, 5));
 }
