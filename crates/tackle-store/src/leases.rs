@@ -19,20 +19,6 @@ use crate::sql::{Conn, Query, Row};
 use crate::writer::Placement;
 use crate::{Store, StoreError};
 
-impl Store {
-    /// Checks the lease of a fenced store without writing: [`StoreError::LeaseLost`] when it
-    /// moved on; `Ok` when it holds or the store is not fenced to `session_id`. A turn asks this
-    /// before it starts tool calls, so a stalled turn that lost its session runs nothing more.
-    pub async fn check_lease(&self, session_id: &str) -> Result<(), StoreError> {
-        let epoch = self.epoch_for(session_id);
-        if epoch.is_none() {
-            return Ok(());
-        }
-        // The check alone, outside a transaction: it writes nothing, so it takes no write lock.
-        self.db.write(Placement::InPlace, None, async move |conn| fence::check(conn, &epoch).await).await
-    }
-}
-
 /// A held lease on a session's turn.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lease {
@@ -203,4 +189,18 @@ async fn take_lease(conn: &mut Conn<'_>, take: &Query, clear: &[Query]) -> Resul
         conn.execute(query).await?;
     }
     Ok(Some(epoch))
+}
+
+impl Store {
+    /// Checks the lease of a fenced store without writing: [`StoreError::LeaseLost`] when it
+    /// moved on; `Ok` when it holds or the store is not fenced to `session_id`. A turn asks this
+    /// before it starts tool calls, so a stalled turn that lost its session runs nothing more.
+    pub async fn check_lease(&self, session_id: &str) -> Result<(), StoreError> {
+        let epoch = self.epoch_for(session_id);
+        if epoch.is_none() {
+            return Ok(());
+        }
+        // The check alone, outside a transaction: it writes nothing, so it takes no write lock.
+        self.db.write(Placement::InPlace, None, async move |conn| fence::check(conn, &epoch).await).await
+    }
 }

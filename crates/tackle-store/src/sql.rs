@@ -4,10 +4,11 @@
 //! [`Param`], [`pg_query`] for sqlx's PostgreSQL) and one row adapter ([`Row`]), so every
 //! domain type has one decoder, written against [`Row`].
 //!
-//! Statements that run together (a step's commit, a message with its calls) are written once as
-//! an `async fn` over [`Conn`]: on PostgreSQL it awaits sqlx; on SQLite it runs inside the
-//! writer's closure, where every statement is synchronous and the future is ready at its first
-//! poll ([`ready`]).
+//! Every statement runs on a [`Conn`], a connection of either driver that `Db` (`db.rs`) lends
+//! to a body written once: an async closure, or an `async fn` over `&mut Conn` for statements
+//! that run together (a step's commit, a message with its calls). On PostgreSQL it awaits sqlx;
+//! on SQLite it runs inside the writer's (or a reader's) closure, where every statement is
+//! synchronous and the future is ready at its first poll ([`ready`]).
 //!
 //! ```ignore
 //! let q = Query::new("SELECT seq FROM messages WHERE session_id = $1 AND turn = $2").bind(id).bind(turn);
