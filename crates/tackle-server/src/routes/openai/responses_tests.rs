@@ -1,3 +1,5 @@
+use serde_json::json;
+
 use super::*;
 
 fn conversation(input: Value, agent: bool) -> Result<Input, ApiError> {
@@ -96,7 +98,8 @@ fn output_items_keep_the_order_and_the_api_reasoning_verbatim() {
             input: ToolInput::parse("{\"city\":\"Oslo\"}"),
         }),
     ];
-    let items = output_items(&content, "completed");
+    let items: Vec<Value> =
+        output_items(&content, "completed").iter().map(|i| serde_json::to_value(i).unwrap()).collect();
     assert_eq!(items[0], api);
     assert_eq!(items[1]["summary"][0]["text"], "thinking");
     assert!(items[1].get("signature").is_none() && items[1].get("encrypted_content").is_none());
@@ -249,7 +252,12 @@ async fn streamed_bytes_are_pinned() {
     )
     .await;
     insta::assert_snapshot!(fixed(&text));
-    let failed = sse_text(json!({"model": "m", "input": "hi"}), |w| w.text("x"), End::Failed("server_error", "boom".into())).await;
+    let failed = sse_text(
+        json!({"model": "m", "input": "hi"}),
+        |w| w.text("x"),
+        End::Failed("server_error", "boom".into()),
+    )
+    .await;
     insta::assert_snapshot!("streamed_failure", fixed(&failed));
 }
 
@@ -259,11 +267,21 @@ fn response_object_bytes_are_pinned() {
     let request: ResponsesRequest = serde_json::from_value(echoing_request()).unwrap();
     let header = Header::new(&request, "ann");
     let content = vec![
-        ContentBlock::Reasoning(Reasoning { format: "anthropic".into(), text: "hmm".into(), data: json!({}) }),
+        ContentBlock::Reasoning(Reasoning {
+            format: "anthropic".into(),
+            text: "hmm".into(),
+            data: json!({}),
+        }),
         ContentBlock::text("Let me check."),
         ContentBlock::ToolUse(call("c1", "{\"city\":\"Oslo\"}")),
     ];
-    let usage = Usage { input_tokens: 7, output_tokens: 3, cache_read_tokens: 2, reasoning_tokens: 1, ..Usage::default() };
+    let usage = Usage {
+        input_tokens: 7,
+        output_tokens: 3,
+        cache_read_tokens: 2,
+        reasoning_tokens: 1,
+        ..Usage::default()
+    };
     let end = End::Completed;
     let object = header.object(end.status(), &end, output_items(&content, end.item_status()), Some(&usage));
     insta::assert_snapshot!(fixed(&serde_json::to_string(&object).unwrap()));
