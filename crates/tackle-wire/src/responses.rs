@@ -212,15 +212,24 @@ impl<'a> InputItem<'a> {
     }
 }
 
+impl InputItem<'_> {
+    /// The `type` of an input item as JSON: `message` for the short form (a `role`, no `type`),
+    /// `None` when it has neither. A reader that wants errors naming the field inside the item
+    /// dispatches on this and reads [`MessageItem`], [`FunctionCallItem`] or
+    /// [`FunctionCallOutputItem`] itself, as this type's `Deserialize` does.
+    pub fn kind_of(value: &Value) -> Option<&str> {
+        match value.get("type") {
+            None if value.get("role").is_some() => Some("message"),
+            kind => kind.and_then(Value::as_str),
+        }
+    }
+}
+
 impl<'de, 'a> Deserialize<'de> for InputItem<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde::de::Error;
         let value = Value::deserialize(d)?;
-        let kind = match value.get("type") {
-            None if value.get("role").is_some() => Some("message"),
-            kind => kind.and_then(Value::as_str),
-        };
-        match kind {
+        match Self::kind_of(&value) {
             Some("message") => MessageItem::deserialize(value).map(Self::Message),
             Some("function_call") => FunctionCallItem::deserialize(value).map(Self::FunctionCall),
             Some("function_call_output") => {
@@ -257,7 +266,8 @@ pub struct FunctionCallItem<'a> {
     pub call_id: Cow<'a, str>,
     /// The function.
     pub name: Cow<'a, str>,
-    /// Its arguments, JSON text as the model wrote it.
+    /// Its arguments, JSON text as the model wrote it (read as empty when left out).
+    #[serde(default)]
     pub arguments: Cow<'a, str>,
     /// `completed`, ... on an output item.
     #[serde(default, skip_serializing_if = "Option::is_none")]

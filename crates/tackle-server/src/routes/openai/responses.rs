@@ -27,13 +27,14 @@ use tackle_protocol::{
 use tackle_provider::{CallOptions, ProviderError, REASONING_FORMAT};
 use tackle_store::NewResponse;
 use tackle_wire::responses::{
-    self as wire, DeltaEvent, DoneEvent, FunctionCallItem, ItemEvent, MessageItem, OutputItem, Part,
-    PartEvent, ReasoningItem, ResponseEvent,
+    self as wire, DeltaEvent, DoneEvent, FunctionCallItem, FunctionTool, InputItem, ItemEvent,
+    MessageContent, MessageItem, MessageRole, OutputItem, Part, PartEvent, ReasoningItem, ResponseEvent,
 };
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use utoipa::ToSchema;
 
+use super::read;
 use super::shared::{self, AgentTurn, ClientTool, Gateway, OpenAiError, async_stream, now_secs};
 use crate::auth::User;
 use crate::json::ValidJson;
@@ -364,6 +365,8 @@ struct Input {
     messages: Vec<Message>,
     /// For each message, the input item it starts at (for errors).
     starts: Vec<usize>,
+    /// The call id of each `function_call_output` item, and the item's index (for errors).
+    calls_answered: Vec<(String, usize)>,
 }
 
 impl Input {
@@ -382,30 +385,38 @@ fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
 
-/// The text of a message's `content`: a string or text parts.
-fn content_text(content: Option<&Value>, at: &str) -> Result<String, ApiError> {
-    match content {
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(Value::Array(parts)) => {
-            let mut out = String::new();
-            for (k, part) in parts.iter().enumerate() {
-                let text = match str_at(part, "type") {
-                    Some("input_text" | "output_text" | "text") => str_at(part, "text"),
-                    Some("refusal") => str_at(part, "refusal"),
-                    _ => None,
-                };
-                let text = text.ok_or_else(|| {
-                    ApiError::invalid_field(format!("{at}.content[{k}]"), "only text parts are supported")
-                })?;
-                out.push_str(text);
-            }
-            Ok(out)
-        }
-        _ => Err(ApiError::invalid_field(
-            format!("{at}.content"),
-            "content must be a string or an array of parts",
-        )),
+/// The text of a message's (or a call output's) content: a string or text parts.
+fn content_text(content: &MessageContent<'_>, at: &str) -> Result<String, ApiError> {
+    let parts = match content {
+        MessageContent::Text(text) => return Ok(text.to_string()),
+        MessageContent::Parts(parts) => parts,
+    };
+    let mut out = String::new();
+    for (k, part) in parts.iter().enumerate() {
+        let text = match part {
+            Part::InputText { text } | Part::OutputText { text, .. } => Some(text.as_ref()),
+            Part::Refusal { refusal } => Some(refusal.as_ref()),
+            // Chat Completions' name for a text part, which some clients send here too.
+            Part::Other(v) if str_at(v, "type") == Some("text") => str_at(v, "text"),
+            Part::SummaryText { .. } | Part::Other(_) => None,
+        };
+        let text = text.ok_or_else(|| {
+            ApiError::invalid_field(format!("{at}.content[{k}]"), "only text parts are supported")
+        })?;
+        out.push_str(text);
     }
+    Ok(out)
+}
+
+/// Reads one input item: its kind decides the tackle-wire type it is read as, and a field that
+/// does not fit is named (`input[2].call_id`). Kinds the route does not read stay JSON.
+fn read_item(item: &Value, at: &str) -> Result<InputItem<'static>, ApiError> {
+    Ok(match InputItem::kind_of(item) {
+        Some("message") => InputItem::Message(read::read(item.clone(), at)?),
+        Some("function_call") => InputItem::FunctionCall(read::read(item.clone(), at)?),
+        Some("function_call_output") => InputItem::FunctionCallOutput(read::read(item.clone(), at)?),
+        _ => InputItem::Other(std::borrow::Cow::Owned(item.clone())),
+    })
 }
 
 /// Replaces each `{"type": "item_reference", "id"}` of `input` by the output item it names: an
@@ -455,78 +466,68 @@ fn read_input(input: &Value, agent: bool) -> Result<Input, ApiError> {
     };
     for (i, item) in items.iter().enumerate() {
         let at = format!("input[{i}]");
-        let kind = str_at(item, "type").unwrap_or(if item.get("role").is_some() { "message" } else { "" });
+        let kind = InputItem::kind_of(item).unwrap_or("");
         if agent && kind != "message" {
             return Err(ApiError::invalid_field(
                 format!("{at}.type"),
                 "the agent runs its own tools: send message items only (or use a provider model to run tools yourself)",
             ));
         }
-        let required = |key: &str| {
-            str_at(item, key)
-                .ok_or_else(|| ApiError::invalid_field(format!("{at}.{key}"), format!("{key} is required")))
-        };
-        match kind {
-            "message" => {
-                let text = content_text(item.get("content"), &at)?;
-                match str_at(item, "role") {
-                    Some("system" | "developer") => out.system.push(SystemSection::cacheable("client", text)),
-                    Some("user") => {
+        match read_item(item, &at)? {
+            InputItem::Message(m) => {
+                let text = content_text(&m.content, &at)?;
+                match m.role {
+                    MessageRole::System | MessageRole::Developer => {
+                        out.system.push(SystemSection::cacheable("client", text))
+                    }
+                    MessageRole::User => {
                         out.messages.push(Message::user(text));
                         out.starts.push(i);
                     }
-                    Some("assistant") if !text.is_empty() => {
+                    MessageRole::Assistant if !text.is_empty() => {
                         out.message_for(Role::Assistant, i).content.push(ContentBlock::text(text))
                     }
-                    Some("assistant") => {}
-                    _ => {
-                        return Err(ApiError::invalid_field(
-                            format!("{at}.role"),
-                            "use user, assistant, system or developer",
-                        ));
-                    }
+                    MessageRole::Assistant => {}
                 }
             }
-            "function_call" => {
+            InputItem::FunctionCall(c) => {
                 let call = ToolUse {
-                    id: required("call_id")?.into(),
-                    name: required("name")?.to_owned(),
-                    input: ToolInput::parse(str_at(item, "arguments").unwrap_or("")),
+                    id: c.call_id.as_ref().into(),
+                    name: c.name.into_owned(),
+                    input: ToolInput::parse(&c.arguments),
                 };
                 out.message_for(Role::Assistant, i).content.push(ContentBlock::ToolUse(call));
             }
-            "function_call_output" => {
-                let id = required("call_id")?.to_owned();
-                let output = match item.get("output") {
-                    Some(Value::String(s)) => s.clone(),
-                    parts @ Some(Value::Array(_)) => content_text(parts, &at)?,
-                    _ => return Err(ApiError::invalid_field(format!("{at}.output"), "output is required")),
-                };
+            InputItem::FunctionCallOutput(o) => {
+                let output = content_text(&o.output, &at)?;
+                out.calls_answered.push((o.call_id.to_string(), i));
                 out.message_for(Role::Tool, i)
                     .content
-                    .push(ContentBlock::ToolResult(ToolResult::ok(id, output)));
+                    .push(ContentBlock::ToolResult(ToolResult::ok(o.call_id.into_owned(), output)));
             }
-            "reasoning" => {
-                let text: Vec<&str> = item
-                    .get("summary")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|p| str_at(p, "text"))
-                    .collect();
+            InputItem::Other(v) if kind == "reasoning" => {
+                let item = ReasoningItem(v.into_owned());
                 let reasoning = Reasoning {
                     format: REASONING_FORMAT.into(),
-                    text: text.join("\n\n"),
-                    data: item.clone(),
+                    text: item.summary_texts().collect::<Vec<_>>().join("\n\n"),
+                    data: item.0,
                 };
                 out.message_for(Role::Assistant, i).content.push(ContentBlock::Reasoning(reasoning));
             }
-            "" => return Err(ApiError::invalid_field(format!("{at}.type"), "type is required")),
-            other => {
+            InputItem::Other(_) if kind.is_empty() => {
+                return Err(ApiError {
+                    code: "missing_required_parameter",
+                    ..ApiError::invalid_field(
+                        format!("{at}.type"),
+                        format!("Missing required parameter: '{at}.type'."),
+                    )
+                });
+            }
+            InputItem::Other(_) => {
                 return Err(ApiError::invalid_field(
                     format!("{at}.type"),
                     format!(
-                        "{other:?} items are not supported; send message, function_call, function_call_output and reasoning items"
+                        "{kind:?} items are not supported; send message, function_call, function_call_output and reasoning items"
                     ),
                 ));
             }
@@ -654,14 +655,36 @@ async fn gateway(
     if !messages.iter().any(|m| m.role == Role::User) {
         return Err(ApiError::invalid_field("input", "send at least one user message").into());
     }
+    // Function tools read typed (a field that does not fit is named); other kinds are refused
+    // by `function_tools`, naming their `type`.
+    let functions = request
+        .tools
+        .iter()
+        .enumerate()
+        .map(|(i, t)| match str_at(t, "type") {
+            Some("function") => {
+                read::read::<FunctionTool<'static>>(t.clone(), &format!("tools[{i}]")).map(Some)
+            }
+            _ => Ok(None),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let tools: Vec<ClientTool<'_>> = request
         .tools
         .iter()
-        .map(|t| ClientTool {
-            kind: str_at(t, "type").unwrap_or(""),
-            name: str_at(t, "name").unwrap_or(""),
-            description: str_at(t, "description").unwrap_or(""),
-            parameters: t.get("parameters"),
+        .zip(&functions)
+        .map(|(t, f)| match f {
+            Some(f) => ClientTool {
+                kind: "function",
+                name: &f.name,
+                description: f.description.as_deref().unwrap_or(""),
+                parameters: f.parameters.as_deref(),
+            },
+            None => ClientTool {
+                kind: str_at(t, "type").unwrap_or(""),
+                name: "",
+                description: "",
+                parameters: None,
+            },
         })
         .collect();
     let tools = shared::function_tools(&tools, "name")?;
@@ -686,17 +709,22 @@ async fn gateway(
         prompt_cache_key: request.prompt_cache_key.clone(),
     }
     .into_request();
-    let source = Upstream { state: state.clone(), codex, owner: header.user.clone() };
+    let source = Upstream {
+        state: state.clone(),
+        codex,
+        owner: header.user.clone(),
+        calls_answered: input.calls_answered,
+    };
     let mut added = input.messages;
     if !request.stream {
-        let response = source.complete(&model_request, &request.input).await?;
+        let response = source.complete(&model_request).await?;
         let end = End::from_stop(&response.stop_reason);
         let output = output_items(&response.content, end.item_status());
         added.push(response.clone().into_message());
         header.keep(&state, None, &added, &output).await?;
         return Ok(Json(header.object(end.status(), &end, output, Some(&response.usage))).into_response());
     }
-    let mut events = source.stream(&model_request, &request.input).await?;
+    let mut events = source.stream(&model_request).await?;
     let stream = async_stream(move |tx| async move {
         let mut out = EventWriter::new(tx, header.clone());
         let mut acc = ResponseAccumulator::default();
@@ -737,13 +765,14 @@ struct Upstream {
     /// The Codex model of a `codex/<model>` request.
     codex: Option<String>,
     owner: String,
+    /// The `function_call_output` items of the request: call id and item index.
+    calls_answered: Vec<(String, usize)>,
 }
 
 impl Upstream {
     async fn stream(
         &self,
         request: &tackle_protocol::ModelRequest,
-        input: &Value,
     ) -> Result<tackle_provider::EventStream, OpenAiError> {
         let Some(model) = &self.codex else {
             let provider = self.state.agent().provider().clone();
@@ -763,24 +792,18 @@ impl Upstream {
         };
         // A call id the client sent: the `function_call_output` item that carries it.
         let at = |id: &str| {
-            input
-                .as_array()
-                .and_then(|items| {
-                    items.iter().position(|i| !id.is_empty() && str_at(i, "call_id") == Some(id))
-                })
-                .map(|i| format!("input[{i}].call_id"))
+            self.calls_answered
+                .iter()
+                .find(|(call, _)| !id.is_empty() && call == id)
+                .map(|(_, i)| format!("input[{i}].call_id"))
                 .unwrap_or_else(|| "input".into())
         };
         let requested = format!("{}{model}", super::codex_bridge::MODEL_PREFIX);
         super::codex_bridge::turn(&self.state, bridged, &requested, at).await
     }
 
-    async fn complete(
-        &self,
-        request: &tackle_protocol::ModelRequest,
-        input: &Value,
-    ) -> Result<ModelResponse, OpenAiError> {
-        let mut events = self.stream(request, input).await?;
+    async fn complete(&self, request: &tackle_protocol::ModelRequest) -> Result<ModelResponse, OpenAiError> {
+        let mut events = self.stream(request).await?;
         let mut acc = ResponseAccumulator::default();
         while let Some(event) = events.next().await {
             acc.push(&event.map_err(|e| ApiError::provider(&e))?);

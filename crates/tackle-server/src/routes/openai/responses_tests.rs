@@ -289,3 +289,32 @@ fn response_object_bytes_are_pinned() {
     let object = header.object(end.status(), &end, Vec::new(), None);
     insta::assert_snapshot!("response_object_failed", fixed(&serde_json::to_string(&object).unwrap()));
 }
+
+#[test]
+fn typed_items_name_the_field_in_the_apis_words_and_tolerate_what_it_tolerates() {
+    let error = |input: Value| conversation(input, false).unwrap_err();
+    let e = error(json!([{"role": "user", "content": 42}]));
+    assert_eq!(e.field.as_deref(), Some("input[0].content"));
+    assert!(
+        e.message.starts_with("Invalid type for 'input[0].content': expected a string or a list"),
+        "{}",
+        e.message
+    );
+    let e = error(json!([{"role": "user", "content": "x"}, {"type": "function_call_output", "output": "o"}]));
+    assert_eq!((e.field.as_deref(), e.code), (Some("input[1].call_id"), "missing_required_parameter"));
+    assert_eq!(e.message, "Missing required parameter: 'input[1].call_id'.");
+    let e = error(json!([{"type": "message", "role": "tool", "content": "x"}]));
+    assert_eq!((e.field.as_deref(), e.code), (Some("input[0].role"), "invalid_value"));
+    // Fields the route does not use, and a reasoning item's whole shape, are the API's business.
+    let input = conversation(
+        json!([{"role": "user", "content": "x", "id": "msg_1", "status": "completed", "future": {"a": 1}},
+            {"type": "reasoning", "id": "rs_1", "summary": [], "content": [{"type": "reasoning_text", "text": "t"}], "new": 1},
+            {"type": "function_call", "id": "fc_1", "call_id": "c", "name": "a", "arguments": "{}", "status": "completed", "extra": true},
+            {"type": "function_call_output", "call_id": "c", "output": "o", "id": "fco_1"}]),
+        false,
+    )
+    .unwrap();
+    let ContentBlock::Reasoning(r) = &input.messages[1].content[0] else { panic!() };
+    assert_eq!(r.data["new"], 1, "a reasoning item goes back as it came");
+    assert_eq!(input.calls_answered, [("c".to_owned(), 3)]);
+}
