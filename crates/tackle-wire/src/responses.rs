@@ -266,6 +266,10 @@ pub struct FunctionCallItem<'a> {
     pub call_id: Cow<'a, str>,
     /// The function.
     pub name: Cow<'a, str>,
+    /// The namespace of a namespaced tool (Codex's `mcp__server`, ...): the tool is
+    /// `<namespace>__<name>`. Absent for a plain function.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<Cow<'a, str>>,
     /// Its arguments, JSON text as the model wrote it (read as empty when left out).
     #[serde(default)]
     pub arguments: Cow<'a, str>,

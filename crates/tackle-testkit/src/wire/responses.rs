@@ -163,6 +163,7 @@ fn output(turn: &Turn, ctx: &RenderCtx, asked: &Asked) -> Vec<OutputItem<'static
             id: Some(format!("fc_fake{}_{i}", ctx.turn).into()),
             call_id: c.id.clone().unwrap_or_else(|| format!("call_{}_{i}", ctx.turn)).into(),
             name: c.name.clone().into(),
+            namespace: None,
             arguments: c.arguments.clone().into(),
             status: status(done),
         }));

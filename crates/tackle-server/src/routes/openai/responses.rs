@@ -622,6 +622,7 @@ fn call_item(id: &str, call: &ToolUse, arguments: &str, status: &str) -> OutputI
         id: Some(id.to_owned().into()),
         call_id: call.id.to_string().into(),
         name: call.name.clone().into(),
+        namespace: None,
         arguments: arguments.to_owned().into(),
         status: Some(status.to_owned().into()),
     })
@@ -1032,6 +1033,7 @@ impl EventWriter {
             id: Some(id.clone().into()),
             call_id: call_id.clone().into(),
             name: name.clone().into(),
+            namespace: None,
             arguments: "".into(),
             status: Some("in_progress".into()),
         });
