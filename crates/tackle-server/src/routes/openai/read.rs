@@ -16,6 +16,16 @@ pub(crate) fn read<T: DeserializeOwned>(value: Value, at: &str) -> Result<T, Api
     })
 }
 
+/// A body [`crate::json::ValidJson`] refused (`{path}: {serde's message}`), reworded as the
+/// OpenAI API words it. Other errors pass unchanged.
+pub(crate) fn reword(e: ApiError) -> ApiError {
+    let Some(field) = e.field.as_deref() else { return e };
+    match e.message.strip_prefix(field).and_then(|m| m.strip_prefix(": ")) {
+        Some(serde) => rejection(field, serde),
+        None => e,
+    }
+}
+
 /// `at` followed by serde's path inside it (`.` is the value itself).
 fn join(at: &str, path: &str) -> String {
     match path {
@@ -27,6 +37,11 @@ fn join(at: &str, path: &str) -> String {
 
 /// serde's message about the value at `param`, as the OpenAI API words its rejections.
 fn rejection(param: &str, serde: &str) -> ApiError {
+    // A message about bytes ends with where they failed, which the parameter already says.
+    let serde = match serde.rsplit_once(" at line ") {
+        Some((message, place)) if place.split(" column ").all(|n| n.parse::<u64>().is_ok()) => message,
+        _ => serde,
+    };
     let quoted = |s: &str| s.replace('`', "'");
     if let Some(field) = serde.strip_prefix("missing field `").and_then(|r| r.strip_suffix('`')) {
         let param = join(param, field);

@@ -96,7 +96,7 @@ pub async fn create(
     User(user): User,
     body: Result<ValidJson<ResponsesRequest>, ApiError>,
 ) -> Result<Response, OpenAiError> {
-    let ValidJson(mut request) = body?;
+    let ValidJson(mut request) = body.map_err(read::reword)?;
     let agent = request.tools.is_empty() && request.model == state.config().agent_model;
     resolve_references(&state, &user, &mut request.input).await?;
     let input = read_input(&request.input, agent)?;
