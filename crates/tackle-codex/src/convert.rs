@@ -3,8 +3,10 @@
 //! the marker that keeps a thread id in Tackle's stored history.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 use tackle_protocol::{ContentBlock, Message, Reasoning, Role, ToolResult, ToolSpec};
+use tackle_wire::responses::{
+    FunctionCallItem, FunctionCallOutputItem, InputItem, MessageContent, MessageRole, Part,
+};
 
 use crate::wire::{DynamicToolCallResponse, DynamicToolSpec, ThreadId};
 
@@ -27,7 +29,9 @@ pub struct ThreadMarker {
 impl ThreadMarker {
     /// The history block carrying this marker.
     pub fn to_reasoning(&self) -> Reasoning {
-        Reasoning { format: MARKER_FORMAT.into(), text: String::new(), data: json!(self) }
+        // A struct of strings always serializes.
+        let data = serde_json::to_value(self).unwrap_or_default();
+        Reasoning { format: MARKER_FORMAT.into(), text: String::new(), data }
     }
 
     /// The marker in a content block, if it is one.
@@ -76,32 +80,46 @@ pub fn tool_answer(result: &ToolResult) -> DynamicToolCallResponse {
 
 /// A tool result as a Responses `function_call_output` item (for a call whose request died
 /// with its process).
-pub fn output_item(result: &ToolResult) -> Value {
-    json!({"type": "function_call_output", "call_id": result.tool_use_id, "output": result.content})
+pub fn output_item(result: &ToolResult) -> InputItem<'static> {
+    InputItem::FunctionCallOutput(FunctionCallOutputItem {
+        call_id: result.tool_use_id.to_string().into(),
+        output: MessageContent::Text(result.content.clone().into()),
+    })
 }
 
 /// Messages as Responses items, to seed a new thread with a conversation it did not have.
 /// Markers and other opaque reasoning stay out.
-pub fn history_items(messages: &[Message]) -> Vec<Value> {
+pub fn history_items(messages: &[Message]) -> Vec<InputItem<'static>> {
     let mut items = Vec::new();
     for m in messages {
         match m.role {
             Role::User => {
                 let text = m.text();
                 if !text.is_empty() {
-                    items.push(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}));
+                    items.push(InputItem::message(
+                        MessageRole::User,
+                        vec![Part::InputText { text: text.into() }],
+                    ));
                 }
             }
             Role::Assistant => {
                 for block in &m.content {
                     match block {
-                        ContentBlock::Text { text } if !text.is_empty() => items.push(json!({
-                            "type": "message", "role": "assistant",
-                            "content": [{"type": "output_text", "text": text}]
-                        })),
-                        ContentBlock::ToolUse(u) => items.push(json!({
-                            "type": "function_call", "call_id": u.id, "name": u.name,
-                            "arguments": u.input.to_wire_string()
+                        ContentBlock::Text { text } if !text.is_empty() => items.push(InputItem::message(
+                            MessageRole::Assistant,
+                            vec![Part::OutputText {
+                                text: text.clone().into(),
+                                annotations: None,
+                                logprobs: None,
+                            }],
+                        )),
+                        ContentBlock::ToolUse(u) => items.push(InputItem::FunctionCall(FunctionCallItem {
+                            id: None,
+                            call_id: u.id.to_string().into(),
+                            name: u.name.clone().into(),
+                            namespace: None,
+                            arguments: u.input.to_wire_string().into(),
+                            status: None,
                         })),
                         _ => {}
                     }
@@ -120,6 +138,7 @@ pub fn trailing_user_start(messages: &[Message]) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::{Value, json};
     use tackle_protocol::{ToolInput, ToolUse};
 
     use super::*;
@@ -154,8 +173,22 @@ mod tests {
             },
             Message::tool_results([ToolResult::error("c1", "{\"error\":\"nope\"}")]),
         ];
-        let items = history_items(&history);
+        let items: Vec<Value> =
+            history_items(&history).iter().map(|i| serde_json::to_value(i).unwrap()).collect();
         assert_eq!(items.len(), 4);
+        assert_eq!(
+            items[0],
+            json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "read a"}]}),
+            "the bytes codex receives, key order included"
+        );
+        assert_eq!(
+            serde_json::to_string(&items[1]).unwrap(),
+            r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"sure"}]}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&items[3]).unwrap(),
+            r#"{"type":"function_call_output","call_id":"c1","output":"{\"error\":\"nope\"}"}"#
+        );
         assert_eq!(items[0]["content"][0]["text"], "read a");
         assert_eq!(items[1]["content"][0]["type"], "output_text");
         assert_eq!(

@@ -14,8 +14,10 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use serde::Deserialize;
 use serde_json::{Value, json};
 use tackle_protocol::Usage;
+use tackle_wire::responses::{InputItem, OutputItem};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
@@ -23,7 +25,7 @@ use crate::approvals::{self, CodexApprovals};
 use crate::connection::{Responder, ServerRequest};
 use crate::server::{Live, ThreadEvent, ThreadOptions, parse, to_value};
 use crate::wire::{
-    self, CallId, DynamicToolCallParams, DynamicToolCallResponse, ThreadId, ThreadResult,
+    self, CallId, DynamicToolCallParams, DynamicToolCallResponse, ThreadId, ThreadItem, ThreadResult,
     TokenUsageBreakdown, TurnId, UserInput, method,
 };
 use crate::{CodexError, CodexServer, rpc};
@@ -182,11 +184,10 @@ impl CodexThread {
                 turn = Some(t.id.clone());
             }
             for item in &t.items {
-                if item.get("type").and_then(Value::as_str) == Some("dynamicToolCall")
-                    && item.get("status").and_then(Value::as_str) != Some("inProgress")
-                    && let Some(id) = item.get("id").and_then(Value::as_str)
+                if let ThreadItem::DynamicToolCall { id: Some(id), status } = item
+                    && status.as_deref() != Some("inProgress")
                 {
-                    completed_calls.insert(CallId::from(id));
+                    completed_calls.insert(CallId::from(id.as_str()));
                 }
             }
         }
@@ -272,7 +273,7 @@ impl CodexThread {
     }
 
     /// Appends raw Responses items to the thread's history (`thread/inject_items`).
-    pub async fn inject(&mut self, items: Vec<Value>) -> Result<(), CodexError> {
+    pub async fn inject(&mut self, items: Vec<InputItem<'static>>) -> Result<(), CodexError> {
         if items.is_empty() {
             return Ok(());
         }
@@ -533,13 +534,11 @@ impl CodexThread {
     /// when none came: a backend stream without `response.output_item.added` makes Codex send
     /// the message only whole).
     fn completed_message(&mut self, item: Option<&Value>) -> Option<TurnEvent> {
-        let item = item?;
-        if item.get("type").and_then(Value::as_str) != Some("agentMessage") {
+        let ThreadItem::AgentMessage { id, text: Some(text) } = ThreadItem::read(item?) else {
             return None;
-        }
-        let text = item.get("text").and_then(Value::as_str)?;
-        let id = item.get("id").and_then(Value::as_str).unwrap_or_default();
-        let streamed = self.streamed.remove(id).unwrap_or_default();
+        };
+        let id = id.unwrap_or_default();
+        let streamed = self.streamed.remove(&id).unwrap_or_default();
         match text.strip_prefix(streamed.as_str()) {
             Some(rest) if !rest.is_empty() => Some(TurnEvent::TextDelta(rest.to_owned())),
             Some(_) => None,
@@ -553,21 +552,19 @@ impl CodexThread {
     /// The call id of a raw `function_call` item of one of this thread's dynamic tools whose
     /// arguments Codex will accept (it answers unparseable ones itself, without a request).
     fn announced_call(&self, item: Option<&Value>) -> Option<CallId> {
-        let item = item?;
-        if item.get("type").and_then(Value::as_str) != Some("function_call") {
-            return None;
-        }
-        let name = item.get("name").and_then(Value::as_str)?;
-        let qualified = match item.get("namespace").and_then(Value::as_str) {
+        // A raw item is a Responses output item; one that does not read is no call.
+        let Ok(OutputItem::FunctionCall(call)) = OutputItem::deserialize(item?) else { return None };
+        let name = call.name.as_ref();
+        let qualified = match &call.namespace {
             Some(ns) => format!("{ns}__{name}"),
             None => name.to_owned(),
         };
         if !self.tool_names.contains(name) && !self.tool_names.contains(&qualified) {
             return None;
         }
-        let args = item.get("arguments").and_then(Value::as_str).unwrap_or("{}");
-        serde_json::from_str::<Value>(args).ok()?;
-        item.get("call_id").and_then(Value::as_str).map(CallId::from)
+        // Codex parses the arguments first and answers unparseable ones itself.
+        serde_json::from_str::<Value>(&call.arguments).ok()?;
+        Some(CallId::from(call.call_id.as_ref()))
     }
 
     /// Answers every open call with an error (the turn is ending or being abandoned).

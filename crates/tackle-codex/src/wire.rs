@@ -10,6 +10,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tackle_wire::responses::InputItem;
 
 macro_rules! id_type {
     ($(#[$doc:meta])* $name:ident) => {
@@ -225,7 +226,7 @@ pub struct ThreadInjectItemsParams {
     /// The thread.
     pub thread_id: ThreadId,
     /// Responses items (`message`, `function_call`, `function_call_output`).
-    pub items: Vec<Value>,
+    pub items: Vec<InputItem<'static>>,
 }
 
 /// The answer to `item/tool/call`.
@@ -434,11 +435,53 @@ pub struct Turn {
     #[serde(default)]
     pub status: String,
     /// Its items (as far as loaded).
-    #[serde(default)]
-    pub items: Vec<Value>,
+    #[serde(default, deserialize_with = "ThreadItem::tolerant")]
+    pub items: Vec<ThreadItem>,
     /// Why it failed.
     #[serde(default)]
     pub error: Option<TurnError>,
+}
+
+/// An item of a thread (`item/started`, `item/completed`, a resumed turn's `items`), the kinds
+/// the bridge reads typed. Every other kind (`userMessage`, `reasoning`, `commandExecution`,
+/// `contextCompaction`, ... and those a later Codex adds), and a known kind whose fields do not
+/// fit, reads as [`ThreadItem::Unknown`]: an item never fails a notification.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum ThreadItem {
+    /// The model's answer text.
+    AgentMessage {
+        /// Its id (the `itemId` of its deltas).
+        #[serde(default)]
+        id: Option<String>,
+        /// Its whole text.
+        #[serde(default)]
+        text: Option<String>,
+    },
+    /// A call of a client-side (dynamic) tool.
+    DynamicToolCall {
+        /// Its id: the call id of `item/tool/call`.
+        #[serde(default)]
+        id: Option<String>,
+        /// `inProgress`, `completed`, `failed`.
+        #[serde(default)]
+        status: Option<String>,
+    },
+    /// Any other item.
+    #[serde(other)]
+    Unknown,
+}
+
+impl ThreadItem {
+    /// Reads an item, tolerating what does not fit (see the type's docs).
+    pub fn read(value: &Value) -> Self {
+        Self::deserialize(value).unwrap_or(Self::Unknown)
+    }
+
+    fn tolerant<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Self>, D::Error> {
+        let items = Vec::<Value>::deserialize(d)?;
+        Ok(items.iter().map(Self::read).collect())
+    }
 }
 
 /// A turn's failure.

@@ -88,7 +88,12 @@ fn outgoing_messages_match_the_generated_schema() {
         "ThreadInjectItemsParams",
         &ThreadInjectItemsParams {
             thread_id: "t".into(),
-            items: vec![json!({"type": "function_call_output", "call_id": "c", "output": "ok"})],
+            items: vec![
+                serde_json::from_value(
+                    json!({"type": "function_call_output", "call_id": "c", "output": "ok"}),
+                )
+                .unwrap(),
+            ],
         },
     );
     check("DynamicToolCallResponse", &DynamicToolCallResponse::text("result", true));
@@ -127,4 +132,37 @@ fn messages_captured_from_the_binary_parse() {
     assert_eq!(turn.turn.error.unwrap().kind().as_deref(), Some("httpConnectionFailed"));
     assert_eq!(turn_of(&done), Some(TurnId::from("tu")));
     assert_eq!(thread_of(&done), Some(ThreadId::from("th")));
+}
+
+#[test]
+fn thread_items_read_typed_and_any_other_item_is_unknown() {
+    // Shapes from codex app-server 0.169.0 (research transcript.jsonl).
+    let dynamic = json!({"type": "dynamicToolCall", "id": "call-dyn-1", "namespace": null, "tool": "lookup_ticket",
+        "arguments": {"id": "ABC-123"}, "status": "completed", "contentItems": [{"type": "inputText", "text": "open"}],
+        "success": true, "durationMs": 22, "startedAtMs": 1, "completedAtMs": 2});
+    assert_eq!(
+        ThreadItem::read(&dynamic),
+        ThreadItem::DynamicToolCall { id: Some("call-dyn-1".into()), status: Some("completed".into()) }
+    );
+    let message = json!({"type": "agentMessage", "moderation": null, "id": "msg-3", "text": "All done.", "phase": null});
+    assert_eq!(
+        ThreadItem::read(&message),
+        ThreadItem::AgentMessage { id: Some("msg-3".into()), text: Some("All done.".into()) }
+    );
+    for other in [
+        json!({"type": "contextCompaction", "id": "01a2", "startedAtMs": 1}),
+        json!({"type": "userMessage", "id": "u", "content": [{"type": "text", "text": "hi"}]}),
+        json!({"type": "somethingNew", "x": [1, 2]}),
+        json!({"type": "agentMessage", "text": 7}),
+        json!({"no_type": true}),
+        json!(null),
+    ] {
+        assert_eq!(ThreadItem::read(&other), ThreadItem::Unknown, "{other}");
+    }
+    // A resumed turn with items of every kind reads whole.
+    let turn: Turn = serde_json::from_value(json!({"id": "t", "status": "completed",
+        "items": [message, {"type": "agentMessage", "text": 7}, {"type": "reasoning"}, dynamic]}))
+    .unwrap();
+    assert_eq!(turn.items.len(), 4);
+    assert_eq!(turn.items[1], ThreadItem::Unknown);
 }

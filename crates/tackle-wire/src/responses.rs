@@ -212,15 +212,24 @@ impl<'a> InputItem<'a> {
     }
 }
 
+impl InputItem<'_> {
+    /// The `type` of an input item as JSON: `message` for the short form (a `role`, no `type`),
+    /// `None` when it has neither. A reader that wants errors naming the field inside the item
+    /// dispatches on this and reads [`MessageItem`], [`FunctionCallItem`] or
+    /// [`FunctionCallOutputItem`] itself, as this type's `Deserialize` does.
+    pub fn kind_of(value: &Value) -> Option<&str> {
+        match value.get("type") {
+            None if value.get("role").is_some() => Some("message"),
+            kind => kind.and_then(Value::as_str),
+        }
+    }
+}
+
 impl<'de, 'a> Deserialize<'de> for InputItem<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde::de::Error;
         let value = Value::deserialize(d)?;
-        let kind = match value.get("type") {
-            None if value.get("role").is_some() => Some("message"),
-            kind => kind.and_then(Value::as_str),
-        };
-        match kind {
+        match Self::kind_of(&value) {
             Some("message") => MessageItem::deserialize(value).map(Self::Message),
             Some("function_call") => FunctionCallItem::deserialize(value).map(Self::FunctionCall),
             Some("function_call_output") => {
@@ -257,7 +266,12 @@ pub struct FunctionCallItem<'a> {
     pub call_id: Cow<'a, str>,
     /// The function.
     pub name: Cow<'a, str>,
-    /// Its arguments, JSON text as the model wrote it.
+    /// The namespace of a namespaced tool (Codex's `mcp__server`, ...): the tool is
+    /// `<namespace>__<name>`. Absent for a plain function.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<Cow<'a, str>>,
+    /// Its arguments, JSON text as the model wrote it (read as empty when left out).
+    #[serde(default)]
     pub arguments: Cow<'a, str>,
     /// `completed`, ... on an output item.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -356,6 +370,31 @@ pub enum Part<'a> {
     /// Any other part (images, files, audio), kept as sent.
     #[serde(untagged)]
     Other(Value),
+}
+
+impl<'a> Part<'a> {
+    /// Text the model wrote, as an output part carries it: with its (empty) `annotations` and
+    /// `logprobs` lists.
+    pub fn output_text(text: impl Into<Cow<'a, str>>) -> Self {
+        Self::OutputText { text: text.into(), annotations: Some(Vec::new()), logprobs: Some(Vec::new()) }
+    }
+}
+
+impl<'a> MessageItem<'a> {
+    /// An assistant message `id` with `parts`, its status `status` (`in_progress`, `completed`,
+    /// `incomplete`): the item a response's `output` carries.
+    pub fn assistant(
+        id: impl Into<Cow<'a, str>>,
+        parts: Vec<Part<'a>>,
+        status: impl Into<Cow<'a, str>>,
+    ) -> Self {
+        Self {
+            id: Some(id.into()),
+            role: MessageRole::Assistant,
+            content: MessageContent::Parts(parts),
+            status: Some(status.into()),
+        }
+    }
 }
 
 /// How the model may use tools: a mode, one function, or a subset of the tools.
@@ -772,6 +811,66 @@ pub enum StreamEvent<'a> {
     /// An event this module does not name.
     #[serde(other)]
     Unknown,
+}
+
+impl StreamEvent<'_> {
+    /// The event's `type` (`response.output_text.delta`, ...): the SSE event name a server
+    /// gives it. `None` for [`StreamEvent::Unknown`], which has no type to send.
+    pub fn kind(&self) -> Option<&'static str> {
+        Some(match self {
+            Self::Created(_) => "response.created",
+            Self::InProgress(_) => "response.in_progress",
+            Self::Completed(_) => "response.completed",
+            Self::Incomplete(_) => "response.incomplete",
+            Self::Failed(_) => "response.failed",
+            Self::OutputItemAdded(_) => "response.output_item.added",
+            Self::OutputItemDone(_) => "response.output_item.done",
+            Self::ContentPartAdded(_) => "response.content_part.added",
+            Self::ContentPartDone(_) => "response.content_part.done",
+            Self::OutputTextDelta(_) => "response.output_text.delta",
+            Self::OutputTextDone(_) => "response.output_text.done",
+            Self::RefusalDelta(_) => "response.refusal.delta",
+            Self::RefusalDone(_) => "response.refusal.done",
+            Self::FunctionCallArgumentsDelta(_) => "response.function_call_arguments.delta",
+            Self::FunctionCallArgumentsDone(_) => "response.function_call_arguments.done",
+            Self::ReasoningSummaryPartAdded(_) => "response.reasoning_summary_part.added",
+            Self::ReasoningSummaryPartDone(_) => "response.reasoning_summary_part.done",
+            Self::ReasoningSummaryTextDelta(_) => "response.reasoning_summary_text.delta",
+            Self::ReasoningSummaryTextDone(_) => "response.reasoning_summary_text.done",
+            Self::ReasoningTextDelta(_) => "response.reasoning_text.delta",
+            Self::ReasoningTextDone(_) => "response.reasoning_text.done",
+            Self::Error(_) => "error",
+            Self::Unknown => return None,
+        })
+    }
+
+    /// Sets the event's position in the stream (a writer numbers events as it sends them).
+    pub fn set_sequence_number(&mut self, n: u64) {
+        match self {
+            Self::Created(e)
+            | Self::InProgress(e)
+            | Self::Completed(e)
+            | Self::Incomplete(e)
+            | Self::Failed(e) => e.sequence_number = n,
+            Self::OutputItemAdded(e) | Self::OutputItemDone(e) => e.sequence_number = n,
+            Self::ContentPartAdded(e)
+            | Self::ContentPartDone(e)
+            | Self::ReasoningSummaryPartAdded(e)
+            | Self::ReasoningSummaryPartDone(e) => e.sequence_number = n,
+            Self::OutputTextDelta(e)
+            | Self::RefusalDelta(e)
+            | Self::FunctionCallArgumentsDelta(e)
+            | Self::ReasoningSummaryTextDelta(e)
+            | Self::ReasoningTextDelta(e) => e.sequence_number = n,
+            Self::OutputTextDone(e)
+            | Self::RefusalDone(e)
+            | Self::FunctionCallArgumentsDone(e)
+            | Self::ReasoningSummaryTextDone(e)
+            | Self::ReasoningTextDone(e) => e.sequence_number = n,
+            Self::Error(e) => e.sequence_number = n,
+            Self::Unknown => {}
+        }
+    }
 }
 
 /// What a lifecycle event carries: the `response` object.

@@ -145,3 +145,56 @@ fn a_terminal_response_carries_usage_errors_and_echoed_parameters() {
         (Some("bad"), Some("invalid_request_error"))
     );
 }
+
+#[test]
+fn every_named_event_knows_its_type_and_takes_its_sequence_number() {
+    let kinds = [
+        ("response.created", json!({"response": {}})),
+        ("response.in_progress", json!({"response": {}})),
+        ("response.completed", json!({"response": {}})),
+        ("response.incomplete", json!({"response": {}})),
+        ("response.failed", json!({"response": {}})),
+        ("response.output_item.added", json!({"item": {"type": "reasoning", "summary": []}})),
+        ("response.output_item.done", json!({"item": {"type": "reasoning", "summary": []}})),
+        ("response.content_part.added", json!({"part": {"type": "output_text", "text": ""}})),
+        ("response.content_part.done", json!({"part": {"type": "output_text", "text": ""}})),
+        ("response.output_text.delta", json!({"delta": "a"})),
+        ("response.output_text.done", json!({"text": "a"})),
+        ("response.refusal.delta", json!({"delta": "a"})),
+        ("response.refusal.done", json!({"refusal": "a"})),
+        ("response.function_call_arguments.delta", json!({"delta": "{"})),
+        ("response.function_call_arguments.done", json!({"arguments": "{}"})),
+        ("response.reasoning_summary_part.added", json!({"part": {"type": "summary_text", "text": ""}})),
+        ("response.reasoning_summary_part.done", json!({"part": {"type": "summary_text", "text": ""}})),
+        ("response.reasoning_summary_text.delta", json!({"delta": "a"})),
+        ("response.reasoning_summary_text.done", json!({"text": "a"})),
+        ("response.reasoning_text.delta", json!({"delta": "a"})),
+        ("response.reasoning_text.done", json!({"text": "a"})),
+        ("error", json!({"code": "server_error", "message": "m", "param": null})),
+    ];
+    for (kind, mut body) in kinds {
+        body["type"] = json!(kind);
+        let text = body.to_string();
+        let mut event: StreamEvent = serde_json::from_str(&text).unwrap();
+        assert_eq!(event.kind(), Some(kind));
+        event.set_sequence_number(9);
+        let written = serde_json::to_value(&event).unwrap();
+        assert_eq!(
+            (written["type"].as_str(), written["sequence_number"].as_u64()),
+            (Some(kind), Some(9)),
+            "{kind}"
+        );
+    }
+    let unknown: StreamEvent = serde_json::from_str(r#"{"type": "response.audio.delta"}"#).unwrap();
+    assert_eq!(unknown.kind(), None);
+}
+
+#[test]
+fn an_output_message_writes_its_parts_as_the_api_does() {
+    let item =
+        OutputItem::Message(MessageItem::assistant("msg_1", vec![Part::output_text("Hi")], "completed"));
+    assert_eq!(
+        serde_json::to_string(&item).unwrap(),
+        r#"{"type":"message","id":"msg_1","role":"assistant","content":[{"type":"output_text","text":"Hi","annotations":[],"logprobs":[]}],"status":"completed"}"#
+    );
+}

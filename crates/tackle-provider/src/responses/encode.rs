@@ -152,6 +152,7 @@ fn input(request: &ModelRequest, store: bool) -> Vec<InputItem<'_>> {
                                         id: None,
                                         call_id: Cow::Borrowed(u.id.as_str()),
                                         name: Cow::Borrowed(&u.name),
+                                        namespace: None,
                                         arguments: Cow::Owned(u.input.to_wire_string()),
                                         status: None,
                                     }))

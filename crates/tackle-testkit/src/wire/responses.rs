@@ -163,6 +163,7 @@ fn output(turn: &Turn, ctx: &RenderCtx, asked: &Asked) -> Vec<OutputItem<'static
             id: Some(format!("fc_fake{}_{i}", ctx.turn).into()),
             call_id: c.id.clone().unwrap_or_else(|| format!("call_{}_{i}", ctx.turn)).into(),
             name: c.name.clone().into(),
+            namespace: None,
             arguments: c.arguments.clone().into(),
             status: status(done),
         }));
@@ -202,68 +203,11 @@ struct Events {
 impl Events {
     fn push(&mut self, event: StreamEvent<'_>) {
         let seq = self.frames.len() as u64;
-        let name = event_name(&event);
-        let event = numbered(event, seq);
+        let name = event.kind().unwrap_or("unknown");
+        let mut event = event;
+        event.set_sequence_number(seq);
         self.frames.push(Frame::typed(name, &event));
     }
-}
-
-/// The event's `type` (the fake sends only the events it names).
-fn event_name(event: &StreamEvent<'_>) -> &'static str {
-    match event {
-        StreamEvent::Created(_) => "response.created",
-        StreamEvent::InProgress(_) => "response.in_progress",
-        StreamEvent::Completed(_) => "response.completed",
-        StreamEvent::Incomplete(_) => "response.incomplete",
-        StreamEvent::Failed(_) => "response.failed",
-        StreamEvent::OutputItemAdded(_) => "response.output_item.added",
-        StreamEvent::OutputItemDone(_) => "response.output_item.done",
-        StreamEvent::ContentPartAdded(_) => "response.content_part.added",
-        StreamEvent::ContentPartDone(_) => "response.content_part.done",
-        StreamEvent::OutputTextDelta(_) => "response.output_text.delta",
-        StreamEvent::OutputTextDone(_) => "response.output_text.done",
-        StreamEvent::RefusalDelta(_) => "response.refusal.delta",
-        StreamEvent::RefusalDone(_) => "response.refusal.done",
-        StreamEvent::FunctionCallArgumentsDelta(_) => "response.function_call_arguments.delta",
-        StreamEvent::FunctionCallArgumentsDone(_) => "response.function_call_arguments.done",
-        StreamEvent::ReasoningSummaryPartAdded(_) => "response.reasoning_summary_part.added",
-        StreamEvent::ReasoningSummaryPartDone(_) => "response.reasoning_summary_part.done",
-        StreamEvent::ReasoningSummaryTextDelta(_) => "response.reasoning_summary_text.delta",
-        StreamEvent::ReasoningSummaryTextDone(_) => "response.reasoning_summary_text.done",
-        StreamEvent::ReasoningTextDelta(_) => "response.reasoning_text.delta",
-        StreamEvent::ReasoningTextDone(_) => "response.reasoning_text.done",
-        StreamEvent::Error(_) => "error",
-        _ => "unknown",
-    }
-}
-
-/// The event with its `sequence_number` set.
-fn numbered(mut event: StreamEvent<'_>, seq: u64) -> StreamEvent<'_> {
-    match &mut event {
-        StreamEvent::Created(e)
-        | StreamEvent::InProgress(e)
-        | StreamEvent::Completed(e)
-        | StreamEvent::Incomplete(e)
-        | StreamEvent::Failed(e) => e.sequence_number = seq,
-        StreamEvent::OutputItemAdded(e) | StreamEvent::OutputItemDone(e) => e.sequence_number = seq,
-        StreamEvent::ContentPartAdded(e)
-        | StreamEvent::ContentPartDone(e)
-        | StreamEvent::ReasoningSummaryPartAdded(e)
-        | StreamEvent::ReasoningSummaryPartDone(e) => e.sequence_number = seq,
-        StreamEvent::OutputTextDelta(e)
-        | StreamEvent::RefusalDelta(e)
-        | StreamEvent::FunctionCallArgumentsDelta(e)
-        | StreamEvent::ReasoningSummaryTextDelta(e)
-        | StreamEvent::ReasoningTextDelta(e) => e.sequence_number = seq,
-        StreamEvent::OutputTextDone(e)
-        | StreamEvent::RefusalDone(e)
-        | StreamEvent::FunctionCallArgumentsDone(e)
-        | StreamEvent::ReasoningSummaryTextDone(e)
-        | StreamEvent::ReasoningTextDone(e) => e.sequence_number = seq,
-        StreamEvent::Error(e) => e.sequence_number = seq,
-        _ => {}
-    }
-    event
 }
 
 fn lifecycle(response: Response<'_>) -> ResponseEvent<'_> {

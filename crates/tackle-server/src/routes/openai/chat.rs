@@ -77,7 +77,7 @@ pub async fn chat_completions(
     User(user): User,
     body: Result<ValidJson<ChatRequest>, ApiError>,
 ) -> Result<Response, OpenAiError> {
-    let ValidJson(request) = body?;
+    let ValidJson(request) = body.map_err(super::read::reword)?;
     if request.messages.is_empty() {
         return Err(
             ApiError::invalid_field("messages", "messages is empty; send at least one user message").into()

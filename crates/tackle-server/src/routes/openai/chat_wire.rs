@@ -69,96 +69,46 @@ impl ChatRequest {
     }
 }
 
-/// One message of a chat request.
-#[derive(Debug, Deserialize)]
-pub struct ChatMessage {
-    role: String,
-    #[serde(default)]
-    content: Option<Value>,
-    #[serde(default)]
-    tool_calls: Vec<ChatToolCall>,
-    #[serde(default)]
-    tool_call_id: Option<String>,
-}
-
-impl ChatMessage {
-    /// `system`, `user`, `assistant`, `tool`, ...
-    pub(crate) fn role(&self) -> &str {
-        &self.role
-    }
-
-    /// The call a `tool` message answers.
-    pub(crate) fn tool_call_id(&self) -> Option<&str> {
-        self.tool_call_id.as_deref()
-    }
-}
-
-#[derive(Debug, Deserialize)]
-struct ChatToolCall {
-    id: String,
-    function: ChatFunctionCall,
-}
-
-#[derive(Debug, Deserialize)]
-struct ChatFunctionCall {
-    name: String,
-    #[serde(default)]
-    arguments: String,
-}
+/// One message of a chat request: tackle-wire's Chat Completions message, read typed (an
+/// unknown role, a content that is neither text nor parts, a part of no known type or a call
+/// without its id is refused naming the field).
+pub type ChatMessage = wire::Message<'static>;
 
 /// A function tool of a chat request.
-#[derive(Debug, Deserialize)]
-pub struct ChatTool {
-    #[serde(rename = "type")]
-    kind: String,
-    function: ChatFunction,
-}
-
-#[derive(Debug, Deserialize)]
-struct ChatFunction {
-    name: String,
-    #[serde(default)]
-    description: String,
-    #[serde(default)]
-    parameters: Option<Value>,
-}
+pub type ChatTool = wire::Tool<'static>;
 
 pub(crate) fn completion_id() -> String {
     format!("chatcmpl-{}", uuid::Uuid::new_v4().simple())
 }
 
-/// Text of an OpenAI `content`: a string or an array of parts (text parts only).
-fn content_text(content: &Option<Value>, at: usize) -> Result<String, ApiError> {
-    match content {
-        None | Some(Value::Null) => Ok(String::new()),
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(Value::Array(parts)) => {
-            let mut out = String::new();
-            for (k, part) in parts.iter().enumerate() {
-                match (part.get("type").and_then(Value::as_str), part.get("text").and_then(Value::as_str)) {
-                    (Some("text"), Some(t)) => out.push_str(t),
-                    _ => {
-                        return Err(ApiError::invalid_field(
-                            format!("messages[{at}].content[{k}]"),
-                            "only text content parts are supported",
-                        ));
-                    }
-                }
+/// Text of a message's `content` (none is empty): a string or text parts.
+fn content_text(content: Option<&wire::Content<'_>>, at: usize) -> Result<String, ApiError> {
+    let parts = match content {
+        None => return Ok(String::new()),
+        Some(wire::Content::Text(text)) => return Ok(text.to_string()),
+        Some(wire::Content::Parts(parts)) => parts,
+    };
+    let mut out = String::new();
+    for (k, part) in parts.iter().enumerate() {
+        match part {
+            wire::ContentPart::Text { text } => out.push_str(text),
+            _ => {
+                return Err(ApiError::invalid_field(
+                    format!("messages[{at}].content[{k}]"),
+                    "only text content parts are supported",
+                ));
             }
-            Ok(out)
         }
-        Some(_) => Err(ApiError::invalid_field(
-            format!("messages[{at}].content"),
-            "content must be a string or an array of parts",
-        )),
     }
+    Ok(out)
 }
 
 /// Text of a system or user message, which providers refuse empty: a non-empty string, or text
 /// parts each with text.
-fn non_empty_text(content: &Option<Value>, at: usize) -> Result<String, ApiError> {
-    if let Some(Value::Array(parts)) = content
-        && (parts.is_empty() || parts.iter().any(|p| p.get("text").and_then(Value::as_str) == Some("")))
+fn non_empty_text(content: Option<&wire::Content<'_>>, at: usize) -> Result<String, ApiError> {
+    if let Some(wire::Content::Parts(parts)) = content
+        && (parts.is_empty()
+            || parts.iter().any(|p| matches!(p, wire::ContentPart::Text { text } if text.is_empty())))
     {
         return Err(ApiError::invalid_field(
             format!("messages[{at}].content"),
@@ -182,21 +132,21 @@ pub(crate) fn convert_messages(
     let mut system = Vec::new();
     let mut out: Vec<Message> = Vec::new();
     for (i, m) in messages.iter().enumerate() {
-        match m.role.as_str() {
-            "system" | "developer" => {
-                system.push(SystemSection::cacheable("client", non_empty_text(&m.content, i)?))
+        match m.role {
+            wire::Role::System | wire::Role::Developer => {
+                system.push(SystemSection::cacheable("client", non_empty_text(m.content.as_ref(), i)?))
             }
-            "user" => out.push(Message::user(non_empty_text(&m.content, i)?)),
-            "assistant" => {
+            wire::Role::User => out.push(Message::user(non_empty_text(m.content.as_ref(), i)?)),
+            wire::Role::Assistant => {
                 let mut content = Vec::new();
-                let text = content_text(&m.content, i)?;
+                let text = content_text(m.content.as_ref(), i)?;
                 if !text.is_empty() {
                     content.push(ContentBlock::text(text));
                 }
                 for call in &m.tool_calls {
                     content.push(ContentBlock::ToolUse(ToolUse {
-                        id: call.id.clone().into(),
-                        name: call.function.name.clone(),
+                        id: call.id.as_ref().into(),
+                        name: call.function.name.to_string(),
                         input: ToolInput::parse(&call.function.arguments),
                     }));
                 }
@@ -208,14 +158,14 @@ pub(crate) fn convert_messages(
                 }
                 out.push(Message { role: Role::Assistant, content });
             }
-            "tool" => {
-                let id = m.tool_call_id.clone().ok_or_else(|| {
+            wire::Role::Tool => {
+                let id = m.tool_call_id.as_deref().map(str::to_owned).ok_or_else(|| {
                     ApiError::invalid_field(
                         format!("messages[{i}].tool_call_id"),
                         "a tool message needs tool_call_id",
                     )
                 })?;
-                let result = ToolResult::ok(id, content_text(&m.content, i)?);
+                let result = ToolResult::ok(id, content_text(m.content.as_ref(), i)?);
                 // Consecutive tool messages answer one assistant message together.
                 match out.last_mut() {
                     Some(last) if last.role == Role::Tool => {
@@ -223,12 +173,6 @@ pub(crate) fn convert_messages(
                     }
                     _ => out.push(Message::tool_results([result])),
                 }
-            }
-            other => {
-                return Err(ApiError::invalid_field(
-                    format!("messages[{i}].role"),
-                    format!("unknown role {other:?}; use system, developer, user, assistant or tool"),
-                ));
             }
         }
     }
@@ -242,8 +186,8 @@ pub(crate) fn convert_tools(tools: &[ChatTool]) -> Result<Vec<ToolSpec>, ApiErro
         .map(|t| ClientTool {
             kind: &t.kind,
             name: &t.function.name,
-            description: &t.function.description,
-            parameters: t.function.parameters.as_ref(),
+            description: t.function.description.as_deref().unwrap_or(""),
+            parameters: t.function.parameters.as_deref(),
         })
         .collect();
     shared::function_tools(&tools, "function.name")
@@ -509,13 +453,40 @@ mod tests {
 
     #[test]
     fn bad_messages_name_the_field() {
-        let e = convert_messages(&msgs(json!([{"role": "robot", "content": "x"}]))).unwrap_err();
-        assert_eq!(e.field.as_deref(), Some("messages[0].role"));
         let e = convert_messages(&msgs(json!([{"role": "tool", "content": "x"}]))).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("messages[0].tool_call_id"));
-        let e = convert_messages(&msgs(json!([{"role": "user", "content": [{"type": "image_url"}]}])))
-            .unwrap_err();
+        let image = json!([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]);
+        let e = convert_messages(&msgs(image)).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("messages[0].content[0]"));
+    }
+
+    /// A body that does not fit the typed request, as the route answers it.
+    fn rejected(body: Value) -> ApiError {
+        let bytes = serde_json::to_vec(&body).unwrap();
+        crate::json::parse::<ChatRequest>(&bytes).map_err(super::super::read::reword).unwrap_err()
+    }
+
+    #[test]
+    fn a_malformed_request_is_refused_naming_the_field_in_the_apis_words() {
+        let e = rejected(json!({"model": "m", "messages": [{"role": "robot", "content": "x"}]}));
+        assert_eq!((e.field.as_deref(), e.code), (Some("messages[0].role"), "invalid_value"));
+        assert!(
+            e.message.starts_with("Invalid value: 'robot'. Supported values are: 'system'"),
+            "{}",
+            e.message
+        );
+        let e = rejected(json!({"model": "m", "messages": [{"role": "user", "content": 5}]}));
+        assert_eq!((e.field.as_deref(), e.code), (Some("messages[0].content"), "invalid_type"));
+        let call = json!({"type": "function", "function": {"name": "f"}});
+        let e = rejected(json!({"model": "m", "messages": [{"role": "assistant", "tool_calls": [call]}]}));
+        assert_eq!(e.field.as_deref(), Some("messages[0].tool_calls[0].id"), "{}", e.message);
+        assert_eq!(e.message, "Missing required parameter: 'messages[0].tool_calls[0].id'.");
+        let e =
+            rejected(json!({"model": "m", "messages": [{"role": "user", "content": [{"type": "video"}]}]}));
+        assert_eq!(e.field.as_deref(), Some("messages[0].content[0].type"), "{}", e.message);
+        let e =
+            rejected(json!({"model": "m", "messages": [], "tools": [{"type": "function", "function": {}}]}));
+        assert_eq!(e.field.as_deref(), Some("tools[0].function.name"), "{}", e.message);
     }
 
     #[test]

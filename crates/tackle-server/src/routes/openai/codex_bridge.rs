@@ -88,7 +88,7 @@ pub(crate) async fn chat_completions(
     let at = |id: &str| {
         chat.messages
             .iter()
-            .position(|m| m.role() == "tool" && m.tool_call_id() == Some(id))
+            .position(|m| m.role == tackle_wire::chat::Role::Tool && m.tool_call_id.as_deref() == Some(id))
             .map(|i| format!("messages[{i}].tool_call_id"))
             .unwrap_or_else(|| "messages".into())
     };

@@ -8,11 +8,14 @@
 //! - `chat_wire.rs`: the Chat Completions wire (request types, conversion, whole and chunked
 //!   answers); no routes. `chat.rs` and `codex_bridge.rs` speak it.
 //! - `codex_bridge.rs`: models `codex/<model>` on both endpoints, run on Codex's app-server.
+//! - `read.rs`: a client's JSON read into tackle-wire's request types, errors in OpenAI's
+//!   wording naming the parameter.
 //! - `shared.rs`: what the endpoints share: the error shape and [`shared::OPENAI_ROUTES`], the
 //!   client's tools and tool choice as Tackle's, the gateway request, turns of Tackle's agent.
 
 pub mod chat;
 pub mod chat_wire;
 pub mod codex_bridge;
+mod read;
 pub mod responses;
 pub mod shared;

@@ -18,18 +18,23 @@ use axum::extract::State;
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 use tackle_protocol::{
     AgentEvent, ContentBlock, ErrorCode, Message, ModelResponse, Reasoning, ResponseAccumulator, Role,
     StopReason, StreamEvent, SystemSection, ToolInput, ToolResult, ToolUse, TurnEnd, Usage,
 };
 use tackle_provider::{CallOptions, ProviderError, REASONING_FORMAT};
 use tackle_store::NewResponse;
+use tackle_wire::responses::{
+    self as wire, DeltaEvent, DoneEvent, FunctionCallItem, FunctionTool, InputItem, ItemEvent,
+    MessageContent, MessageItem, MessageRole, OutputItem, Part, PartEvent, ReasoningItem, ResponseEvent,
+};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use utoipa::ToSchema;
 
+use super::read;
 use super::shared::{self, AgentTurn, ClientTool, Gateway, OpenAiError, async_stream, now_secs};
 use crate::auth::User;
 use crate::json::ValidJson;
@@ -91,7 +96,7 @@ pub async fn create(
     User(user): User,
     body: Result<ValidJson<ResponsesRequest>, ApiError>,
 ) -> Result<Response, OpenAiError> {
-    let ValidJson(mut request) = body?;
+    let ValidJson(mut request) = body.map_err(read::reword)?;
     let agent = request.tools.is_empty() && request.model == state.config().agent_model;
     resolve_references(&state, &user, &mut request.input).await?;
     let input = read_input(&request.input, agent)?;
@@ -134,22 +139,27 @@ struct Header {
 impl Header {
     fn new(r: &ResponsesRequest, user: &str) -> Self {
         let store = r.store.unwrap_or(true);
-        let mut echo = Map::new();
-        echo.insert("instructions".into(), json!(r.instructions));
-        echo.insert("max_output_tokens".into(), json!(r.max_output_tokens));
-        echo.insert("parallel_tool_calls".into(), json!(r.parallel_tool_calls.unwrap_or(true)));
-        echo.insert("previous_response_id".into(), json!(r.previous_response_id));
-        echo.insert("prompt_cache_key".into(), json!(r.prompt_cache_key));
-        echo.insert("reasoning".into(), json!({"effort": null, "summary": null}));
-        echo.insert("store".into(), json!(store));
-        echo.insert("temperature".into(), json!(r.temperature));
-        echo.insert("text".into(), json!({"format": {"type": "text"}}));
-        echo.insert("tool_choice".into(), r.tool_choice.clone().unwrap_or(json!("auto")));
-        echo.insert("tools".into(), json!(r.tools));
-        echo.insert("top_p".into(), Value::Null);
-        echo.insert("truncation".into(), json!("disabled"));
-        echo.insert("user".into(), Value::Null);
-        echo.insert("metadata".into(), r.metadata.clone().unwrap_or(json!({})));
+        let echo = Echo {
+            instructions: r.instructions.as_deref(),
+            max_output_tokens: r.max_output_tokens,
+            parallel_tool_calls: r.parallel_tool_calls.unwrap_or(true),
+            previous_response_id: r.previous_response_id.as_deref(),
+            prompt_cache_key: r.prompt_cache_key.as_deref(),
+            reasoning: EchoReasoning { effort: None, summary: None },
+            store,
+            temperature: r.temperature,
+            text: TextConfig { format: TextFormat { kind: "text" } },
+            tool_choice: r.tool_choice.clone().unwrap_or_else(|| Value::from("auto")),
+            tools: &r.tools,
+            top_p: None,
+            truncation: "disabled",
+            user: None,
+            metadata: r.metadata.clone().unwrap_or_else(|| Value::Object(Map::new())),
+        };
+        let echo = match serde_json::to_value(echo) {
+            Ok(Value::Object(echo)) => echo,
+            _ => Map::new(), // a struct of JSON values always serializes to an object
+        };
         Self {
             id: format!("resp_{}", uuid::Uuid::new_v4().simple()),
             user: user.to_owned(),
@@ -162,17 +172,26 @@ impl Header {
     }
 
     /// The response object.
-    fn object(&self, status: &str, end: &End, output: Vec<Value>, usage: Option<&Usage>) -> Value {
-        let mut v = json!({
-            "id": self.id, "object": "response", "created_at": self.created_at, "status": status,
-            "background": false, "error": end.error(), "incomplete_details": end.incomplete(),
-            "model": self.model, "output": output,
-            "usage": usage.map(usage_json),
-        });
-        if let Some(o) = v.as_object_mut() {
-            o.extend(self.echo.clone());
+    fn object(
+        &self,
+        status: &str,
+        end: &End,
+        output: Vec<OutputItem<'static>>,
+        usage: Option<&Usage>,
+    ) -> wire::Response<'static> {
+        wire::Response {
+            id: Some(self.id.clone().into()),
+            object: Some("response".into()),
+            created_at: Some(self.created_at),
+            status: Some(status.to_owned().into()),
+            background: Some(false),
+            error: end.error(),
+            incomplete_details: end.incomplete(),
+            model: Some(self.model.clone().into()),
+            output,
+            echo: self.echo.clone(),
+            usage: usage.map(wire_usage),
         }
-        v
     }
 
     /// Keeps the response for `previous_response_id`, and its output `items` for
@@ -182,11 +201,17 @@ impl Header {
         state: &AppState,
         session: Option<&str>,
         messages: &[Message],
-        items: &[Value],
+        items: &[OutputItem<'_>],
     ) -> Result<(), ApiError> {
         if !self.store {
             return Ok(());
         }
+        let items = items
+            .iter()
+            .map(serde_json::to_value)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| ApiError::internal(format!("an output item could not be kept: {e}")))?;
+        let items = &items[..];
         let response = NewResponse {
             id: &self.id,
             owner: &self.user,
@@ -250,38 +275,85 @@ impl End {
         if matches!(self, Self::Completed) { "completed" } else { "incomplete" }
     }
 
-    fn error(&self) -> Value {
+    fn error(&self) -> Option<wire::ResponseError<'static>> {
         match self {
-            Self::Failed(code, message) => json!({"code": code, "message": message}),
-            _ => Value::Null,
+            Self::Failed(code, message) => Some(wire::ResponseError {
+                code: Some((*code).into()),
+                message: Some(message.clone().into()),
+                kind: None,
+            }),
+            _ => None,
         }
     }
 
-    fn incomplete(&self) -> Value {
+    fn incomplete(&self) -> Option<wire::IncompleteDetails<'static>> {
         match self {
-            Self::Incomplete(reason) => json!({"reason": reason}),
-            _ => Value::Null,
+            Self::Incomplete(reason) => Some(wire::IncompleteDetails { reason: Some((*reason).into()) }),
+            _ => None,
         }
     }
 
-    /// The terminal event's type.
-    fn event(&self) -> &'static str {
+    /// The terminal event, carrying `response`.
+    fn event(&self, response: wire::Response<'static>) -> wire::StreamEvent<'static> {
+        let event = ResponseEvent { response, sequence_number: 0 };
         match self {
-            Self::Completed => "response.completed",
-            Self::Incomplete(_) => "response.incomplete",
-            Self::Failed(..) => "response.failed",
+            Self::Completed => wire::StreamEvent::Completed(event),
+            Self::Incomplete(_) => wire::StreamEvent::Incomplete(event),
+            Self::Failed(..) => wire::StreamEvent::Failed(event),
         }
     }
 }
 
-fn usage_json(u: &Usage) -> Value {
-    json!({
-        "input_tokens": u.input_tokens,
-        "input_tokens_details": {"cached_tokens": u.cache_read_tokens, "cache_write_tokens": u.cache_write_tokens},
-        "output_tokens": u.output_tokens,
-        "output_tokens_details": {"reasoning_tokens": u.reasoning_tokens},
-        "total_tokens": u.input_tokens + u.output_tokens,
-    })
+/// The request parameters a response object echoes, in the API's order.
+#[derive(Serialize)]
+struct Echo<'a> {
+    instructions: Option<&'a str>,
+    max_output_tokens: Option<u32>,
+    parallel_tool_calls: bool,
+    previous_response_id: Option<&'a str>,
+    prompt_cache_key: Option<&'a str>,
+    reasoning: EchoReasoning,
+    store: bool,
+    temperature: Option<f32>,
+    text: TextConfig,
+    tool_choice: Value,
+    tools: &'a [Value],
+    top_p: Option<f32>,
+    truncation: &'static str,
+    user: Option<&'a str>,
+    metadata: Value,
+}
+
+/// `reasoning` as echoed: Tackle states neither effort nor summary.
+#[derive(Serialize)]
+struct EchoReasoning {
+    effort: Option<&'static str>,
+    summary: Option<&'static str>,
+}
+
+/// `text`: the output is plain text.
+#[derive(Serialize)]
+struct TextConfig {
+    format: TextFormat,
+}
+
+#[derive(Serialize)]
+struct TextFormat {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+fn wire_usage(u: &Usage) -> wire::ResponseUsage {
+    wire::ResponseUsage {
+        input_tokens: u.input_tokens,
+        input_tokens_details: Some(wire::InputTokensDetails {
+            cached_tokens: u.cache_read_tokens,
+            cache_write_tokens: Some(u.cache_write_tokens),
+        }),
+        output_tokens: u.output_tokens,
+        output_tokens_details: Some(wire::OutputTokensDetails { reasoning_tokens: u.reasoning_tokens }),
+        total_tokens: u.input_tokens + u.output_tokens,
+    }
 }
 
 /// The request's input as Tackle's conversation.
@@ -293,6 +365,8 @@ struct Input {
     messages: Vec<Message>,
     /// For each message, the input item it starts at (for errors).
     starts: Vec<usize>,
+    /// The call id of each `function_call_output` item, and the item's index (for errors).
+    calls_answered: Vec<(String, usize)>,
 }
 
 impl Input {
@@ -311,30 +385,38 @@ fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
 
-/// The text of a message's `content`: a string or text parts.
-fn content_text(content: Option<&Value>, at: &str) -> Result<String, ApiError> {
-    match content {
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(Value::Array(parts)) => {
-            let mut out = String::new();
-            for (k, part) in parts.iter().enumerate() {
-                let text = match str_at(part, "type") {
-                    Some("input_text" | "output_text" | "text") => str_at(part, "text"),
-                    Some("refusal") => str_at(part, "refusal"),
-                    _ => None,
-                };
-                let text = text.ok_or_else(|| {
-                    ApiError::invalid_field(format!("{at}.content[{k}]"), "only text parts are supported")
-                })?;
-                out.push_str(text);
-            }
-            Ok(out)
-        }
-        _ => Err(ApiError::invalid_field(
-            format!("{at}.content"),
-            "content must be a string or an array of parts",
-        )),
+/// The text of a message's (or a call output's) content: a string or text parts.
+fn content_text(content: &MessageContent<'_>, at: &str) -> Result<String, ApiError> {
+    let parts = match content {
+        MessageContent::Text(text) => return Ok(text.to_string()),
+        MessageContent::Parts(parts) => parts,
+    };
+    let mut out = String::new();
+    for (k, part) in parts.iter().enumerate() {
+        let text = match part {
+            Part::InputText { text } | Part::OutputText { text, .. } => Some(text.as_ref()),
+            Part::Refusal { refusal } => Some(refusal.as_ref()),
+            // Chat Completions' name for a text part, which some clients send here too.
+            Part::Other(v) if str_at(v, "type") == Some("text") => str_at(v, "text"),
+            Part::SummaryText { .. } | Part::Other(_) => None,
+        };
+        let text = text.ok_or_else(|| {
+            ApiError::invalid_field(format!("{at}.content[{k}]"), "only text parts are supported")
+        })?;
+        out.push_str(text);
     }
+    Ok(out)
+}
+
+/// Reads one input item: its kind decides the tackle-wire type it is read as, and a field that
+/// does not fit is named (`input[2].call_id`). Kinds the route does not read stay JSON.
+fn read_item(item: &Value, at: &str) -> Result<InputItem<'static>, ApiError> {
+    Ok(match InputItem::kind_of(item) {
+        Some("message") => InputItem::Message(read::read(item.clone(), at)?),
+        Some("function_call") => InputItem::FunctionCall(read::read(item.clone(), at)?),
+        Some("function_call_output") => InputItem::FunctionCallOutput(read::read(item.clone(), at)?),
+        _ => InputItem::Other(std::borrow::Cow::Owned(item.clone())),
+    })
 }
 
 /// Replaces each `{"type": "item_reference", "id"}` of `input` by the output item it names: an
@@ -384,78 +466,68 @@ fn read_input(input: &Value, agent: bool) -> Result<Input, ApiError> {
     };
     for (i, item) in items.iter().enumerate() {
         let at = format!("input[{i}]");
-        let kind = str_at(item, "type").unwrap_or(if item.get("role").is_some() { "message" } else { "" });
+        let kind = InputItem::kind_of(item).unwrap_or("");
         if agent && kind != "message" {
             return Err(ApiError::invalid_field(
                 format!("{at}.type"),
                 "the agent runs its own tools: send message items only (or use a provider model to run tools yourself)",
             ));
         }
-        let required = |key: &str| {
-            str_at(item, key)
-                .ok_or_else(|| ApiError::invalid_field(format!("{at}.{key}"), format!("{key} is required")))
-        };
-        match kind {
-            "message" => {
-                let text = content_text(item.get("content"), &at)?;
-                match str_at(item, "role") {
-                    Some("system" | "developer") => out.system.push(SystemSection::cacheable("client", text)),
-                    Some("user") => {
+        match read_item(item, &at)? {
+            InputItem::Message(m) => {
+                let text = content_text(&m.content, &at)?;
+                match m.role {
+                    MessageRole::System | MessageRole::Developer => {
+                        out.system.push(SystemSection::cacheable("client", text))
+                    }
+                    MessageRole::User => {
                         out.messages.push(Message::user(text));
                         out.starts.push(i);
                     }
-                    Some("assistant") if !text.is_empty() => {
+                    MessageRole::Assistant if !text.is_empty() => {
                         out.message_for(Role::Assistant, i).content.push(ContentBlock::text(text))
                     }
-                    Some("assistant") => {}
-                    _ => {
-                        return Err(ApiError::invalid_field(
-                            format!("{at}.role"),
-                            "use user, assistant, system or developer",
-                        ));
-                    }
+                    MessageRole::Assistant => {}
                 }
             }
-            "function_call" => {
+            InputItem::FunctionCall(c) => {
                 let call = ToolUse {
-                    id: required("call_id")?.into(),
-                    name: required("name")?.to_owned(),
-                    input: ToolInput::parse(str_at(item, "arguments").unwrap_or("")),
+                    id: c.call_id.as_ref().into(),
+                    name: c.name.into_owned(),
+                    input: ToolInput::parse(&c.arguments),
                 };
                 out.message_for(Role::Assistant, i).content.push(ContentBlock::ToolUse(call));
             }
-            "function_call_output" => {
-                let id = required("call_id")?.to_owned();
-                let output = match item.get("output") {
-                    Some(Value::String(s)) => s.clone(),
-                    parts @ Some(Value::Array(_)) => content_text(parts, &at)?,
-                    _ => return Err(ApiError::invalid_field(format!("{at}.output"), "output is required")),
-                };
+            InputItem::FunctionCallOutput(o) => {
+                let output = content_text(&o.output, &at)?;
+                out.calls_answered.push((o.call_id.to_string(), i));
                 out.message_for(Role::Tool, i)
                     .content
-                    .push(ContentBlock::ToolResult(ToolResult::ok(id, output)));
+                    .push(ContentBlock::ToolResult(ToolResult::ok(o.call_id.into_owned(), output)));
             }
-            "reasoning" => {
-                let text: Vec<&str> = item
-                    .get("summary")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|p| str_at(p, "text"))
-                    .collect();
+            InputItem::Other(v) if kind == "reasoning" => {
+                let item = ReasoningItem(v.into_owned());
                 let reasoning = Reasoning {
                     format: REASONING_FORMAT.into(),
-                    text: text.join("\n\n"),
-                    data: item.clone(),
+                    text: item.summary_texts().collect::<Vec<_>>().join("\n\n"),
+                    data: item.0,
                 };
                 out.message_for(Role::Assistant, i).content.push(ContentBlock::Reasoning(reasoning));
             }
-            "" => return Err(ApiError::invalid_field(format!("{at}.type"), "type is required")),
-            other => {
+            InputItem::Other(_) if kind.is_empty() => {
+                return Err(ApiError {
+                    code: "missing_required_parameter",
+                    ..ApiError::invalid_field(
+                        format!("{at}.type"),
+                        format!("Missing required parameter: '{at}.type'."),
+                    )
+                });
+            }
+            InputItem::Other(_) => {
                 return Err(ApiError::invalid_field(
                     format!("{at}.type"),
                     format!(
-                        "{other:?} items are not supported; send message, function_call, function_call_output and reasoning items"
+                        "{kind:?} items are not supported; send message, function_call, function_call_output and reasoning items"
                     ),
                 ));
             }
@@ -509,10 +581,10 @@ fn check_calls(messages: &[Message], origin: impl Fn(usize) -> String) -> Result
 /// The output items of a model response, in the order the model produced them. Reasoning from
 /// the Responses API goes out verbatim (clients send it back as is); other providers' reasoning
 /// as a summary the client can show.
-fn output_items(content: &[ContentBlock], status: &str) -> Vec<Value> {
+fn output_items(content: &[ContentBlock], status: &str) -> Vec<OutputItem<'static>> {
     let mut out = Vec::new();
     let mut text = String::new();
-    let flush = |text: &mut String, out: &mut Vec<Value>| {
+    let flush = |text: &mut String, out: &mut Vec<OutputItem<'static>>| {
         if !text.is_empty() {
             out.push(message_item(&new_id("msg"), &std::mem::take(text), status));
         }
@@ -539,23 +611,30 @@ fn new_id(prefix: &str) -> String {
     format!("{prefix}_{}", uuid::Uuid::new_v4().simple())
 }
 
-fn message_item(id: &str, text: &str, status: &str) -> Value {
-    json!({"id": id, "type": "message", "status": status, "role": "assistant",
-           "content": [{"type": "output_text", "annotations": [], "logprobs": [], "text": text}]})
+/// An assistant message item of one text part.
+fn message_item(id: &str, text: &str, status: &str) -> OutputItem<'static> {
+    let part = Part::output_text(text.to_owned());
+    OutputItem::Message(MessageItem::assistant(id.to_owned(), vec![part], status.to_owned()))
 }
 
-fn call_item(id: &str, call: &ToolUse, arguments: &str, status: &str) -> Value {
-    json!({"id": id, "type": "function_call", "status": status, "arguments": arguments,
-           "call_id": call.id, "name": call.name})
-}
-
-fn reasoning_item(r: &Reasoning) -> Option<Value> {
-    if r.format == REASONING_FORMAT && r.data.is_object() {
-        return Some(r.data.clone());
-    }
-    (!r.text.is_empty()).then(|| {
-        json!({"id": new_id("rs"), "type": "reasoning", "summary": [{"type": "summary_text", "text": r.text}]})
+fn call_item(id: &str, call: &ToolUse, arguments: &str, status: &str) -> OutputItem<'static> {
+    OutputItem::FunctionCall(FunctionCallItem {
+        id: Some(id.to_owned().into()),
+        call_id: call.id.to_string().into(),
+        name: call.name.clone().into(),
+        namespace: None,
+        arguments: arguments.to_owned().into(),
+        status: Some(status.to_owned().into()),
     })
+}
+
+/// Reasoning from the Responses API as it came (key order included); other providers'
+/// reasoning as a summary.
+fn reasoning_item(r: &Reasoning) -> Option<OutputItem<'static>> {
+    if r.format == REASONING_FORMAT && r.data.is_object() {
+        return Some(OutputItem::Reasoning(ReasoningItem(r.data.clone())));
+    }
+    (!r.text.is_empty()).then(|| OutputItem::Reasoning(ReasoningItem::new(&new_id("rs"), &[&r.text], None)))
 }
 
 /// Forwards the request to the provider and answers in the Responses shape.
@@ -577,14 +656,36 @@ async fn gateway(
     if !messages.iter().any(|m| m.role == Role::User) {
         return Err(ApiError::invalid_field("input", "send at least one user message").into());
     }
+    // Function tools read typed (a field that does not fit is named); other kinds are refused
+    // by `function_tools`, naming their `type`.
+    let functions = request
+        .tools
+        .iter()
+        .enumerate()
+        .map(|(i, t)| match str_at(t, "type") {
+            Some("function") => {
+                read::read::<FunctionTool<'static>>(t.clone(), &format!("tools[{i}]")).map(Some)
+            }
+            _ => Ok(None),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let tools: Vec<ClientTool<'_>> = request
         .tools
         .iter()
-        .map(|t| ClientTool {
-            kind: str_at(t, "type").unwrap_or(""),
-            name: str_at(t, "name").unwrap_or(""),
-            description: str_at(t, "description").unwrap_or(""),
-            parameters: t.get("parameters"),
+        .zip(&functions)
+        .map(|(t, f)| match f {
+            Some(f) => ClientTool {
+                kind: "function",
+                name: &f.name,
+                description: f.description.as_deref().unwrap_or(""),
+                parameters: f.parameters.as_deref(),
+            },
+            None => ClientTool {
+                kind: str_at(t, "type").unwrap_or(""),
+                name: "",
+                description: "",
+                parameters: None,
+            },
         })
         .collect();
     let tools = shared::function_tools(&tools, "name")?;
@@ -609,17 +710,22 @@ async fn gateway(
         prompt_cache_key: request.prompt_cache_key.clone(),
     }
     .into_request();
-    let source = Upstream { state: state.clone(), codex, owner: header.user.clone() };
+    let source = Upstream {
+        state: state.clone(),
+        codex,
+        owner: header.user.clone(),
+        calls_answered: input.calls_answered,
+    };
     let mut added = input.messages;
     if !request.stream {
-        let response = source.complete(&model_request, &request.input).await?;
+        let response = source.complete(&model_request).await?;
         let end = End::from_stop(&response.stop_reason);
         let output = output_items(&response.content, end.item_status());
         added.push(response.clone().into_message());
         header.keep(&state, None, &added, &output).await?;
         return Ok(Json(header.object(end.status(), &end, output, Some(&response.usage))).into_response());
     }
-    let mut events = source.stream(&model_request, &request.input).await?;
+    let mut events = source.stream(&model_request).await?;
     let stream = async_stream(move |tx| async move {
         let mut out = EventWriter::new(tx, header.clone());
         let mut acc = ResponseAccumulator::default();
@@ -660,13 +766,14 @@ struct Upstream {
     /// The Codex model of a `codex/<model>` request.
     codex: Option<String>,
     owner: String,
+    /// The `function_call_output` items of the request: call id and item index.
+    calls_answered: Vec<(String, usize)>,
 }
 
 impl Upstream {
     async fn stream(
         &self,
         request: &tackle_protocol::ModelRequest,
-        input: &Value,
     ) -> Result<tackle_provider::EventStream, OpenAiError> {
         let Some(model) = &self.codex else {
             let provider = self.state.agent().provider().clone();
@@ -686,24 +793,18 @@ impl Upstream {
         };
         // A call id the client sent: the `function_call_output` item that carries it.
         let at = |id: &str| {
-            input
-                .as_array()
-                .and_then(|items| {
-                    items.iter().position(|i| !id.is_empty() && str_at(i, "call_id") == Some(id))
-                })
-                .map(|i| format!("input[{i}].call_id"))
+            self.calls_answered
+                .iter()
+                .find(|(call, _)| !id.is_empty() && call == id)
+                .map(|(_, i)| format!("input[{i}].call_id"))
                 .unwrap_or_else(|| "input".into())
         };
         let requested = format!("{}{model}", super::codex_bridge::MODEL_PREFIX);
         super::codex_bridge::turn(&self.state, bridged, &requested, at).await
     }
 
-    async fn complete(
-        &self,
-        request: &tackle_protocol::ModelRequest,
-        input: &Value,
-    ) -> Result<ModelResponse, OpenAiError> {
-        let mut events = self.stream(request, input).await?;
+    async fn complete(&self, request: &tackle_protocol::ModelRequest) -> Result<ModelResponse, OpenAiError> {
+        let mut events = self.stream(request).await?;
         let mut acc = ResponseAccumulator::default();
         while let Some(event) = events.next().await {
             acc.push(&event.map_err(|e| ApiError::provider(&e))?);
@@ -766,7 +867,7 @@ async fn run_agent(
         for e in &events {
             texts.observe(e);
         }
-        let output: Vec<Value> =
+        let output: Vec<OutputItem<'static>> =
             texts.steps().iter().map(|t| message_item(&new_id("msg"), t, end.item_status())).collect();
         let added = [Message::user(prompt), Message::assistant(texts.joined())];
         header.keep(&state, Some(&session_id), &added, &output).await?;
@@ -833,7 +934,7 @@ fn last_stop(events: &[AgentEvent]) -> Option<&StopReason> {
 enum Pending {
     Text(String),
     Call { index: u32, call_id: String, name: String, args: String, done: Option<ToolUse> },
-    Done(Value),
+    Done(OutputItem<'static>),
 }
 
 /// The item streaming now.
@@ -851,7 +952,7 @@ struct EventWriter {
     tx: UnboundedSender<Result<Event, Infallible>>,
     header: Header,
     seq: u64,
-    output: Vec<Value>,
+    output: Vec<OutputItem<'static>>,
     open: Option<Open>,
     queue: VecDeque<Pending>,
     /// The client left.
@@ -863,41 +964,51 @@ impl EventWriter {
         let mut w =
             Self { tx, header, seq: 0, output: Vec::new(), open: None, queue: VecDeque::new(), gone: false };
         let created = w.header.object("in_progress", &End::Completed, Vec::new(), None);
-        w.emit("response.created", json!({"response": created}));
+        w.emit(wire::StreamEvent::Created(ResponseEvent { response: created, sequence_number: 0 }));
         let in_progress = w.header.object("in_progress", &End::Completed, Vec::new(), None);
-        w.emit("response.in_progress", json!({"response": in_progress}));
+        w.emit(wire::StreamEvent::InProgress(ResponseEvent { response: in_progress, sequence_number: 0 }));
         w
     }
 
-    fn emit(&mut self, kind: &'static str, mut data: Value) {
-        data["type"] = json!(kind);
-        data["sequence_number"] = json!(self.seq);
+    /// Sends `event`, numbered.
+    fn emit(&mut self, mut event: wire::StreamEvent<'_>) {
+        event.set_sequence_number(self.seq);
         self.seq += 1;
-        let event = Event::default().event(kind).data(data.to_string());
-        if self.tx.send(Ok(event)).is_err() {
+        let (Some(kind), Ok(data)) = (event.kind(), serde_json::to_string(&event)) else {
+            // Only `Unknown` has no type, and these types always serialize.
+            tracing::error!(?event, "a response event could not be written");
+            return;
+        };
+        if self.tx.send(Ok(Event::default().event(kind).data(data))).is_err() {
             self.gone = true;
         }
     }
 
-    fn index(&self) -> usize {
-        self.output.len()
+    fn index(&self) -> u32 {
+        u32::try_from(self.output.len()).unwrap_or(u32::MAX)
     }
 
-    fn at(&self, id: &str, extra: Value) -> Value {
-        let mut v = json!({"item_id": id, "output_index": self.index()});
-        if let (Some(v), Value::Object(extra)) = (v.as_object_mut(), extra) {
-            v.extend(extra);
+    fn item_event(&self, item: OutputItem<'static>) -> ItemEvent<'static> {
+        ItemEvent { output_index: Some(self.index()), item, sequence_number: 0 }
+    }
+
+    /// The first message part (`output_text`) of item `id`.
+    fn part_event<'a>(&self, id: &'a str, text: &'a str) -> PartEvent<'a> {
+        PartEvent {
+            item_id: Some(id.into()),
+            output_index: Some(self.index()),
+            content_index: Some(0),
+            summary_index: None,
+            part: Part::output_text(text),
+            sequence_number: 0,
         }
-        v
     }
 
     fn open_message(&mut self) {
         let id = new_id("msg");
-        let item =
-            json!({"id": id, "type": "message", "status": "in_progress", "content": [], "role": "assistant"});
-        self.emit("response.output_item.added", json!({"output_index": self.index(), "item": item}));
-        let part = json!({"type": "output_text", "annotations": [], "logprobs": [], "text": ""});
-        self.emit("response.content_part.added", self.at(&id, json!({"content_index": 0, "part": part})));
+        let item = OutputItem::Message(MessageItem::assistant(id.clone(), Vec::new(), "in_progress"));
+        self.emit(wire::StreamEvent::OutputItemAdded(self.item_event(item)));
+        self.emit(wire::StreamEvent::ContentPartAdded(self.part_event(&id, "")));
         self.open = Some(Open::Message { id, text: String::new() });
     }
 
@@ -905,16 +1016,28 @@ impl EventWriter {
         if let Some(Open::Message { id, text }) = &mut self.open {
             text.push_str(delta);
             let id = id.clone();
-            let data = self.at(&id, json!({"content_index": 0, "delta": delta, "logprobs": []}));
-            self.emit("response.output_text.delta", data);
+            self.emit(wire::StreamEvent::OutputTextDelta(DeltaEvent {
+                item_id: Some(id.into()),
+                output_index: Some(self.index()),
+                content_index: Some(0),
+                delta: delta.into(),
+                logprobs: Some(Vec::new()),
+                ..DeltaEvent::default()
+            }));
         }
     }
 
     fn open_call(&mut self, index: u32, call_id: String, name: String) {
         let id = new_id("fc");
-        let item = json!({"id": id, "type": "function_call", "status": "in_progress", "arguments": "",
-                          "call_id": call_id, "name": name});
-        self.emit("response.output_item.added", json!({"output_index": self.index(), "item": item}));
+        let item = OutputItem::FunctionCall(FunctionCallItem {
+            id: Some(id.clone().into()),
+            call_id: call_id.clone().into(),
+            name: name.clone().into(),
+            namespace: None,
+            arguments: "".into(),
+            status: Some("in_progress".into()),
+        });
+        self.emit(wire::StreamEvent::OutputItemAdded(self.item_event(item)));
         self.open = Some(Open::Call { index, id, call_id, name, args: String::new() });
     }
 
@@ -922,7 +1045,12 @@ impl EventWriter {
         if let Some(Open::Call { id, args, .. }) = &mut self.open {
             args.push_str(delta);
             let id = id.clone();
-            self.emit("response.function_call_arguments.delta", self.at(&id, json!({"delta": delta})));
+            self.emit(wire::StreamEvent::FunctionCallArgumentsDelta(DeltaEvent {
+                item_id: Some(id.into()),
+                output_index: Some(self.index()),
+                delta: delta.into(),
+                ..DeltaEvent::default()
+            }));
         }
     }
 
@@ -930,15 +1058,15 @@ impl EventWriter {
     fn close(&mut self, done: Option<&ToolUse>, status: &str) {
         match self.open.take() {
             Some(Open::Message { id, text }) => {
-                let part = json!({"type": "output_text", "annotations": [], "logprobs": [], "text": text});
-                self.emit(
-                    "response.output_text.done",
-                    self.at(&id, json!({"content_index": 0, "text": text, "logprobs": []})),
-                );
-                self.emit(
-                    "response.content_part.done",
-                    self.at(&id, json!({"content_index": 0, "part": part})),
-                );
+                self.emit(wire::StreamEvent::OutputTextDone(DoneEvent {
+                    item_id: Some(id.as_str().into()),
+                    output_index: Some(self.index()),
+                    content_index: Some(0),
+                    text: Some(text.as_str().into()),
+                    logprobs: Some(Vec::new()),
+                    ..DoneEvent::default()
+                }));
+                self.emit(wire::StreamEvent::ContentPartDone(self.part_event(&id, &text)));
                 self.finish_item(message_item(&id, &text, status));
             }
             Some(Open::Call { id, call_id, name, args, .. }) => {
@@ -946,8 +1074,13 @@ impl EventWriter {
                     Some(call) if args.is_empty() => call.input.to_wire_string(),
                     _ => args,
                 };
-                let data = self.at(&id, json!({"name": name, "arguments": arguments}));
-                self.emit("response.function_call_arguments.done", data);
+                self.emit(wire::StreamEvent::FunctionCallArgumentsDone(DoneEvent {
+                    item_id: Some(id.as_str().into()),
+                    output_index: Some(self.index()),
+                    name: Some(name.as_str().into()),
+                    arguments: Some(arguments.as_str().into()),
+                    ..DoneEvent::default()
+                }));
                 let call = ToolUse { id: call_id.into(), name, input: ToolInput::parse(&arguments) };
                 self.finish_item(call_item(&id, &call, &arguments, status));
             }
@@ -955,8 +1088,8 @@ impl EventWriter {
         }
     }
 
-    fn finish_item(&mut self, item: Value) {
-        self.emit("response.output_item.done", json!({"output_index": self.index(), "item": item}));
+    fn finish_item(&mut self, item: OutputItem<'static>) {
+        self.emit(wire::StreamEvent::OutputItemDone(self.item_event(item.clone())));
         self.output.push(item);
     }
 
@@ -982,10 +1115,7 @@ impl EventWriter {
                     }
                 }
                 Pending::Done(item) => {
-                    self.emit(
-                        "response.output_item.added",
-                        json!({"output_index": self.index(), "item": item}),
-                    );
+                    self.emit(wire::StreamEvent::OutputItemAdded(self.item_event(item.clone())));
                     self.finish_item(item);
                 }
             }
@@ -1089,7 +1219,7 @@ impl EventWriter {
     fn end(mut self, end: &End, usage: Option<&Usage>) {
         self.settle(end.item_status());
         let object = self.header.object(end.status(), end, std::mem::take(&mut self.output), usage);
-        self.emit(end.event(), json!({"response": object}));
+        self.emit(end.event(object));
     }
 }
 

@@ -1,3 +1,5 @@
+use serde_json::json;
+
 use super::*;
 
 fn conversation(input: Value, agent: bool) -> Result<Input, ApiError> {
@@ -96,7 +98,8 @@ fn output_items_keep_the_order_and_the_api_reasoning_verbatim() {
             input: ToolInput::parse("{\"city\":\"Oslo\"}"),
         }),
     ];
-    let items = output_items(&content, "completed");
+    let items: Vec<Value> =
+        output_items(&content, "completed").iter().map(|i| serde_json::to_value(i).unwrap()).collect();
     assert_eq!(items[0], api);
     assert_eq!(items[1]["summary"][0]["text"], "thinking");
     assert!(items[1].get("signature").is_none() && items[1].get("encrypted_content").is_none());
@@ -108,17 +111,22 @@ fn output_items_keep_the_order_and_the_api_reasoning_verbatim() {
     assert!(items[3]["id"].as_str().unwrap().starts_with("fc_"));
 }
 
-/// Events as the writer sends them, read back from the SSE bytes a client receives.
-async fn written(f: impl FnOnce(&mut EventWriter)) -> Vec<Value> {
+/// The SSE bytes a client receives from the writer.
+async fn sse_text(request: Value, f: impl FnOnce(&mut EventWriter), end: End) -> String {
     use http_body_util::BodyExt;
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let request: ResponsesRequest = serde_json::from_value(json!({"model": "m", "input": "hi"})).unwrap();
+    let request: ResponsesRequest = serde_json::from_value(request).unwrap();
     let mut w = EventWriter::new(tx, Header::new(&request, "ann"));
     f(&mut w);
-    w.end(&End::Completed, Some(&Usage { input_tokens: 7, output_tokens: 3, ..Usage::default() }));
+    w.end(&end, Some(&Usage { input_tokens: 7, output_tokens: 3, ..Usage::default() }));
     let body = Sse::new(UnboundedReceiverStream::new(rx)).into_response().into_body();
     let bytes = body.collect().await.unwrap().to_bytes();
-    let text = String::from_utf8(bytes.to_vec()).unwrap();
+    String::from_utf8(bytes.to_vec()).unwrap()
+}
+
+/// Events as the writer sends them, read back from the SSE bytes a client receives.
+async fn written(f: impl FnOnce(&mut EventWriter)) -> Vec<Value> {
+    let text = sse_text(json!({"model": "m", "input": "hi"}), f, End::Completed).await;
     text.split("\n\n")
         .filter(|frame| !frame.trim().is_empty())
         .map(|frame| {
@@ -185,4 +193,128 @@ async fn interleaved_calls_stream_one_item_at_a_time() {
         .collect();
     assert_eq!(deltas, "{\"a\":1}", "the deltas add up to the arguments");
     assert_eq!(last["response"]["usage"]["total_tokens"], 10);
+}
+
+/// `text` with its random ids (`msg_<32 hex>`, ...) and times made fixed.
+fn fixed(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(pos) = rest.find('_') {
+        let (head, tail) = rest.split_at(pos + 1);
+        out.push_str(head);
+        let hex = tail.bytes().take_while(u8::is_ascii_hexdigit).count();
+        if hex == 32 && ["msg_", "fc_", "rs_", "resp_"].iter().any(|p| out.ends_with(p)) {
+            out.push_str("ID");
+            rest = &tail[32..];
+        } else {
+            rest = tail;
+        }
+    }
+    out.push_str(rest);
+    let mut fixed = String::new();
+    for (i, piece) in out.split("\"created_at\":").enumerate() {
+        if i > 0 {
+            fixed.push_str("\"created_at\":0");
+            fixed.push_str(piece.trim_start_matches(|c: char| c.is_ascii_digit()));
+        } else {
+            fixed.push_str(piece);
+        }
+    }
+    fixed
+}
+
+fn echoing_request() -> Value {
+    json!({"model": "m", "input": "hi", "instructions": "be brief", "max_output_tokens": 64,
+        "parallel_tool_calls": false, "previous_response_id": "resp_prev", "prompt_cache_key": "k",
+        "store": false, "temperature": 0.5, "metadata": {"team": "a"},
+        "tool_choice": {"type": "function", "name": "t"},
+        "tools": [{"type": "function", "name": "t", "description": "d", "parameters": {"type": "object"}, "strict": false}]})
+}
+
+/// The exact bytes a client receives, ids and times fixed: the writer's output is pinned byte
+/// for byte (key order included), whatever builds it.
+#[tokio::test]
+async fn streamed_bytes_are_pinned() {
+    let api = json!({"id": "rs_api", "type": "reasoning", "summary": [], "encrypted_content": "gAAA"});
+    let text = sse_text(
+        echoing_request(),
+        |w| {
+            w.text("Hi");
+            w.call_start(0, "c0".into(), "t".into());
+            w.call_delta(0, "{\"a\":1}");
+            w.call_end(0, call("c0", "{\"a\":1}"));
+            w.reasoning(&Reasoning { format: "anthropic".into(), text: "hmm".into(), data: json!({}) });
+            w.reasoning(&Reasoning { format: "openai-responses".into(), text: String::new(), data: api });
+            w.call_end(1, call("c1", "{}"));
+            w.text("bye");
+        },
+        End::Incomplete("max_output_tokens"),
+    )
+    .await;
+    insta::assert_snapshot!(fixed(&text));
+    let failed = sse_text(
+        json!({"model": "m", "input": "hi"}),
+        |w| w.text("x"),
+        End::Failed("server_error", "boom".into()),
+    )
+    .await;
+    insta::assert_snapshot!("streamed_failure", fixed(&failed));
+}
+
+/// A whole response object, as `stream: false` answers it, pinned byte for byte.
+#[test]
+fn response_object_bytes_are_pinned() {
+    let request: ResponsesRequest = serde_json::from_value(echoing_request()).unwrap();
+    let header = Header::new(&request, "ann");
+    let content = vec![
+        ContentBlock::Reasoning(Reasoning {
+            format: "anthropic".into(),
+            text: "hmm".into(),
+            data: json!({}),
+        }),
+        ContentBlock::text("Let me check."),
+        ContentBlock::ToolUse(call("c1", "{\"city\":\"Oslo\"}")),
+    ];
+    let usage = Usage {
+        input_tokens: 7,
+        output_tokens: 3,
+        cache_read_tokens: 2,
+        reasoning_tokens: 1,
+        ..Usage::default()
+    };
+    let end = End::Completed;
+    let object = header.object(end.status(), &end, output_items(&content, end.item_status()), Some(&usage));
+    insta::assert_snapshot!(fixed(&serde_json::to_string(&object).unwrap()));
+    let end = End::Failed("rate_limit_exceeded", "slow down".into());
+    let object = header.object(end.status(), &end, Vec::new(), None);
+    insta::assert_snapshot!("response_object_failed", fixed(&serde_json::to_string(&object).unwrap()));
+}
+
+#[test]
+fn typed_items_name_the_field_in_the_apis_words_and_tolerate_what_it_tolerates() {
+    let error = |input: Value| conversation(input, false).unwrap_err();
+    let e = error(json!([{"role": "user", "content": 42}]));
+    assert_eq!(e.field.as_deref(), Some("input[0].content"));
+    assert!(
+        e.message.starts_with("Invalid type for 'input[0].content': expected a string or a list"),
+        "{}",
+        e.message
+    );
+    let e = error(json!([{"role": "user", "content": "x"}, {"type": "function_call_output", "output": "o"}]));
+    assert_eq!((e.field.as_deref(), e.code), (Some("input[1].call_id"), "missing_required_parameter"));
+    assert_eq!(e.message, "Missing required parameter: 'input[1].call_id'.");
+    let e = error(json!([{"type": "message", "role": "tool", "content": "x"}]));
+    assert_eq!((e.field.as_deref(), e.code), (Some("input[0].role"), "invalid_value"));
+    // Fields the route does not use, and a reasoning item's whole shape, are the API's business.
+    let input = conversation(
+        json!([{"role": "user", "content": "x", "id": "msg_1", "status": "completed", "future": {"a": 1}},
+            {"type": "reasoning", "id": "rs_1", "summary": [], "content": [{"type": "reasoning_text", "text": "t"}], "new": 1},
+            {"type": "function_call", "id": "fc_1", "call_id": "c", "name": "a", "arguments": "{}", "status": "completed", "extra": true},
+            {"type": "function_call_output", "call_id": "c", "output": "o", "id": "fco_1"}]),
+        false,
+    )
+    .unwrap();
+    let ContentBlock::Reasoning(r) = &input.messages[1].content[0] else { panic!() };
+    assert_eq!(r.data["new"], 1, "a reasoning item goes back as it came");
+    assert_eq!(input.calls_answered, [("c".to_owned(), 3)]);
 }

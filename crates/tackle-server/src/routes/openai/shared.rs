@@ -15,6 +15,7 @@ use tackle_protocol::{
     AgentEvent, AllowedToolsMode, Message, ModelRequest, Role, SystemSection, ToolChoice, ToolSpec,
 };
 use tackle_tools::EventSink;
+use tackle_wire::chat::{ErrorBody, ErrorDetail};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use tracing::Instrument as _;
@@ -44,7 +45,14 @@ impl IntoResponse for OpenAiError {
             _ => "server_error",
         };
         let retry_after = e.retry_after_header();
-        let body = json!({"error": {"message": e.message, "type": kind, "param": e.field, "code": e.code}});
+        let body = ErrorBody {
+            error: ErrorDetail {
+                message: e.message.into(),
+                kind: kind.into(),
+                param: e.field.map(Into::into),
+                code: Some(Value::from(e.code)),
+            },
+        };
         let mut response = (e.status, Json(body)).into_response();
         if let Some(value) = retry_after {
             response.headers_mut().insert(axum::http::header::RETRY_AFTER, value);
