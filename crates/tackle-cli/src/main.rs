@@ -15,6 +15,7 @@ mod elicitor;
 mod export;
 mod markdown;
 mod mcp_cmd;
+mod mcp_serve;
 mod mcp_sign_in;
 mod render;
 mod rewind_cmd;
