@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
+use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema, ProtocolVersion};
+use rmcp::service::RequestContext;
 use rmcp::service::ElicitationMode;
 use rmcp::{Peer, RoleServer};
 use serde_json::{Value, json};
@@ -53,9 +54,17 @@ impl ClientApprovals {
     }
 }
 
-/// Whether `client` can be asked to fill in a form.
-pub(crate) fn can_elicit(client: &Peer<RoleServer>) -> bool {
-    client.supported_elicitation_modes().contains(&ElicitationMode::Form)
+/// Whether the client of a request can be asked to fill in a form: it declared the
+/// elicitation capability (form mode) and speaks a protocol that lets servers send it requests
+/// (2026-07-28 forbids them; such clients get the configured policy instead).
+pub(crate) fn can_elicit(ctx: &RequestContext<RoleServer>) -> bool {
+    let legacy = ctx.protocol_version().is_some_and(|v| v < ProtocolVersion::V_2026_07_28);
+    let form = ctx
+        .client_capabilities()
+        .and_then(|c| c.elicitation)
+        // No mode named means form (the 2025-06-18 shape).
+        .is_some_and(|e| e.form.is_some() || e.url.is_none());
+    legacy && form
 }
 
 /// The form of a confirmation: one switch, on by default, so the client's "accept" approves and

@@ -221,7 +221,7 @@ impl TackleMcp {
         let id = session.id().clone();
         let _running = self.start(&id)?;
         let mut input = TurnInput::new(prompt);
-        let _asking = if can_elicit(&ctx.peer) {
+        let _asking = if can_elicit(ctx) {
             Some(self.shared.approvals.register(id.clone(), ctx.peer.clone()))
         } else {
             input.approval = Some(self.shared.options.approval);
@@ -300,7 +300,7 @@ impl TackleMcp {
         let mut tool_ctx = ToolContext::new(session.clone(), call_id, agent.workspace().to_owned());
         tool_ctx.cancel = ctx.ct.clone();
         tool_ctx.turn.insert(agent.config().permission_mode);
-        let _asking = if can_elicit(&ctx.peer) {
+        let _asking = if can_elicit(ctx) {
             Some(self.shared.approvals.register(session, ctx.peer.clone()))
         } else {
             tool_ctx.turn.insert(self.shared.options.approval);
