@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema, ProtocolVersion};
-use rmcp::service::RequestContext;
 use rmcp::service::ElicitationMode;
+use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer};
 use serde_json::{Value, json};
 use tackle_protocol::SessionId;
@@ -134,7 +134,9 @@ impl Approver for ClientApprovals {
                         ApprovalDecision::deny("the user did not approve it in the MCP client")
                     }
                 }
-                ElicitationAction::Decline => ApprovalDecision::deny("the user declined it in the MCP client"),
+                ElicitationAction::Decline => {
+                    ApprovalDecision::deny("the user declined it in the MCP client")
+                }
                 // Cancel, or an action of a later protocol: not an approval.
                 _ => ApprovalDecision::deny("the user dismissed the confirmation in the MCP client"),
             },
@@ -158,7 +160,9 @@ impl Elicitor for ClientApprovals {
                 Ok(requested_schema) => {
                     ElicitRequestParams::FormElicitationParams { meta: None, message, requested_schema }
                 }
-                Err(e) => return ElicitationAnswer::decline(format!("the server's form cannot be passed on: {e}")),
+                Err(e) => {
+                    return ElicitationAnswer::decline(format!("the server's form cannot be passed on: {e}"));
+                }
             },
             ElicitationKind::Url { url } => {
                 if !client.supported_elicitation_modes().contains(&ElicitationMode::Url) {
@@ -179,7 +183,9 @@ impl Elicitor for ClientApprovals {
                 ElicitationAction::Accept => {
                     ElicitationAnswer::Accept { content: result.content.unwrap_or_else(|| json!({})) }
                 }
-                ElicitationAction::Decline => ElicitationAnswer::decline("the user declined in the MCP client"),
+                ElicitationAction::Decline => {
+                    ElicitationAnswer::decline("the user declined in the MCP client")
+                }
                 _ => ElicitationAnswer::Cancel,
             },
             Err(e) => ElicitationAnswer::decline(format!("the MCP client could not ask the user: {e}")),

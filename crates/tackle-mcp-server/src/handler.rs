@@ -156,7 +156,11 @@ impl TackleMcp {
         }
     }
 
-    async fn run_task(&self, args: TaskArgs, ctx: &RequestContext<RoleServer>) -> Result<CallToolResult, Refusal> {
+    async fn run_task(
+        &self,
+        args: TaskArgs,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, Refusal> {
         check_prompt(&args.prompt)?;
         let agent = self.agent_for(args.model.as_deref())?;
         let mode = match args.mode.as_deref() {
@@ -170,10 +174,7 @@ impl TackleMcp {
             None => None,
         };
         let mut session = agent
-            .create_session(NewSessionOptions {
-                owner: Some(owner(ctx)),
-                ..NewSessionOptions::default()
-            })
+            .create_session(NewSessionOptions { owner: Some(owner(ctx)), ..NewSessionOptions::default() })
             .await
             .map_err(|e| Refusal(format!("cannot create a session: {e}")))?;
         if let Some(mode) = mode {
@@ -182,18 +183,20 @@ impl TackleMcp {
         self.run_turn(&mut session, args.prompt, ctx).await
     }
 
-    async fn reply(&self, args: ReplyArgs, ctx: &RequestContext<RoleServer>) -> Result<CallToolResult, Refusal> {
+    async fn reply(
+        &self,
+        args: ReplyArgs,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, Refusal> {
         check_prompt(&args.prompt)?;
         let unknown = || {
-            Refusal(format!(
-                "no session {:?}: pass the session_id a `tackle` call returned",
-                args.session_id
-            ))
+            Refusal(format!("no session {:?}: pass the session_id a `tackle` call returned", args.session_id))
         };
-        let record = self.shared.agent.store().sessions().get(&args.session_id).await.map_err(|e| match e {
-            tackle_store::StoreError::NotFound { .. } => unknown(),
-            other => Refusal(format!("cannot read session {:?}: {other}", args.session_id)),
-        })?;
+        let record =
+            self.shared.agent.store().sessions().get(&args.session_id).await.map_err(|e| match e {
+                tackle_store::StoreError::NotFound { .. } => unknown(),
+                other => Refusal(format!("cannot read session {:?}: {other}", args.session_id)),
+            })?;
         // Another user's session is as unknown as a session that does not exist.
         if record.owner != owner(ctx) {
             return Err(unknown());
@@ -247,7 +250,10 @@ impl TackleMcp {
                     ContentBlock::text(note),
                 ])
             }
-            _ => CallToolResult::success(vec![ContentBlock::text(outcome.text.clone()), ContentBlock::text(note)]),
+            _ => CallToolResult::success(vec![
+                ContentBlock::text(outcome.text.clone()),
+                ContentBlock::text(note),
+            ]),
         };
         result.structured_content = Some(structured);
         Ok(result)

@@ -27,7 +27,11 @@ pub(crate) struct McpUser(pub(crate) String);
 /// and any `Host` is accepted (the token is the protection). Without it, the caller must bind a
 /// loopback address, and only loopback `Host` headers are accepted (DNS rebinding).
 /// `shutdown` ends every MCP session.
-pub fn http_router(server: TackleMcp, auth: Option<Authenticator>, shutdown: CancellationToken) -> axum::Router {
+pub fn http_router(
+    server: TackleMcp,
+    auth: Option<Authenticator>,
+    shutdown: CancellationToken,
+) -> axum::Router {
     let mut config = StreamableHttpServerConfig::default().with_cancellation_token(shutdown);
     if auth.is_some() {
         config = config.disable_allowed_hosts();
