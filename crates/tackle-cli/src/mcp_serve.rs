@@ -47,7 +47,8 @@ pub async fn run(args: McpServeArgs) -> Result<ExitCode> {
     // Confirmations and MCP servers' questions go to the client that runs the turn.
     let approvals = ClientApprovals::default();
     let ask = Approvals::Ask(Arc::new(approvals.clone()));
-    let ModelProvider { provider, kind, .. } = provider_for(&settings, &workspace, &ask, ApprovalMode::Server)?;
+    let ModelProvider { provider, kind, .. } =
+        provider_for(&settings, &workspace, &ask, ApprovalMode::Server)?;
     let store = open_store(&settings).await?;
     let questions =
         ServerQuestions { elicitor: Some(Arc::new(approvals.clone())), policy: None, sign_in: false };
