@@ -586,6 +586,8 @@ mod tests {
             ("store.url", "postgres://tackle@db.internal:5432/tackle"),
             ("deferral.ranker", "bm25"),
             ("permissions.mode", "plan"),
+            ("mcp_serve.transport", "http"),
+            ("mcp_serve.approval", "auto"),
         ];
         if let Some((_, text)) = fixed.iter().find(|(p, _)| *p == var.path) {
             return (*text).to_owned();
