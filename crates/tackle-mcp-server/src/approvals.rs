@@ -94,7 +94,7 @@ fn approval_message(request: &ApprovalRequest) -> String {
             end -= 1;
         }
         args.truncate(end);
-        args.push_str("…");
+        args.push('…');
     }
     format!(
         "Tackle (session {}) wants to run `{}` with {args}; it needs your confirmation ({}). Approve?",

@@ -26,6 +26,9 @@
 //! # }
 //! ```
 
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+#![deny(missing_docs)]
+
 mod approvals;
 mod handler;
 mod http;
