@@ -192,3 +192,33 @@ impl Elicitor for ClientApprovals {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_approval_form_is_an_elicitation_schema_with_one_switch() {
+        let form = serde_json::to_value(approval_form().unwrap()).unwrap();
+        assert_eq!(form["type"], "object");
+        assert_eq!(form["properties"]["approve"]["type"], "boolean");
+        assert_eq!(form["properties"]["approve"]["default"], true);
+        assert_eq!(form["required"], json!(["approve"]));
+    }
+
+    #[test]
+    fn the_question_names_the_call_and_stays_short() {
+        let request = ApprovalRequest {
+            id: tackle_protocol::ApprovalId::new("a1"),
+            session_id: SessionId::new("s1"),
+            call_id: tackle_protocol::ToolCallId::new("c1"),
+            tool: "write_file".into(),
+            args: json!({"path": "out.txt", "content": "é".repeat(5000)}),
+            rule: "default for destructive tools".into(),
+        };
+        let message = approval_message(&request);
+        assert!(message.contains("`write_file`") && message.contains("out.txt"), "{message}");
+        assert!(message.contains("default for destructive tools"));
+        assert!(message.len() < 2300, "{} bytes", message.len());
+    }
+}
