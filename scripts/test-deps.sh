@@ -110,7 +110,7 @@ done
 
 # npm packages, pinned by the lock file in scripts/test-deps/.
 if [ ! -f "$deps/node/.installed" ] || ! cmp -s scripts/test-deps/package-lock.json "$deps/node/.installed"; then
-  echo "test-deps: installing npm test peers (playwright-core, MCP reference servers, aimock, codex, telegram-test-api, the AI SDK)"
+  echo "test-deps: installing npm test peers (playwright-core, MCP reference servers, the MCP TypeScript SDK and Inspector CLI, aimock, codex, telegram-test-api, the AI SDK)"
   mkdir -p "$deps/node"
   cp scripts/test-deps/package.json scripts/test-deps/package-lock.json "$deps/node/"
   (cd "$deps/node" && npm ci --no-audit --no-fund --loglevel=error)
@@ -119,7 +119,7 @@ fi
 
 # Python packages, pinned by requirements.txt, in a virtualenv.
 if [ ! -f "$deps/venv/.installed" ] || ! cmp -s scripts/test-deps/requirements.txt "$deps/venv/.installed" \
-  || ! "$deps/venv/bin/python" -c "import openai, agents, schemathesis" 2>/dev/null; then
+  || ! "$deps/venv/bin/python" -c "import openai, agents, schemathesis, mcp" 2>/dev/null; then
   echo "test-deps: installing the Python test peers into $deps/venv"
   [ -x "$deps/venv/bin/python" ] || python3 -m venv "$deps/venv"
   "$deps/venv/bin/pip" install --quiet --disable-pip-version-check -r scripts/test-deps/requirements.txt

@@ -377,6 +377,26 @@ pub enum McpCommand {
     Login(McpNameArgs),
     /// Forget a server's stored OAuth credentials.
     Logout(McpNameArgs),
+    /// Serve Tackle itself as an MCP server (tools `tackle` and `tackle_reply`, with `--tools`
+    /// its own tools too) over stdio, or over Streamable HTTP at http://ADDR/mcp with `--http`.
+    Serve(Box<McpServeArgs>),
+}
+
+/// `tackle mcp serve`.
+#[derive(Debug, Args)]
+pub struct McpServeArgs {
+    /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (ADDR: `[mcp_serve] bind`,
+    /// 127.0.0.1:8788, when left out). Without `[server]` tokens only loopback addresses are
+    /// allowed.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "")]
+    pub http: Option<String>,
+    /// Also list Tackle's own tools, each call through the same executor as in a run (hooks,
+    /// approvals, sandbox, output caps).
+    #[arg(long)]
+    pub tools: bool,
+    /// Model and workspace options.
+    #[command(flatten)]
+    pub model: ModelArgs,
 }
 
 /// Where `tackle mcp` reads and writes tackle.toml.

@@ -15,6 +15,7 @@ mod elicitor;
 mod export;
 mod markdown;
 mod mcp_cmd;
+mod mcp_serve;
 mod mcp_sign_in;
 mod render;
 mod rewind_cmd;
@@ -92,9 +93,11 @@ fn main() -> ExitCode {
     }
     // One thread runs a command's loop: a turn is sequential (model call, tools, store), and on
     // one thread its tasks wake each other without crossing threads, which keeps context
-    // switches and memory (thread stacks, allocator arenas) down. The server, which runs many
-    // sessions at once, gets a worker per core.
-    let mut builder = if matches!(cli.command, Command::Serve(_)) {
+    // switches and memory (thread stacks, allocator arenas) down. The servers (`serve`, `mcp
+    // serve`), which run many sessions at once, get a worker per core.
+    let serves_many = matches!(cli.command, Command::Serve(_))
+        || matches!(&cli.command, Command::Mcp { command: cli::McpCommand::Serve(_) });
+    let mut builder = if serves_many {
         tokio::runtime::Builder::new_multi_thread()
     } else {
         tokio::runtime::Builder::new_current_thread()

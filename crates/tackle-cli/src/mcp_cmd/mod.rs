@@ -38,6 +38,7 @@ pub async fn run(command: McpCommand) -> Result<ExitCode> {
         McpCommand::Skills(args) => inspect::skills(args).await,
         McpCommand::Login(args) => login::login(args).await,
         McpCommand::Logout(args) => login::logout(args).await,
+        McpCommand::Serve(args) => crate::mcp_serve::run(*args).await,
     }
 }
 

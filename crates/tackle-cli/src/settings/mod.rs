@@ -10,9 +10,11 @@ use thiserror::Error;
 
 use tackle_agent::{ContextConfig, DeferralConfig, LoopGuardConfig, TelemetryConfig};
 
+pub use mcp_serve::{McpServeSettings, McpTransport};
 pub use server::ServerSettings;
 
 mod env;
+mod mcp_serve;
 mod server;
 
 /// The configuration file name, looked up in the user config dir and the workspace.
@@ -94,6 +96,8 @@ pub struct Settings {
     /// Where sessions are stored (`[store]`): the SQLite file in the data directory unless
     /// `url` names a PostgreSQL database.
     pub store: StoreSettings,
+    /// `tackle mcp serve`: Tackle as an MCP server (`[mcp_serve]`).
+    pub mcp_serve: McpServeSettings,
 }
 
 /// `[permissions]`: how much sessions may do without asking.
@@ -157,6 +161,7 @@ impl Default for Settings {
             sandbox: tackle_sandbox::SandboxConfig::default(),
             channels: tackle_channels::ChannelsConfig::default(),
             store: StoreSettings::default(),
+            mcp_serve: McpServeSettings::default(),
         }
     }
 }
@@ -581,6 +586,8 @@ mod tests {
             ("store.url", "postgres://tackle@db.internal:5432/tackle"),
             ("deferral.ranker", "bm25"),
             ("permissions.mode", "plan"),
+            ("mcp_serve.transport", "http"),
+            ("mcp_serve.approval", "auto"),
         ];
         if let Some((_, text)) = fixed.iter().find(|(p, _)| *p == var.path) {
             return (*text).to_owned();

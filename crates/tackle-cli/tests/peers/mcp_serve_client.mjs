@@ -1,0 +1,39 @@
+// Drives `tackle mcp serve` with the official MCP TypeScript SDK (npm @modelcontextprotocol/sdk,
+// unmodified). Usage: node mcp_serve_client.mjs stdio TACKLE_BIN WORKSPACE
+//                     node mcp_serve_client.mjs http URL TOKEN
+// Lists the tools, calls `tackle` (with onprogress) and `tackle_reply` on the session it returned,
+// and prints a JSON summary on stdout. Any failure exits non-zero.
+import { createRequire } from "node:module";
+const require = createRequire(process.env.TACKLE_NODE_MODULES + "/");
+const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
+const { StdioClientTransport } = require("@modelcontextprotocol/sdk/client/stdio.js");
+const { StreamableHTTPClientTransport } = require("@modelcontextprotocol/sdk/client/streamableHttp.js");
+
+const [kind, target, extra] = process.argv.slice(2);
+const transport = kind === "stdio"
+  ? new StdioClientTransport({ command: target, args: ["mcp", "serve", "--workspace", extra], env: process.env, stderr: "inherit" })
+  : new StreamableHTTPClientTransport(new URL(target), { requestInit: { headers: { Authorization: `Bearer ${extra}` } } });
+const client = new Client({ name: "tackle-test-ts", version: "1.0.0" });
+await client.connect(transport);
+
+const summary = (result, progress) => ({
+  text: result.content.filter((c) => c.type === "text").map((c) => c.text),
+  structured: result.structuredContent ?? null,
+  is_error: Boolean(result.isError),
+  progress,
+});
+
+const out = { protocol: transport.protocolVersion ?? null };
+out.tools = (await client.listTools()).tools.map((t) => t.name).sort();
+const progress = [];
+const first = await client.callTool({ name: "tackle", arguments: { prompt: "Say hello." } }, undefined, {
+  onprogress: (p) => progress.push({ progress: p.progress, message: p.message ?? null }),
+});
+out.first = summary(first, progress);
+const second = await client.callTool({
+  name: "tackle_reply",
+  arguments: { session_id: first.structuredContent.session_id, prompt: "And again." },
+});
+out.second = summary(second, []);
+await client.close();
+console.log(JSON.stringify(out));
