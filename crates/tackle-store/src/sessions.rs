@@ -279,7 +279,28 @@ pub struct Sessions<'s> {
 impl Sessions<'_> {
     /// Creates a session with a new UUIDv7 id, status `idle`.
     pub async fn create(self, new: NewSession) -> Result<SessionRecord, StoreError> {
+        self.create_with_state(new, &[]).await
+    }
+
+    /// Creates a session with its first state values (see [`Sessions::set_states`]) in the same
+    /// commit: opening a new session costs one write, not two.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use tackle_store::{NewSession, Store};
+    /// let store = Store::open_in_memory().await.unwrap();
+    /// let new = NewSession { owner: "local".into(), ..NewSession::default() };
+    /// let s = store.sessions().create_with_state(new, &[("mode", serde_json::json!("plan"))]).await.unwrap();
+    /// assert_eq!(store.sessions().get_state::<String>(&s.id, "mode").await.unwrap().as_deref(), Some("plan"));
+    /// # });
+    /// ```
+    pub async fn create_with_state(
+        self,
+        new: NewSession,
+        state: &[(&str, Value)],
+    ) -> Result<SessionRecord, StoreError> {
         let id = uuid::Uuid::now_v7().to_string();
+        let state = crate::state::upsert_states(&id, crate::state::state_texts(state)?);
         let now = now_ms();
         let query = Query::new(CREATE)
             .bind(&id)
@@ -295,6 +316,9 @@ impl Sessions<'_> {
             .db
             .transaction(None, async move |conn| {
                 conn.execute(&query).await?;
+                if let Some(state) = &state {
+                    conn.execute(state).await?;
+                }
                 get_on(conn, &id).await
             })
             .await

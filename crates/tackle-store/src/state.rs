@@ -47,31 +47,14 @@ impl Sessions<'_> {
         session_id: &str,
         values: &[(&str, serde_json::Value)],
     ) -> Result<(), StoreError> {
-        let values = values
-            .iter()
-            .map(|(key, value)| Ok(((*key).to_owned(), serde_json::to_string(value)?)))
-            .collect::<Result<Vec<(String, String)>, StoreError>>()?;
-        self.put_states(session_id, values).await
+        self.put_states(session_id, state_texts(values)?).await
     }
 
     /// Upserts `values` (key, JSON text) in one statement.
     async fn put_states(self, session_id: &str, values: Vec<(String, String)>) -> Result<(), StoreError> {
-        if values.is_empty() {
+        let Some(query) = upsert_states(session_id, values) else {
             return Ok(());
-        }
-        let rows = (0..values.len())
-            .map(|i| format!("(${}, ${}, ${}, ${})", 4 * i + 1, 4 * i + 2, 4 * i + 3, 4 * i + 4))
-            .collect::<Vec<_>>()
-            .join(", ");
-        // Built from fixed fragments only; every value is bound.
-        let sql = format!(
-            "INSERT INTO session_state (session_id, key, value, updated_at) VALUES {rows}
-             ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at"
-        );
-        let now = now_ms();
-        let query = values.into_iter().fold(Query::assembled(sql), |q, (key, value)| {
-            q.bind(session_id).bind(key).bind(value).bind(now)
-        });
+        };
         self.store
             .db
             .execute(self.store.epoch_for(session_id), query)
@@ -111,4 +94,32 @@ impl Sessions<'_> {
         self.store.db.execute(self.store.epoch_for(session_id), query).await?;
         Ok(())
     }
+}
+
+/// `values` as JSON text, in order.
+pub(crate) fn state_texts(values: &[(&str, serde_json::Value)]) -> Result<Vec<(String, String)>, StoreError> {
+    values.iter().map(|(key, value)| Ok(((*key).to_owned(), serde_json::to_string(value)?))).collect()
+}
+
+/// The one statement that upserts `values` (key, JSON text) of `session_id`; `None` when there
+/// are none.
+pub(crate) fn upsert_states(session_id: &str, values: Vec<(String, String)>) -> Option<Query> {
+    if values.is_empty() {
+        return None;
+    }
+    let rows = (0..values.len())
+        .map(|i| format!("(${}, ${}, ${}, ${})", 4 * i + 1, 4 * i + 2, 4 * i + 3, 4 * i + 4))
+        .collect::<Vec<_>>()
+        .join(", ");
+    // Built from fixed fragments only; every value is bound.
+    let sql = format!(
+        "INSERT INTO session_state (session_id, key, value, updated_at) VALUES {rows}
+         ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at"
+    );
+    let now = now_ms();
+    Some(
+        values.into_iter().fold(Query::assembled(sql), |q, (key, value)| {
+            q.bind(session_id).bind(key).bind(value).bind(now)
+        }),
+    )
 }

@@ -9,6 +9,7 @@ use tackle_provider::Provider;
 use tackle_store::{NewSession, Store};
 use tackle_tools::{ToolExecutor, ToolSource};
 
+use crate::session::Opening;
 use crate::tools::{SkillLibrary, ToolSources};
 use crate::{AgentError, Session, ToolCatalog, ToolChange, TurnInput, TurnOutcome};
 
@@ -34,6 +35,9 @@ pub(crate) struct AgentInner {
     pub(crate) deferral: crate::tools::Deferral,
     /// When expired outputs were last purged (shared by agents made with `with_model`).
     pub(crate) last_purge: Arc<Mutex<Option<Instant>>>,
+    /// Token counts of sessions' fixed parts (shared by agents made with `with_model`; keyed by
+    /// vocabulary, so another model's counts never mix in).
+    pub(crate) fixed_counts: Arc<crate::context::FixedCounts>,
     /// Tool sources whose lists can change (MCP servers), refreshed at turn starts.
     pub(crate) sources: Arc<ToolSources>,
     /// The catalog of the current tools, with the tool-source generation it was built for:
@@ -130,6 +134,7 @@ impl Agent {
                 config,
                 deferral: crate::tools::Deferral::Off,
                 last_purge: Arc::default(),
+                fixed_counts: Arc::default(),
                 sources: Arc::default(),
                 catalog: Arc::default(),
                 workspace,
@@ -398,40 +403,22 @@ impl Agent {
         } else {
             canonical_workspace(&options.workspace)?
         };
-        let record = self
-            .inner
-            .store
-            .sessions()
-            .create(NewSession {
-                owner: options.owner.unwrap_or_else(|| "local".to_owned()),
-                title: options.title.unwrap_or_default(),
-                provider: self.inner.provider.name().to_owned(),
-                model: self.inner.config.model.clone(),
-                workspace: workspace.display().to_string(),
-                metadata: serde_json::Value::Null,
-            })
-            .await?;
-        if self.inner.config.permission_mode != tackle_tools::PermissionMode::Default {
-            let mode = self.inner.config.permission_mode;
-            self.inner.store.sessions().set_state(&record.id, crate::tools::MODE_KEY, &mode).await?;
-        }
-        let history = if options.history.is_empty() {
-            Vec::new()
-        } else {
-            let seqs = self.inner.store.messages().append_all(&record.id, 0, &options.history).await?;
-            seqs.into_iter()
-                .zip(options.history)
-                .map(|(seq, message)| LoadedMessage { seq: Some(seq), message, tokens: None })
-                .collect()
+        let session = NewSession {
+            owner: options.owner.unwrap_or_else(|| "local".to_owned()),
+            title: options.title.unwrap_or_default(),
+            provider: self.inner.provider.name().to_owned(),
+            model: self.inner.config.model.clone(),
+            workspace: workspace.display().to_string(),
+            metadata: serde_json::Value::Null,
         };
-        Session::start(self.clone(), record, history, true).await
+        Session::start(self.clone(), Opening::New { session, history: options.history }).await
     }
 
     /// Opens an existing session, reloading its history (latest snapshot plus later messages).
     pub async fn open_session(&self, id: &str) -> Result<Session, AgentError> {
         let record = self.inner.store.sessions().get(id).await?;
         let history = self.load_history(&record.id).await?;
-        Session::start(self.clone(), record, history, false).await
+        Session::start(self.clone(), Opening::Existing { record, loaded: history }).await
     }
 
     /// The conversation of session `id` as the model sees it, without opening the session

@@ -13,4 +13,4 @@ pub use offload::{DEFAULT_OFFLOAD_BYTES, StoreOffloader};
 pub(crate) use read_result::ReadResult;
 pub use read_result::{ReadResultArgs, ReadUnit, read_page};
 pub use window::ContextConfig;
-pub(crate) use window::{CALIBRATION_KEY, ContextState};
+pub(crate) use window::{CALIBRATION_KEY, ContextState, FixedCounts};

@@ -1,6 +1,9 @@
 //! The session's view of its context window: token counts per message (memoized), the budget of
 //! the next request, and calibration against the provider's reported usage.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+
 use serde::{Deserialize, Serialize};
 use tackle_context::{
     Components, ContextBudget, CountSource, Thresholds, TokenCounter, context_window, is_exact,
@@ -62,21 +65,17 @@ pub(crate) struct ContextState {
 }
 
 impl ContextState {
+    /// The accounting of a session whose fixed parts are `system` and `tools` (the catalog with
+    /// `fingerprint`); their counts come from `memo` when an earlier session had the same parts.
     pub(crate) fn new(
         model: &str,
         config: &ContextConfig,
         system: &[SystemSection],
-        tools: &[ToolSpec],
+        tools: (&[ToolSpec], &str),
+        memo: &FixedCounts,
     ) -> Self {
         let counter = TokenCounter::for_model(model);
-        let (base, skills): (Vec<SystemSection>, Vec<SystemSection>) =
-            system.iter().cloned().partition(|s| s.name != "skills");
-        let fixed = Components {
-            system: counter.count_system(&base),
-            skills: skills.iter().map(|s| counter.count_text(&s.text)).sum(),
-            tools: count_loaded_tools(&counter, tools),
-            conversation: 0,
-        };
+        let fixed = memo.get_or_count(&counter, system, tools);
         Self {
             counter,
             exact: is_exact(model),
@@ -91,6 +90,7 @@ impl ContextState {
 
     /// Counts the tool definitions again after the catalog changed at a turn boundary.
     pub(crate) fn set_tools(&mut self, tools: &[ToolSpec]) {
+        // Rare (a tool source changed mid-session): counted afresh, not memoized.
         self.fixed.tools = count_loaded_tools(&self.counter, tools);
     }
 
@@ -183,6 +183,63 @@ impl ContextState {
     }
 }
 
+/// The counted fixed parts (system, skills, tools) of recent sessions, keyed by a digest of
+/// what was counted: the sessions of one agent mostly share their system text and catalog, and
+/// counting them (a BPE pass over every tool schema) costs more than opening the session's rows.
+#[derive(Debug, Default)]
+pub(crate) struct FixedCounts(Mutex<HashMap<blake3::Hash, Components>>);
+
+/// Distinct fixed parts remembered (one per workspace and catalog in practice); the memo starts
+/// over when full.
+const FIXED_COUNTS_KEPT: usize = 64;
+
+impl FixedCounts {
+    fn get_or_count(
+        &self,
+        counter: &TokenCounter,
+        system: &[SystemSection],
+        (tools, fingerprint): (&[ToolSpec], &str),
+    ) -> Components {
+        let key = fixed_key(counter, system, fingerprint);
+        if let Some(found) = self.0.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return *found;
+        }
+        let (base, skills): (Vec<&SystemSection>, Vec<&SystemSection>) =
+            system.iter().partition(|s| s.name != "skills");
+        let base: Vec<SystemSection> = base.into_iter().cloned().collect();
+        let counted = Components {
+            system: counter.count_system(&base),
+            skills: skills.iter().map(|s| counter.count_text(&s.text)).sum(),
+            tools: count_loaded_tools(counter, tools),
+            conversation: 0,
+        };
+        let mut memo = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if memo.len() >= FIXED_COUNTS_KEPT {
+            memo.clear();
+        }
+        memo.insert(key, counted);
+        counted
+    }
+}
+
+/// A digest of everything the fixed counts depend on: the vocabulary, each section's name and
+/// text (length-prefixed, so no two lists collide), and the catalog's fingerprint (a digest of
+/// its definitions, `defer_loading` included).
+fn fixed_key(counter: &TokenCounter, system: &[SystemSection], fingerprint: &str) -> blake3::Hash {
+    let mut h = blake3::Hasher::new();
+    let mut field = |bytes: &[u8]| {
+        h.update(&(bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    };
+    field(counter.encoding().name().as_bytes());
+    field(fingerprint.as_bytes());
+    for s in system {
+        field(s.name.as_bytes());
+        field(s.text.as_bytes());
+    }
+    h.finalize()
+}
+
 /// Tokens of the definitions the model sees up front: deferred ones (`defer_loading`) enter its
 /// context only when a search loads them, as part of that tool result.
 fn count_loaded_tools(counter: &TokenCounter, tools: &[ToolSpec]) -> u64 {
@@ -193,3 +250,7 @@ fn count_loaded_tools(counter: &TokenCounter, tools: &[ToolSpec]) -> u64 {
         counter.count_tools(tools)
     }
 }
+
+#[cfg(test)]
+#[path = "window_tests.rs"]
+mod tests;

@@ -122,6 +122,14 @@ pub struct Session {
     pub(crate) start_source: Option<&'static str>,
 }
 
+/// What [`Session::start`] opens.
+pub(crate) enum Opening {
+    /// A stored session with its history (latest snapshot plus later messages).
+    Existing { record: SessionRecord, loaded: Vec<LoadedMessage> },
+    /// A session to create, with the history it starts from (stored as turn 0).
+    New { session: tackle_store::NewSession, history: Vec<tackle_protocol::Message> },
+}
+
 /// Session-state key of the vocabulary the stored token counts were made with.
 const COUNT_ENCODING_KEY: &str = "context.count_encoding";
 
@@ -132,38 +140,43 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
-    /// Opens the session of `record` with its `loaded` history; `created` says it was created
-    /// just now (by this process), so it has no state and no turns to read.
-    pub(crate) async fn start(
-        agent: Agent,
-        record: SessionRecord,
-        loaded: Vec<LoadedMessage>,
-        created: bool,
-    ) -> Result<Self, AgentError> {
-        let workspace = PathBuf::from(&record.workspace);
+    /// Opens a session: an existing one with its loaded history, or a new one, whose row is
+    /// created here together with its first state values (one commit).
+    pub(crate) async fn start(agent: Agent, opening: Opening) -> Result<Self, AgentError> {
         let store = agent.store().clone();
+        let config = agent.config();
         let mut pending_warnings = Vec::new();
-        // Everything this needs from the session's state, in one query.
-        let state = if created {
-            tackle_store::SessionState::default()
-        } else {
-            store.sessions().state(&record.id).await?
+        // Everything this needs from the session's state, in one query; a new session has none.
+        let (workspace, state, next_turn) = match &opening {
+            Opening::Existing { record, .. } => {
+                let state = store.sessions().state(&record.id).await?;
+                let last = store.messages().last_turn(&record.id).await?;
+                (PathBuf::from(&record.workspace), state, last.map(|t| t + 1).unwrap_or(1))
+            }
+            // A new session's history, if it was given one, is stored as turn 0.
+            Opening::New { session, .. } => {
+                (PathBuf::from(&session.workspace), tackle_store::SessionState::default(), 1)
+            }
+        };
+        let session_id = match &opening {
+            Opening::Existing { record, .. } => record.id.as_str(),
+            Opening::New { .. } => "(new)",
         };
         // The tool list is frozen for the session's life: every request sends these exact specs.
         let (tools, mut state_updates) =
-            SessionTools::open(&agent, &record.id, &workspace, &state, &mut pending_warnings)?;
+            SessionTools::open(&agent, session_id, &workspace, &state, &mut pending_warnings)?;
         let mut system = system_sections(&workspace);
         system.extend(tools.skills().system_section());
         // Cacheable sections first: dynamic text may only follow them.
         system.sort_by_key(|s| s.cache == CachePolicy::Dynamic);
-        // A new session's history, if it was given one, is stored as turn 0.
-        let next_turn = if created {
-            1
-        } else {
-            store.messages().last_turn(&record.id).await?.map(|t| t + 1).unwrap_or(1)
-        };
-        let config = agent.config();
-        let mut context = ContextState::new(&config.model, &config.context, &system, tools.catalog().specs());
+        let catalog = tools.catalog();
+        let mut context = ContextState::new(
+            &config.model,
+            &config.context,
+            &system,
+            (catalog.specs(), catalog.fingerprint()),
+            &agent.inner.fixed_counts,
+        );
         if let Some(c) = state.get::<f64>(CALIBRATION_KEY)? {
             context.calibration = c;
         }
@@ -173,11 +186,36 @@ impl Session {
         let counted_with: Option<String> = state.get(COUNT_ENCODING_KEY)?;
         let stored_counts_valid = counted_with.as_deref() == Some(encoding);
         if !stored_counts_valid {
-            if counted_with.is_some() {
-                store.messages().clear_token_counts(&record.id).await?;
-            }
             state_updates.push((COUNT_ENCODING_KEY, serde_json::json!(encoding)));
         }
+        let stored_mode = state.get::<tackle_tools::PermissionMode>(crate::tools::MODE_KEY)?;
+        let mode =
+            Self::usable_mode(&agent, stored_mode.unwrap_or(config.permission_mode), &mut pending_warnings);
+        let (record, loaded) = match opening {
+            Opening::Existing { record, loaded } => {
+                if counted_with.is_some() && !stored_counts_valid {
+                    store.messages().clear_token_counts(&record.id).await?;
+                }
+                store.sessions().set_states(&record.id, &state_updates).await?;
+                (record, loaded)
+            }
+            Opening::New { session, history } => {
+                if config.permission_mode != tackle_tools::PermissionMode::Default {
+                    state_updates.push((crate::tools::MODE_KEY, serde_json::json!(config.permission_mode)));
+                }
+                let record = store.sessions().create_with_state(session, &state_updates).await?;
+                let loaded = if history.is_empty() {
+                    Vec::new()
+                } else {
+                    let seqs = store.messages().append_all(&record.id, 0, &history).await?;
+                    seqs.into_iter()
+                        .zip(history)
+                        .map(|(seq, message)| LoadedMessage { seq: Some(seq), message, tokens: None })
+                        .collect()
+                };
+                (record, loaded)
+            }
+        };
         let history = History::from_entries(loaded.into_iter().map(|m| {
             let tokens = match m.tokens {
                 Some(n) if stored_counts_valid => n,
@@ -186,15 +224,7 @@ impl Session {
             (m.message, m.seq, tokens)
         }));
         let notes = TailNotes::from_history(history.messages());
-        let mode = Self::usable_mode(
-            &agent,
-            state
-                .get::<tackle_tools::PermissionMode>(crate::tools::MODE_KEY)?
-                .unwrap_or(config.permission_mode),
-            &mut pending_warnings,
-        );
         let start_source = Some(if history.is_empty() { "startup" } else { "resume" });
-        store.sessions().set_states(&record.id, &state_updates).await?;
         agent.purge_expired_if_due().await?;
         Ok(Self {
             agent,
