@@ -72,7 +72,7 @@ pub use context::{
 };
 pub use error::{AgentError, ModeUnavailable};
 pub use failure::{TurnFailure, provider_code};
-pub use output::{FINAL_ANSWER_TOOL, OutputSchema, OutputSchemaError};
+pub use output::{FINAL_ANSWER_TOOL, OutputSchema, OutputSchemaError, RunTypedError};
 pub use session::{LoopGuardConfig, Session, TurnInput, TurnOutcome};
 pub use tools::{
     DeferralConfig, DeferralMode, DeferredTools, DiscoveredSkills, MaskError, MaskStrategy,

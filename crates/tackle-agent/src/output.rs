@@ -33,6 +33,29 @@ pub enum OutputSchemaError {
     Invalid(String),
 }
 
+/// Why [`crate::Agent::run_typed`] returned no value.
+#[derive(Debug, thiserror::Error)]
+pub enum RunTypedError {
+    /// The session could not be created or the turn could not run (the store, the workspace).
+    #[error(transparent)]
+    Agent(#[from] crate::AgentError),
+    /// The turn ended without a valid answer (failed, cancelled, at its step limit); the
+    /// outcome says how, its `error` why (`output_invalid` when the answer never matched).
+    #[error("{}", turn_message(.0))]
+    Turn(Box<crate::TurnOutcome>),
+    /// The answer matched the schema but not the type (a schema looser than the type's
+    /// `Deserialize`).
+    #[error("the answer matched the schema but could not be read as the type: {0}")]
+    Decode(serde_json::Error),
+}
+
+fn turn_message(outcome: &crate::TurnOutcome) -> String {
+    match &outcome.error {
+        Some(failure) => format!("the turn gave no structured answer: {failure}"),
+        None => format!("the turn gave no structured answer (it ended {:?})", outcome.end),
+    }
+}
+
 /// A JSON Schema a turn's final answer must match, validated once when built.
 ///
 /// ```

@@ -180,3 +180,47 @@ async fn without_a_schema_nothing_is_added_to_the_request() {
         assert!(tools.iter().all(|t| t.to_string().find(FINAL_ANSWER_TOOL).is_none()), "{kind}");
     }
 }
+
+#[derive(Debug, PartialEq, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct City {
+    city: String,
+    population: u64,
+}
+
+#[tokio::test]
+async fn run_typed_returns_the_typed_value() {
+    for kind in FORMATS {
+        let script = Script::new(vec![
+            Turn::call("count", "{}"),
+            answer(kind, r#"{"city": "Lyon", "population": -3}"#),
+            answer(kind, r#"{"city": "Lyon", "population": 522250}"#),
+        ]);
+        let h = Harness::new(kind, script).await;
+        let city: City = h.agent.run_typed("Which city?").await.unwrap();
+        assert_eq!(city, City { city: "Lyon".into(), population: 522250 }, "{kind}");
+        let body = &h.fake.requests()[0].body;
+        let name = match kind {
+            ProviderKind::Openai => &body["response_format"]["json_schema"]["name"],
+            ProviderKind::OpenaiResponses => &body["text"]["format"]["name"],
+            _ => &json!("City"),
+        };
+        assert_eq!(name, "City", "{kind}");
+        // `deny_unknown_fields` closes the object and every field is required: strict.
+        if kind == ProviderKind::Openai {
+            assert_eq!(body["response_format"]["json_schema"]["strict"], true);
+        }
+        // A negative population fails the derived schema (`minimum: 0`): repaired once.
+        assert_eq!(h.fake.requests().len(), 3, "{kind}");
+    }
+}
+
+#[tokio::test]
+async fn run_typed_reports_a_turn_without_a_valid_answer() {
+    let kind = ProviderKind::Openai;
+    let script = Script::new(vec![Turn::text("no json"), Turn::text("still none")]);
+    let h = Harness::new(kind, script).await;
+    let err = h.agent.run_typed::<City>("Which city?").await.unwrap_err();
+    assert!(matches!(&err, tackle_agent::RunTypedError::Turn(o) if o.error.as_ref().map(TurnFailure::code) == Some(ErrorCode::OutputInvalid)), "{err}");
+    assert!(err.to_string().contains("not valid JSON"), "{err}");
+}
