@@ -31,7 +31,8 @@ fn answers_are_parsed_unfenced_and_validated_by_pointer() {
 
 #[test]
 fn native_providers_get_the_schema_others_the_final_answer_tool() {
-    let catalog: Arc<[ToolSpec]> = Arc::from(vec![ToolSpec::new("read_file", "Read.", json!({"type": "object"}))]);
+    let catalog: Arc<[ToolSpec]> =
+        Arc::from(vec![ToolSpec::new("read_file", "Read.", json!({"type": "object"}))]);
     let native = TurnOutput::new(verdict(), true, &catalog);
     let mut request = ModelRequest::new("m", vec![]);
     request.tools = catalog.clone();
@@ -44,7 +45,10 @@ fn native_providers_get_the_schema_others_the_final_answer_tool() {
     let mut first = ModelRequest::new("m", vec![]);
     tool.apply(&mut first);
     assert!(first.output.is_none());
-    assert_eq!(first.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["read_file", FINAL_ANSWER_TOOL]);
+    assert_eq!(
+        first.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+        ["read_file", FINAL_ANSWER_TOOL]
+    );
     assert_eq!(first.tool_choice, ToolChoice::Required);
     // The last step (tool choice `none`) forces the final answer; the tool list is the same
     // allocation every step.

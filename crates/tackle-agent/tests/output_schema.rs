@@ -96,7 +96,8 @@ async fn a_schema_outside_the_strict_subset_is_sent_with_strict_false() {
     for kind in [ProviderKind::Openai, ProviderKind::OpenaiResponses] {
         let h = Harness::new(kind, Script::new(vec![Turn::text(r#"{"city": "Oslo"}"#)])).await;
         let mut session = h.session().await;
-        let input = TurnInput::new("city?").with_output_schema(OutputSchema::new("loose", open.clone()).unwrap());
+        let input =
+            TurnInput::new("city?").with_output_schema(OutputSchema::new("loose", open.clone()).unwrap());
         let outcome = session.run_turn(input, &h.sink(), &CancellationToken::new()).await.unwrap();
         assert_eq!(outcome.output, Some(json!({"city": "Oslo"})), "{kind}");
         let body = &h.fake.requests()[0].body;
@@ -145,7 +146,10 @@ async fn a_second_invalid_answer_fails_the_turn_with_output_invalid() {
         assert_eq!(outcome.end, TurnEnd::Failed, "{kind}: {outcome:?}");
         assert_eq!(outcome.output, None, "{kind}");
         let failure = outcome.error.as_ref().unwrap();
-        assert!(matches!(failure, TurnFailure::OutputInvalid { error, .. } if error.contains("/city")), "{failure}");
+        assert!(
+            matches!(failure, TurnFailure::OutputInvalid { error, .. } if error.contains("/city")),
+            "{failure}"
+        );
         assert_eq!(failure.code(), ErrorCode::OutputInvalid);
         assert_eq!(h.fake.requests().len(), 2, "{kind}: one repair round, no more");
     }
@@ -156,7 +160,8 @@ async fn the_last_step_forces_the_final_answer_tool() {
     // Anthropic: the step limit's `none` becomes the final-answer tool, so the turn still ends
     // with the structured answer.
     let kind = ProviderKind::Anthropic;
-    let script = Script::new(vec![Turn::call("count", "{}"), answer(kind, r#"{"city": "Rome", "population": 1}"#)]);
+    let script =
+        Script::new(vec![Turn::call("count", "{}"), answer(kind, r#"{"city": "Rome", "population": 1}"#)]);
     let h = Harness::new(kind, script).await;
     let mut session = h.session().await;
     let mut input = TurnInput::new("Which city?").with_output_schema(schema());
@@ -172,7 +177,8 @@ async fn without_a_schema_nothing_is_added_to_the_request() {
     for kind in FORMATS {
         let h = Harness::new(kind, Script::new(vec![Turn::text("plain")])).await;
         let mut session = h.session().await;
-        let outcome = session.run_turn(TurnInput::new("hi"), &h.sink(), &CancellationToken::new()).await.unwrap();
+        let outcome =
+            session.run_turn(TurnInput::new("hi"), &h.sink(), &CancellationToken::new()).await.unwrap();
         assert_eq!((outcome.text.as_str(), outcome.output), ("plain", None));
         let body = &h.fake.requests()[0].body;
         assert!(body.get("response_format").is_none() && body.get("text").is_none(), "{kind}");
@@ -221,6 +227,9 @@ async fn run_typed_reports_a_turn_without_a_valid_answer() {
     let script = Script::new(vec![Turn::text("no json"), Turn::text("still none")]);
     let h = Harness::new(kind, script).await;
     let err = h.agent.run_typed::<City>("Which city?").await.unwrap_err();
-    assert!(matches!(&err, tackle_agent::RunTypedError::Turn(o) if o.error.as_ref().map(TurnFailure::code) == Some(ErrorCode::OutputInvalid)), "{err}");
+    assert!(
+        matches!(&err, tackle_agent::RunTypedError::Turn(o) if o.error.as_ref().map(TurnFailure::code) == Some(ErrorCode::OutputInvalid)),
+        "{err}"
+    );
     assert!(err.to_string().contains("not valid JSON"), "{err}");
 }

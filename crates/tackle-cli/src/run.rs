@@ -171,8 +171,9 @@ fn read_output_schema(path: &std::path::Path) -> Result<OutputSchema> {
     let shown = path.display();
     let text = std::fs::read_to_string(path)
         .map_err(|e| UsageError(format!("--output-schema {shown}: cannot read it: {e}")))?;
-    let schema: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| UsageError(format!("--output-schema {shown}: not JSON ({e}); give a JSON Schema file")))?;
+    let schema: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        UsageError(format!("--output-schema {shown}: not JSON ({e}); give a JSON Schema file"))
+    })?;
     let stem = path.file_stem().map(|s| s.to_string_lossy()).unwrap_or_default();
     let name: String = stem
         .chars()

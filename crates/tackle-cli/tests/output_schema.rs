@@ -24,9 +24,7 @@ fn tackle(home: &Path) -> Command {
 
 fn with_fake(cmd: &mut Command, kind: &str, fake: &FakeModel) {
     match kind {
-        "anthropic" => {
-            cmd.env("ANTHROPIC_API_KEY", "sk-ant-test").env("ANTHROPIC_BASE_URL", fake.base_url())
-        }
+        "anthropic" => cmd.env("ANTHROPIC_API_KEY", "sk-ant-test").env("ANTHROPIC_BASE_URL", fake.base_url()),
         _ => cmd.env("OPENAI_API_KEY", "sk-test").env("OPENAI_BASE_URL", format!("{}/v1", fake.base_url())),
     };
     cmd.env("TACKLE_PROVIDER", kind);
@@ -66,7 +64,12 @@ async fn run(kind: &str, script: Script) -> (Output, FakeModel) {
     let fake = FakeModel::start(script).await.unwrap();
     let mut cmd = tackle(home.path());
     with_fake(&mut cmd, kind, &fake);
-    cmd.arg("run").arg("count the files").arg("--output-schema").arg(&schema_file).arg("--workspace").arg(&workspace);
+    cmd.arg("run")
+        .arg("count the files")
+        .arg("--output-schema")
+        .arg(&schema_file)
+        .arg("--workspace")
+        .arg(&workspace);
     let out = output(cmd).await;
     (out, fake)
 }

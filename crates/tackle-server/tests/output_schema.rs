@@ -15,10 +15,12 @@ fn schema() -> serde_json::Value {
 
 #[tokio::test]
 async fn a_turn_with_an_output_schema_answers_with_the_validated_json() {
-    let h = Harness::new(Script::new(vec![Turn::text(r#"{"ok": "yes"}"#), Turn::text(r#"{"ok": true}"#)])).await;
+    let h =
+        Harness::new(Script::new(vec![Turn::text(r#"{"ok": "yes"}"#), Turn::text(r#"{"ok": true}"#)])).await;
     let id = h.session(None).await;
     let path = format!("/v1/sessions/{id}/messages");
-    let send = json!({"message": "fine?", "stream": false, "outputSchema": {"name": "verdict", "schema": schema()}});
+    let send =
+        json!({"message": "fine?", "stream": false, "outputSchema": {"name": "verdict", "schema": schema()}});
     let (status, body) = h.call(Method::POST, &path, None, Some(send)).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["output"], json!({"ok": true}), "{body}");
@@ -39,7 +41,10 @@ async fn an_answer_invalid_twice_is_a_502_output_invalid() {
     let send = json!({"message": "fine?", "stream": false, "outputSchema": {"schema": schema()}});
     let (status, body) = h.call(Method::POST, &path, None, Some(send)).await;
     assert_eq!(status, StatusCode::BAD_GATEWAY, "{body}");
-    assert_eq!((body["end"].as_str(), body["error"]["code"].as_str()), (Some("failed"), Some("output_invalid")));
+    assert_eq!(
+        (body["end"].as_str(), body["error"]["code"].as_str()),
+        (Some("failed"), Some("output_invalid"))
+    );
     assert!(body.get("output").is_none(), "{body}");
     assert_eq!(h.fake.requests()[0].body["response_format"]["json_schema"]["name"], "output");
 }

@@ -204,12 +204,18 @@ fn answer_format_error(format: &JsonSchemaFormat<'_>, param: &str) -> Option<(St
         return Some((format!("Missing required parameter: '{param}.schema'."), format!("{param}.schema")));
     };
     if !schema.is_object() {
-        return Some((format!("Invalid type for '{param}.schema': expected an object."), format!("{param}.schema")));
+        return Some((
+            format!("Invalid type for '{param}.schema': expected an object."),
+            format!("{param}.schema"),
+        ));
     }
     if format.strict == Some(true)
         && let Some(e) = strict_schema_error(schema, &mut Vec::new())
     {
-        return Some((format!("Invalid schema for response_format '{name}': {e}"), format!("{param}.schema")));
+        return Some((
+            format!("Invalid schema for response_format '{name}': {e}"),
+            format!("{param}.schema"),
+        ));
     }
     None
 }
@@ -610,8 +616,10 @@ mod replay_tests {
             "additionalProperties": false});
         with(json!({"type": "json_schema", "name": "out", "schema": closed, "strict": true})).unwrap();
         with(json!({"type": "text"})).unwrap();
-        let open = json!({"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": false});
-        let e = with(json!({"type": "json_schema", "name": "out", "schema": open, "strict": true})).unwrap_err();
+        let open =
+            json!({"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": false});
+        let e =
+            with(json!({"type": "json_schema", "name": "out", "schema": open, "strict": true})).unwrap_err();
         assert_eq!(e.param.as_deref(), Some("text.format.schema"));
         assert!(e.message.contains("'required' is required to be supplied"), "{}", e.message);
         let e = with(json!({"type": "json_schema", "name": "", "schema": closed})).unwrap_err();

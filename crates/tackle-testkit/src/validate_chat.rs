@@ -180,14 +180,24 @@ mod tests {
         };
         let closed = json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"],
             "additionalProperties": false});
-        with(json!({"type": "json_schema", "json_schema": {"name": "out", "schema": closed, "strict": true}})).unwrap();
+        with(
+            json!({"type": "json_schema", "json_schema": {"name": "out", "schema": closed, "strict": true}}),
+        )
+        .unwrap();
         with(json!({"type": "json_object"})).unwrap();
         let open = json!({"type": "object", "properties": {"a": {"type": "string"}}});
-        with(json!({"type": "json_schema", "json_schema": {"name": "out", "schema": open, "strict": false}})).unwrap();
-        let e = with(json!({"type": "json_schema", "json_schema": {"name": "out", "schema": open, "strict": true}}))
+        with(json!({"type": "json_schema", "json_schema": {"name": "out", "schema": open, "strict": false}}))
+            .unwrap();
+        let e = with(
+            json!({"type": "json_schema", "json_schema": {"name": "out", "schema": open, "strict": true}}),
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("Invalid schema for response_format 'out': In context=(), 'additionalProperties'"),
+            "{e}"
+        );
+        let e = with(json!({"type": "json_schema", "json_schema": {"name": "a b", "schema": closed}}))
             .unwrap_err();
-        assert!(e.starts_with("Invalid schema for response_format 'out': In context=(), 'additionalProperties'"), "{e}");
-        let e = with(json!({"type": "json_schema", "json_schema": {"name": "a b", "schema": closed}})).unwrap_err();
         assert!(e.contains("'response_format.json_schema.name'"), "{e}");
         let e = with(json!({"type": "json_schema", "json_schema": {"name": "out"}})).unwrap_err();
         assert_eq!(e, "Missing required parameter: 'response_format.json_schema.schema'.");

@@ -116,7 +116,12 @@ pub struct JsonSchemaFormat<'a> {
 impl<'a> JsonSchemaFormat<'a> {
     /// A format borrowing its schema.
     pub fn new(name: impl Into<Cow<'a, str>>, schema: &'a Value, strict: bool) -> Self {
-        Self { name: name.into(), description: None, schema: Some(Cow::Borrowed(schema)), strict: Some(strict) }
+        Self {
+            name: name.into(),
+            description: None,
+            schema: Some(Cow::Borrowed(schema)),
+            strict: Some(strict),
+        }
     }
 }
 

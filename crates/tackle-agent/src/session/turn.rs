@@ -375,7 +375,8 @@ impl Session {
         // before the message is committed, so the history and the audit stay one-to-one.
         unique_call_ids(self, &mut response.content, sink).await?;
         let calls: Vec<ToolUse> = response.tool_uses().cloned().collect();
-        if run.output.as_ref().is_some_and(|o| !o.native) && calls.iter().any(|c| c.name == FINAL_ANSWER_TOOL) {
+        if run.output.as_ref().is_some_and(|o| !o.native) && calls.iter().any(|c| c.name == FINAL_ANSWER_TOOL)
+        {
             return self.final_answer_call(run, report, text, response, calls, sink).await;
         }
         if calls.is_empty() {
@@ -633,7 +634,13 @@ impl Session {
     /// A final answer that does not match the output schema: one repair round (the error sent
     /// back as a user message, or as the final-answer tool's result already committed), then the
     /// turn fails with [`TurnFailure::OutputInvalid`].
-    async fn invalid_output(&mut self, run: &mut TurnRun, text: String, error: String, sink: &EventSink) -> Phase {
+    async fn invalid_output(
+        &mut self,
+        run: &mut TurnRun,
+        text: String,
+        error: String,
+        sink: &EventSink,
+    ) -> Phase {
         let Some(output) = run.output.as_mut() else {
             return Ok(ControlFlow::Break(run.end(TurnEnd::Completed, text, None)));
         };
@@ -645,7 +652,9 @@ impl Session {
         output.repairs_left -= 1;
         sink.emit(AgentEvent::Warning {
             code: tackle_protocol::WarningCode::OutputRepair,
-            message: format!("the final answer does not match the output schema {name:?}: {error}; asking again"),
+            message: format!(
+                "the final answer does not match the output schema {name:?}: {error}; asking again"
+            ),
         });
         if output.native {
             let repair = format!(
@@ -696,7 +705,10 @@ impl Session {
                     let envelope = tackle_protocol::ToolError::new(
                         FINAL_ANSWER_TOOL,
                         tackle_protocol::ErrorCategory::InvalidArgs,
-                        format!("the final answer does not match the schema {:?}: {error}", output.schema.name()),
+                        format!(
+                            "the final answer does not match the schema {:?}: {error}",
+                            output.schema.name()
+                        ),
                     )
                     .with_hint("call final_answer again with an input that matches the schema");
                     ToolResult::error(call.id.as_str(), envelope.to_json())

@@ -48,7 +48,11 @@ pub(crate) fn body<'a>(
         max_tokens: if official { None } else { request.max_output_tokens },
         temperature: request.temperature,
         response_format: request.output.as_ref().map(|o| wire::ResponseFormat::JsonSchema {
-            json_schema: wire::JsonSchemaFormat::new(o.name.as_str(), &o.schema, strict_compatible(&o.schema)),
+            json_schema: wire::JsonSchemaFormat::new(
+                o.name.as_str(),
+                &o.schema,
+                strict_compatible(&o.schema),
+            ),
         }),
         prompt_cache_key: if official {
             request.prompt_cache_key.as_deref().map(Cow::Borrowed)
