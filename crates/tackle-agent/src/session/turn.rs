@@ -686,13 +686,12 @@ impl Session {
         let mut results = Vec::with_capacity(calls.len());
         for call in &calls {
             if call.name != FINAL_ANSWER_TOOL || verdict.is_some() {
-                let envelope = tackle_protocol::ToolError::new(
+                results.push(not_run(
+                    call.id.as_str(),
                     &call.name,
-                    tackle_protocol::ErrorCategory::Denied,
                     "not run: the final answer was given in the same step",
-                )
-                .with_hint("call the other tools first, then give the final answer alone");
-                results.push(ToolResult::error(call.id.as_str(), envelope.to_json()));
+                    "call the other tools first, then give the final answer alone",
+                ));
                 continue;
             }
             let checked = match call.input.as_json() {
@@ -995,12 +994,18 @@ fn record_turn(span: &tracing::Span, outcome: &Result<TurnOutcome, AgentError>) 
 }
 
 fn step_limit_result(call_id: &str, tool: &str) -> ToolResult {
-    let envelope = tackle_protocol::ToolError::new(
+    not_run(
+        call_id,
         tool,
-        tackle_protocol::ErrorCategory::Denied,
         "not run: the step limit of this turn was reached",
+        "answer in text; the user can continue the session",
     )
-    .with_hint("answer in text; the user can continue the session");
+}
+
+/// The result of a call the loop answers without running it: why, and what to do instead.
+fn not_run(call_id: &str, tool: &str, why: &str, hint: &str) -> ToolResult {
+    let envelope =
+        tackle_protocol::ToolError::new(tool, tackle_protocol::ErrorCategory::Denied, why).with_hint(hint);
     ToolResult::error(call_id, envelope.to_json())
 }
 
