@@ -69,6 +69,18 @@ pub enum TurnFailure {
     /// A `UserPromptSubmit` hook refused the prompt; nothing was sent to the model.
     #[error("a UserPromptSubmit hook blocked the prompt: {0}")]
     PromptBlocked(String),
+    /// The final answer did not match the turn's output schema, even after the repair round that
+    /// showed the model the validation error; the turn's text is the last answer.
+    #[error(
+        "the final answer does not match the output schema {name:?}: {error} (the model was shown the \
+         error once and answered again; simplify the schema or try a stronger model)"
+    )]
+    OutputInvalid {
+        /// The schema's name.
+        name: String,
+        /// What is wrong, by JSON pointer.
+        error: String,
+    },
     /// The request could not be encoded for the provider (a bug: the message says what).
     #[error("the request could not be encoded: {0}")]
     Encode(String),
@@ -85,6 +97,7 @@ impl TurnFailure {
             Self::MaxSteps { .. } => ErrorCode::MaxSteps,
             Self::Cancelled => ErrorCode::Cancelled,
             Self::PromptBlocked(_) => ErrorCode::PromptBlocked,
+            Self::OutputInvalid { .. } => ErrorCode::OutputInvalid,
             Self::Encode(_) => ErrorCode::Internal,
         }
     }

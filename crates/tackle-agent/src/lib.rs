@@ -58,6 +58,7 @@ mod context;
 pub mod conversation;
 mod error;
 mod failure;
+mod output;
 mod session;
 mod tools;
 
@@ -71,6 +72,7 @@ pub use context::{
 };
 pub use error::{AgentError, ModeUnavailable};
 pub use failure::{TurnFailure, provider_code};
+pub use output::{FINAL_ANSWER_TOOL, OutputSchema, OutputSchemaError, RunTypedError};
 pub use session::{LoopGuardConfig, Session, TurnInput, TurnOutcome};
 pub use tools::{
     DeferralConfig, DeferralMode, DeferredTools, DiscoveredSkills, MaskError, MaskStrategy,

@@ -195,6 +195,11 @@ pub struct RunArgs {
     /// Print the final result as JSON on stdout instead of streaming text.
     #[arg(long)]
     pub json: bool,
+    /// The final answer must be JSON matching the JSON Schema in FILE: stdout is exactly that
+    /// JSON (progress goes to stderr); the model is shown a validation error once, then the run
+    /// fails (`output_invalid`).
+    #[arg(long, value_name = "FILE")]
+    pub output_schema: Option<std::path::PathBuf>,
 }
 
 /// `tackle chat`.

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Result;
-use tackle_agent::TurnInput;
+use tackle_agent::{OutputSchema, TurnInput};
 use tackle_protocol::TurnEnd;
 use tackle_tools::{ApprovalMode, ApprovalPolicy};
 use tokio_util::sync::CancellationToken;
@@ -29,6 +29,14 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     let mask = tool_mask(args.turn.tool_mask.as_deref())?;
     if let Some(spec) = &args.events {
         check_events_target(spec)?;
+    }
+    let output_schema = args.output_schema.as_deref().map(read_output_schema).transpose()?;
+    if output_schema.is_some() && args.events.as_deref() == Some("-") {
+        return Err(UsageError(
+            "--output-schema prints the answer on stdout, so --events cannot write there too: give --events a file"
+                .into(),
+        )
+        .into());
     }
     let workspace = workspace_dir(args.model.workspace.as_ref())?;
     let mut settings = settings_for(&workspace, &args.model)?;
@@ -77,7 +85,12 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
         session.set_mode(mode).await.map_err(|e| UsageError(e.to_string()))?;
     }
 
-    let text = if args.json || events_to_stdout { TextOutput::Hidden } else { TextOutput::Stdout };
+    // With an output schema stdout carries only the answer's JSON, written at the end.
+    let text = if args.json || events_to_stdout || output_schema.is_some() {
+        TextOutput::Hidden
+    } else {
+        TextOutput::Stdout
+    };
     let json = match &args.events {
         Some(spec) => {
             let target =
@@ -107,6 +120,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     });
     let mut input = TurnInput::new(prompt).with_mask(mask);
     input.max_steps = args.model.max_steps;
+    input.output_schema = output_schema;
     if nobody_to_ask {
         input.approval = Some(ApprovalPolicy::Deny);
     }
@@ -119,6 +133,8 @@ pub async fn run(args: RunArgs) -> Result<ExitCode> {
     let outcome = outcome?;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&outcome)?);
+    } else if let Some(value) = &outcome.output {
+        outln!("{}", serde_json::to_string(value)?);
     }
     if !args.json && !events_to_stdout {
         eprintln!("session {}", outcome.session_id);
@@ -147,6 +163,25 @@ fn read_prompt(arg: &str) -> Result<String> {
         .into());
     }
     Ok(prompt)
+}
+
+/// `--output-schema FILE`: read and checked before anything else happens, so a bad file costs
+/// no model call. The schema is named after the file (`verdict.json` → `verdict`).
+fn read_output_schema(path: &std::path::Path) -> Result<OutputSchema> {
+    let shown = path.display();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| UsageError(format!("--output-schema {shown}: cannot read it: {e}")))?;
+    let schema: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        UsageError(format!("--output-schema {shown}: not JSON ({e}); give a JSON Schema file"))
+    })?;
+    let stem = path.file_stem().map(|s| s.to_string_lossy()).unwrap_or_default();
+    let name: String = stem
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .take(64)
+        .collect();
+    let name = if name.is_empty() { "output".to_owned() } else { name };
+    OutputSchema::new(name, schema).map_err(|e| UsageError(format!("--output-schema {shown}: {e}")).into())
 }
 
 /// `--events FILE`: its directory must exist and the path must not be a directory (the file is

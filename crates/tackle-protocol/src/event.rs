@@ -459,6 +459,9 @@ pub enum WarningCode {
     /// The stored history was not a valid conversation (a call without its result, an empty
     /// message, ...): it was repaired before the request, and the message says how.
     HistoryRepaired,
+    /// The final answer did not match the turn's output schema; the model was shown why and
+    /// asked once more.
+    OutputRepair,
     /// A code this version does not know (from a newer Tackle).
     #[serde(other)]
     Other,
@@ -481,6 +484,7 @@ impl WarningCode {
             Self::ModeUnavailable => "mode_unavailable",
             Self::CheckpointFailed => "checkpoint_failed",
             Self::HistoryRepaired => "history_repaired",
+            Self::OutputRepair => "output_repair",
             Self::Other => "other",
         }
     }

@@ -52,6 +52,9 @@ pub enum ErrorCode {
     PromptBlocked,
     /// Another instance took the session over (its lease moved on); this turn stopped.
     LeaseLost,
+    /// The model's final answer did not match the turn's output schema, even after one repair
+    /// round that showed it the validation error.
+    OutputInvalid,
     /// Tackle itself failed (the store, an encoding bug); the message says what.
     Internal,
     /// A code this version does not know (from a newer Tackle).
@@ -78,6 +81,7 @@ impl ErrorCode {
             Self::Cancelled => "cancelled",
             Self::PromptBlocked => "prompt_blocked",
             Self::LeaseLost => "lease_lost",
+            Self::OutputInvalid => "output_invalid",
             Self::Internal => "internal",
             Self::Other => "other",
         }
@@ -154,6 +158,7 @@ mod tests {
             ErrorCode::Cancelled,
             ErrorCode::PromptBlocked,
             ErrorCode::LeaseLost,
+            ErrorCode::OutputInvalid,
             ErrorCode::Internal,
             ErrorCode::Other,
         ];

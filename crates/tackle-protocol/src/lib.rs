@@ -39,7 +39,7 @@ pub use failure::{ErrorCode, FailureReport};
 pub use front_matter::split_front_matter;
 pub use ids::{ApprovalId, ElicitationId, SessionId, ToolCallId};
 pub use message::{ContentBlock, Message, Reasoning, Role, ToolInput, ToolResult, ToolUse};
-pub use request::{CacheBreakpoint, CachePolicy, ModelRequest, SystemSection};
+pub use request::{CacheBreakpoint, CachePolicy, ModelRequest, OutputFormat, SystemSection};
 pub use response::{ModelResponse, ResponseAccumulator, StopReason, StreamEvent, Usage};
 pub use secrets::{MASK, is_secret_key, mask_url};
 pub use tool::{AllowedToolsMode, ToolAnnotations, ToolChoice, ToolSpec, is_valid_tool_name};

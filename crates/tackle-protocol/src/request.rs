@@ -35,6 +35,12 @@ pub struct ModelRequest {
     /// Where the provider should place cache breakpoints, in priority order (Anthropic
     /// `cache_control`). Providers without explicit breakpoints ignore it.
     pub cache_breakpoints: Vec<CacheBreakpoint>,
+    /// The final answer must be JSON matching this schema (structured output), asked natively by
+    /// providers whose `Capabilities::native_output_schema` says they can; others ignore it (the
+    /// agent offers them a final-answer tool instead). `None` leaves the request's bytes as they
+    /// were without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<OutputFormat>,
 }
 
 impl ModelRequest {
@@ -57,8 +63,21 @@ impl ModelRequest {
             temperature: None,
             prompt_cache_key: None,
             cache_breakpoints: Vec::new(),
+            output: None,
         }
     }
+}
+
+/// A JSON Schema the model's final answer must match, as a provider sends it.
+///
+/// The agent builds it from a validated `tackle_agent::OutputSchema`; a provider decides from
+/// the schema itself whether it can ask for strict adherence.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutputFormat {
+    /// The format's name (`^[a-zA-Z0-9_-]{1,64}$`), where the API names it.
+    pub name: String,
+    /// The JSON Schema (an object), shared: the same allocation every step of a turn.
+    pub schema: Arc<serde_json::Value>,
 }
 
 /// A section of the system prompt.

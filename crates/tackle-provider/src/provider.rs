@@ -48,6 +48,10 @@ pub struct Capabilities {
     /// What the API rejects in tool input schemas; the encoder adapts schemas to it
     /// ([`crate::adapt_schema`]), the executor still validates against the originals.
     pub tool_schema: crate::ToolSchemaRules,
+    /// The API constrains the final answer to a JSON Schema itself (Chat Completions
+    /// `response_format`, Responses `text.format`): the agent sets `ModelRequest::output`. Without
+    /// it the agent offers a final-answer tool whose input schema is the schema (Anthropic).
+    pub native_output_schema: bool,
 }
 
 /// A retry about to happen, reported through [`CallOptions::on_retry`].

@@ -236,7 +236,8 @@ pub fn status_of(code: ErrorCode) -> StatusCode {
         | ErrorCode::ProviderError
         | ErrorCode::ProviderUnreachable
         | ErrorCode::ProviderProtocol
-        | ErrorCode::LoopGuard => StatusCode::BAD_GATEWAY,
+        | ErrorCode::LoopGuard
+        | ErrorCode::OutputInvalid => StatusCode::BAD_GATEWAY,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }

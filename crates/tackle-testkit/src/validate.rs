@@ -3,9 +3,10 @@
 use std::collections::HashSet;
 
 use serde_json::Value;
+use tackle_wire::chat::JsonSchemaFormat;
 use tackle_wire::responses::{
-    Input, InputItem, MessageContent, MessageRole, Part, ResponsesRequest, Tool, ToolChoice, ToolChoiceMode,
-    ToolChoiceObject,
+    Input, InputItem, MessageContent, MessageRole, Part, ResponsesRequest, TextFormat, Tool, ToolChoice,
+    ToolChoiceMode, ToolChoiceObject,
 };
 
 fn valid_name(name: &str) -> bool {
@@ -186,6 +187,39 @@ fn strict_schema_error(schema: &Value, context: &mut Vec<String>) -> Option<Stri
 /// `body` read as a typed request. A deserialization error becomes the API's rejection, naming
 /// the parameter at fault: a missing field is `Missing required parameter: 'input[2].call_id'.`,
 /// a value of the wrong type or an unknown variant names the field that holds it.
+/// What the API refuses in a named answer schema (Chat Completions `response_format.json_schema`,
+/// Responses `text.format`), with the parameter it names under `param`: a bad name, no schema
+/// or one that is not an object, and with `strict: true` a schema outside the strict subset.
+fn answer_format_error(format: &JsonSchemaFormat<'_>, param: &str) -> Option<(String, String)> {
+    let name = &*format.name;
+    if !valid_name(name) {
+        return Some((
+            format!(
+                "Invalid '{param}.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'."
+            ),
+            format!("{param}.name"),
+        ));
+    }
+    let Some(schema) = format.schema.as_deref() else {
+        return Some((format!("Missing required parameter: '{param}.schema'."), format!("{param}.schema")));
+    };
+    if !schema.is_object() {
+        return Some((
+            format!("Invalid type for '{param}.schema': expected an object."),
+            format!("{param}.schema"),
+        ));
+    }
+    if format.strict == Some(true)
+        && let Some(e) = strict_schema_error(schema, &mut Vec::new())
+    {
+        return Some((
+            format!("Invalid schema for response_format '{name}': {e}"),
+            format!("{param}.schema"),
+        ));
+    }
+    None
+}
+
 fn read_request(body: &Value) -> Result<ResponsesRequest<'static>, Rejection> {
     serde_path_to_error::deserialize(body).map_err(|e| {
         let path = match e.path().to_string() {
@@ -462,6 +496,11 @@ pub(crate) fn responses(body: &Value) -> Result<(), Rejection> {
     if let Some(choice) = &request.tool_choice {
         responses_tool_choice(choice, &names)?;
     }
+    if let Some(TextFormat::JsonSchema(format)) = request.text.as_ref().and_then(|t| t.format.as_ref())
+        && let Some((message, param)) = answer_format_error(format, "text.format")
+    {
+        return Err(Rejection::new(message, param).code("invalid_json_schema"));
+    }
     responses_input(&request.input, request.store.unwrap_or(true))
 }
 
@@ -566,5 +605,26 @@ mod replay_tests {
         ]});
         assert_eq!(count_tool_results_since_user(WireFormat::OpenAiResponses, &responses), 1);
         assert_eq!(count_tool_results_since_user(WireFormat::OpenAiChat, &json!({})), 0);
+    }
+
+    #[test]
+    fn a_text_format_schema_is_checked_as_the_api_checks_it() {
+        let with = |format: serde_json::Value| {
+            super::responses(&json!({"model": "m", "input": "x", "text": {"format": format}}))
+        };
+        let closed = json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"],
+            "additionalProperties": false});
+        with(json!({"type": "json_schema", "name": "out", "schema": closed, "strict": true})).unwrap();
+        with(json!({"type": "text"})).unwrap();
+        let open =
+            json!({"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": false});
+        let e =
+            with(json!({"type": "json_schema", "name": "out", "schema": open, "strict": true})).unwrap_err();
+        assert_eq!(e.param.as_deref(), Some("text.format.schema"));
+        assert!(e.message.contains("'required' is required to be supplied"), "{}", e.message);
+        let e = with(json!({"type": "json_schema", "name": "", "schema": closed})).unwrap_err();
+        assert_eq!(e.param.as_deref(), Some("text.format.name"));
+        let e = with(json!({"type": "json_schema", "name": "out", "schema": "object"})).unwrap_err();
+        assert_eq!(e.param.as_deref(), Some("text.format.schema"));
     }
 }

@@ -7,9 +7,9 @@
 use std::collections::HashSet;
 
 use serde_json::Value;
-use tackle_wire::chat::{ChatRequest, Role, ToolChoice, ToolChoiceObject};
+use tackle_wire::chat::{ChatRequest, ResponseFormat, Role, ToolChoice, ToolChoiceObject};
 
-use super::{read, valid_name};
+use super::{answer_format_error, read, valid_name};
 
 /// OpenAI Chat Completions.
 pub(crate) fn openai_chat(body: &Value) -> Result<(), String> {
@@ -37,6 +37,11 @@ pub(crate) fn openai_chat(body: &Value) -> Result<(), String> {
     }
     if let Some(choice) = &request.tool_choice {
         tool_choice(choice, &names)?;
+    }
+    if let Some(ResponseFormat::JsonSchema { json_schema }) = &request.response_format
+        && let Some((message, _)) = answer_format_error(json_schema, "response_format.json_schema")
+    {
+        return Err(message);
     }
     let unanswered = |pending: &[&str]| {
         format!(
@@ -164,5 +169,41 @@ mod tests {
         let first = duplicate["tools"][0].clone();
         duplicate["tools"].as_array_mut().unwrap().push(first);
         assert_eq!(openai_chat(&duplicate).unwrap_err(), "Duplicate tool name: a");
+    }
+
+    #[test]
+    fn a_response_format_schema_is_checked_as_the_api_checks_it() {
+        let with = |format: serde_json::Value| {
+            let mut body = request(json!([{"role": "user", "content": "x"}]));
+            body["response_format"] = format;
+            openai_chat(&body)
+        };
+        let closed = json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"],
+            "additionalProperties": false});
+        with(
+            json!({"type": "json_schema", "json_schema": {"name": "out", "schema": closed, "strict": true}}),
+        )
+        .unwrap();
+        with(json!({"type": "json_object"})).unwrap();
+        let open = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+        with(json!({"type": "json_schema", "json_schema": {"name": "out", "schema": open, "strict": false}}))
+            .unwrap();
+        let e = with(
+            json!({"type": "json_schema", "json_schema": {"name": "out", "schema": open, "strict": true}}),
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("Invalid schema for response_format 'out': In context=(), 'additionalProperties'"),
+            "{e}"
+        );
+        let e = with(json!({"type": "json_schema", "json_schema": {"name": "a b", "schema": closed}}))
+            .unwrap_err();
+        assert!(e.contains("'response_format.json_schema.name'"), "{e}");
+        let e = with(json!({"type": "json_schema", "json_schema": {"name": "out"}})).unwrap_err();
+        assert_eq!(e, "Missing required parameter: 'response_format.json_schema.schema'.");
+        let e = with(json!({"type": "json_schema", "json_schema": {"schema": closed}})).unwrap_err();
+        assert!(e.starts_with("response_format") && e.contains("missing field `name`"), "{e}");
+        let e = with(json!({"type": "xml"})).unwrap_err();
+        assert!(e.starts_with("response_format.type: unknown variant `xml`"), "{e}");
     }
 }

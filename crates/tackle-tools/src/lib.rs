@@ -95,3 +95,4 @@ pub use source::{StaticTools, ToolSource};
 pub use spool::{DEFAULT_SPOOL_BYTES, FullOutput, FullPart, SPOOL_MEMORY_BYTES, Spool, SpoolBudget};
 pub use tool::{Tool, ToolOutput};
 pub use typed::{TypedTool, typed};
+pub use validation::ArgsValidator;

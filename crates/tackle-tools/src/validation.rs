@@ -10,15 +10,15 @@ const MAX_ERRORS: usize = 5;
 
 /// A compiled input schema. Tagged unions validate against the variant the discriminator
 /// selects, so an error says `action "update" requires "id"` rather than "not valid under any
-/// of the schemas".
-pub(crate) struct ArgsValidator {
+/// of the schemas". Also what a turn's final answer is checked with (structured output).
+pub struct ArgsValidator {
     whole: Validator,
     union: Option<(String, Vec<(String, Validator)>)>,
 }
 
 impl ArgsValidator {
     /// Compiles `schema`; the error says what is wrong with it.
-    pub(crate) fn new(schema: &Value) -> Result<Self, String> {
+    pub fn new(schema: &Value) -> Result<Self, String> {
         let whole = jsonschema::validator_for(schema).map_err(|e| e.to_string())?;
         let union = match tagged_union(schema) {
             Some(u) => {
@@ -34,7 +34,7 @@ impl ArgsValidator {
     }
 
     /// `Ok` when `args` is valid; else a message listing what is wrong, by JSON pointer.
-    pub(crate) fn validate(&self, args: &Value) -> Result<(), String> {
+    pub fn validate(&self, args: &Value) -> Result<(), String> {
         if let Some((disc, variants)) = &self.union {
             let tags: Vec<&str> = variants.iter().map(|(t, _)| t.as_str()).collect();
             let Some(tag) = args.get(disc) else {

@@ -54,6 +54,9 @@ pub struct ChatRequest<'a, T = Vec<Tool<'a>>> {
     /// Sampling temperature.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f32>,
+    /// The shape of the answer: text, any JSON object, or JSON matching a schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<ResponseFormat<'a>>,
     /// Routes requests sharing a prefix to the same cache (OpenAI only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_cache_key: Option<Cow<'a, str>>,
@@ -63,6 +66,63 @@ pub struct ChatRequest<'a, T = Vec<Tool<'a>>> {
     /// Streaming options.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream_options: Option<StreamOptions>,
+}
+
+/// `response_format`: what the assistant's answer must be.
+///
+/// ```
+/// use std::borrow::Cow;
+/// use serde_json::json;
+/// use tackle_wire::chat::{JsonSchemaFormat, ResponseFormat};
+/// let schema = json!({"type": "object"});
+/// let format = ResponseFormat::JsonSchema { json_schema: JsonSchemaFormat::new("answer", &schema, true) };
+/// assert_eq!(
+///     serde_json::to_value(&format).unwrap(),
+///     json!({"type": "json_schema", "json_schema": {"name": "answer", "schema": {"type": "object"}, "strict": true}})
+/// );
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ResponseFormat<'a> {
+    /// Free text (the default).
+    Text,
+    /// Any valid JSON object (the older JSON mode).
+    JsonObject,
+    /// JSON matching a schema (Structured Outputs).
+    JsonSchema {
+        /// The schema and its name.
+        json_schema: JsonSchemaFormat<'a>,
+    },
+}
+
+/// A named JSON Schema for the answer: Chat Completions' `response_format.json_schema`, and the
+/// fields of a Responses `text.format` of type `json_schema`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonSchemaFormat<'a> {
+    /// The format's name (`^[a-zA-Z0-9_-]{1,64}$`).
+    pub name: Cow<'a, str>,
+    /// What the format is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<Cow<'a, str>>,
+    /// The JSON Schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<Cow<'a, Value>>,
+    /// Whether the API constrains decoding to the schema (only a subset of JSON Schema is
+    /// accepted then: closed objects, every property required).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strict: Option<bool>,
+}
+
+impl<'a> JsonSchemaFormat<'a> {
+    /// A format borrowing its schema.
+    pub fn new(name: impl Into<Cow<'a, str>>, schema: &'a Value, strict: bool) -> Self {
+        Self {
+            name: name.into(),
+            description: None,
+            schema: Some(Cow::Borrowed(schema)),
+            strict: Some(strict),
+        }
+    }
 }
 
 /// `stream_options`.

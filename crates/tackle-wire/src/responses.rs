@@ -54,6 +54,10 @@ pub struct ResponsesRequest<'a, T = Vec<Tool<'a>>> {
     /// Reasoning options.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<ReasoningConfig<'a>>,
+    /// The shape of the text answer (`text.format`: text, any JSON object, JSON matching a
+    /// schema) and its verbosity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<TextConfig<'a>>,
     /// Routes requests sharing a prefix to the same cache.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_cache_key: Option<Cow<'a, str>>,
@@ -69,6 +73,41 @@ pub struct ResponsesRequest<'a, T = Vec<Tool<'a>>> {
     /// Whether the answer streams as server-sent events.
     #[serde(default)]
     pub stream: bool,
+}
+
+/// `text`: the answer's format and verbosity; a response echoes it.
+///
+/// ```
+/// use serde_json::json;
+/// use tackle_wire::chat::JsonSchemaFormat;
+/// use tackle_wire::responses::{TextConfig, TextFormat};
+/// let schema = json!({"type": "object"});
+/// let text = TextConfig { format: Some(TextFormat::JsonSchema(JsonSchemaFormat::new("answer", &schema, false))), verbosity: None };
+/// assert_eq!(
+///     serde_json::to_value(&text).unwrap(),
+///     json!({"format": {"type": "json_schema", "name": "answer", "schema": {"type": "object"}, "strict": false}})
+/// );
+/// ```
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TextConfig<'a> {
+    /// What the text must be (`{"type": "text"}` when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<TextFormat<'a>>,
+    /// `low`, `medium`, `high`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verbosity: Option<Cow<'a, str>>,
+}
+
+/// `text.format`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum TextFormat<'a> {
+    /// Free text (the default).
+    Text,
+    /// Any valid JSON object (the older JSON mode).
+    JsonObject,
+    /// JSON matching a schema: the same fields as Chat Completions' `json_schema`, flat.
+    JsonSchema(crate::chat::JsonSchemaFormat<'a>),
 }
 
 /// `reasoning`: how hard a reasoning model thinks, and which summary of it it streams.

@@ -189,6 +189,34 @@ impl Agent {
             .await
     }
 
+    /// Runs one turn of `prompt` in a new session, asking for a final answer of type `T`: its
+    /// schema comes from schemars ([`crate::OutputSchema::of`]), is asked natively where the
+    /// provider can (else through the final-answer tool), the answer is validated (one repair
+    /// round) and read into `T`. The session stays in the store.
+    ///
+    /// ```no_run
+    /// # async fn demo(agent: tackle_agent::Agent) -> Result<(), tackle_agent::RunTypedError> {
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Release { version: String, breaking: bool }
+    /// let release: Release = agent.run_typed("What does CHANGELOG.md say the last release is?").await?;
+    /// println!("{} (breaking: {})", release.version, release.breaking);
+    /// # Ok(()) }
+    /// ```
+    pub async fn run_typed<T>(&self, prompt: impl Into<String>) -> Result<T, crate::RunTypedError>
+    where
+        T: schemars::JsonSchema + serde::de::DeserializeOwned,
+    {
+        let mut session = self.create_session(NewSessionOptions::default()).await?;
+        let input = TurnInput::new(prompt).with_output_schema(crate::OutputSchema::of::<T>());
+        let outcome = session
+            .run_turn(input, &tackle_tools::EventSink::discard(), &tokio_util::sync::CancellationToken::new())
+            .await?;
+        match outcome.output.clone() {
+            Some(value) => serde_json::from_value(value).map_err(crate::RunTypedError::Decode),
+            None => Err(crate::RunTypedError::Turn(Box::new(outcome))),
+        }
+    }
+
     /// The same agent with its tools deferred as `deferral` says (see
     /// [`crate::tools::Deferral::plan`]); the registry must hold `deferral`'s registry tools.
     pub(crate) fn with_deferral(self, deferral: crate::tools::Deferral) -> Self {

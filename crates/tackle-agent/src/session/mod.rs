@@ -47,12 +47,29 @@ pub struct TurnInput {
     /// policy, else the one matching `approval`.
     #[serde(skip)]
     pub elicitation: Option<tackle_tools::ElicitationPolicy>,
+    /// The final answer must be JSON matching this schema ([`crate::OutputSchema`]); the
+    /// outcome's `output` holds it. `None`: a free-text answer.
+    #[serde(skip)]
+    pub output_schema: Option<crate::OutputSchema>,
 }
 
 impl TurnInput {
     /// A turn with this message and default limits.
     pub fn new(message: impl Into<String>) -> Self {
-        Self { message: message.into(), max_steps: None, tool_mask: None, approval: None, elicitation: None }
+        Self {
+            message: message.into(),
+            max_steps: None,
+            tool_mask: None,
+            approval: None,
+            elicitation: None,
+            output_schema: None,
+        }
+    }
+
+    /// Asks for a final answer matching `schema` (structured output).
+    pub fn with_output_schema(mut self, schema: crate::OutputSchema) -> Self {
+        self.output_schema = Some(schema);
+        self
     }
 
     /// Sets the tool mask.
@@ -72,8 +89,12 @@ pub struct TurnOutcome {
     pub steps: u32,
     /// How it ended.
     pub end: TurnEnd,
-    /// Final answer text (of the last step).
+    /// Final answer text (of the last step); with an output schema, the validated JSON answer
+    /// serialized compactly.
     pub text: String,
+    /// The validated final answer, when the turn asked for an output schema and completed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<serde_json::Value>,
     /// Usage summed over the turn.
     pub usage: Usage,
     /// Why the turn failed or stopped short (`None` when it completed).

@@ -9,6 +9,7 @@
 use std::ops::ControlFlow;
 use std::time::Instant;
 
+use serde_json::Value;
 use tackle_context::Pressure;
 use tackle_protocol::{
     AgentEvent, CacheBreakpoint, ContentBlock, Message, ModelRequest, ModelResponse, SessionId, StepMetrics,
@@ -29,6 +30,7 @@ use super::tool_calls::{CallBatch, ExecutedCall, plan_calls, run_calls, starts, 
 use crate::context::CALIBRATION_KEY;
 use crate::context::CompactReason;
 use crate::conversation::Conversation;
+use crate::output::{FINAL_ANSWER_TOOL, TurnOutput};
 use crate::tools::{LoopRequests, MaskStrategy, Requests, StepTools, StepView};
 use crate::{AgentError, Session, ToolMask, TurnFailure, TurnInput, TurnOutcome};
 
@@ -79,6 +81,8 @@ struct TurnRun {
     fallback_warned: bool,
     /// Usage summed over the turn's steps.
     usage: Usage,
+    /// The turn's output schema and how it is asked for (structured output).
+    output: Option<TurnOutput>,
 }
 
 impl TurnRun {
@@ -89,11 +93,16 @@ impl TurnRun {
 
     /// The turn's outcome, ending at the step running.
     fn end(&self, end: TurnEnd, text: String, error: Option<TurnFailure>) -> TurnOutcome {
+        // A structured answer is the turn's result only when the turn completed.
+        let output =
+            if end == TurnEnd::Completed { self.output.as_ref().and_then(|o| o.value.clone()) } else { None };
+        let text = output.as_ref().map_or(text, Value::to_string);
         TurnOutcome {
             session_id: self.session_id.clone(),
             steps: self.step,
             end,
             text,
+            output,
             usage: self.usage,
             error,
         }
@@ -175,6 +184,7 @@ impl Session {
                     steps: 0,
                     end: TurnEnd::Failed,
                     text: String::new(),
+                    output: None,
                     usage: Usage::default(),
                     error: Some(failure),
                 });
@@ -325,6 +335,8 @@ impl Session {
         }
         let requests = LoopRequests::default();
         turn_state.insert(requests.clone());
+        let native = self.agent.provider().capabilities().native_output_schema;
+        let output = input.output_schema.map(|s| TurnOutput::new(s, native, self.tools.catalog().specs()));
         TurnRun {
             turn,
             session_id: self.record.id.clone(),
@@ -337,6 +349,7 @@ impl Session {
             stop_hook_active: false,
             fallback_warned: false,
             usage: Usage::default(),
+            output,
         }
     }
 
@@ -362,6 +375,10 @@ impl Session {
         // before the message is committed, so the history and the audit stay one-to-one.
         unique_call_ids(self, &mut response.content, sink).await?;
         let calls: Vec<ToolUse> = response.tool_uses().cloned().collect();
+        if run.output.as_ref().is_some_and(|o| !o.native) && calls.iter().any(|c| c.name == FINAL_ANSWER_TOOL)
+        {
+            return self.final_answer_call(run, report, text, response, calls, sink).await;
+        }
         if calls.is_empty() {
             return self.answered(run, report, text, response, sink).await;
         }
@@ -462,7 +479,10 @@ impl Session {
                 return Ok(ControlFlow::Break(run.end(TurnEnd::Failed, String::new(), Some(failure))));
             }
         }
-        let request = self.build_request(tools, sink);
+        let mut request = self.build_request(tools, sink);
+        if let Some(output) = &run.output {
+            output.apply(&mut request);
+        }
         let encoded = self.agent.provider().encode(&request);
         self.last_request_len = request.messages.len();
         // The request only borrowed the history: dropping it lets the history grow without a
@@ -575,6 +595,17 @@ impl Session {
                 Some(TurnFailure::Truncated { reason }),
             )));
         }
+        if let Some(output) = run.output.as_mut() {
+            let verdict = if output.native {
+                output.schema.parse(&text)
+            } else {
+                Err(format!("give the final answer by calling the `{FINAL_ANSWER_TOOL}` tool, not as text"))
+            };
+            match verdict {
+                Ok(value) => output.value = Some(value),
+                Err(error) => return self.invalid_output(run, text, error, sink).await,
+            }
+        }
         let hooks = self.agent.executor().script_hooks().clone();
         if !run.last() && hooks.has(HookEvent::Stop) {
             let payload = HookPayload::Stop {
@@ -598,6 +629,102 @@ impl Session {
             return Ok(ControlFlow::Break(run.at_limit(text, false, sink)));
         }
         Ok(ControlFlow::Break(run.end(TurnEnd::Completed, text, None)))
+    }
+
+    /// A final answer that does not match the output schema: one repair round (the error sent
+    /// back as a user message, or as the final-answer tool's result already committed), then the
+    /// turn fails with [`TurnFailure::OutputInvalid`].
+    async fn invalid_output(
+        &mut self,
+        run: &mut TurnRun,
+        text: String,
+        error: String,
+        sink: &EventSink,
+    ) -> Phase {
+        let Some(output) = run.output.as_mut() else {
+            return Ok(ControlFlow::Break(run.end(TurnEnd::Completed, text, None)));
+        };
+        let name = output.schema.name().to_owned();
+        if output.repairs_left == 0 || run.step >= run.max_steps {
+            let failure = TurnFailure::OutputInvalid { name, error };
+            return Ok(ControlFlow::Break(run.end(TurnEnd::Failed, text, Some(failure))));
+        }
+        output.repairs_left -= 1;
+        sink.emit(AgentEvent::Warning {
+            code: tackle_protocol::WarningCode::OutputRepair,
+            message: format!(
+                "the final answer does not match the output schema {name:?}: {error}; asking again"
+            ),
+        });
+        if output.native {
+            let repair = format!(
+                "[output schema] Your final answer does not match the required JSON Schema {name:?}: {error}. \
+                 Answer again with only the corrected JSON value."
+            );
+            self.append(run.turn, Message::user(repair)).await?;
+        }
+        Ok(ControlFlow::Continue(()))
+    }
+
+    /// The model called the final-answer tool (providers without native structured output):
+    /// its input is the answer. The message and a result for each call are committed (other
+    /// calls of the same step are answered, not run); a valid answer ends the turn, an invalid
+    /// one gets its validation error as the tool's result and the repair round.
+    async fn final_answer_call(
+        &mut self,
+        run: &mut TurnRun,
+        report: StepReport,
+        text: String,
+        response: ModelResponse,
+        calls: Vec<ToolUse>,
+        sink: &EventSink,
+    ) -> Phase {
+        let Some(output) = run.output.as_mut() else {
+            return Ok(ControlFlow::Break(run.end(TurnEnd::Completed, text, None)));
+        };
+        let mut verdict = None;
+        let mut results = Vec::with_capacity(calls.len());
+        for call in &calls {
+            if call.name != FINAL_ANSWER_TOOL || verdict.is_some() {
+                results.push(not_run(
+                    call.id.as_str(),
+                    &call.name,
+                    "not run: the final answer was given in the same step",
+                    "call the other tools first, then give the final answer alone",
+                ));
+                continue;
+            }
+            let checked = match call.input.as_json() {
+                Some(value) => output.schema.validate(value).map(|()| value.clone()),
+                None => Err("the input is not valid JSON".to_owned()),
+            };
+            results.push(match &checked {
+                Ok(_) => ToolResult::ok(call.id.as_str(), "Final answer accepted."),
+                Err(error) => {
+                    let envelope = tackle_protocol::ToolError::new(
+                        FINAL_ANSWER_TOOL,
+                        tackle_protocol::ErrorCategory::InvalidArgs,
+                        format!(
+                            "the final answer does not match the schema {:?}: {error}",
+                            output.schema.name()
+                        ),
+                    )
+                    .with_hint("call final_answer again with an input that matches the schema");
+                    ToolResult::error(call.id.as_str(), envelope.to_json())
+                }
+            });
+            verdict = Some(checked);
+        }
+        self.append(run.turn, response.into_message()).await?;
+        self.finish_step(sink, run.turn, report, Some(Message::tool_results(results)), Vec::new()).await?;
+        match verdict {
+            Some(Ok(value)) => {
+                output.value = Some(value);
+                Ok(ControlFlow::Break(run.end(TurnEnd::Completed, text, None)))
+            }
+            Some(Err(error)) => self.invalid_output(run, text, error, sink).await,
+            None => Ok(ControlFlow::Continue(())),
+        }
     }
 
     /// The model called tools although the last step's tool choice was `none`: each call is
@@ -867,12 +994,18 @@ fn record_turn(span: &tracing::Span, outcome: &Result<TurnOutcome, AgentError>) 
 }
 
 fn step_limit_result(call_id: &str, tool: &str) -> ToolResult {
-    let envelope = tackle_protocol::ToolError::new(
+    not_run(
+        call_id,
         tool,
-        tackle_protocol::ErrorCategory::Denied,
         "not run: the step limit of this turn was reached",
+        "answer in text; the user can continue the session",
     )
-    .with_hint("answer in text; the user can continue the session");
+}
+
+/// The result of a call the loop answers without running it: why, and what to do instead.
+fn not_run(call_id: &str, tool: &str, why: &str, hint: &str) -> ToolResult {
+    let envelope =
+        tackle_protocol::ToolError::new(tool, tackle_protocol::ErrorCategory::Denied, why).with_hint(hint);
     ToolResult::error(call_id, envelope.to_json())
 }
 

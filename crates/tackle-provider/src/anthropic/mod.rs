@@ -87,6 +87,7 @@ impl Provider for Anthropic {
             prompt_cache_key: false,
             deferred_tools: true,
             tool_schema: crate::ToolSchemaRules::anthropic(),
+            native_output_schema: false,
         }
     }
 

@@ -7,7 +7,7 @@ use tackle_protocol::{AllowedToolsMode, ModelRequest, Role, ToolChoice, ToolSpec
 use tackle_wire::chat::{self as wire, StreamOptions, ToolChoiceMode, ToolChoiceObject};
 
 use super::OpenAiDialect;
-use crate::{ToolSchemaRules, adapt_schema};
+use crate::{ToolSchemaRules, adapt_schema, strict_compatible};
 
 /// The request body: the Chat Completions wire type, with the tools rendered once and reused as
 /// bytes. Its field order puts what the provider caches first (tools, then messages), so the
@@ -47,6 +47,13 @@ pub(crate) fn body<'a>(
         max_completion_tokens: if official { request.max_output_tokens } else { None },
         max_tokens: if official { None } else { request.max_output_tokens },
         temperature: request.temperature,
+        response_format: request.output.as_ref().map(|o| wire::ResponseFormat::JsonSchema {
+            json_schema: wire::JsonSchemaFormat::new(
+                o.name.as_str(),
+                &o.schema,
+                strict_compatible(&o.schema),
+            ),
+        }),
         prompt_cache_key: if official {
             request.prompt_cache_key.as_deref().map(Cow::Borrowed)
         } else {

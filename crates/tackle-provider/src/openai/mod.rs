@@ -104,6 +104,7 @@ impl Provider for OpenAiChat {
             prompt_cache_key: official,
             deferred_tools: false,
             tool_schema: crate::ToolSchemaRules::strictest(),
+            native_output_schema: true,
         }
     }
 

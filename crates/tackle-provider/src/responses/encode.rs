@@ -7,6 +7,7 @@ use serde_json::value::RawValue;
 use tackle_protocol::{
     AllowedToolsMode, CachePolicy, ContentBlock, ModelRequest, Reasoning, Role, ToolChoice, ToolSpec,
 };
+use tackle_wire::chat::JsonSchemaFormat;
 use tackle_wire::responses::{
     self as wire, FunctionCallItem, FunctionCallOutputItem, InputItem, MessageContent, MessageRole, Part,
     ToolChoiceMode, ToolChoiceObject,
@@ -73,6 +74,16 @@ pub(crate) fn body<'a>(
         max_output_tokens: request.max_output_tokens.map(|n| n.max(MIN_OUTPUT_TOKENS)),
         temperature: request.temperature,
         reasoning: (reasoning != wire::ReasoningConfig::default()).then_some(reasoning),
+        // Strict only where the schema allows it, as for tools: the API would reject the request
+        // otherwise; the agent validates the answer against the whole schema either way.
+        text: request.output.as_ref().map(|o| wire::TextConfig {
+            format: Some(wire::TextFormat::JsonSchema(JsonSchemaFormat::new(
+                o.name.as_str(),
+                &o.schema,
+                strict_compatible(&o.schema),
+            ))),
+            verbosity: None,
+        }),
         prompt_cache_key: request.prompt_cache_key.as_deref().map(Cow::Borrowed),
         store: Some(options.store),
         include: Some(vec![Cow::Borrowed(INCLUDE)]),

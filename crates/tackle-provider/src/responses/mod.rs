@@ -205,6 +205,7 @@ impl Provider for OpenAiResponses {
             prompt_cache_key: true,
             deferred_tools: false,
             tool_schema: crate::ToolSchemaRules::strictest(),
+            native_output_schema: true,
         }
     }
 

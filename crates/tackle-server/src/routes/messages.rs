@@ -56,6 +56,29 @@ pub struct SendMessage {
     /// inline, binary contents described, never inlined.
     #[serde(default)]
     pub resources: Vec<ResourceRef>,
+    /// The final answer must be JSON matching this JSON Schema (structured output): asked
+    /// natively where the provider can (OpenAI `response_format` / `text.format`, strict only
+    /// for schemas in the strict subset), else through a final-answer tool; validated, with one
+    /// repair round showing the model the error. The result's `output` holds the answer; an
+    /// answer still invalid fails the turn with `output_invalid` (502).
+    pub output_schema: Option<OutputSchemaField>,
+}
+
+/// `outputSchema`: a named JSON Schema for the final answer.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OutputSchemaField {
+    /// The schema's name (`^[a-zA-Z0-9_-]{1,64}$`), sent where the provider names it.
+    #[schema(pattern = r"^[a-zA-Z0-9_-]{1,64}$")]
+    #[serde(default = "default_schema_name")]
+    pub name: String,
+    /// The JSON Schema (an object).
+    #[schema(value_type = Object)]
+    pub schema: serde_json::Value,
+}
+
+fn default_schema_name() -> String {
+    "output".to_owned()
 }
 
 /// An MCP resource to attach to a message.
@@ -140,8 +163,12 @@ pub struct TurnResult {
     pub steps: u32,
     /// `completed`, `max_steps`, `cancelled` or `failed`.
     pub end: tackle_protocol::TurnEnd,
-    /// Final answer.
+    /// Final answer (with `outputSchema`, the JSON answer serialized).
     pub text: String,
+    /// The validated JSON answer, when the turn asked for an `outputSchema` and completed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub output: Option<serde_json::Value>,
     /// Usage summed over the turn.
     pub usage: tackle_protocol::Usage,
     /// Why the turn failed or stopped short; its `code` also decides the response's status.
@@ -218,6 +245,11 @@ pub async fn send(
     if body.max_steps == Some(0) {
         return Err(ApiError::invalid_field("maxSteps", "maxSteps must be at least 1"));
     }
+    let output_schema = body
+        .output_schema
+        .map(|f| tackle_agent::OutputSchema::new(f.name, f.schema))
+        .transpose()
+        .map_err(|e| ApiError::invalid_field("outputSchema", e.to_string()))?;
     if state.inner.shutdown.is_cancelled() {
         return Err(ApiError::shutting_down());
     }
@@ -236,6 +268,7 @@ pub async fn send(
     input.max_steps = body.max_steps;
     input.tool_mask = body.tool_mask.map(tackle_agent::ToolMask::new);
     input.approval = Some(state.config().approval);
+    input.output_schema = output_schema;
 
     // Every event is numbered after the session's last one and stored, so a client that loses
     // the stream reconnects (`GET /v1/sessions/{id}/events`, `Last-Event-ID`) on any instance.
@@ -304,6 +337,7 @@ pub async fn send(
             steps: outcome.steps,
             end: outcome.end,
             text: outcome.text,
+            output: outcome.output,
             usage: outcome.usage,
             error: outcome.error.as_ref().map(tackle_agent::TurnFailure::report),
             events,
