@@ -94,6 +94,9 @@ impl Rig {
     }
 }
 
+/// How long a test waits for what must happen at once before it fails instead of hanging.
+const GUARD: std::time::Duration = std::time::Duration::from_secs(30);
+
 fn usage(input: u64, output: u64) -> Usage {
     Usage { input_tokens: input, output_tokens: output, ..Usage::default() }
 }
@@ -231,7 +234,14 @@ async fn a_childs_destructive_call_is_approved_on_the_parents_channel() {
             queue.resolve(&id, true, None).unwrap();
         })
     };
-    let outcome = parent.run_turn(TurnInput::new("delegate"), &sink, &CancellationToken::new()).await.unwrap();
+    // A guard, not a wait: the turn ends as soon as the approval is answered.
+    let outcome = tokio::time::timeout(
+        GUARD,
+        parent.run_turn(TurnInput::new("delegate"), &sink, &CancellationToken::new()),
+    )
+    .await
+    .expect("the child's approval never reached the parent's front end")
+    .unwrap();
     answer.await.unwrap();
     assert_eq!(outcome.text, "the sub-agent wrote it");
     assert_eq!(std::fs::read_to_string(rig.workspace.path().join("report.txt")).unwrap(), "all good");
@@ -287,7 +297,10 @@ async fn cancelling_the_parent_stops_its_children() {
             cancel.cancel();
         })
     };
-    let outcome = parent.run_turn(TurnInput::new("go"), &rig.sink(), &cancel).await.unwrap();
+    let outcome = tokio::time::timeout(GUARD, parent.run_turn(TurnInput::new("go"), &rig.sink(), &cancel))
+        .await
+        .expect("the parent's cancel never reached the child")
+        .unwrap();
     stopper.await.unwrap();
     assert_eq!(outcome.end, TurnEnd::Cancelled, "{outcome:?}");
     assert!(cancelled.load(Ordering::SeqCst), "the child's running call saw the cancel");
