@@ -73,7 +73,10 @@ pub use context::{
 pub use error::{AgentError, ModeUnavailable};
 pub use failure::{TurnFailure, provider_code};
 pub use session::{LoopGuardConfig, Session, TurnInput, TurnOutcome};
-pub use subagent::{AGENT_TOOL, SubAgent, SubAgentError, SubAgentRegistry, SubAgentSettings, parse_file as parse_sub_agent_file};
+pub use subagent::{
+    AGENT_TOOL, SubAgent, SubAgentError, SubAgentRegistry, SubAgentSettings,
+    parse_file as parse_sub_agent_file,
+};
 pub use tools::{
     DeferralConfig, DeferralMode, DeferredTools, DiscoveredSkills, MaskError, MaskStrategy,
     SEARCH_RESULT_TOKENS, Skill, SkillLibrary, SkillSet, SkillSource, StepTools, ToolCatalog, ToolChange,

@@ -55,7 +55,10 @@ impl Rig {
 
     async fn session(&self) -> Session {
         self.agent
-            .create_session(NewSessionOptions { workspace: self.workspace.path().to_owned(), ..Default::default() })
+            .create_session(NewSessionOptions {
+                workspace: self.workspace.path().to_owned(),
+                ..Default::default()
+            })
             .await
             .unwrap()
     }
@@ -88,7 +91,11 @@ impl Rig {
             .into_iter()
             .map(|r| r.body)
             .find(|b| {
-                b["messages"].as_array().unwrap().iter().any(|m| m["role"] == "user" && m["content"] == prompt)
+                b["messages"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|m| m["role"] == "user" && m["content"] == prompt)
             })
             .unwrap_or_else(|| panic!("no request carries {prompt:?}"))
     }
@@ -120,7 +127,10 @@ async fn two_agent_calls_in_one_step_run_two_linked_children_at_once() {
     ]);
     let rig = Rig::new(script, |b| b).await;
     let mut parent = rig.session().await;
-    let outcome = parent.run_turn(TurnInput::new("split the work"), &rig.sink(), &CancellationToken::new()).await.unwrap();
+    let outcome = parent
+        .run_turn(TurnInput::new("split the work"), &rig.sink(), &CancellationToken::new())
+        .await
+        .unwrap();
     assert_eq!(outcome.end, TurnEnd::Completed, "{outcome:?}");
     assert_eq!(outcome.text, "both done");
 
@@ -156,7 +166,10 @@ async fn two_agent_calls_in_one_step_run_two_linked_children_at_once() {
     answers.sort();
     assert_eq!(answers, ["child answer one", "child answer two"]);
     for (result, child) in results.iter().zip(&children) {
-        assert!(results.iter().any(|r| r.contains(&format!("tackle sessions show {}", child.id))), "{result}");
+        assert!(
+            results.iter().any(|r| r.contains(&format!("tackle sessions show {}", child.id))),
+            "{result}"
+        );
     }
 
     // Own masks: the `reader` child may call only read_file (and the agent's own bookkeeping
@@ -177,7 +190,10 @@ async fn two_agent_calls_in_one_step_run_two_linked_children_at_once() {
     // Both children ran at the same time: each started before the other finished.
     let events = rig.child_events();
     let position = |child: &str, kind: &str| {
-        events.iter().position(|(id, e)| id == child && e["type"] == kind).unwrap_or_else(|| panic!("no {kind}"))
+        events
+            .iter()
+            .position(|(id, e)| id == child && e["type"] == kind)
+            .unwrap_or_else(|| panic!("no {kind}"))
     };
     let (x, y) = (children[0].id.as_str(), children[1].id.as_str());
     assert!(
@@ -248,7 +264,13 @@ async fn a_childs_destructive_call_is_approved_on_the_parents_channel() {
     let children = rig.store.sessions().children(parent.id()).await.unwrap();
     assert_eq!(children.len(), 1);
     // The approval resolved on the parent's stream too.
-    assert!(rig.events.lock().unwrap().iter().any(|e| matches!(e, AgentEvent::ApprovalResolved { approved: true, .. })));
+    assert!(
+        rig.events
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|e| matches!(e, AgentEvent::ApprovalResolved { approved: true, .. }))
+    );
 }
 
 /// Arguments of `hold`.
@@ -329,7 +351,8 @@ async fn the_depth_limit_takes_the_agent_tool_from_the_deepest_children() {
     ]);
     let rig = Rig::new(script, |b| b.sub_agent_depth(1)).await;
     let mut parent = rig.session().await;
-    let outcome = parent.run_turn(TurnInput::new("go"), &rig.sink(), &CancellationToken::new()).await.unwrap();
+    let outcome =
+        parent.run_turn(TurnInput::new("go"), &rig.sink(), &CancellationToken::new()).await.unwrap();
     assert_eq!(outcome.text, "done");
     // The child at the limit is offered every tool but `agent`.
     let child_request = rig.request_of("child task");
@@ -337,14 +360,18 @@ async fn the_depth_limit_takes_the_agent_tool_from_the_deepest_children() {
     assert!(!tools.iter().any(|t| t == "agent") && tools.iter().any(|t| t == "shell"), "{tools:?}");
     // Its call was refused with an envelope, and no grandchild exists.
     let requests = rig.fake.requests();
-    let refused = requests[2].body["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_owned();
+    let refused = requests[2].body["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let envelope: Value = serde_json::from_str(&refused).unwrap();
     assert_eq!(envelope["tool"], "agent", "{envelope}");
     assert!(envelope["error"].is_string() || envelope["message"].is_string(), "{envelope}");
     let children = rig.store.sessions().children(parent.id()).await.unwrap();
     assert_eq!(children.len(), 1);
     assert!(rig.store.sessions().children(&children[0].id).await.unwrap().is_empty());
-    assert!(!requests.iter().any(|r| r.body.to_string().contains("\"content\":\"grandchild task\"") && r.body["messages"].as_array().unwrap().len() == 2));
+    assert!(!requests.iter().any(|r| r.body.to_string().contains("\"content\":\"grandchild task\"")
+        && r.body["messages"].as_array().unwrap().len() == 2));
 }
 
 #[tokio::test]

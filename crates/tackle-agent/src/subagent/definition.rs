@@ -158,10 +158,7 @@ impl SubAgentRegistry {
                     return Err(SubAgentError::new(
                         &agent.source,
                         "tools",
-                        format!(
-                            "no tool is named {tool:?}; the agent's tools are: {}",
-                            known.join(", ")
-                        ),
+                        format!("no tool is named {tool:?}; the agent's tools are: {}", known.join(", ")),
                     ));
                 }
             }
@@ -232,11 +229,9 @@ pub fn parse_file(path: &Path, text: &str) -> Result<SubAgent, SubAgentError> {
                 .iter()
                 .map(|v| match v {
                     Value::String(s) => Ok(s.trim().to_owned()),
-                    other => Err(SubAgentError::new(
-                        &source,
-                        "tools",
-                        format!("each tool is a name, not {other}"),
-                    )),
+                    other => {
+                        Err(SubAgentError::new(&source, "tools", format!("each tool is a name, not {other}")))
+                    }
                 })
                 .collect::<Result<Vec<_>, _>>()?,
         ),
@@ -248,14 +243,7 @@ pub fn parse_file(path: &Path, text: &str) -> Result<SubAgent, SubAgentError> {
             ));
         }
     };
-    let agent = SubAgent {
-        name,
-        description,
-        instructions: body.trim().to_owned(),
-        tools,
-        model,
-        source,
-    };
+    let agent = SubAgent { name, description, instructions: body.trim().to_owned(), tools, model, source };
     validate(&agent)?;
     Ok(agent)
 }

@@ -4,7 +4,10 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use tackle_protocol::{AgentEvent, CachePolicy, ErrorCategory, SystemSection, ToolAnnotations, TurnEnd};
-use tackle_tools::{ApprovalPolicy, ElicitationPolicy, PermissionMode, ToolContext, ToolDoc, ToolFailure, ToolOutput, TypedTool};
+use tackle_tools::{
+    ApprovalPolicy, ElicitationPolicy, PermissionMode, ToolContext, ToolDoc, ToolFailure, ToolOutput,
+    TypedTool,
+};
 
 use super::{AGENT_TOOL, ParentRequest, SubAgent, SubAgentHost, SubAgentRegistry, forwarding_sink};
 use crate::context::ContextState;
@@ -42,11 +45,9 @@ impl AgentTool {
         doc = if registry.is_empty() {
             doc.arg("agent", "Leave it out: no sub-agents are configured.")
         } else {
-            let list: Vec<String> = registry.iter().map(|a| format!("{}: {}", a.name, a.description.trim())).collect();
-            doc.arg(
-                "agent",
-                format!("Optional. One of the configured sub-agents: {}", list.join("; ")),
-            )
+            let list: Vec<String> =
+                registry.iter().map(|a| format!("{}: {}", a.name, a.description.trim())).collect();
+            doc.arg("agent", format!("Optional. One of the configured sub-agents: {}", list.join("; ")))
         };
         let description = doc
             .returns("The sub-agent's final answer, then its session id and how to read its transcript.")
@@ -90,11 +91,13 @@ impl TypedTool for AgentTool {
             None => None,
             Some(name) => Some(host.registry.get(name).cloned().ok_or_else(|| {
                 let known: Vec<&str> = host.registry.iter().map(|a| a.name.as_str()).collect();
-                ToolFailure::not_found(format!("no sub-agent is named {name:?}")).with_hint(if known.is_empty() {
-                    "leave agent out: no sub-agents are configured".to_owned()
-                } else {
-                    format!("use one of: {}, or leave agent out", known.join(", "))
-                })
+                ToolFailure::not_found(format!("no sub-agent is named {name:?}")).with_hint(
+                    if known.is_empty() {
+                        "leave agent out: no sub-agents are configured".to_owned()
+                    } else {
+                        format!("use one of: {}, or leave agent out", known.join(", "))
+                    },
+                )
             })?),
         };
         if args.prompt.trim().is_empty() {
@@ -111,7 +114,8 @@ async fn run_child(
     prompt: String,
     ctx: &ToolContext,
 ) -> Result<ToolOutput, ToolFailure> {
-    let internal = |e: crate::AgentError| ToolFailure::internal(format!("the sub-agent's session failed: {e}"));
+    let internal =
+        |e: crate::AgentError| ToolFailure::internal(format!("the sub-agent's session failed: {e}"));
     let agent = match sub.and_then(|s| s.model.as_deref()) {
         Some(model) => host.agent.with_model(model),
         None => host.agent.clone(),
@@ -189,9 +193,10 @@ async fn run_child(
     );
     match outcome.end {
         TurnEnd::Completed => Ok(ToolOutput::text(format!("{}\n\n{transcript}", outcome.text.trim()))),
-        TurnEnd::Cancelled => Err(ToolFailure::new(ErrorCategory::Interrupted, format!(
-            "the sub-agent was cancelled {transcript}"
-        ))),
+        TurnEnd::Cancelled => Err(ToolFailure::new(
+            ErrorCategory::Interrupted,
+            format!("the sub-agent was cancelled {transcript}"),
+        )),
         TurnEnd::MaxSteps | TurnEnd::Failed => {
             let why = outcome.error.as_ref().map_or_else(|| "it stopped".to_owned(), ToString::to_string);
             let said = if outcome.text.trim().is_empty() {
@@ -199,8 +204,11 @@ async fn run_child(
             } else {
                 format!("; its last answer: {}", outcome.text.trim())
             };
-            Err(ToolFailure::new(ErrorCategory::Internal, format!("the sub-agent did not finish: {why}{said} {transcript}"))
-                .with_hint("split the task or do it yourself"))
+            Err(ToolFailure::new(
+                ErrorCategory::Internal,
+                format!("the sub-agent did not finish: {why}{said} {transcript}"),
+            )
+            .with_hint("split the task or do it yourself"))
         }
     }
 }
