@@ -277,6 +277,32 @@ fn fake_provider(kind: ProviderKind, fake: &FakeModel) -> Result<Arc<dyn Provide
     Ok(provider)
 }
 
+/// The events a bench session's turns emitted.
+type Events = Arc<Mutex<Vec<AgentEvent>>>;
+
+/// A session of the agent `settings` describe in `workspace` (a throwaway store, calls
+/// approved), with a sink that keeps its events.
+async fn bench_session(
+    settings: &Settings,
+    workspace: &std::path::Path,
+    provider: Arc<dyn Provider>,
+    kind: ProviderKind,
+) -> Result<(tackle_agent::Session, Events, EventSink)> {
+    let store = Store::open_in_memory().await?;
+    let agent =
+        build_agent(settings, workspace, provider, kind, store, Approvals::Auto, ApprovalMode::Headless)
+            .await?;
+    let session = agent
+        .create_session(NewSessionOptions { workspace: workspace.to_owned(), ..Default::default() })
+        .await?;
+    let events: Events = Arc::default();
+    let sink = {
+        let events = events.clone();
+        EventSink::new(move |e| events.lock().unwrap_or_else(|p| p.into_inner()).push(e))
+    };
+    Ok((session, events, sink))
+}
+
 /// A parent whose first step calls `agent` once, for the configured `reader` (its own
 /// instructions and a mask of two tools; it answers at once), with the builtins: the child's
 /// first request measured against the parent's.
@@ -304,25 +330,7 @@ async fn run_subagent(kind: ProviderKind) -> Result<SubAgentFigure> {
             model: None,
         },
     );
-    let store = Store::open_in_memory().await?;
-    let agent = build_agent(
-        &settings,
-        workspace.path(),
-        provider,
-        kind,
-        store,
-        Approvals::Auto,
-        ApprovalMode::Headless,
-    )
-    .await?;
-    let mut session = agent
-        .create_session(NewSessionOptions { workspace: workspace.path().to_owned(), ..Default::default() })
-        .await?;
-    let events: Arc<Mutex<Vec<AgentEvent>>> = Arc::default();
-    let sink = {
-        let events = events.clone();
-        EventSink::new(move |e| events.lock().unwrap_or_else(|p| p.into_inner()).push(e))
-    };
+    let (mut session, events, sink) = bench_session(&settings, workspace.path(), provider, kind).await?;
     session.run_turn(TurnInput::new("What is this project?"), &sink, &CancellationToken::new()).await?;
     fake.shutdown().await;
     let events = events.lock().unwrap_or_else(|p| p.into_inner());
@@ -367,25 +375,7 @@ async fn run_format(kind: ProviderKind, steps: usize, export: bool) -> Result<(C
         )?;
     }
     let settings = Settings { model: Some("bench-model".into()), max_steps: 8, ..Settings::default() };
-    let store = Store::open_in_memory().await?;
-    let agent = build_agent(
-        &settings,
-        workspace.path(),
-        provider,
-        kind,
-        store,
-        Approvals::Auto,
-        ApprovalMode::Headless,
-    )
-    .await?;
-    let mut session = agent
-        .create_session(NewSessionOptions { workspace: workspace.path().to_owned(), ..Default::default() })
-        .await?;
-    let events: Arc<Mutex<Vec<AgentEvent>>> = Arc::default();
-    let sink = {
-        let events = events.clone();
-        EventSink::new(move |e| events.lock().unwrap_or_else(|p| p.into_inner()).push(e))
-    };
+    let (mut session, events, sink) = bench_session(&settings, workspace.path(), provider, kind).await?;
     let cancel = CancellationToken::new();
     for turn in &scenario {
         session

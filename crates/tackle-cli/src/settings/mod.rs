@@ -597,6 +597,8 @@ mod tests {
             ("permissions.mode", "plan"),
             ("mcp_serve.transport", "http"),
             ("mcp_serve.approval", "auto"),
+            ("subagents.enabled", "on"),
+            ("agents", r#"{"tester": {"description": "Runs tests", "tools": ["shell"]}}"#),
         ];
         if let Some((_, text)) = fixed.iter().find(|(p, _)| *p == var.path) {
             return (*text).to_owned();
