@@ -60,6 +60,7 @@ mod error;
 mod failure;
 mod output;
 mod session;
+mod subagent;
 mod tools;
 
 pub use agent::{
@@ -74,6 +75,10 @@ pub use error::{AgentError, ModeUnavailable};
 pub use failure::{TurnFailure, provider_code};
 pub use output::{FINAL_ANSWER_TOOL, OutputSchema, OutputSchemaError, RunTypedError};
 pub use session::{LoopGuardConfig, Session, TurnInput, TurnOutcome};
+pub use subagent::{
+    AGENT_TOOL, SubAgent, SubAgentError, SubAgentRegistry, SubAgentSettings,
+    parse_file as parse_sub_agent_file,
+};
 pub use tools::{
     DeferralConfig, DeferralMode, DeferredTools, DiscoveredSkills, MaskError, MaskStrategy,
     SEARCH_RESULT_TOKENS, Skill, SkillLibrary, SkillSet, SkillSource, StepTools, ToolCatalog, ToolChange,

@@ -28,6 +28,9 @@ use tokio_util::sync::CancellationToken;
 use crate::cli::BenchCacheArgs;
 use crate::runtime::{Approvals, build_agent};
 
+/// The least share of its parent's request a sub-agent's first request must repeat.
+const SUBAGENT_PREFIX_TARGET: f64 = 0.9;
+
 /// One turn of the scenario: the user message, the mask, and what the model does.
 struct ScenarioTurn {
     message: String,
@@ -134,6 +137,21 @@ pub struct CacheReport {
     pub tool_ok: usize,
     /// Tool calls that failed.
     pub tool_errors: usize,
+    /// A sub-agent's first request against its parent's (the `agent` tool).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subagent: Option<SubAgentFigure>,
+}
+
+/// How much of a sub-agent's first request is its parent's prefix.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct SubAgentFigure {
+    /// The child's first request against the parent's request that called `agent`, measured
+    /// by Tackle on the bytes sent (the share of the parent's request it repeats from the start).
+    pub prefix_ratio: f64,
+    /// The child's first request's prompt tokens (simulated).
+    pub input_tokens: u64,
+    /// Of which the fake model's cache simulation read from its cache (simulated).
+    pub cache_read_tokens: u64,
 }
 
 /// The simulated usage of one step.
@@ -229,11 +247,8 @@ fn replay(
     Ok(Replay { script, system, tools, turns, tool_results, tackle: report })
 }
 
-async fn run_format(kind: ProviderKind, steps: usize, export: bool) -> Result<(CacheReport, Option<Replay>)> {
-    let scenario = scenario(steps);
-    let mut script = Script::new(scenario.iter().flat_map(|t| t.turns.clone()).collect());
-    script.simulate_cache = true;
-    let fake = FakeModel::start(script.clone()).await.context("cannot start the fake model")?;
+/// A provider of `kind` speaking to `fake`.
+fn fake_provider(kind: ProviderKind, fake: &FakeModel) -> Result<Arc<dyn Provider>> {
     let retry = RetryPolicy::none();
     let provider: Arc<dyn Provider> = match kind {
         ProviderKind::Openai => {
@@ -259,6 +274,93 @@ async fn run_format(kind: ProviderKind, steps: usize, export: bool) -> Result<(C
         }
         ProviderKind::Codex => anyhow::bail!("tackle bench cache measures the HTTP wire formats, not codex"),
     };
+    Ok(provider)
+}
+
+/// The events a bench session's turns emitted.
+type Events = Arc<Mutex<Vec<AgentEvent>>>;
+
+/// A session of the agent `settings` describe in `workspace` (a throwaway store, calls
+/// approved), with a sink that keeps its events.
+async fn bench_session(
+    settings: &Settings,
+    workspace: &std::path::Path,
+    provider: Arc<dyn Provider>,
+    kind: ProviderKind,
+) -> Result<(tackle_agent::Session, Events, EventSink)> {
+    let store = Store::open_in_memory().await?;
+    let agent =
+        build_agent(settings, workspace, provider, kind, store, Approvals::Auto, ApprovalMode::Headless)
+            .await?;
+    let session = agent
+        .create_session(NewSessionOptions { workspace: workspace.to_owned(), ..Default::default() })
+        .await?;
+    let events: Events = Arc::default();
+    let sink = {
+        let events = events.clone();
+        EventSink::new(move |e| events.lock().unwrap_or_else(|p| p.into_inner()).push(e))
+    };
+    Ok((session, events, sink))
+}
+
+/// A parent whose first step calls `agent` once, for the configured `reader` (its own
+/// instructions and a mask of two tools; it answers at once), with the builtins: the child's
+/// first request measured against the parent's.
+async fn run_subagent(kind: ProviderKind) -> Result<SubAgentFigure> {
+    let mut script = Script::new(vec![
+        Turn::call(
+            "agent",
+            r#"{"prompt": "Read README.md and say what the project is.", "agent": "reader"}"#,
+        ),
+        Turn::text("A project with a README."),
+        Turn::text("The sub-agent says it is a project with a README."),
+    ]);
+    script.simulate_cache = true;
+    let fake = FakeModel::start(script).await.context("cannot start the fake model")?;
+    let provider = fake_provider(kind, &fake)?;
+    let workspace = tempfile::tempdir()?;
+    std::fs::write(workspace.path().join("README.md"), "# Project\n")?;
+    let mut settings = Settings { model: Some("bench-model".into()), max_steps: 8, ..Settings::default() };
+    settings.agents.insert(
+        "reader".into(),
+        crate::settings::AgentTable {
+            description: "Reads files and reports what they say.".into(),
+            instructions: "Only read; report what you found.".into(),
+            tools: Some(vec!["read_file".into(), "list_files".into()]),
+            model: None,
+        },
+    );
+    let (mut session, events, sink) = bench_session(&settings, workspace.path(), provider, kind).await?;
+    session.run_turn(TurnInput::new("What is this project?"), &sink, &CancellationToken::new()).await?;
+    fake.shutdown().await;
+    let events = events.lock().unwrap_or_else(|p| p.into_inner());
+    // The child's first `step_finished`, as the parent's stream carries it.
+    let step = events
+        .iter()
+        .find_map(|e| match e {
+            AgentEvent::Custom { name, data }
+                if name == "subagent" && data["event"]["type"] == "step_finished" =>
+            {
+                Some(data["event"].clone())
+            }
+            _ => None,
+        })
+        .context("the sub-agent took no step")?;
+    Ok(SubAgentFigure {
+        prefix_ratio: step["metrics"]["prefix_ratio"]
+            .as_f64()
+            .context("the child's first step has no prefix ratio")?,
+        input_tokens: step["usage"]["input_tokens"].as_u64().unwrap_or_default(),
+        cache_read_tokens: step["usage"]["cache_read_tokens"].as_u64().unwrap_or_default(),
+    })
+}
+
+async fn run_format(kind: ProviderKind, steps: usize, export: bool) -> Result<(CacheReport, Option<Replay>)> {
+    let scenario = scenario(steps);
+    let mut script = Script::new(scenario.iter().flat_map(|t| t.turns.clone()).collect());
+    script.simulate_cache = true;
+    let fake = FakeModel::start(script.clone()).await.context("cannot start the fake model")?;
+    let provider = fake_provider(kind, &fake)?;
     let workspace = tempfile::tempdir()?;
     std::fs::write(workspace.path().join("README.md"), "# Project\n")?;
     std::fs::create_dir_all(workspace.path().join("src"))?;
@@ -273,25 +375,7 @@ async fn run_format(kind: ProviderKind, steps: usize, export: bool) -> Result<(C
         )?;
     }
     let settings = Settings { model: Some("bench-model".into()), max_steps: 8, ..Settings::default() };
-    let store = Store::open_in_memory().await?;
-    let agent = build_agent(
-        &settings,
-        workspace.path(),
-        provider,
-        kind,
-        store,
-        Approvals::Auto,
-        ApprovalMode::Headless,
-    )
-    .await?;
-    let mut session = agent
-        .create_session(NewSessionOptions { workspace: workspace.path().to_owned(), ..Default::default() })
-        .await?;
-    let events: Arc<Mutex<Vec<AgentEvent>>> = Arc::default();
-    let sink = {
-        let events = events.clone();
-        EventSink::new(move |e| events.lock().unwrap_or_else(|p| p.into_inner()).push(e))
-    };
+    let (mut session, events, sink) = bench_session(&settings, workspace.path(), provider, kind).await?;
     let cancel = CancellationToken::new();
     for turn in &scenario {
         session
@@ -343,7 +427,8 @@ pub async fn run(args: BenchCacheArgs) -> Result<ExitCode> {
     let mut reports = Vec::new();
     for kind in [ProviderKind::Openai, ProviderKind::OpenaiResponses, ProviderKind::Anthropic] {
         let export = args.export.as_ref().filter(|_| kind == ProviderKind::Openai);
-        let (report, replay) = run_format(kind, steps, export.is_some()).await?;
+        let (mut report, replay) = run_format(kind, steps, export.is_some()).await?;
+        report.subagent = Some(run_subagent(kind).await?);
         if let (Some(path), Some(replay)) = (export, replay) {
             std::fs::write(path, serde_json::to_vec_pretty(&replay)?)
                 .with_context(|| format!("cannot write {}", path.display()))?;
@@ -385,6 +470,23 @@ pub async fn run(args: BenchCacheArgs) -> Result<ExitCode> {
                 r.steps as f64 / r.turns.max(1) as f64,
             );
         }
+        outln!();
+        outln!(
+            "| format | sub-agent's first request: prefix ratio vs its parent's | cache read / input tokens (simulated) |"
+        );
+        outln!("|---|---|---|");
+        for r in &reports {
+            if let Some(s) = &r.subagent {
+                outln!(
+                    "| {} | {:.2}% | {} / {} ({:.1}%) |",
+                    r.format,
+                    s.prefix_ratio * 100.0,
+                    s.cache_read_tokens,
+                    s.input_tokens,
+                    100.0 * s.cache_read_tokens as f64 / s.input_tokens.max(1) as f64
+                );
+            }
+        }
         for r in &reports {
             for b in &r.cache_breaks {
                 outln!("cache break ({}): {b}", r.format);
@@ -397,6 +499,10 @@ pub async fn run(args: BenchCacheArgs) -> Result<ExitCode> {
              ratios and cache breaks are measured on the bytes Tackle sent."
         );
     }
-    let ok = reports.iter().all(|r| r.cache_breaks.is_empty() && r.min_ratio() >= 0.995);
+    let ok = reports.iter().all(|r| {
+        r.cache_breaks.is_empty()
+            && r.min_ratio() >= 0.995
+            && r.subagent.is_some_and(|s| s.prefix_ratio >= SUBAGENT_PREFIX_TARGET)
+    });
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

@@ -24,6 +24,8 @@ pub fn env_lookup(name: &str) -> Option<String> {
 /// Settings of `workspace` with the command-line overrides applied.
 pub fn settings_for(workspace: &Path, args: &ModelArgs) -> Result<Settings> {
     let mut settings = Settings::load(workspace).map_err(|e| UsageError(e.to_string()))?.settings;
+    // Sub-agent files are read now, so a bad one stops the command before anything happens.
+    crate::settings::sub_agent_registry(&settings, workspace).map_err(|e| UsageError(e.to_string()))?;
     if let Some(p) = args.provider {
         settings.provider = Some(p);
     }
@@ -333,6 +335,7 @@ pub async fn build_agent_with(
     config.context = settings.context.clone();
     config.deferral = settings.deferral.clone();
     config.telemetry = settings.telemetry.clone();
+    config.subagents.max_depth = settings.subagents.max_depth;
     let (rules, scripts) = tackle_tools::split_hooks(&settings.hooks);
     let mut builder = Agent::builder(provider)
         .config(config)
@@ -367,6 +370,11 @@ pub async fn build_agent_with(
     if let Some(max) = settings.max_output_tokens {
         builder = builder.max_output_tokens(max);
     }
+    if let Some(agents) =
+        crate::settings::sub_agent_registry(settings, workspace).map_err(|e| UsageError(e.to_string()))?
+    {
+        builder = builder.sub_agents(agents);
+    }
     let agent = builder.build().await.map_err(|e| match e {
         BuildError::Hook(_)
         | BuildError::ScriptHook(_)
@@ -374,7 +382,8 @@ pub async fn build_agent_with(
         | BuildError::Mode(_)
         | BuildError::Workspace { .. }
         | BuildError::NoModel
-        | BuildError::Limit(_) => UsageError(e.to_string()).into(),
+        | BuildError::Limit(_)
+        | BuildError::SubAgent(_) => UsageError(e.to_string()).into(),
         other => anyhow::Error::new(other),
     })?;
     // A server that could not be reached is said on stderr whatever the log level (terminal

@@ -55,9 +55,13 @@ pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
             let messages = store.messages().load(&record.id, MessageFilter { include_hidden: true }).await?;
             let calls = store.calls().list(&record.id).await?;
             let steps = store.steps().list(&record.id).await?;
+            let parent = store.sessions().parent(&record.id).await?;
+            let children = subagent_tree(&store, &record.id).await?;
             if json {
-                let value =
-                    json!({ "session": record, "messages": messages, "tool_calls": calls, "steps": steps });
+                let value = json!({
+                    "session": record, "messages": messages, "tool_calls": calls, "steps": steps,
+                    "parent": parent, "children": children,
+                });
                 outln!("{}", serde_json::to_string_pretty(&value)?);
             } else {
                 outln!(
@@ -71,6 +75,13 @@ pub async fn run(command: SessionsCommand) -> Result<ExitCode> {
                     messages.len(),
                     calls.len()
                 );
+                if let Some(link) = &parent {
+                    outln!("parent    {} (call {})", link.session_id, link.call_id);
+                }
+                if !children.is_empty() {
+                    outln!("sub-agents");
+                    print_tree(&children, 1);
+                }
                 outln!();
                 if !steps.is_empty() {
                     outln!(
@@ -250,6 +261,60 @@ pub async fn show_result(locator: &str) -> Result<ExitCode> {
     );
     crate::output::write_all(&blob.data);
     Ok(ExitCode::SUCCESS)
+}
+
+/// A session's sub-agents and theirs, as `tackle sessions show` prints them.
+#[derive(Debug, serde::Serialize)]
+struct SubAgentNode {
+    #[serde(flatten)]
+    session: tackle_store::ChildSession,
+    children: Vec<SubAgentNode>,
+}
+
+/// The tree of sessions under `id` (sub-agents nest a few levels; ten are read at most).
+async fn subagent_tree(store: &tackle_store::Store, id: &str) -> Result<Vec<SubAgentNode>> {
+    // Breadth first, iteratively: (index of the parent in `all`, node).
+    let mut all: Vec<(Option<usize>, tackle_store::ChildSession)> = Vec::new();
+    let mut frontier: Vec<(Option<usize>, String)> = vec![(None, id.to_owned())];
+    for _ in 0..10 {
+        let mut next = Vec::new();
+        for (parent, sid) in frontier {
+            for child in store.sessions().children(&sid).await? {
+                all.push((parent, child.clone()));
+                next.push((Some(all.len() - 1), child.id));
+            }
+        }
+        if next.is_empty() {
+            break;
+        }
+        frontier = next;
+    }
+    fn build(
+        all: &[(Option<usize>, tackle_store::ChildSession)],
+        parent: Option<usize>,
+    ) -> Vec<SubAgentNode> {
+        all.iter()
+            .enumerate()
+            .filter(|(_, (p, _))| *p == parent)
+            .map(|(i, (_, s))| SubAgentNode { session: s.clone(), children: build(all, Some(i)) })
+            .collect()
+    }
+    Ok(build(&all, None))
+}
+
+fn print_tree(nodes: &[SubAgentNode], depth: usize) {
+    for node in nodes {
+        let s = &node.session;
+        outln!(
+            "{}└ {} {:<8} {} (call {})",
+            "  ".repeat(depth),
+            s.id,
+            s.status.to_string(),
+            crate::style::sanitize(&s.title).replace('\n', " "),
+            s.parent_call_id
+        );
+        print_tree(&node.children, depth + 1);
+    }
 }
 
 /// A workspace path as a person reads it: under the home directory as `~/…`.

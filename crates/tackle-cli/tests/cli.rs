@@ -489,6 +489,10 @@ async fn bench_cache_reports_no_breaks_in_either_format() {
         assert_eq!(r["tool_errors"], 2);
         assert!(r["cache_read_tokens"].as_u64().unwrap() > 0);
         assert_eq!(r["simulated_usage"], true, "the token figures say they are simulated");
+        // A sub-agent's first request repeats its parent's prefix ([subagent-shares-prefix]).
+        let child = r["subagent"]["prefix_ratio"].as_f64().unwrap();
+        assert!(child >= 0.9, "{} sub-agent prefix ratio {child}", r["format"]);
+        assert!(r["subagent"]["cache_read_tokens"].as_u64().unwrap() > 0);
     }
     let mut cmd = tackle(home.path());
     cmd.args(["bench", "cache", "--steps", "12"]);

@@ -77,6 +77,11 @@ pub struct ToolAnnotations {
     /// serialized, like [`ToolAnnotations::session_only`].
     #[serde(skip)]
     pub sized_output: bool,
+    /// Each call works apart from the step's other calls (a sub-agent runs in its own session):
+    /// calls of such tools run concurrently with each other, whatever else they change. Not
+    /// serialized, like [`ToolAnnotations::session_only`].
+    #[serde(skip)]
+    pub concurrent: bool,
 }
 
 impl ToolAnnotations {

@@ -93,6 +93,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/sessions/{id}/cancel", post(messages::cancel))
         .route("/v1/sessions/{id}/compact", post(messages::compact))
         .route("/v1/sessions/{id}/context", get(sessions::context))
+        .route("/v1/sessions/{id}/children", get(sessions::children))
         .route("/v1/sessions/{id}/turns", get(rewind::turns))
         .route("/v1/sessions/{id}/rewind", post(rewind::rewind))
         .route("/v1/sessions/{id}/fork", post(rewind::fork))

@@ -24,6 +24,7 @@ use crate::routes::{approvals, elicitations, health, messages, metrics, results,
     paths(
         health::healthz, metrics::metrics,
         sessions::create, sessions::list, sessions::show, sessions::update, sessions::delete, sessions::tools, sessions::context,
+        sessions::children,
         rewind::turns, rewind::rewind, rewind::fork,
         messages::send, messages::events, messages::cancel, messages::compact,
         approvals::list, approvals::decide,

@@ -62,6 +62,7 @@ async fn openapi_document_covers_every_route() {
         ("post", "/v1/sessions/{id}/cancel"),
         ("post", "/v1/sessions/{id}/compact"),
         ("get", "/v1/sessions/{id}/context"),
+        ("get", "/v1/sessions/{id}/children"),
         ("get", "/v1/sessions/{id}/turns"),
         ("post", "/v1/sessions/{id}/rewind"),
         ("post", "/v1/sessions/{id}/fork"),

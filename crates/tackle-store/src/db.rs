@@ -46,6 +46,7 @@ migrations! {
     (8, "response items", "0008_response_items.sql"),
     (9, "checkpoints", "0009_checkpoints.sql"),
     (10, "elicitations", "0010_elicitations.sql"),
+    (11, "subagents", "0011_subagents.sql"),
 }
 
 pub(crate) fn migrator(migrations: &'static [(i64, &'static str, &'static str)]) -> Migrator {

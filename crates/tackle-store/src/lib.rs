@@ -67,7 +67,8 @@ pub use leases::{Lease, LeaseRefusal, Leases};
 pub use messages::{MessageFilter, Messages, StoredMessage};
 pub use responses::{NewResponse, RESPONSE_TTL, ResponseChain, Responses};
 pub use sessions::{
-    NewSession, SessionFilter, SessionRecord, SessionStatus, SessionSummary, SessionUpdate, Sessions,
+    ChildSession, NewSession, ParentLink, SessionFilter, SessionRecord, SessionStatus, SessionSummary,
+    SessionUpdate, Sessions,
 };
 pub use snapshots::{LoadedContext, Snapshot};
 pub use state::SessionState;

@@ -101,6 +101,32 @@ pub struct NewSession {
     pub metadata: Value,
 }
 
+/// A session another session started (a sub-agent's), as its parent lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChildSession {
+    /// UUIDv7.
+    pub id: String,
+    /// Title.
+    pub title: String,
+    /// Model name.
+    pub model: String,
+    /// Lifecycle state.
+    pub status: SessionStatus,
+    /// The parent's tool call that started it.
+    pub parent_call_id: String,
+    /// Creation time, unix ms.
+    pub created_at: i64,
+}
+
+/// Which session and tool call started a session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParentLink {
+    /// The parent session.
+    pub session_id: String,
+    /// The parent's tool call.
+    pub call_id: String,
+}
+
 /// Changes to a session; `None` fields stay as they are.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SessionUpdate {
@@ -429,6 +455,60 @@ impl Sessions<'_> {
                 update_on(conn, &id, &row, first).await
             })
             .await
+    }
+
+    /// Links session `child` to the session and tool call that started it (a sub-agent's
+    /// session, see migration 0011), so front ends show the tree.
+    pub async fn link_child(self, child: &str, parent: &str, parent_call_id: &str) -> Result<(), StoreError> {
+        let query = Query::new("UPDATE sessions SET parent_id = $1, parent_call_id = $2 WHERE id = $3")
+            .bind(parent)
+            .bind(parent_call_id)
+            .bind(child);
+        if self.store.db.execute(None, query).await? == 0 {
+            return Err(StoreError::not_found("session", child));
+        }
+        Ok(())
+    }
+
+    /// The sessions session `parent` started (its sub-agents), oldest first.
+    pub async fn children(self, parent: &str) -> Result<Vec<ChildSession>, StoreError> {
+        let query = Query::new(
+            "SELECT id, title, model, status, runner, lease_until, parent_call_id, created_at,
+                (SELECT now_ms FROM db_clock) AS db_now
+             FROM sessions WHERE parent_id = $1 ORDER BY created_at, id",
+        )
+        .bind(parent);
+        self.store
+            .db
+            .read_all(query, |row| {
+                Ok(ChildSession {
+                    id: row.try_get("id")?,
+                    title: row.try_get("title")?,
+                    model: row.try_get("model")?,
+                    status: status_of(row)?,
+                    parent_call_id: row.try_get::<Option<String>>("parent_call_id")?.unwrap_or_default(),
+                    created_at: row.try_get("created_at")?,
+                })
+            })
+            .await
+    }
+
+    /// The session and tool call that started session `id`, when a parent started it.
+    pub async fn parent(self, id: &str) -> Result<Option<ParentLink>, StoreError> {
+        let query = Query::new("SELECT parent_id, parent_call_id FROM sessions WHERE id = $1").bind(id);
+        let row = self
+            .store
+            .db
+            .fetch_optional(None, query, |row| {
+                let parent: Option<String> = row.try_get("parent_id")?;
+                let call: Option<String> = row.try_get("parent_call_id")?;
+                Ok(parent.map(|session_id| ParentLink { session_id, call_id: call.unwrap_or_default() }))
+            })
+            .await?;
+        match row {
+            None => Err(StoreError::not_found("session", id)),
+            Some(link) => Ok(link),
+        }
     }
 
     /// Deletes a session and everything stored with it.

@@ -47,6 +47,31 @@ async fn a_postgres_url_opens_postgres() {
 }
 
 both! {
+    async fn sub_agent_sessions_link_to_their_parent_and_call(db) {
+        let store = db.open().await;
+        let parent = store.sessions().create(new_session("u")).await.unwrap();
+        let a = store.sessions().create(new_session("u")).await.unwrap();
+        let b = store.sessions().create(new_session("u")).await.unwrap();
+        assert_eq!(store.sessions().parent(&a.id).await.unwrap(), None);
+        store.sessions().link_child(&a.id, &parent.id, "call_a").await.unwrap();
+        store.sessions().link_child(&b.id, &parent.id, "call_b").await.unwrap();
+        let children = store.sessions().children(&parent.id).await.unwrap();
+        let linked: Vec<(&str, &str)> =
+            children.iter().map(|c| (c.id.as_str(), c.parent_call_id.as_str())).collect();
+        assert_eq!(linked, [(a.id.as_str(), "call_a"), (b.id.as_str(), "call_b")]);
+        assert_eq!(children[0].status, SessionStatus::Idle);
+        let link = store.sessions().parent(&b.id).await.unwrap().unwrap();
+        assert_eq!((link.session_id.as_str(), link.call_id.as_str()), (parent.id.as_str(), "call_b"));
+        assert!(store.sessions().children(&a.id).await.unwrap().is_empty());
+        assert!(matches!(store.sessions().link_child("nope", &parent.id, "c").await, Err(StoreError::NotFound { .. })));
+        assert!(matches!(store.sessions().parent("nope").await, Err(StoreError::NotFound { .. })));
+        // Deleting the parent keeps its children, unlinked.
+        store.sessions().delete(&parent.id).await.unwrap();
+        assert_eq!(store.sessions().parent(&a.id).await.unwrap(), None);
+    }
+}
+
+both! {
     async fn sessions_create_list_get_update_delete_cascade(db) {
         let store = db.open().await;
         let a = store.sessions().create(new_session("alice")).await.unwrap();

@@ -63,6 +63,9 @@ pub enum BuildError {
     /// The permission mode cannot be used with this agent.
     #[error("permission mode: {0}, or choose another mode")]
     Mode(#[from] crate::ModeUnavailable),
+    /// A sub-agent names a tool the agent does not have.
+    #[error("{0}")]
+    SubAgent(#[from] crate::SubAgentError),
     /// A limit that must be positive is zero.
     #[error("{0} must be at least 1")]
     Limit(&'static str),
@@ -127,6 +130,7 @@ pub struct AgentBuilder {
     offload: bool,
     checkpoints: Option<tackle_checkpoint::CheckpointConfig>,
     checkpoint_exclude: Vec<PathBuf>,
+    subagents: Option<crate::SubAgentRegistry>,
 }
 
 impl std::fmt::Debug for AgentBuilder {
@@ -173,6 +177,7 @@ impl AgentBuilder {
             offload: true,
             checkpoints: None,
             checkpoint_exclude: Vec::new(),
+            subagents: None,
         }
     }
 
@@ -414,6 +419,20 @@ impl AgentBuilder {
         self
     }
 
+    /// Offers the `agent` tool: a task run to completion in a child session (its own context
+    /// and tool mask, this agent's workspace, sandbox, approver and store), with `registry`'s
+    /// sub-agents to choose from (an empty one: general-purpose children only). Off unless set.
+    pub fn sub_agents(mut self, registry: crate::SubAgentRegistry) -> Self {
+        self.subagents = Some(registry);
+        self
+    }
+
+    /// How deep sub-agents nest (default 2; see [`crate::SubAgentSettings`]).
+    pub fn sub_agent_depth(mut self, max_depth: u32) -> Self {
+        self.config.subagents.max_depth = max_depth;
+        self
+    }
+
     /// Steps (model calls) per turn.
     pub fn max_steps(mut self, steps: u32) -> Self {
         self.config.max_steps = steps;
@@ -573,6 +592,11 @@ impl AgentBuilder {
         if config.plan_mode {
             registry.register(typed(ProposePlan::new(store.clone())))?;
         }
+        // Depth 0: no session may start a sub-agent, so the tool is not offered at all.
+        let subagents = self.subagents.filter(|_| config.subagents.max_depth > 0).map(Arc::new);
+        if let Some(agents) = &subagents {
+            registry.register(typed(crate::subagent::AgentTool::new(agents)))?;
+        }
 
         #[cfg_attr(not(feature = "mcp"), allow(unused_mut))]
         let mut sources = self.sources;
@@ -589,6 +613,9 @@ impl AgentBuilder {
                     Err(e) => tracing::warn!(source = source.name(), error = %e, "tool skipped"),
                 }
             }
+        }
+        if let Some(agents) = &subagents {
+            agents.check_tools(&registry.names())?;
         }
         let deferral = Deferral::plan(
             &registry.specs(),
@@ -634,7 +661,8 @@ impl AgentBuilder {
             Agent::from_parts(self.provider, Arc::new(executor), store, config, workspace, skills)
                 .with_deferral(deferral)
                 .with_checkpoints(checkpoints)
-                .with_elicitation(self.elicitation);
+                .with_elicitation(self.elicitation)
+                .with_subagents(subagents);
         #[cfg(feature = "mcp")]
         {
             agent = agent.with_mcp(mcp);

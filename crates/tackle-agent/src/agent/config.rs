@@ -34,6 +34,9 @@ pub struct AgentConfig {
     /// Whether sessions may enter plan mode (the `propose_plan` tool is in the catalog).
     #[serde(default)]
     pub plan_mode: bool,
+    /// Sub-agents' limits (the depth they nest to).
+    #[serde(default)]
+    pub subagents: crate::SubAgentSettings,
 }
 
 /// What the loop's OpenTelemetry GenAI spans (`invoke_agent`, `chat {model}`,
@@ -71,6 +74,7 @@ impl AgentConfig {
             sandbox: None,
             permission_mode: tackle_tools::PermissionMode::Default,
             plan_mode: false,
+            subagents: crate::SubAgentSettings::default(),
         }
     }
 }

@@ -52,6 +52,8 @@ pub(crate) struct AgentInner {
     pub(crate) checkpoints: Option<Arc<tackle_checkpoint::Checkpoints>>,
     /// Who answers questions tools ask (MCP elicitation), and what happens to them by default.
     pub(crate) elicitation: Elicitation,
+    /// The configured sub-agents, when the `agent` tool is in the catalog.
+    pub(crate) subagents: Option<Arc<crate::SubAgentRegistry>>,
     /// The MCP servers configured with [`crate::AgentBuilder::mcp`], for their prompts and
     /// resources.
     #[cfg(feature = "mcp")]
@@ -141,6 +143,7 @@ impl Agent {
                 skills,
                 checkpoints: None,
                 elicitation: Elicitation::default(),
+                subagents: None,
                 #[cfg(feature = "mcp")]
                 mcp: None,
             }),
@@ -168,6 +171,16 @@ impl Agent {
     #[cfg(feature = "mcp")]
     pub fn mcp(&self) -> Option<&Arc<tackle_mcp::McpManager>> {
         self.inner.mcp.as_ref()
+    }
+
+    /// The same agent offering `registry`'s sub-agents through the `agent` tool (registered).
+    pub(crate) fn with_subagents(self, registry: Option<Arc<crate::SubAgentRegistry>>) -> Self {
+        self.derive(|inner| inner.subagents = registry)
+    }
+
+    /// The sub-agents the `agent` tool offers, when it is in the catalog.
+    pub fn sub_agents(&self) -> Option<&Arc<crate::SubAgentRegistry>> {
+        self.inner.subagents.as_ref()
     }
 
     /// The same agent with `elicitation` answering the questions tools ask.

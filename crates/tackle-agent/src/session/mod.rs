@@ -141,6 +141,11 @@ pub struct Session {
     /// `SessionStart` hooks run at the first turn of this value: `startup` or `resume`; `None`
     /// once run, or for a front end that reopens the session per request.
     pub(crate) start_source: Option<&'static str>,
+    /// How deep this session is in a tree of sub-agents (0: started by a person).
+    pub(crate) depth: u32,
+    /// The prompt-cache key its requests carry: its parent's for a sub-agent (so the child
+    /// reads the parent's cache entry), else its own id.
+    pub(crate) cache_key: Option<String>,
 }
 
 /// What [`Session::start`] opens.
@@ -265,6 +270,8 @@ impl Session {
             turn_start: 0,
             mode,
             start_source,
+            depth: 0,
+            cache_key: None,
         })
     }
 
@@ -284,6 +291,11 @@ impl Session {
                 tackle_tools::PermissionMode::Default
             }
         }
+    }
+
+    /// The prompt-cache key of this session's requests.
+    pub(crate) fn cache_key(&self) -> String {
+        self.cache_key.clone().unwrap_or_else(|| self.record.id.to_string())
     }
 
     /// The session's permission mode.

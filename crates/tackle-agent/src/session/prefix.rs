@@ -157,10 +157,11 @@ pub struct PrefixStats {
 }
 
 /// Remembers the previous request of a session and measures each new one against it.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct PrefixTracker {
-    /// Cache view of the previous request.
-    previous: Option<Vec<u8>>,
+    /// Cache view of the previous request (shared: a sub-agent's first request is measured
+    /// against its parent's, without a copy).
+    previous: Option<std::sync::Arc<Vec<u8>>>,
 }
 
 impl PrefixTracker {
@@ -189,7 +190,7 @@ impl PrefixTracker {
                     .flatten(),
             }
         });
-        self.previous = Some(bytes);
+        self.previous = Some(std::sync::Arc::new(bytes));
         stats
     }
 }

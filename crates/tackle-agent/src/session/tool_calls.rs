@@ -172,7 +172,7 @@ pub(crate) async fn run_calls(
         && planned.iter().all(|p| {
             matches!(p, Planned::Run { call, .. } if registry.get(&call.name).is_some_and(|t| {
                 let a = t.spec().annotations;
-                a.read_only || a.idempotent
+                a.read_only || a.idempotent || a.concurrent
             }))
         });
     if parallel {

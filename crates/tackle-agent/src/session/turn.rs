@@ -335,6 +335,10 @@ impl Session {
         }
         let requests = LoopRequests::default();
         turn_state.insert(requests.clone());
+        // What sub-agents started in this turn inherit (only when the agent has the tool).
+        if let Some(host) = crate::subagent::SubAgentHost::of(self) {
+            turn_state.insert(host);
+        }
         let native = self.agent.provider().capabilities().native_output_schema;
         let output = input.output_schema.map(|s| TurnOutput::new(s, native, self.tools.catalog().specs()));
         TurnRun {
@@ -759,6 +763,11 @@ impl Session {
         cancel: &CancellationToken,
     ) -> Result<(Vec<ExecutedCall>, Requests), AgentError> {
         let planned = plan_calls(self, view, sink, calls);
+        if self.agent.inner.subagents.is_some() {
+            // The request this step sent, for sub-agents' first requests to be measured against
+            // (a shared buffer, not a copy).
+            run.turn_state.insert(crate::subagent::ParentRequest(self.prefix.clone()));
+        }
         let begun = self.append_with_calls(run.turn, message, &starts(&planned)).await?;
         let batch = CallBatch { session: self, view, turn_state: &run.turn_state, sink, cancel };
         let executed = run_calls(batch, &planned, begun).await?;
@@ -783,6 +792,8 @@ impl Session {
         sink: &EventSink,
         cancel: &CancellationToken,
     ) -> Phase {
+        // Tokens spent by sub-agents during the calls count in this turn.
+        run.usage.add(&requests.usage);
         let mut stop = None;
         for (call, done) in calls.iter().zip(executed) {
             let args = call.input.as_json().cloned().unwrap_or_else(|| call.input.to_wire_string().into());
@@ -835,7 +846,7 @@ impl Session {
         request.tools = self.tools.catalog().specs().clone();
         request.tool_choice = tools.tool_choice.clone();
         request.max_output_tokens = config.max_output_tokens;
-        request.prompt_cache_key = Some(self.record.id.to_string());
+        request.prompt_cache_key = Some(self.cache_key());
         request.cache_breakpoints = vec![CacheBreakpoint::System, CacheBreakpoint::Message { index: last }];
         if self.last_request_len > 0 && previous < last {
             request.cache_breakpoints.push(CacheBreakpoint::Message { index: previous });

@@ -53,6 +53,8 @@ pub(crate) struct LoopRequests(std::sync::Arc<std::sync::Mutex<Requests>>);
 /// The requests of one step.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Requests {
+    /// Tokens spent by sub-agents the step's calls ran (`agent`), added to the turn's usage.
+    pub(crate) usage: tackle_protocol::Usage,
     /// Compact the history before the next step (`compact_context`).
     pub(crate) compact: bool,
     /// Session state the tail note reports changed (the todo list): read it again.

@@ -12,10 +12,12 @@ use tackle_agent::{ContextConfig, DeferralConfig, LoopGuardConfig, TelemetryConf
 
 pub use mcp_serve::{McpServeSettings, McpTransport};
 pub use server::ServerSettings;
+pub use subagents::{AgentTable, AgentTables, SubAgentsSettings, sub_agent_registry};
 
 mod env;
 mod mcp_serve;
 mod server;
+mod subagents;
 
 /// The configuration file name, looked up in the user config dir and the workspace.
 pub const CONFIG_FILE: &str = "tackle.toml";
@@ -98,6 +100,11 @@ pub struct Settings {
     pub store: StoreSettings,
     /// `tackle mcp serve`: Tackle as an MCP server (`[mcp_serve]`).
     pub mcp_serve: McpServeSettings,
+    /// Sub-agents: whether the `agent` tool is offered and how deep they nest (`[subagents]`).
+    pub subagents: SubAgentsSettings,
+    /// Sub-agents defined here (`[agents.NAME]`: `description`, `instructions`, `tools`,
+    /// `model`), beside the `agents/NAME.md` files of the user config dir and the workspace.
+    pub agents: AgentTables,
 }
 
 /// `[permissions]`: how much sessions may do without asking.
@@ -162,6 +169,8 @@ impl Default for Settings {
             channels: tackle_channels::ChannelsConfig::default(),
             store: StoreSettings::default(),
             mcp_serve: McpServeSettings::default(),
+            subagents: SubAgentsSettings::default(),
+            agents: AgentTables::default(),
         }
     }
 }
@@ -588,6 +597,8 @@ mod tests {
             ("permissions.mode", "plan"),
             ("mcp_serve.transport", "http"),
             ("mcp_serve.approval", "auto"),
+            ("subagents.enabled", "on"),
+            ("agents", r#"{"tester": {"description": "Runs tests", "tools": ["shell"]}}"#),
         ];
         if let Some((_, text)) = fixed.iter().find(|(p, _)| *p == var.path) {
             return (*text).to_owned();

@@ -56,7 +56,8 @@ pub struct Decided {
     pub approved: bool,
 }
 
-/// Pending confirmations of a session.
+/// Pending confirmations of a session, and of the sessions its sub-agents run in (each names
+/// its `sessionId`): a sub-agent's calls are confirmed where its parent's are.
 #[utoipa::path(get, path = "/v1/sessions/{id}/approvals", tag = "approvals", params(("id" = String, Path, description = "Session id")),
     responses((status = 200, body = ApprovalList), (status = 404, body = ErrorBody)), security(("bearer" = [])))]
 pub async fn list(
@@ -65,34 +66,50 @@ pub async fn list(
     ValidPath(id): ValidPath<String>,
 ) -> Result<Json<ApprovalList>, ApiError> {
     state.owned_session(&id, &user).await?;
-    // Those waiting here, then those waiting on other instances on the same database.
-    let mut approvals: Vec<ApprovalView> = state
-        .inner
-        .approvals
-        .pending(Some(&id))
-        .into_iter()
-        .map(|r| ApprovalView {
+    let mut approvals: Vec<ApprovalView> = Vec::new();
+    for session in with_sub_agents(&state, &id).await? {
+        // Those waiting here, then those waiting on other instances on the same database.
+        approvals.extend(state.inner.approvals.pending(Some(&session)).into_iter().map(|r| ApprovalView {
             id: r.id.into(),
             session_id: r.session_id.into(),
             call_id: r.call_id.into(),
             tool: r.tool,
             args: r.args,
             rule: r.rule,
-        })
-        .collect();
-    for r in state.agent().store().approvals().pending(&id).await? {
-        if !approvals.iter().any(|a| a.id == r.id) {
-            approvals.push(ApprovalView {
-                id: r.id,
-                session_id: r.session_id,
-                call_id: r.call_id,
-                tool: r.tool,
-                args: r.args,
-                rule: r.rule,
-            });
+        }));
+        for r in state.agent().store().approvals().pending(&session).await? {
+            if !approvals.iter().any(|a| a.id == r.id) {
+                approvals.push(ApprovalView {
+                    id: r.id,
+                    session_id: r.session_id,
+                    call_id: r.call_id,
+                    tool: r.tool,
+                    args: r.args,
+                    rule: r.rule,
+                });
+            }
         }
     }
     Ok(Json(ApprovalList { approvals }))
+}
+
+/// Session `id` and the sessions its sub-agents ran in, nested (at most ten levels).
+async fn with_sub_agents(state: &AppState, id: &str) -> Result<Vec<String>, ApiError> {
+    let store = state.agent().store();
+    let mut all = vec![id.to_owned()];
+    let mut level = vec![id.to_owned()];
+    for _ in 0..10 {
+        let mut next = Vec::new();
+        for session in &level {
+            next.extend(store.sessions().children(session).await?.into_iter().map(|c| c.id));
+        }
+        if next.is_empty() {
+            break;
+        }
+        all.extend(next.iter().cloned());
+        level = next;
+    }
+    Ok(all)
 }
 
 /// Approves or denies a pending confirmation. The turn waiting on it goes on at once.

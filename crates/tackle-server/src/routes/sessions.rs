@@ -413,3 +413,73 @@ pub async fn context(
     let mut session = state.agent_for(&record.model).open_session(&id).await?;
     Ok(Json(session.context_report()))
 }
+
+/// `GET /v1/sessions/{id}/children`: the sessions a session's sub-agents ran in, and the
+/// session and call that started this one, if any.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionFamily {
+    /// The session and tool call that started this session (it is a sub-agent's), if any.
+    pub parent: Option<ParentView>,
+    /// The sessions this session's `agent` calls started, oldest first.
+    pub children: Vec<ChildView>,
+}
+
+/// Which session and call started a session.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ParentView {
+    /// The parent session's id.
+    pub session_id: String,
+    /// The parent's `agent` call that started this session.
+    pub call_id: String,
+}
+
+/// A sub-agent's session as its parent lists it.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChildView {
+    /// Session id.
+    pub id: String,
+    /// Title (`[sub-agent] first line of the task`).
+    pub title: String,
+    /// Model.
+    pub model: String,
+    /// `idle`, `running`, `interrupted`, `failed` or `archived`.
+    pub status: String,
+    /// The parent's `agent` call that started it.
+    pub call_id: String,
+    /// Creation time, unix ms.
+    pub created_at: i64,
+}
+
+/// Lists the sessions a session's sub-agents ran in (its children), with its own parent.
+#[utoipa::path(get, path = "/v1/sessions/{id}/children", tag = "sessions", params(("id" = String, Path, description = "Session id")),
+    responses((status = 200, body = SessionFamily), (status = 404, body = ErrorBody)), security(("bearer" = [])))]
+pub async fn children(
+    State(state): State<AppState>,
+    User(user): User,
+    ValidPath(id): ValidPath<String>,
+) -> Result<Json<SessionFamily>, ApiError> {
+    state.owned_session(&id, &user).await?;
+    let store = state.agent().store();
+    let parent = store
+        .sessions()
+        .parent(&id)
+        .await?
+        .map(|p| ParentView { session_id: p.session_id, call_id: p.call_id });
+    let children = store
+        .sessions()
+        .children(&id)
+        .await?
+        .into_iter()
+        .map(|c| ChildView {
+            id: c.id,
+            title: c.title,
+            model: c.model,
+            status: c.status.to_string(),
+            call_id: c.parent_call_id,
+            created_at: c.created_at,
+        })
+        .collect();
+    Ok(Json(SessionFamily { parent, children }))
+}

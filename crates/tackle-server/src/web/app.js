@@ -112,9 +112,31 @@ async function show(id) {
     renderHistory(s.messages || []);
     for (const a of (await api("GET", "/v1/sessions/" + encodeURIComponent(id) + "/approvals")).approvals) approvalButtons(a.callId, a.id, a.tool, a.args);
     for (const q of (await api("GET", "/v1/sessions/" + encodeURIComponent(id) + "/elicitations")).elicitations) questionForm(q);
+    family(await api("GET", "/v1/sessions/" + encodeURIComponent(id) + "/children"));
   } catch (e) { note(String(e.message || e), "err"); }
   await loadSessions();
   scrollDown(true);
+}
+
+/** Links to the session that started this one (a sub-agent's) and to the sessions it started. */
+function family(f) {
+  const link = (id, text) => {
+    const a = el("a", "", text); a.href = BASE + "/s/" + encodeURIComponent(id);
+    a.onclick = (e) => { e.preventDefault(); go(id); };
+    return a;
+  };
+  if (f.parent) {
+    const p = el("p", "note subagent", "Sub-agent of ");
+    p.appendChild(link(f.parent.sessionId, "session " + f.parent.sessionId.slice(0, 8)));
+    p.appendChild(document.createTextNode(" (call " + f.parent.callId + ")"));
+    $("log").prepend(p);
+  }
+  for (const c of f.children || []) {
+    const p = el("p", "note subagent", "Sub-agent session: ");
+    p.appendChild(link(c.id, c.title || c.id));
+    p.appendChild(document.createTextNode(" · " + c.status + " · call " + c.callId));
+    log(p);
+  }
 }
 
 // ---- messages ----
