@@ -9,6 +9,7 @@
 
 use crate::db::DbRow;
 use crate::sql::{Query, no_session};
+use crate::writer::Placement;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -159,7 +160,7 @@ impl Channels<'_> {
         });
         self.store
             .db
-            .transaction(None, async move |conn| {
+            .transaction(Placement::InPlace, None, async move |conn| {
                 let mut new = Vec::with_capacity(inserts.len());
                 for (update_id, insert) in &inserts {
                     if conn.execute(insert).await? > 0 {

@@ -121,18 +121,9 @@ impl Db {
     }
 
     /// Runs `body` in one write transaction that first checks the fence `epoch` (`fence.rs`):
-    /// everything it does commits together or not at all. SQLite: in place when it can be
-    /// ([no-wait-in-place]).
+    /// everything it does commits together or not at all. On SQLite, `placement` says whether it
+    /// may run in place ([no-wait-in-place]); [`Placement::Blocking`] for large copies.
     pub(crate) async fn transaction<T: Send + 'static>(
-        &self,
-        epoch: Epoch,
-        body: impl Body<T>,
-    ) -> Result<T, StoreError> {
-        self.run(Placement::InPlace, Scope::Transaction, epoch, body).await
-    }
-
-    /// Like [`Db::transaction`], where `placement` says whether it may run in place on SQLite.
-    pub(crate) async fn transaction_on<T: Send + 'static>(
         &self,
         placement: Placement,
         epoch: Epoch,

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::db::{DbRow, now_ms};
 use crate::sql::{Conn, Query, no_session};
+use crate::writer::Placement;
 use crate::{Store, StoreError};
 
 /// An object to store: its digest (hex), its raw size and its compressed bytes.
@@ -106,7 +107,10 @@ impl Checkpoints<'_> {
                 (Query::new(INSERT_OBJECT).bind(o.digest).bind(o.size).bind(o.data).bind(now), len)
             })
             .collect();
-        self.store.db.transaction(None, async move |conn| put_objects(conn, &inserts).await).await
+        self.store
+            .db
+            .transaction(Placement::InPlace, None, async move |conn| put_objects(conn, &inserts).await)
+            .await
     }
 
     /// The stored (compressed) bytes of the objects among `digests` that exist.

@@ -145,7 +145,7 @@ impl Sessions<'_> {
         // A long session's copy can take a while: never in place on a runtime thread.
         self.store
             .db
-            .transaction_on(Placement::Blocking, None, async move |conn| execute_all(conn, &copies).await)
+            .transaction(Placement::Blocking, None, async move |conn| execute_all(conn, &copies).await)
             .await?;
         // The fork resumes from exactly that conversation: when its visible messages are not it
         // (the source was compacted or rewound before `upto`), a snapshot says what it is.

@@ -97,8 +97,11 @@ impl Leases<'_> {
             Query::new("DELETE FROM approvals WHERE session_id = $1").bind(session_id),
             Query::new("DELETE FROM session_events WHERE session_id = $1").bind(session_id),
         ];
-        let epoch =
-            self.store.db.transaction(None, async move |conn| take_lease(conn, &take, &clear).await).await?;
+        let epoch = self
+            .store
+            .db
+            .transaction(Placement::InPlace, None, async move |conn| take_lease(conn, &take, &clear).await)
+            .await?;
         Ok(match epoch {
             Some(epoch) => {
                 Ok(Lease { session_id: session_id.to_owned(), token, event_base: seen.event_seq, epoch })

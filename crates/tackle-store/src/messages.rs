@@ -172,7 +172,9 @@ impl Messages<'_> {
         let (epoch, session) = (self.store.epoch_for(session_id), session_id.to_owned());
         self.store
             .db
-            .transaction(epoch, async move |conn| append_all(conn, &session, turn, &rows).await)
+            .transaction(Placement::InPlace, epoch, async move |conn| {
+                append_all(conn, &session, turn, &rows).await
+            })
             .await
     }
 
@@ -217,7 +219,10 @@ impl Messages<'_> {
             })
             .collect();
         let epoch = self.store.epoch_for(session_id);
-        self.store.db.transaction(epoch, async move |conn| execute_all(conn, &hides).await).await
+        self.store
+            .db
+            .transaction(Placement::InPlace, epoch, async move |conn| execute_all(conn, &hides).await)
+            .await
     }
 
     /// Forgets the token counts of a session's messages (they were counted with another
@@ -243,7 +248,10 @@ impl Messages<'_> {
             })
             .collect();
         let epoch = self.store.epoch_for(session_id);
-        self.store.db.transaction(epoch, async move |conn| execute_all(conn, &updates).await).await?;
+        self.store
+            .db
+            .transaction(Placement::InPlace, epoch, async move |conn| execute_all(conn, &updates).await)
+            .await?;
         Ok(())
     }
 

@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::db::DbRow;
 use crate::messages::execute_all;
 use crate::sql::{Query, Row};
+use crate::writer::Placement;
 use tackle_protocol::Message;
 
 use crate::db::now_ms;
@@ -103,7 +104,7 @@ impl Responses<'_> {
         let owner = response.owner.to_owned();
         self.store
             .db
-            .transaction(None, async move |conn| {
+            .transaction(Placement::InPlace, None, async move |conn| {
                 conn.execute(&expire).await?;
                 if let Some((previous, query)) = &previous {
                     let found = conn.fetch_optional(query, |r| r.try_get::<String>("owner")).await?;

@@ -5,6 +5,7 @@ use std::fmt;
 use crate::db::DbRow;
 use crate::messages::MessageRow;
 use crate::sql::{Conn, Query, Row};
+use crate::writer::Placement;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tackle_protocol::Message;
@@ -340,7 +341,7 @@ impl Sessions<'_> {
             .bind(now);
         self.store
             .db
-            .transaction(None, async move |conn| {
+            .transaction(Placement::InPlace, None, async move |conn| {
                 conn.execute(&query).await?;
                 if let Some(state) = &state {
                     conn.execute(state).await?;
@@ -450,7 +451,7 @@ impl Sessions<'_> {
         let (epoch, id) = (self.store.epoch_for(id), id.to_owned());
         self.store
             .db
-            .transaction(epoch, async move |conn| {
+            .transaction(Placement::InPlace, epoch, async move |conn| {
                 let first = first.as_ref().map(|(m, turn)| (m, *turn));
                 update_on(conn, &id, &row, first).await
             })

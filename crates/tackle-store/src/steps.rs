@@ -8,6 +8,7 @@ use crate::ToolCallFinish;
 use crate::db::DbRow;
 use crate::messages::MessageRow;
 use crate::sql::{Conn, Query, Row, no_session};
+use crate::writer::Placement;
 use serde::{Deserialize, Serialize};
 
 use crate::db::now_ms;
@@ -145,7 +146,7 @@ impl Steps<'_> {
         let (epoch, session, step) = (self.store.epoch_for(session_id), session_id.to_owned(), step.clone());
         self.store
             .db
-            .transaction(epoch, async move |conn| {
+            .transaction(Placement::InPlace, epoch, async move |conn| {
                 commit_on(conn, &session, turn, message.as_ref(), &finished, &step).await
             })
             .await

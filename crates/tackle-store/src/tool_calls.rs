@@ -6,6 +6,7 @@ use std::fmt;
 use crate::db::DbRow;
 use crate::messages::MessageRow;
 use crate::sql::{Conn, Query, no_session};
+use crate::writer::Placement;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tackle_protocol::Message;
@@ -276,7 +277,9 @@ impl Calls<'_> {
         let existing = self
             .store
             .db
-            .transaction(epoch, async move |conn| begin_on(conn, &session, &call, &name, &args).await)
+            .transaction(Placement::InPlace, epoch, async move |conn| {
+                begin_on(conn, &session, &call, &name, &args).await
+            })
             .await?;
         Ok(outcome(existing))
     }
@@ -302,7 +305,7 @@ impl Calls<'_> {
         let (seq, existing) = self
             .store
             .db
-            .transaction(epoch, async move |conn| {
+            .transaction(Placement::InPlace, epoch, async move |conn| {
                 append_with_calls_on(conn, &session, turn, &row, &starts).await
             })
             .await?;
