@@ -233,7 +233,8 @@ async fn output_schema_gives_a_typed_answer_that_matches_the_declared_output_sch
         jsonschema::validator_for(&Value::Object(tool.output_schema.as_deref().unwrap().clone())).unwrap()
     };
 
-    let result = rig.call("tackle", json!({"prompt": "count the files", "output_schema": report_schema()})).await;
+    let result =
+        rig.call("tackle", json!({"prompt": "count the files", "output_schema": report_schema()})).await;
     assert_eq!(result.is_error, Some(false), "{result:?}");
     let sent = result.structured_content.clone().unwrap();
     assert_eq!(sent["output"], json!({"files": 1, "summary": "one file"}));
@@ -247,7 +248,10 @@ async fn output_schema_gives_a_typed_answer_that_matches_the_declared_output_sch
 
     let session = sent["session_id"].as_str().unwrap();
     let reply = rig
-        .call("tackle_reply", json!({"session_id": session, "prompt": "again", "output_schema": report_schema()}))
+        .call(
+            "tackle_reply",
+            json!({"session_id": session, "prompt": "again", "output_schema": report_schema()}),
+        )
         .await;
     assert_eq!(reply.is_error, Some(true), "{reply:?}");
     let sent = reply.structured_content.clone().unwrap();
@@ -257,6 +261,12 @@ async fn output_schema_gives_a_typed_answer_that_matches_the_declared_output_sch
     assert!(text(&reply)[0].contains("output_invalid"), "{reply:?}");
     assert!(declared("tackle_reply").is_valid(&sent), "{sent}");
     assert_eq!(rig.fake.requests().len(), 3, "one repair round");
+    // A bad schema on a reply is refused before the turn: no model call.
+    let bad =
+        rig.call("tackle_reply", json!({"session_id": session, "prompt": "again", "output_schema": 7})).await;
+    assert_eq!(bad.is_error, Some(true), "{bad:?}");
+    assert!(text(&bad)[0].contains("invalid `output_schema`"), "{bad:?}");
+    assert_eq!(rig.fake.requests().len(), 3);
 }
 
 #[tokio::test]
