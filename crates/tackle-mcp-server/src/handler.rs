@@ -98,13 +98,16 @@ struct ReplyArgs {
     output_schema: Option<Value>,
 }
 
-/// The permission modes a task may ask for (`PermissionMode`'s names).
+/// The permission modes a task may ask for (`PermissionMode`'s names; its aliases, Claude
+/// Code's among them, are taken too but not advertised).
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 enum Mode {
     Default,
+    #[serde(alias = "acceptEdits", alias = "accept_edits")]
     AcceptEdits,
     Plan,
+    #[serde(alias = "bypassPermissions")]
     Bypass,
 }
 

@@ -109,3 +109,28 @@ fn a_bad_output_schema_is_refused_naming_the_argument() {
     let schema = output_schema(Some(json!({"type": "object"}))).unwrap().unwrap();
     assert_eq!(schema.name(), OUTPUT_SCHEMA_NAME);
 }
+
+#[test]
+fn modes_parse_by_their_names_and_aliases() {
+    for (text, mode) in [
+        ("default", PermissionMode::Default),
+        ("accept-edits", PermissionMode::AcceptEdits),
+        ("acceptEdits", PermissionMode::AcceptEdits),
+        ("plan", PermissionMode::Plan),
+        ("bypassPermissions", PermissionMode::Bypass),
+    ] {
+        let args: TaskArgs = serde_json::from_value(json!({"prompt": "p", "mode": text})).unwrap();
+        assert_eq!(args.mode.map(PermissionMode::from), Some(mode), "{text}");
+    }
+    let Err(Refusal(message)) =
+        parse::<TaskArgs>(TASK_TOOL, Some(object(json!({"prompt": "p", "mode": "yolo"}))))
+    else {
+        panic!("yolo accepted")
+    };
+    assert!(message.contains("accept-edits") && message.contains("yolo"), "{message}");
+}
+
+fn object(value: Value) -> JsonObject {
+    let Value::Object(map) = value else { unreachable!() };
+    map
+}
