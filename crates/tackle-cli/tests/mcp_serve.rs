@@ -3,7 +3,10 @@
 //! `mcp`), the TypeScript SDK (npm `@modelcontextprotocol/sdk`) and the MCP Inspector CLI (npm
 //! `@modelcontextprotocol/inspector-cli`), each over stdio and over Streamable HTTP with a bearer
 //! token. Each lists the tools, runs a task with `tackle` and continues its session with
-//! `tackle_reply`; the sessions are then read back with `tackle sessions show`.
+//! `tackle_reply`; the sessions are then read back with `tackle sessions show`. The two SDKs also
+//! run a task with an `output_schema`: they validate the structured content against the declared
+//! `outputSchema` themselves (and are shown refusing a copy that breaks it), the model is asked
+//! natively, and a bad `output_schema` is a tool error that creates no session.
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -43,7 +46,11 @@ struct Rig {
 
 impl Rig {
     async fn new() -> Self {
-        let fake = FakeModel::start(Script::new(vec![Turn::text(FIRST), Turn::text(SECOND)])).await.unwrap();
+        Self::with(Script::new(vec![Turn::text(FIRST), Turn::text(SECOND)])).await
+    }
+
+    async fn with(script: Script) -> Self {
+        let fake = FakeModel::start(script).await.unwrap();
         Self { fake, home: tempfile::tempdir().unwrap(), ws: tempfile::tempdir().unwrap() }
     }
 
@@ -129,6 +136,59 @@ impl Rig {
     }
 }
 
+fn report_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"files": {"type": "integer"}, "summary": {"type": "string"}},
+        "required": ["files", "summary"],
+        "additionalProperties": false
+    })
+}
+
+const REPORT: &str = r#"{"files": 1, "summary": "one file, a.txt"}"#;
+
+impl Rig {
+    async fn typed() -> Self {
+        Self::with(Script::new(vec![Turn::text(REPORT)])).await
+    }
+
+    /// What a client of the `typed` scenario must have seen: the answer as JSON in `output` and
+    /// as text, validated by the SDK against a self-contained declared schema whose validator
+    /// refuses a broken copy; the model asked natively; the bad schema refused, with one session
+    /// in the store, the typed task's.
+    fn check_typed(&self, out: &Value) {
+        let declared = &out["output_schema"];
+        assert_eq!(declared["type"], "object", "{out}");
+        assert!(!declared.to_string().contains("$ref"), "{declared}");
+        let typed = &out["typed"];
+        assert_eq!(typed["is_error"], false, "{out}");
+        assert_eq!(typed["structured"]["output"], json!({"files": 1, "summary": "one file, a.txt"}));
+        assert_eq!(typed["structured"]["end"], "completed");
+        assert_eq!(typed["text"][0], r#"{"files":1,"summary":"one file, a.txt"}"#, "the text is the JSON");
+        let refused =
+            out["broken_refused"].as_str().unwrap_or_else(|| panic!("the SDK accepted a broken copy: {out}"));
+        assert!(
+            refused.contains("end") || refused.contains("enum") || refused.contains("finished"),
+            "{refused}"
+        );
+        let bad = &out["bad"];
+        assert_eq!(bad["is_error"], true, "{out}");
+        let message = bad["text"][0].as_str().unwrap();
+        assert!(message.contains("invalid `output_schema`") && message.contains("JSON Schema"), "{message}");
+        assert!(bad["structured"].is_null(), "{out}");
+        let requests = self.fake.requests();
+        assert_eq!(requests.len(), 1, "the bad schema cost no model call");
+        assert_eq!(
+            requests[0].body["response_format"],
+            json!({"type": "json_schema", "json_schema": {"name": "output", "schema": report_schema(), "strict": true}})
+        );
+        let out = self.tackle().args(["sessions", "list", "--json"]).output().unwrap();
+        let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let ids: Vec<&str> = list.as_array().unwrap().iter().filter_map(|s| s["id"].as_str()).collect();
+        assert_eq!(ids, [typed["structured"]["session_id"].as_str().unwrap()], "no session for the bad call");
+    }
+}
+
 struct Served(Child, String);
 
 impl Drop for Served {
@@ -194,6 +254,48 @@ async fn the_typescript_sdk_runs_a_task_and_replies_over_http() {
     cmd.arg(peer_script("mcp_serve_client.mjs")).args(["http", &served.1, TOKEN]);
     let out = tokio::task::spawn_blocking(move || run_json(cmd)).await.unwrap();
     rig.check(&out, "alice", true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_validates_a_typed_answer_over_stdio() {
+    let Some(python) = python() else { return };
+    let rig = Rig::typed().await;
+    let mut cmd = rig.client(python);
+    cmd.arg(peer_script("mcp_serve_client.py")).args(["stdio", BIN]).arg(rig.ws.path()).arg("typed");
+    let out = tokio::task::spawn_blocking(move || run_json(cmd)).await.unwrap();
+    rig.check_typed(&out);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_validates_a_typed_answer_over_http() {
+    let Some(python) = python() else { return };
+    let rig = Rig::typed().await;
+    let served = rig.serve_http(&[]);
+    let mut cmd = rig.client(python);
+    cmd.arg(peer_script("mcp_serve_client.py")).args(["http", &served.1, TOKEN, "typed"]);
+    let out = tokio::task::spawn_blocking(move || run_json(cmd)).await.unwrap();
+    rig.check_typed(&out);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_typescript_sdk_validates_a_typed_answer_over_stdio() {
+    let Some(()) = typescript() else { return };
+    let rig = Rig::typed().await;
+    let mut cmd = rig.client("node");
+    cmd.arg(peer_script("mcp_serve_client.mjs")).args(["stdio", BIN]).arg(rig.ws.path()).arg("typed");
+    let out = tokio::task::spawn_blocking(move || run_json(cmd)).await.unwrap();
+    rig.check_typed(&out);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_typescript_sdk_validates_a_typed_answer_over_http() {
+    let Some(()) = typescript() else { return };
+    let rig = Rig::typed().await;
+    let served = rig.serve_http(&[]);
+    let mut cmd = rig.client("node");
+    cmd.arg(peer_script("mcp_serve_client.mjs")).args(["http", &served.1, TOKEN, "typed"]);
+    let out = tokio::task::spawn_blocking(move || run_json(cmd)).await.unwrap();
+    rig.check_typed(&out);
 }
 
 /// The Inspector CLI's directory. It reads its own package.json by a path relative to the

@@ -10,9 +10,11 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use serde::Deserialize;
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tackle_agent::{Agent, NewSessionOptions, Session, TurnInput};
+use tackle_agent::{Agent, NewSessionOptions, OutputSchema, Session, TurnInput};
 use tackle_protocol::{SessionId, ToolCallId, ToolInput, ToolUse, TurnEnd};
 use tackle_tools::{ApprovalPolicy, CallOptions, PermissionMode, ToolContext};
 
@@ -24,6 +26,8 @@ use crate::progress::Progress;
 const TASK_TOOL: &str = "tackle";
 /// The tool that continues a session.
 const REPLY_TOOL: &str = "tackle_reply";
+/// The name an `output_schema` is sent under where the provider names the format.
+const OUTPUT_SCHEMA_NAME: &str = "output";
 /// The owner of sessions started without authentication (stdio, a loopback HTTP server
 /// without tokens), as in `tackle serve`.
 const LOCAL_USER: &str = "local";
@@ -63,27 +67,126 @@ pub struct TackleMcp {
     tool_session: Arc<tokio::sync::Mutex<Option<SessionId>>>,
 }
 
-/// Arguments of `tackle`.
-#[derive(Debug, Deserialize)]
+/// Arguments of `tackle`. Its doc comments are the tool's input schema (schemars), so what the
+/// client is told and what is parsed are one declaration.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct TaskArgs {
+    /// The task, as you would tell a person.
     prompt: String,
-    #[serde(default)]
+    /// A model of the server's provider (default: the server's).
     model: Option<String>,
+    /// Permission mode of the session: what runs without confirmation.
+    mode: Option<Mode>,
+    /// A JSON Schema (an object) the final answer must match; it is then in `output`, validated.
     #[serde(default)]
-    mode: Option<String>,
+    #[schemars(schema_with = "json_schema_object")]
+    output_schema: Option<Value>,
 }
 
 /// Arguments of `tackle_reply`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct ReplyArgs {
+    /// The session_id a tackle call returned.
     session_id: String,
+    /// The next message to the agent.
     prompt: String,
+    /// A JSON Schema (an object) this turn's final answer must match, as in `tackle`.
+    #[serde(default)]
+    #[schemars(schema_with = "json_schema_object")]
+    output_schema: Option<Value>,
+}
+
+/// The permission modes a task may ask for (`PermissionMode`'s names; its aliases, Claude
+/// Code's among them, are taken too but not advertised).
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+enum Mode {
+    Default,
+    #[serde(alias = "acceptEdits", alias = "accept_edits")]
+    AcceptEdits,
+    Plan,
+    #[serde(alias = "bypassPermissions")]
+    Bypass,
+}
+
+impl From<Mode> for PermissionMode {
+    fn from(mode: Mode) -> Self {
+        match mode {
+            Mode::Default => Self::Default,
+            Mode::AcceptEdits => Self::AcceptEdits,
+            Mode::Plan => Self::Plan,
+            Mode::Bypass => Self::Bypass,
+        }
+    }
+}
+
+/// What `tackle` and `tackle_reply` return as `structuredContent`: this value serialized is the
+/// content sent, and its schema (schemars, serialize contract) is the tools' declared
+/// `outputSchema`, so the two cannot drift.
+#[derive(Debug, Serialize, JsonSchema)]
+struct Answer {
+    /// The session; continue it with tackle_reply.
+    session_id: String,
+    /// The final answer of the turn (with `output_schema`, the JSON answer as text).
+    answer: String,
+    /// How the turn ended.
+    end: End,
+    /// Model calls the turn took.
+    steps: u32,
+    /// With `output_schema`: the final answer, validated against that schema.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output: Option<Value>,
+    /// Why the turn failed or stopped short.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<Failure>,
+}
+
+/// How a turn ended (`TurnEnd`'s names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum End {
+    Completed,
+    MaxSteps,
+    Cancelled,
+    Failed,
+}
+
+impl From<TurnEnd> for End {
+    fn from(end: TurnEnd) -> Self {
+        match end {
+            TurnEnd::Completed => Self::Completed,
+            TurnEnd::MaxSteps => Self::MaxSteps,
+            TurnEnd::Cancelled => Self::Cancelled,
+            TurnEnd::Failed => Self::Failed,
+        }
+    }
+}
+
+impl End {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::MaxSteps => "max_steps",
+            Self::Cancelled => "cancelled",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+/// A turn's failure, as the sessions API reports it.
+#[derive(Debug, Serialize, JsonSchema)]
+struct Failure {
+    /// Why, stable for machines (`output_invalid`, `max_steps`, `rate_limited`, ...).
+    code: String,
+    /// What happened.
+    message: String,
 }
 
 /// A call that cannot run as asked: the client's model reads the message (a tool error result,
 /// so it can correct the call).
+#[derive(Debug)]
 struct Refusal(String);
 
 impl Refusal {
@@ -162,12 +265,11 @@ impl TackleMcp {
         ctx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, Refusal> {
         check_prompt(&args.prompt)?;
+        let output_schema = output_schema(args.output_schema)?;
         let agent = self.agent_for(args.model.as_deref())?;
-        let mode = match args.mode.as_deref() {
-            Some(text) => {
-                let mode: PermissionMode = text.parse().map_err(|e| {
-                    Refusal(format!("{e}; `mode` is one of default, accept-edits, plan, bypass"))
-                })?;
+        let mode = match args.mode {
+            Some(mode) => {
+                let mode = PermissionMode::from(mode);
                 agent.mode_available(mode).map_err(|e| Refusal(e.to_string()))?;
                 Some(mode)
             }
@@ -180,7 +282,7 @@ impl TackleMcp {
         if let Some(mode) = mode {
             session.set_mode(mode).await.map_err(|e| Refusal(e.to_string()))?;
         }
-        self.run_turn(&mut session, args.prompt, ctx).await
+        self.run_turn(&mut session, args.prompt, output_schema, ctx).await
     }
 
     async fn reply(
@@ -189,6 +291,7 @@ impl TackleMcp {
         ctx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, Refusal> {
         check_prompt(&args.prompt)?;
+        let output_schema = output_schema(args.output_schema)?;
         let unknown = || {
             Refusal(format!("no session {:?}: pass the session_id a `tackle` call returned", args.session_id))
         };
@@ -210,20 +313,25 @@ impl TackleMcp {
             .open_session(&record.id)
             .await
             .map_err(|e| Refusal(format!("cannot open session {}: {e}", record.id)))?;
-        self.run_turn(&mut session, args.prompt, ctx).await
+        self.run_turn(&mut session, args.prompt, output_schema, ctx).await
     }
 
     /// One turn of `session` for the client of `ctx`: its progress token gets progress, its
     /// cancellation cancels the turn, its confirmations are asked of it when it can answer.
+    /// With `output_schema` the answer must match it (`TurnInput::output_schema`, as `tackle run
+    /// --output-schema` and the sessions API ask), else the result is an error.
     async fn run_turn(
         &self,
         session: &mut Session,
         prompt: String,
+        output_schema: Option<OutputSchema>,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, Refusal> {
         let id = session.id().clone();
         let _running = self.start(&id)?;
+        let typed = output_schema.is_some();
         let mut input = TurnInput::new(prompt);
+        input.output_schema = output_schema;
         let _asking = if can_elicit(ctx) {
             Some(self.shared.approvals.register(id.clone(), ctx.peer.clone()))
         } else {
@@ -234,29 +342,19 @@ impl TackleMcp {
         let outcome = session.run_turn(input, progress.sink(), &ctx.ct).await;
         progress.finish().await;
         let outcome = outcome.map_err(|e| Refusal(format!("the turn of session {id} failed: {e}")))?;
-        let end = turn_end(outcome.end);
-        let structured = json!({
-            "session_id": outcome.session_id,
-            "answer": outcome.text,
-            "end": end,
-            "steps": outcome.steps,
-        });
-        let note = format!("[session_id: {} (continue it with tackle_reply)]", outcome.session_id);
-        let mut result = match (&outcome.end, &outcome.error) {
-            (TurnEnd::Failed | TurnEnd::Cancelled, failure) => {
-                let why = failure.as_ref().map_or_else(|| end.to_owned(), |f| f.to_string());
-                CallToolResult::error(vec![
-                    ContentBlock::text(format!("the task did not finish ({end}): {why}")),
-                    ContentBlock::text(note),
-                ])
-            }
-            _ => CallToolResult::success(vec![
-                ContentBlock::text(outcome.text.clone()),
-                ContentBlock::text(note),
-            ]),
+        let end = End::from(outcome.end);
+        let answer = Answer {
+            session_id: outcome.session_id.to_string(),
+            answer: outcome.text,
+            end,
+            steps: outcome.steps,
+            output: outcome.output,
+            error: outcome
+                .error
+                .as_ref()
+                .map(|f| Failure { code: f.code().as_str().to_owned(), message: f.to_string() }),
         };
-        result.structured_content = Some(structured);
-        Ok(result)
+        Ok(answer_result(answer, typed))
     }
 
     /// Marks `session` running until the guard drops; refuses a second turn on it.
@@ -349,57 +447,149 @@ fn check_prompt(prompt: &str) -> Result<(), Refusal> {
     Ok(())
 }
 
-fn turn_end(end: TurnEnd) -> &'static str {
-    match end {
-        TurnEnd::Completed => "completed",
-        TurnEnd::MaxSteps => "max_steps",
-        TurnEnd::Cancelled => "cancelled",
-        TurnEnd::Failed => "failed",
-    }
+/// The call's result for `answer`: the answer (with `output_schema`, its JSON) and a note naming
+/// the session as text, `answer` itself as `structuredContent`. A turn that failed, was
+/// cancelled or, asked for `output_schema`, gave no valid answer is an error result whose text
+/// names the failure's code.
+fn answer_result(answer: Answer, typed: bool) -> CallToolResult {
+    let note = format!("[session_id: {} (continue it with tackle_reply)]", answer.session_id);
+    let failed = matches!(answer.end, End::Failed | End::Cancelled) || (typed && answer.output.is_none());
+    let first = if failed {
+        let end = answer.end.as_str();
+        let why = match &answer.error {
+            Some(f) => format!("{}: {}", f.code, f.message),
+            None if typed => "no answer matching `output_schema`".to_owned(),
+            None => end.to_owned(),
+        };
+        format!("the task did not finish ({end}): {why}")
+    } else {
+        answer.answer.clone()
+    };
+    let content = vec![ContentBlock::text(first), ContentBlock::text(note)];
+    let mut result = if failed { CallToolResult::error(content) } else { CallToolResult::success(content) };
+    // `Answer` serializes to an object of strings and numbers: this cannot fail.
+    result.structured_content = serde_json::to_value(&answer).ok();
+    result
 }
 
-fn object(value: Value) -> JsonObject {
-    match value {
+/// `output_schema`, checked before anything runs: a refusal naming the argument when it is not
+/// a JSON Schema object that compiles.
+fn output_schema(schema: Option<Value>) -> Result<Option<OutputSchema>, Refusal> {
+    schema.map(|s| OutputSchema::new(OUTPUT_SCHEMA_NAME, s)).transpose().map_err(|e| {
+        Refusal(format!(
+            "invalid `output_schema`: {e}. Pass a JSON Schema object for the final answer, e.g. \
+             {{\"type\": \"object\", \"properties\": {{\"ok\": {{\"type\": \"boolean\"}}}}, \"required\": [\"ok\"]}}, \
+             or leave `output_schema` out for a prose answer"
+        ))
+    })
+}
+
+/// `output_schema`'s declared schema: any JSON object (the JSON Schema is checked when called).
+fn json_schema_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "object"})
+}
+
+/// The JSON Schema of `T` as MCP clients read it: an object at the root, subschemas inlined (no
+/// `$ref` or `$defs` for a client's validator to resolve), no `$schema` (clients take 2020-12 by
+/// default; the TypeScript SDK's Ajv rejects a `$schema` it was not set up for), optional fields
+/// absent rather than `null`, integers without schemars' own formats (`uint32`, which a strict
+/// validator refuses as unknown), and without the root's title and description.
+fn schema_of<T: JsonSchema>(settings: SchemaSettings) -> JsonObject {
+    let generator = settings
+        .with(|s| {
+            s.inline_subschemas = true;
+            s.meta_schema = None;
+        })
+        .into_generator();
+    let mut schema = generator.into_root_schema_for::<T>().to_value();
+    drop_null_of_optional(&mut schema);
+    let mut schema = match schema {
         Value::Object(map) => map,
-        _ => JsonObject::new(),
+        // A derived struct's schema is always an object.
+        _ => JsonObject::from_iter([("type".to_owned(), json!("object"))]),
+    };
+    schema.remove("title");
+    schema.remove("description");
+    schema
+}
+
+/// schemars lets an `Option` field be `null`; here an optional field is one left out (the
+/// arguments take `null` as absent, the answer never sends it), so each property that is not
+/// required loses its `null`: from `type`, from `enum`, its `default`, or the `anyOf` branch.
+/// Integer formats go too.
+fn drop_null_of_optional(schema: &mut Value) {
+    let Value::Object(map) = schema else { return };
+    if map
+        .get("format")
+        .and_then(Value::as_str)
+        .is_some_and(|f| f.starts_with("int") || f.starts_with("uint"))
+    {
+        map.remove("format");
+    }
+    let required: Vec<String> = map
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .unwrap_or_default();
+    if let Some(Value::Object(properties)) = map.get_mut("properties") {
+        for (name, property) in properties.iter_mut() {
+            if !required.contains(name) {
+                drop_null(property);
+            }
+            drop_null_of_optional(property);
+        }
+    }
+    if let Some(items) = map.get_mut("items") {
+        drop_null_of_optional(items);
     }
 }
 
-/// What `tackle` and `tackle_reply` return as `structuredContent`.
+fn drop_null(schema: &mut Value) {
+    let Value::Object(map) = schema else { return };
+    if let Some(Value::Array(branches)) = map.get("anyOf")
+        && branches.len() == 2
+        && let Some(other) = branches.iter().find(|b| b.get("type") != Some(&json!("null")))
+        && branches.iter().any(|b| b.get("type") == Some(&json!("null")))
+        && let Value::Object(other) = other.clone()
+    {
+        map.remove("anyOf");
+        for (key, value) in other {
+            map.entry(key).or_insert(value);
+        }
+    }
+    if let Some(Value::Array(types)) = map.get_mut("type") {
+        types.retain(|t| t != "null");
+        if let [only] = types.as_slice() {
+            let only = only.clone();
+            map.insert("type".to_owned(), only);
+        }
+    }
+    if let Some(Value::Array(values)) = map.get_mut("enum") {
+        values.retain(|v| !v.is_null());
+    }
+    if map.get("default").is_some_and(Value::is_null) {
+        map.remove("default");
+    }
+}
+
+/// The tools' input schema for arguments of type `T` (what `T` accepts).
+fn input_schema<T: JsonSchema>() -> JsonObject {
+    schema_of::<T>(SchemaSettings::draft2020_12().for_deserialize())
+}
+
+/// The tools' output schema: what [`Answer`] serializes to.
 fn answer_schema() -> JsonObject {
-    object(json!({
-        "type": "object",
-        "properties": {
-            "session_id": {"type": "string", "description": "The session; continue it with tackle_reply."},
-            "answer": {"type": "string", "description": "The final answer of the turn."},
-            "end": {"type": "string", "enum": ["completed", "max_steps", "cancelled", "failed"]},
-            "steps": {"type": "integer", "description": "Model calls the turn took."}
-        },
-        "required": ["session_id", "answer", "end", "steps"]
-    }))
+    schema_of::<Answer>(SchemaSettings::draft2020_12().for_serialize())
 }
 
 fn task_tool() -> Tool {
-    let schema = object(json!({
-        "type": "object",
-        "properties": {
-            "prompt": {"type": "string", "description": "The task, as you would tell a person."},
-            "model": {"type": "string", "description": "A model of the server's provider (default: the server's)."},
-            "mode": {
-                "type": "string",
-                "enum": ["default", "accept-edits", "plan", "bypass"],
-                "description": "Permission mode of the session: what runs without confirmation."
-            }
-        },
-        "required": ["prompt"],
-        "additionalProperties": false
-    }));
     let mut tool = Tool::new(
         TASK_TOOL,
         "Run a task with a Tackle agent in a new session, in the server's workspace, with its tools \
          (files, shell, search, its MCP servers). Returns the agent's final answer and the session id; \
-         continue the conversation with tackle_reply.",
-        schema,
+         continue the conversation with tackle_reply. With output_schema, the answer is JSON matching \
+         it, in `output`.",
+        input_schema::<TaskArgs>(),
     );
     tool.output_schema = Some(Arc::new(answer_schema()));
     tool.annotations = Some(ToolAnnotations::new().read_only(false).destructive(true).open_world(true));
@@ -407,19 +597,10 @@ fn task_tool() -> Tool {
 }
 
 fn reply_tool() -> Tool {
-    let schema = object(json!({
-        "type": "object",
-        "properties": {
-            "session_id": {"type": "string", "description": "The session_id a tackle call returned."},
-            "prompt": {"type": "string", "description": "The next message to the agent."}
-        },
-        "required": ["session_id", "prompt"],
-        "additionalProperties": false
-    }));
     let mut tool = Tool::new(
         REPLY_TOOL,
         "Continue a Tackle session with another message; returns the agent's answer.",
-        schema,
+        input_schema::<ReplyArgs>(),
     );
     tool.output_schema = Some(Arc::new(answer_schema()));
     tool.annotations = Some(ToolAnnotations::new().read_only(false).destructive(true).open_world(true));
@@ -480,3 +661,7 @@ impl ServerHandler for TackleMcp {
         Ok(outcome.unwrap_or_else(Refusal::result).into())
     }
 }
+
+#[cfg(test)]
+#[path = "handler_tests.rs"]
+mod tests;

@@ -8,6 +8,9 @@
 //!   [`Session::run_turn`](tackle_agent::Session::run_turn) every front end uses, so the session
 //!   is in the configured store (`tackle sessions show ID`);
 //! - `tackle_reply`: one more turn in such a session;
+//! - both take an optional `output_schema` (a JSON Schema): the turn's final answer must match
+//!   it ([`OutputSchema`](tackle_agent::OutputSchema), as `tackle run --output-schema` asks), and
+//!   the result's `structuredContent.output` carries it;
 //! - with [`McpServeOptions::expose_tools`], Tackle's own tools, each call through the agent's
 //!   executor (hooks, approvals, sandbox, output caps), as in a run.
 //!

@@ -1,7 +1,9 @@
 //! [`TackleMcp`] against an rmcp client in the same process (over an in-memory pipe) and the
 //! scripted fake model: `notifications/cancelled` stops the turn it names, and a call that needs
 //! confirmation is asked of the client through elicitation (declined: the call is refused with
-//! Tackle's error envelope and nothing runs; accepted: it runs).
+//! Tackle's error envelope and nothing runs; accepted: it runs); `output_schema` gives a typed
+//! answer whose structured content matches the declared `outputSchema`, and a bad one is refused
+//! before any session exists.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -205,4 +207,78 @@ async fn notifications_cancelled_stops_the_turn() {
 async fn sessions(rig: &Rig) -> Vec<String> {
     let list = rig.store.sessions().list(tackle_store::SessionFilter::default()).await.unwrap();
     list.into_iter().map(|s| s.id.to_string()).collect()
+}
+
+fn report_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"files": {"type": "integer"}, "summary": {"type": "string"}},
+        "required": ["files", "summary"],
+        "additionalProperties": false
+    })
+}
+
+#[tokio::test]
+async fn output_schema_gives_a_typed_answer_that_matches_the_declared_output_schema() {
+    let script = Script::new(vec![
+        Turn::text(r#"{"files": 1, "summary": "one file"}"#),
+        // The reply's answer is invalid twice: repaired once, then the turn fails.
+        Turn::text(r#"{"files": "one"}"#),
+        Turn::text(r#"{"files": 2}"#),
+    ]);
+    let rig = Rig::new(script, ElicitationAction::Decline).await;
+    let tools = rig.client.list_tools(None).await.unwrap();
+    let declared = |name: &str| {
+        let tool = tools.tools.iter().find(|t| t.name == name).unwrap();
+        jsonschema::validator_for(&Value::Object(tool.output_schema.as_deref().unwrap().clone())).unwrap()
+    };
+
+    let result =
+        rig.call("tackle", json!({"prompt": "count the files", "output_schema": report_schema()})).await;
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    let sent = result.structured_content.clone().unwrap();
+    assert_eq!(sent["output"], json!({"files": 1, "summary": "one file"}));
+    assert_eq!(text(&result)[0], r#"{"files":1,"summary":"one file"}"#, "the text is the JSON");
+    assert!(declared("tackle").is_valid(&sent), "{sent}");
+    // Asked natively (Chat Completions `response_format`), named `output`.
+    assert_eq!(
+        rig.fake.requests()[0].body["response_format"],
+        json!({"type": "json_schema", "json_schema": {"name": "output", "schema": report_schema(), "strict": true}})
+    );
+
+    let session = sent["session_id"].as_str().unwrap();
+    let reply = rig
+        .call(
+            "tackle_reply",
+            json!({"session_id": session, "prompt": "again", "output_schema": report_schema()}),
+        )
+        .await;
+    assert_eq!(reply.is_error, Some(true), "{reply:?}");
+    let sent = reply.structured_content.clone().unwrap();
+    assert_eq!(sent["error"]["code"], "output_invalid", "{sent}");
+    assert_eq!(sent["end"], "failed");
+    assert!(sent.get("output").is_none());
+    assert!(text(&reply)[0].contains("output_invalid"), "{reply:?}");
+    assert!(declared("tackle_reply").is_valid(&sent), "{sent}");
+    assert_eq!(rig.fake.requests().len(), 3, "one repair round");
+    // A bad schema on a reply is refused before the turn: no model call.
+    let bad =
+        rig.call("tackle_reply", json!({"session_id": session, "prompt": "again", "output_schema": 7})).await;
+    assert_eq!(bad.is_error, Some(true), "{bad:?}");
+    assert!(text(&bad)[0].contains("invalid `output_schema`"), "{bad:?}");
+    assert_eq!(rig.fake.requests().len(), 3);
+}
+
+#[tokio::test]
+async fn a_bad_output_schema_is_a_tool_error_before_any_session() {
+    let rig = Rig::new(Script::new(vec![Turn::text("never")]), ElicitationAction::Decline).await;
+    for bad in [json!({"type": "objekt"}), json!("type: object"), json!(["object"])] {
+        let result = rig.call("tackle", json!({"prompt": "count the files", "output_schema": bad})).await;
+        assert_eq!(result.is_error, Some(true), "{bad}: {result:?}");
+        let message = &text(&result)[0];
+        assert!(message.contains("invalid `output_schema`") && message.contains("JSON Schema"), "{message}");
+        assert!(result.structured_content.is_none());
+    }
+    assert!(sessions(&rig).await.is_empty(), "no session was created");
+    assert!(rig.fake.requests().is_empty(), "no model call");
 }
