@@ -98,7 +98,7 @@ pub fn document() -> Value {
                     {"type": "null"},
                     {"type": "object", "properties": {
                         "format": response_format_schema(false),
-                        "verbosity": {"enum": ["low", "medium", "high"]},
+                        "verbosity": {"type": "string", "description": "Accepted and echoed; not applied"},
                     }},
                 ],
             });
