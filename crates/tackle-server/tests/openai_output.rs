@@ -321,3 +321,32 @@ async fn the_official_sdks_parse_helpers_read_agent_modes_answers() {
         (Some("json_schema"), Some(true))
     );
 }
+
+/// A structured answer is sent whole at the end, so a turn says nothing for a while: the stream
+/// carries SSE heartbeat comments meanwhile (which SDKs skip), and the content still parses.
+#[tokio::test]
+async fn a_silent_structured_turn_streams_heartbeats_until_the_json() {
+    let answer = r#"{"city": "Oslo", "population": 1}"#;
+    let h = Harness::new(Script::new(vec![Turn::text(answer), Turn::text(answer)])).await;
+    let slow = || tackle_testkit::Fault::Latency { ms: 700 };
+    let chat = json!({"model": "tackle-agent", "stream": true, "messages": [{"role": "user", "content": "city?"}],
+        "response_format": chat_format()});
+    let responses = json!({"model": "tackle-agent", "stream": true, "input": "city?", "text": {"format": responses_format()}});
+    for (path, body) in [("/v1/chat/completions", chat), ("/v1/responses", responses)] {
+        h.fake.push_fault(slow());
+        let (status, bytes) = h.call_raw(Method::POST, path, None, Some(body.to_string())).await;
+        assert_eq!(status, StatusCode::OK, "{path}");
+        let text = String::from_utf8(bytes).unwrap();
+        let beat = text.find(": heartbeat").unwrap_or_else(|| panic!("{path}: no heartbeat in {text}"));
+        let json = text.find("Oslo").unwrap();
+        assert!(beat < json, "{path}: the heartbeats come while the turn is silent: {text}");
+        let streamed = match path {
+            "/v1/responses" => responses_stream(&Value::String(text.clone())).0,
+            _ => chat_content(&Value::String(text.clone())),
+        };
+        assert_eq!(
+            serde_json::from_str::<Value>(&streamed).unwrap(),
+            json!({"city": "Oslo", "population": 1})
+        );
+    }
+}

@@ -909,6 +909,7 @@ async fn run_agent(
         header.keep(&state, Some(&session_id), &added, &output).await?;
         return Ok(Json(header.object(end.status(), &end, output, Some(&outcome.usage))).into_response());
     }
+    let heartbeat = shared::heartbeat(&state);
     let stream = async_stream(move |tx| async move {
         let mut out = EventWriter::new(tx, header.clone());
         let mut events = UnboundedReceiverStream::new(turn.events);
@@ -959,7 +960,7 @@ async fn run_agent(
         }
         out.end(&end, Some(&usage));
     });
-    Ok(Sse::new(stream).into_response())
+    Ok(Sse::new(stream).keep_alive(heartbeat).into_response())
 }
 
 /// Why the last step of a turn stopped.
