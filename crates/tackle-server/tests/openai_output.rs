@@ -292,6 +292,22 @@ async fn the_gateway_forwards_the_format_natively() {
     assert_eq!(body["output"][0]["content"][0]["text"], city);
     assert_eq!(h.fake.requests()[0].body["text"], json!({"format": responses_format()}));
 
+    // Codex models answer in free text: refused by name too.
+    let codex = json!({"model": "codex/gpt-5", "messages": [{"role": "user", "content": "x"}], "response_format": chat_format()});
+    let (status, error) = h.call(Method::POST, "/v1/chat/completions", None, Some(codex)).await;
+    assert_eq!(
+        (status, &error["error"]["param"]),
+        (StatusCode::BAD_REQUEST, &json!("response_format")),
+        "{error}"
+    );
+    let codex = json!({"model": "codex/gpt-5", "input": "x", "text": {"format": responses_format()}});
+    let (status, error) = h.call(Method::POST, "/v1/responses", None, Some(codex)).await;
+    assert_eq!(
+        (status, &error["error"]["param"]),
+        (StatusCode::BAD_REQUEST, &json!("text.format")),
+        "{error}"
+    );
+
     // A provider that cannot constrain its answer: refused by name, not forwarded without it.
     let h = Harness::with_provider(Script::new(vec![Turn::text(city)]), Vec::new(), ProviderKind::Anthropic)
         .await;
