@@ -77,6 +77,7 @@ pub fn document() -> Value {
             chat["messages"] = chat_messages_schema();
             chat["tools"] = chat_tools_schema();
             chat["tool_choice"] = tool_choice_schema();
+            chat["response_format"] = response_format_schema(true);
         }
         if let Some(responses) = schemas.get_mut("ResponsesRequest").and_then(|c| c.get_mut("properties")) {
             responses["input"] = json!({
@@ -87,6 +88,17 @@ pub fn document() -> Value {
                     {"type": "array", "items": {
                         "type": "object",
                         "anyOf": [{"required": ["type"]}, {"required": ["role"]}],
+                    }},
+                ],
+            });
+            responses["text"] = json!({
+                "description": "The answer's format (echoed in the response): with the agent model, a JSON \
+                    format is the turn's output schema and the output message is only the validated JSON",
+                "oneOf": [
+                    {"type": "null"},
+                    {"type": "object", "properties": {
+                        "format": response_format_schema(false),
+                        "verbosity": {"type": "string", "description": "Accepted and echoed; not applied"},
                     }},
                 ],
             });
@@ -287,6 +299,41 @@ fn chat_tools_schema() -> Value {
                 },
             },
         },
+    })
+}
+
+/// Chat Completions' `response_format` (`nested`: the schema's fields under `json_schema`) or
+/// Responses' `text.format` (flat). A schema that is not a valid JSON Schema object, or a name
+/// outside the pattern, is a 400 naming the field.
+fn response_format_schema(nested: bool) -> Value {
+    let fields = json!({
+        "name": {"type": "string", "pattern": "^[a-zA-Z0-9_-]{1,64}$"},
+        "description": {"type": "string"},
+        "schema": {"type": "object", "description": "The JSON Schema the answer must match"},
+        "strict": {"type": ["boolean", "null"]},
+    });
+    let json_schema = if nested {
+        json!({
+            "type": "object", "required": ["type", "json_schema"],
+            "properties": {
+                "type": {"const": "json_schema"},
+                "json_schema": {"type": "object", "required": ["name", "schema"], "properties": fields},
+            },
+        })
+    } else {
+        let mut properties = fields;
+        properties["type"] = json!({"const": "json_schema"});
+        json!({"type": "object", "required": ["type", "name", "schema"], "properties": properties})
+    };
+    json!({
+        "description": "`text` (the default), `json_object` (any JSON object) or `json_schema` (structured output). \
+            Forwarded natively to a provider model; with the agent model, the agent's final answer must match it \
+            (its tools still run first), validated and repaired once, else the turn fails `output_invalid` (502).",
+        "oneOf": [
+            {"type": "null"},
+            {"type": "object", "required": ["type"], "properties": {"type": {"enum": ["text", "json_object"]}}},
+            json_schema,
+        ],
     })
 }
 

@@ -45,7 +45,8 @@ impl Harness {
         Self::configured(script, tokens, |_| {}).await
     }
 
-    /// A server whose agent and gateway speak `kind` (Chat Completions or Responses) to the fake.
+    /// A server whose agent and gateway speak `kind` (Chat Completions, Responses or Anthropic
+    /// Messages) to the fake.
     pub async fn with_provider(script: Script, tokens: Vec<UserToken>, kind: ProviderKind) -> Self {
         Self::build(script, tokens, kind, |_| {}).await
     }
@@ -89,12 +90,15 @@ impl Harness {
         let store = Store::open(&db.path().join("tackle.db")).await.unwrap();
         let approvals = ApprovalQueue::default();
         let retry = RetryPolicy { max_retries: 0, ..RetryPolicy::default() };
-        let config = ProviderConfig::new(kind)
-            .with_base_url(format!("{}/v1", fake.base_url()))
-            .with_api_key("sk-test")
-            .with_retry(retry);
+        // Anthropic's base URL has no `/v1` (its client adds `/v1/messages`).
+        let base = match kind {
+            ProviderKind::Anthropic => fake.base_url(),
+            _ => format!("{}/v1", fake.base_url()),
+        };
+        let config = ProviderConfig::new(kind).with_base_url(base).with_api_key("sk-test").with_retry(retry);
         let provider: Arc<dyn Provider> = match kind {
             ProviderKind::OpenaiResponses => Arc::new(OpenAiResponses::new(config).unwrap()),
+            ProviderKind::Anthropic => Arc::new(tackle_provider::Anthropic::new(config).unwrap()),
             _ => Arc::new(OpenAiChat::with_dialect(config, OpenAiDialect::OpenAi).unwrap()),
         };
         let builder = Agent::builder(provider)

@@ -5,6 +5,11 @@
 //! native form) and returns the model's `tool_calls`; the client runs them. Without `tools` and
 //! with the agent model name (`tackle-agent` by default), the server runs its own agent with its
 //! own tools and streams the final answer as `delta.content`.
+//!
+//! `response_format` (`json_schema`, `json_object`) is forwarded natively by the gateway; in
+//! agent mode it is the turn's output schema: the agent still runs its tools, and the answer is
+//! only the validated JSON (streamed as the content once the turn has it; the steps' text is not
+//! streamed, since a client parses the content as JSON).
 
 use axum::Json;
 use axum::extract::State;
@@ -22,7 +27,7 @@ use utoipa::ToSchema;
 
 use super::chat_wire::*;
 pub use super::shared::OpenAiError;
-use super::shared::{self, AgentTurn, Gateway, async_stream, now_secs};
+use super::shared::{self, AgentTurn, AnswerFormat, Gateway, async_stream, now_secs};
 use crate::auth::User;
 use crate::json::ValidJson;
 use crate::{ApiError, AppState};
@@ -83,7 +88,15 @@ pub async fn chat_completions(
             ApiError::invalid_field("messages", "messages is empty; send at least one user message").into()
         );
     }
+    let format = AnswerFormat::of_chat(request.response_format.as_ref());
     if request.model.starts_with(super::codex_bridge::MODEL_PREFIX) {
+        if format.is_some() {
+            return Err(ApiError::invalid_field(
+                "response_format",
+                "models codex/<model> answer in free text: send no response_format, or use the agent or a provider model",
+            )
+            .into());
+        }
         return super::codex_bridge::chat_completions(state, user, request).await;
     }
     if request.model == state.config().agent_model {
@@ -99,14 +112,21 @@ pub async fn chat_completions(
         }
         // The agent picks its own tools; a tool_choice is still checked, not silently dropped.
         shared::tool_choice(request.tool_choice.as_ref(), &[])?;
-        return run_agent(state, user, request).await;
+        // A bad schema is refused before any session is written or model called.
+        let output = format.map(|f| f.output_schema()).transpose()?;
+        return run_agent(state, user, request, output).await;
     }
     shared::check_gateway_model(&state, &request.model)?;
-    gateway(state, request).await
+    let output = format.map(|f| f.gateway(&state)).transpose()?;
+    gateway(state, request, output).await
 }
 
 /// Forwards a request to the provider and answers in OpenAI's shape.
-async fn gateway(state: AppState, chat: ChatRequest) -> Result<Response, OpenAiError> {
+async fn gateway(
+    state: AppState,
+    chat: ChatRequest,
+    output: Option<tackle_protocol::OutputFormat>,
+) -> Result<Response, OpenAiError> {
     let (system, messages) = convert_messages(&chat.messages)?;
     if messages.is_empty() {
         return Err(ApiError::invalid_field(
@@ -128,6 +148,7 @@ async fn gateway(state: AppState, chat: ChatRequest) -> Result<Response, OpenAiE
         temperature: chat.temperature,
         parallel_tool_calls: chat.parallel_tool_calls,
         prompt_cache_key: chat.prompt_cache_key.clone(),
+        output,
     }
     .into_request();
     let provider = state.agent().provider().clone();
@@ -146,8 +167,13 @@ async fn gateway(state: AppState, chat: ChatRequest) -> Result<Response, OpenAiE
 }
 
 /// Runs Tackle's own agent on the conversation: earlier messages become the session's history,
-/// the last user message is the turn.
-async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<Response, OpenAiError> {
+/// the last user message is the turn. With `output`, the answer is only the turn's validated JSON.
+async fn run_agent(
+    state: AppState,
+    user: String,
+    chat: ChatRequest,
+    output: Option<tackle_agent::OutputSchema>,
+) -> Result<Response, OpenAiError> {
     let (_, messages) = convert_messages(&chat.messages)?;
     let Some(last) = messages.last().filter(|m| m.role == Role::User) else {
         return Err(ApiError::invalid_field(
@@ -160,7 +186,8 @@ async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<R
     let history = shared::text_history(&messages[..messages.len() - 1]);
     let session = shared::new_agent_session(&state, &user, history).await?;
     let session_id = session.id().as_str().to_owned();
-    let turn = AgentTurn::start(&state, session, prompt).await?;
+    let structured = output.is_some();
+    let turn = AgentTurn::start(&state, session, prompt, output).await?;
     let id = completion_id();
     let created = now_secs();
     let model = chat.model.clone();
@@ -177,8 +204,10 @@ async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<R
         // its step limit or whose answer was cut off ends `length`, as streaming says.
         let cut = outcome.end == tackle_protocol::TurnEnd::MaxSteps
             || matches!(outcome.error, Some(tackle_agent::TurnFailure::Truncated { .. }));
+        // Structured: only the validated JSON (a turn that ended without one says nothing).
+        let text = if structured { shared::json_answer(&outcome) } else { texts.joined() };
         let response = ModelResponse {
-            content: vec![ContentBlock::text(texts.joined())],
+            content: vec![ContentBlock::text(text)],
             usage: outcome.usage,
             stop_reason: if cut { StopReason::MaxTokens } else { StopReason::EndTurn },
             ..ModelResponse::default()
@@ -190,7 +219,8 @@ async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<R
     let chunks = async_stream(move |tx| async move {
         let out = ChunkWriter { tx, id, created, model, include_usage };
         out.start();
-        let mut events = UnboundedReceiverStream::new(turn.events);
+        let AgentTurn { task, events } = turn;
+        let mut events = UnboundedReceiverStream::new(events);
         let mut usage = Usage::default();
         let mut finish = "stop";
         let mut extension = TackleExtension::new(session_id);
@@ -198,8 +228,10 @@ async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<R
         while let Some(event) = events.next().await {
             extension.observe(&event);
             // Only the answer is streamed, its steps as paragraphs; tool activity stays inside
-            // the agent.
-            if let Some(text) = texts.observe(&event) {
+            // the agent. A structured answer is streamed once validated, below.
+            if let Some(text) = texts.observe(&event)
+                && !structured
+            {
                 out.text(&text);
             }
             match event {
@@ -217,9 +249,19 @@ async fn run_agent(state: AppState, user: String, chat: ChatRequest) -> Result<R
                 _ => {}
             }
         }
+        if structured {
+            // The events end with the turn; its outcome holds the validated answer. A turn that
+            // failed already said why in an error chunk.
+            if let Ok(Ok(outcome)) = task.await {
+                let text = shared::json_answer(&outcome);
+                if !text.is_empty() {
+                    out.text(&text);
+                }
+            }
+        }
         out.finish_with(finish, &usage, Some(&extension));
     });
-    Ok((StatusCode::OK, header, Sse::new(chunks)).into_response())
+    Ok((StatusCode::OK, header, Sse::new(chunks).keep_alive(shared::heartbeat(&state))).into_response())
 }
 
 /// The response header naming the session an agent-mode request ran in.

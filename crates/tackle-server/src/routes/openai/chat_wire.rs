@@ -59,6 +59,13 @@ pub struct ChatRequest {
     pub parallel_tool_calls: Option<bool>,
     /// Prompt cache routing key; defaults to a hash of the tools and system prompt.
     pub prompt_cache_key: Option<String>,
+    /// What the answer must be: `{"type": "text"}` (the default), `{"type": "json_object"}`, or
+    /// `{"type": "json_schema", "json_schema": {"name", "schema", "strict"}}` (structured output).
+    /// Forwarded as is to a provider model; with the agent model, the agent's final answer must
+    /// match the schema (tools still run before it), and the message's content is only that JSON.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub response_format: Option<wire::ResponseFormat<'static>>,
 }
 
 impl ChatRequest {

@@ -9,6 +9,11 @@
 //! send only what is new and name the response it continues (`previous_response_id`); an
 //! agent-mode response continues its session. Only the user who made a response can continue
 //! from it.
+//!
+//! `text.format` (`json_schema`, `json_object`) is forwarded natively by the gateway and echoed
+//! in the response; in agent mode it is the turn's output schema: the agent still runs its tools,
+//! and the output is one message whose text is only the validated JSON (streamed once the turn
+//! has it; the steps' text is not streamed).
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -35,7 +40,9 @@ use tokio_stream::wrappers::UnboundedReceiverStream;
 use utoipa::ToSchema;
 
 use super::read;
-use super::shared::{self, AgentTurn, ClientTool, Gateway, OpenAiError, async_stream, now_secs};
+use super::shared::{
+    self, AgentTurn, AnswerFormat, ClientTool, Gateway, OpenAiError, async_stream, now_secs,
+};
 use crate::auth::User;
 use crate::json::ValidJson;
 use crate::{ApiError, AppState};
@@ -81,6 +88,13 @@ pub struct ResponsesRequest {
     #[serde(default)]
     #[schema(value_type = Object)]
     pub metadata: Option<Value>,
+    /// `{"format": ...}`: `{"type": "text"}` (the default), `{"type": "json_object"}`, or
+    /// `{"type": "json_schema", "name", "schema", "strict"}` (structured output); echoed back.
+    /// Forwarded as is to a provider model; with the agent model, the agent's final answer must
+    /// match the schema (tools still run before it), and the output message is only that JSON.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub text: Option<wire::TextConfig<'static>>,
 }
 
 /// Creates a response (streaming and not). See the module docs for the gateway and agent modes.
@@ -98,6 +112,11 @@ pub async fn create(
 ) -> Result<Response, OpenAiError> {
     let ValidJson(mut request) = body.map_err(read::reword)?;
     let agent = request.tools.is_empty() && request.model == state.config().agent_model;
+    // A bad schema is refused before any session is written or model called.
+    let output = match AnswerFormat::of_responses(request.text.as_ref()) {
+        Some(format) if agent => Some(format.output_schema()?),
+        _ => None,
+    };
     resolve_references(&state, &user, &mut request.input).await?;
     let input = read_input(&request.input, agent)?;
     let previous = match &request.previous_response_id {
@@ -119,7 +138,7 @@ pub async fn create(
     };
     let header = Header::new(&request, &user);
     if agent {
-        return run_agent(state, header, request, input, previous).await;
+        return run_agent(state, header, request, input, previous, output).await;
     }
     gateway(state, header, request, input, previous).await
 }
@@ -148,7 +167,12 @@ impl Header {
             reasoning: EchoReasoning { effort: None, summary: None },
             store,
             temperature: r.temperature,
-            text: TextConfig { format: TextFormat { kind: "text" } },
+            text: wire::TextConfig {
+                format: Some(
+                    r.text.as_ref().and_then(|t| t.format.clone()).unwrap_or(wire::TextFormat::Text),
+                ),
+                verbosity: r.text.as_ref().and_then(|t| t.verbosity.clone()),
+            },
             tool_choice: r.tool_choice.clone().unwrap_or_else(|| Value::from("auto")),
             tools: &r.tools,
             top_p: None,
@@ -315,7 +339,7 @@ struct Echo<'a> {
     reasoning: EchoReasoning,
     store: bool,
     temperature: Option<f32>,
-    text: TextConfig,
+    text: wire::TextConfig<'a>,
     tool_choice: Value,
     tools: &'a [Value],
     top_p: Option<f32>,
@@ -329,18 +353,6 @@ struct Echo<'a> {
 struct EchoReasoning {
     effort: Option<&'static str>,
     summary: Option<&'static str>,
-}
-
-/// `text`: the output is plain text.
-#[derive(Serialize)]
-struct TextConfig {
-    format: TextFormat,
-}
-
-#[derive(Serialize)]
-struct TextFormat {
-    #[serde(rename = "type")]
-    kind: &'static str,
 }
 
 fn wire_usage(u: &Usage) -> wire::ResponseUsage {
@@ -695,6 +707,17 @@ async fn gateway(
     if codex.is_none() {
         shared::check_gateway_model(&state, &request.model)?;
     }
+    let output = match AnswerFormat::of_responses(request.text.as_ref()) {
+        Some(_) if codex.is_some() => {
+            return Err(ApiError::invalid_field(
+                "text.format",
+                "models codex/<model> answer in free text: send no text.format, or use the agent or a provider model",
+            )
+            .into());
+        }
+        Some(format) => Some(format.gateway(&state)?),
+        None => None,
+    };
     let mut system: Vec<SystemSection> =
         request.instructions.iter().map(|t| SystemSection::cacheable("instructions", t.clone())).collect();
     system.extend(input.system);
@@ -708,6 +731,7 @@ async fn gateway(
         temperature: request.temperature,
         parallel_tool_calls: request.parallel_tool_calls,
         prompt_cache_key: request.prompt_cache_key.clone(),
+        output,
     }
     .into_request();
     let source = Upstream {
@@ -814,13 +838,15 @@ impl Upstream {
 }
 
 /// Runs Tackle's own agent: the last user message is the turn; earlier messages are the history
-/// of a new session, or the turn continues the session of `previous_response_id`.
+/// of a new session, or the turn continues the session of `previous_response_id`. With `output`,
+/// the output is one message of the turn's validated JSON.
 async fn run_agent(
     state: AppState,
     header: Header,
     request: ResponsesRequest,
     input: Input,
     previous: Option<tackle_store::ResponseChain>,
+    output: Option<tackle_agent::OutputSchema>,
 ) -> Result<Response, OpenAiError> {
     let Some(last) = input.messages.last().filter(|m| m.role == Role::User) else {
         return Err(ApiError::invalid_field("input", "the last item must be the user's message").into());
@@ -847,7 +873,8 @@ async fn run_agent(
         }
     };
     let session_id = session.id().to_owned();
-    let turn = AgentTurn::start(&state, session, prompt.clone()).await?;
+    let structured = output.is_some();
+    let turn = AgentTurn::start(&state, session, prompt.clone(), output).await?;
     if !request.stream {
         let (outcome, events) = turn.finish().await?;
         let end = match outcome.end {
@@ -867,12 +894,22 @@ async fn run_agent(
         for e in &events {
             texts.observe(e);
         }
-        let output: Vec<OutputItem<'static>> =
-            texts.steps().iter().map(|t| message_item(&new_id("msg"), t, end.item_status())).collect();
-        let added = [Message::user(prompt), Message::assistant(texts.joined())];
+        let (output, answer) = if structured {
+            // Only the validated JSON, as one message (none when the turn ended without it).
+            let answer = shared::json_answer(&outcome);
+            let item = (!answer.is_empty()).then(|| message_item(&new_id("msg"), &answer, end.item_status()));
+            (item.into_iter().collect(), answer)
+        } else {
+            let items =
+                texts.steps().iter().map(|t| message_item(&new_id("msg"), t, end.item_status())).collect();
+            (items, texts.joined())
+        };
+        let output: Vec<OutputItem<'static>> = output;
+        let added = [Message::user(prompt), Message::assistant(answer)];
         header.keep(&state, Some(&session_id), &added, &output).await?;
         return Ok(Json(header.object(end.status(), &end, output, Some(&outcome.usage))).into_response());
     }
+    let heartbeat = shared::heartbeat(&state);
     let stream = async_stream(move |tx| async move {
         let mut out = EventWriter::new(tx, header.clone());
         let mut events = UnboundedReceiverStream::new(turn.events);
@@ -887,9 +924,9 @@ async fn run_agent(
             }
             match event {
                 // Only the answer is streamed, one message item per step; tool activity stays
-                // inside the agent.
-                AgentEvent::TextDelta { text } => out.text(&text),
-                AgentEvent::StepStarted { .. } => out.boundary(),
+                // inside the agent. A structured answer is streamed once validated, below.
+                AgentEvent::TextDelta { text } if !structured => out.text(&text),
+                AgentEvent::StepStarted { .. } if !structured => out.boundary(),
                 AgentEvent::TurnFinished { usage: u, reason, .. } => {
                     usage = u;
                     if reason == TurnEnd::MaxSteps {
@@ -904,13 +941,18 @@ async fn run_agent(
             // The answer was cut off: what was said is kept, marked incomplete.
             end = End::Incomplete(reason);
         }
+        let mut answer = texts.joined();
         match turn.task.await {
+            Ok(Ok(outcome)) if structured => answer = shared::json_answer(&outcome),
             Ok(Ok(_)) => {}
             Ok(Err(e)) => end = End::Failed("server_error", e.to_string()),
             Err(e) => end = End::Failed("server_error", format!("the agent stopped unexpectedly: {e}")),
         }
         if !matches!(end, End::Failed(..)) {
-            let added = [Message::user(prompt), Message::assistant(texts.joined())];
+            if structured && !answer.is_empty() {
+                out.text(&answer);
+            }
+            let added = [Message::user(prompt), Message::assistant(answer)];
             out.settle(end.item_status());
             if let Err(e) = header.keep(&state, Some(&session_id), &added, &out.output).await {
                 end = End::Failed("server_error", format!("the response could not be stored: {}", e.message));
@@ -918,7 +960,7 @@ async fn run_agent(
         }
         out.end(&end, Some(&usage));
     });
-    Ok(Sse::new(stream).into_response())
+    Ok(Sse::new(stream).keep_alive(heartbeat).into_response())
 }
 
 /// Why the last step of a turn stopped.

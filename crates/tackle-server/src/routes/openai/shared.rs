@@ -1,6 +1,6 @@
 //! What the OpenAI-compatible endpoints (`/v1/chat/completions`, `/v1/responses`) share: the
-//! OpenAI error shape, the client's function tools and tool choice as Tackle's, the gateway
-//! request, and turns of Tackle's own agent.
+//! OpenAI error shape, the client's function tools and tool choice as Tackle's, the answer format
+//! a client asks for (structured output), the gateway request, and turns of Tackle's own agent.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -10,12 +10,16 @@ use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use futures::Stream;
 use serde_json::{Value, json};
-use tackle_agent::{AgentError, NewSessionOptions, Session, TurnInput, TurnOutcome};
+use tackle_agent::{
+    AgentError, NewSessionOptions, OutputSchema, OutputSchemaError, Session, TurnInput, TurnOutcome,
+};
 use tackle_protocol::{
-    AgentEvent, AllowedToolsMode, Message, ModelRequest, Role, SystemSection, ToolChoice, ToolSpec,
+    AgentEvent, AllowedToolsMode, Message, ModelRequest, OutputFormat, Role, SystemSection, ToolChoice,
+    ToolSpec,
 };
 use tackle_tools::EventSink;
-use tackle_wire::chat::{ErrorBody, ErrorDetail};
+use tackle_wire::chat::{ErrorBody, ErrorDetail, JsonSchemaFormat, ResponseFormat};
+use tackle_wire::responses::{TextConfig, TextFormat};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use tracing::Instrument as _;
@@ -168,6 +172,94 @@ fn function_name(v: &Value) -> Option<&str> {
     v.pointer("/function/name").or_else(|| v.get("name")).and_then(Value::as_str)
 }
 
+/// The answer format a client asked for besides free text: Chat Completions'
+/// `response_format`, Responses' `text.format` (the same kinds; `{"type": "text"}` is none).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AnswerFormat<'a> {
+    /// `None`: any JSON object (`json_object`, the older JSON mode).
+    schema: Option<&'a JsonSchemaFormat<'a>>,
+    /// Where the format is in the request (`response_format`, `text.format`), for errors.
+    at: &'static str,
+    /// Where a `json_schema` format's own fields are (`response_format.json_schema`,
+    /// `text.format`).
+    fields: &'static str,
+}
+
+/// The name `json_object` is asked under: a schema of any object.
+const JSON_OBJECT: &str = "json_object";
+
+impl<'a> AnswerFormat<'a> {
+    /// A chat request's `response_format`.
+    pub(crate) fn of_chat(format: Option<&'a ResponseFormat<'a>>) -> Option<Self> {
+        let (at, fields) = ("response_format", "response_format.json_schema");
+        match format? {
+            ResponseFormat::Text => None,
+            ResponseFormat::JsonObject => Some(Self { schema: None, at, fields }),
+            ResponseFormat::JsonSchema { json_schema } => {
+                Some(Self { schema: Some(json_schema), at, fields })
+            }
+        }
+    }
+
+    /// A responses request's `text.format`.
+    pub(crate) fn of_responses(text: Option<&'a TextConfig<'a>>) -> Option<Self> {
+        let (at, fields) = ("text.format", "text.format");
+        match text?.format.as_ref()? {
+            TextFormat::Text => None,
+            TextFormat::JsonObject => Some(Self { schema: None, at, fields }),
+            TextFormat::JsonSchema(format) => Some(Self { schema: Some(format), at, fields }),
+        }
+    }
+
+    /// The schema an agent turn's final answer must match: checked here, so a bad one is a 400
+    /// naming its field before any session is written or model called. `json_object` is a
+    /// schema of any object.
+    pub(crate) fn output_schema(&self) -> Result<OutputSchema, ApiError> {
+        let Some(format) = self.schema else {
+            return OutputSchema::new(JSON_OBJECT, json!({"type": "object"}))
+                .map_err(|e| ApiError::internal(format!("the json_object schema: {e}")));
+        };
+        let schema_at = format!("{}.schema", self.fields);
+        let Some(schema) = format.schema.as_deref() else {
+            return Err(ApiError {
+                code: "missing_required_parameter",
+                ..ApiError::invalid_field(
+                    schema_at.clone(),
+                    format!(
+                        "Missing required parameter: '{schema_at}'. Send the JSON Schema the answer must match."
+                    ),
+                )
+            });
+        };
+        OutputSchema::new(format.name.as_ref(), schema.clone()).map_err(|e| {
+            let field = match e {
+                OutputSchemaError::Name(_) => format!("{}.name", self.fields),
+                _ => schema_at,
+            };
+            ApiError::invalid_field(field, e.to_string())
+        })
+    }
+
+    /// The format as the gateway forwards it: the same name and schema (checked as for the
+    /// agent), asked natively of the provider, which decides `strict` from the schema. A provider
+    /// that cannot constrain its answer (Anthropic Messages) gets a 400 naming the parameter
+    /// rather than a request that silently drops it.
+    pub(crate) fn gateway(&self, state: &AppState) -> Result<OutputFormat, ApiError> {
+        if !state.agent().provider().capabilities().native_output_schema {
+            return Err(ApiError::invalid_field(
+                self.at,
+                format!(
+                    "the provider behind this server cannot constrain its answer to a JSON Schema, so {} cannot be \
+                     forwarded; use the model {:?}, whose agent asks for it through a final-answer tool and checks it",
+                    self.at,
+                    state.config().agent_model
+                ),
+            ));
+        }
+        Ok(self.output_schema()?.format().clone())
+    }
+}
+
 /// The gateway forwards only the models the server offers (its provider's model and `[server]
 /// models`) unless configured open (`gateway_any_model`): a client cannot spend the operator's
 /// key on any model it names.
@@ -250,6 +342,8 @@ pub(crate) struct Gateway {
     pub(crate) parallel_tool_calls: Option<bool>,
     /// The client's prompt cache key; by default a hash of the tools and system prompt.
     pub(crate) prompt_cache_key: Option<String>,
+    /// The client's `response_format` / `text.format`, asked natively.
+    pub(crate) output: Option<OutputFormat>,
 }
 
 impl Gateway {
@@ -267,6 +361,7 @@ impl Gateway {
         request.temperature = self.temperature;
         request.parallel_tool_calls = self.parallel_tool_calls;
         request.prompt_cache_key = Some(cache_key);
+        request.output = self.output;
         request
     }
 }
@@ -285,6 +380,13 @@ where
     let (tx, rx) = mpsc::unbounded_channel();
     tokio::spawn(f(tx));
     UnboundedReceiverStream::new(rx)
+}
+
+/// SSE comments (`: heartbeat`) on an agent-mode stream while the agent works without a word
+/// for the client (tool steps, and every step of a structured answer, which is sent whole at
+/// the end): a client's read timeout does not end a long turn. SDKs skip comments.
+pub(crate) fn heartbeat(state: &AppState) -> axum::response::sse::KeepAlive {
+    axum::response::sse::KeepAlive::new().interval(state.config().heartbeat).text("heartbeat")
 }
 
 /// Earlier turns as the history of a new agent session: their text only (the client's own tool
@@ -379,6 +481,12 @@ fn paragraph_break(before: &str) -> &'static str {
     }
 }
 
+/// A structured turn's answer (its output schema's validated JSON), empty when it ended without
+/// one: what an agent-mode client with `response_format` / `text.format` gets as the content.
+pub(crate) fn json_answer(outcome: &TurnOutcome) -> String {
+    outcome.output.as_ref().map(Value::to_string).unwrap_or_default()
+}
+
 /// A turn of the agent running for an OpenAI-compatible request.
 pub(crate) struct AgentTurn {
     /// The turn; it goes on (and is stored) if the client leaves.
@@ -388,11 +496,13 @@ pub(crate) struct AgentTurn {
 }
 
 impl AgentTurn {
-    /// Runs `prompt` as the next turn of `session`, which must not be running one already.
+    /// Runs `prompt` as the next turn of `session`, which must not be running one already; with
+    /// `output`, its final answer must match that schema (structured output).
     pub(crate) async fn start(
         state: &AppState,
         mut session: Session,
         prompt: String,
+        output: Option<OutputSchema>,
     ) -> Result<Self, ApiError> {
         if state.inner.shutdown.is_cancelled() {
             return Err(ApiError::shutting_down());
@@ -402,6 +512,7 @@ impl AgentTurn {
             session.hold_lease(lease);
         }
         let mut input = TurnInput::new(prompt);
+        input.output_schema = output;
         // OpenAI clients cannot see approvals: by default a call needing one is denied at once
         // and the model told; with `wait`, a client that knows Tackle finds it under the
         // session id (bounded by the policy's timeout).
