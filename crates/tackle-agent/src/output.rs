@@ -13,10 +13,16 @@ use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde_json::Value;
-use tackle_protocol::{AllowedToolsMode, OutputFormat, ToolChoice, ToolSpec, is_valid_tool_name};
+use tackle_protocol::{
+    AllowedToolsMode, ErrorCategory, OutputFormat, ToolChoice, ToolError, ToolResult, ToolSpec, ToolUse,
+    is_valid_tool_name,
+};
 use tackle_tools::ArgsValidator;
 
-/// The name of the tool a provider without native structured output answers through.
+/// The name of the tool a provider without native structured output answers through, when no
+/// tool the session can reach has it; else the first of `final_answer_2`, `final_answer_3`, ...
+/// that none has (the same for the same tools, so a session's requests keep their bytes). The
+/// loop never routes a call by this name: the turn's output plan says which call is the answer.
 pub const FINAL_ANSWER_TOOL: &str = "final_answer";
 
 /// Why a schema cannot be a turn's output schema.
@@ -183,14 +189,18 @@ fn unfence(text: &str) -> &str {
     body.split_once('\n').map_or(body, |(_, inner)| inner).trim()
 }
 
-/// How one turn asks for its output schema, fixed for the whole turn.
+/// How one turn asks for its output schema, fixed for the whole turn. It owns the final-answer
+/// tool (its name and definition) and says which call gives the answer: the loop asks it, it
+/// never compares names (**[tools-not-names]**).
 pub(crate) struct TurnOutput {
     pub(crate) schema: OutputSchema,
     /// The provider constrains the answer itself; else the final-answer tool is offered.
     pub(crate) native: bool,
+    /// Non-native: the final-answer tool's name, one no tool of the session has.
+    tool: Option<String>,
     /// Non-native: the session's catalog plus the final-answer tool, one allocation for the
     /// turn, so every step sends the same tool bytes.
-    pub(crate) tools: Option<Arc<[ToolSpec]>>,
+    tools: Option<Arc<[ToolSpec]>>,
     /// Repair rounds left (one).
     pub(crate) repairs_left: u8,
     /// The validated answer, once given.
@@ -198,27 +208,75 @@ pub(crate) struct TurnOutput {
 }
 
 impl TurnOutput {
-    pub(crate) fn new(schema: OutputSchema, native: bool, catalog: &Arc<[ToolSpec]>) -> Self {
-        let tools = (!native).then(|| {
+    /// The plan of a turn asking for `schema`: natively, or through a final-answer tool named so
+    /// that it is none of the tools `taken` names (the catalog's and any other the session can
+    /// call, deferred ones included).
+    pub(crate) fn new(
+        schema: OutputSchema,
+        native: bool,
+        catalog: &Arc<[ToolSpec]>,
+        taken: impl Fn(&str) -> bool,
+    ) -> Self {
+        let tool = (!native)
+            .then(|| final_answer_name(|name| taken(name) || catalog.iter().any(|spec| spec.name == name)));
+        let tools = tool.as_deref().map(|name| {
             let mut specs: Vec<ToolSpec> = catalog.iter().cloned().collect();
-            specs.push(final_answer_tool(&schema));
+            specs.push(final_answer_tool(name, &schema));
             Arc::<[ToolSpec]>::from(specs)
         });
-        Self { schema, native, tools, repairs_left: 1, value: None }
+        Self { schema, native, tool, tools, repairs_left: 1, value: None }
+    }
+
+    /// Whether `call` gives the final answer (never, when the answer is asked natively).
+    pub(crate) fn is_final_answer(&self, call: &ToolUse) -> bool {
+        self.tool.as_deref() == Some(call.name.as_str())
+    }
+
+    /// The answer an answer without tool calls gives: its text parsed and validated (native),
+    /// else a reminder that the answer is the final-answer tool's input.
+    pub(crate) fn text_answer(&self, text: &str) -> Result<Value, String> {
+        match &self.tool {
+            None => self.schema.parse(text),
+            Some(name) => Err(format!("give the final answer by calling the `{name}` tool, not as text")),
+        }
+    }
+
+    /// The answer a final-answer call gives: its input, validated.
+    pub(crate) fn call_answer(&self, call: &ToolUse) -> Result<Value, String> {
+        match call.input.as_json() {
+            Some(value) => self.schema.validate(value).map(|()| value.clone()),
+            None => Err("the input is not valid JSON".to_owned()),
+        }
+    }
+
+    /// The result a final-answer call gets: accepted, or the validation error as the tool's
+    /// error envelope (the repair round).
+    pub(crate) fn call_result(&self, call: &ToolUse, answer: &Result<Value, String>) -> ToolResult {
+        let name = self.tool.as_deref().unwrap_or(FINAL_ANSWER_TOOL);
+        match answer {
+            Ok(_) => ToolResult::ok(call.id.as_str(), "Final answer accepted."),
+            Err(error) => {
+                let envelope = ToolError::new(
+                    name,
+                    ErrorCategory::InvalidArgs,
+                    format!("the final answer does not match the schema {:?}: {error}", self.schema.name()),
+                )
+                .with_hint(format!("call {name} again with an input that matches the schema"));
+                ToolResult::error(call.id.as_str(), envelope.to_json())
+            }
+        }
     }
 
     /// Shapes a step's request: the schema for a native provider; for the others the
     /// final-answer tool beside the frozen catalog and a tool choice that requires a call (the
     /// final-answer tool itself where the step allowed none).
     pub(crate) fn apply(&self, request: &mut tackle_protocol::ModelRequest) {
-        if self.native {
+        let (Some(name), Some(tools)) = (&self.tool, &self.tools) else {
             request.output = Some(self.schema.format.clone());
             return;
-        }
-        if let Some(tools) = &self.tools {
-            request.tools = tools.clone();
-        }
-        let forced = ToolChoice::Named { name: FINAL_ANSWER_TOOL.to_owned() };
+        };
+        request.tools = tools.clone();
+        let forced = ToolChoice::Named { name: name.clone() };
         request.tool_choice = match std::mem::replace(&mut request.tool_choice, ToolChoice::Auto) {
             ToolChoice::Auto | ToolChoice::Required => ToolChoice::Required,
             ToolChoice::None => forced,
@@ -227,7 +285,7 @@ impl TurnOutput {
                 if tools.iter().all(String::is_empty) {
                     forced
                 } else {
-                    tools.push(FINAL_ANSWER_TOOL.to_owned());
+                    tools.push(name.clone());
                     ToolChoice::Allowed { tools, mode: AllowedToolsMode::Required }
                 }
             }
@@ -235,10 +293,22 @@ impl TurnOutput {
     }
 }
 
+/// The final-answer tool's name: [`FINAL_ANSWER_TOOL`] unless `taken`, else the first of
+/// `final_answer_2`, `final_answer_3`, ... that is not.
+fn final_answer_name(taken: impl Fn(&str) -> bool) -> String {
+    let mut name = FINAL_ANSWER_TOOL.to_owned();
+    let mut n = 1u32;
+    while taken(&name) {
+        n += 1;
+        name = format!("{FINAL_ANSWER_TOOL}_{n}");
+    }
+    name
+}
+
 /// The tool a provider without native structured output gives its final answer through.
-fn final_answer_tool(schema: &OutputSchema) -> ToolSpec {
+fn final_answer_tool(name: &str, schema: &OutputSchema) -> ToolSpec {
     let mut spec = ToolSpec::new(
-        FINAL_ANSWER_TOOL,
+        name,
         format!(
             "Give your final answer ({}) as this tool's input, once you are done with the other tools. \
              Call it alone, as your last call; its input must match the schema exactly.",

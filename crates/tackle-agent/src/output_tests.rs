@@ -33,7 +33,7 @@ fn answers_are_parsed_unfenced_and_validated_by_pointer() {
 fn native_providers_get_the_schema_others_the_final_answer_tool() {
     let catalog: Arc<[ToolSpec]> =
         Arc::from(vec![ToolSpec::new("read_file", "Read.", json!({"type": "object"}))]);
-    let native = TurnOutput::new(verdict(), true, &catalog);
+    let native = TurnOutput::new(verdict(), true, &catalog, |_| false);
     let mut request = ModelRequest::new("m", vec![]);
     request.tools = catalog.clone();
     native.apply(&mut request);
@@ -41,7 +41,7 @@ fn native_providers_get_the_schema_others_the_final_answer_tool() {
     assert!(Arc::ptr_eq(&request.tools, &catalog));
     assert_eq!(request.tool_choice, ToolChoice::Auto);
 
-    let tool = TurnOutput::new(verdict(), false, &catalog);
+    let tool = TurnOutput::new(verdict(), false, &catalog, |_| false);
     let mut first = ModelRequest::new("m", vec![]);
     tool.apply(&mut first);
     assert!(first.output.is_none());
@@ -57,4 +57,32 @@ fn native_providers_get_the_schema_others_the_final_answer_tool() {
     tool.apply(&mut last);
     assert_eq!(last.tool_choice, ToolChoice::Named { name: FINAL_ANSWER_TOOL.into() });
     assert!(Arc::ptr_eq(&first.tools, &last.tools));
+}
+
+#[test]
+fn the_final_answer_tool_takes_a_name_no_tool_of_the_session_has() {
+    let spec = |name: &str| ToolSpec::new(name, "A user's tool.", json!({"type": "object"}));
+    let catalog: Arc<[ToolSpec]> = Arc::from(vec![spec("read_file"), spec("final_answer")]);
+    // `final_answer_2` is a deferred tool's: not in the catalog, but callable.
+    let output = TurnOutput::new(verdict(), false, &catalog, |name| name == "final_answer_2");
+    let mut request = ModelRequest::new("m", vec![]);
+    request.tool_choice = ToolChoice::None;
+    output.apply(&mut request);
+    let names: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["read_file", "final_answer", "final_answer_3"]);
+    assert_eq!(request.tools[1], catalog[1], "the user's tool is sent as it is");
+    assert_eq!(request.tool_choice, ToolChoice::Named { name: "final_answer_3".into() });
+    let call =
+        |name: &str| ToolUse { id: "c1".into(), name: name.to_owned(), input: json!({"ok": true}).into() };
+    assert!(output.is_final_answer(&call("final_answer_3")));
+    assert!(!output.is_final_answer(&call("final_answer")), "the user's tool is no final answer");
+    // The same tools give the same name.
+    let again = TurnOutput::new(verdict(), false, &catalog, |name| name == "final_answer_2");
+    assert_eq!(again.tools.as_deref(), output.tools.as_deref());
+    // A native plan has no final-answer tool: no call is the answer.
+    let native = TurnOutput::new(verdict(), true, &catalog, |_| false);
+    assert!(!native.is_final_answer(&call("final_answer")));
+    assert!(native.text_answer("{\"ok\": true}").is_ok());
+    let refused = output.text_answer("{\"ok\": true}").unwrap_err();
+    assert!(refused.contains("`final_answer_3`"), "{refused}");
 }

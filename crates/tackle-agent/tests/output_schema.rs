@@ -233,3 +233,86 @@ async fn run_typed_reports_a_turn_without_a_valid_answer() {
     );
     assert!(err.to_string().contains("not valid JSON"), "{err}");
 }
+
+/// Arguments of the user's own `final_answer` tool.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct DraftArgs {
+    /// A draft.
+    draft: String,
+}
+
+/// A user's tool that happens to be called `final_answer`: an ordinary tool, run by the executor.
+struct UsersFinalAnswer(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+#[async_trait::async_trait]
+impl tackle_tools::TypedTool for UsersFinalAnswer {
+    type Args = DraftArgs;
+    fn name(&self) -> &str {
+        "final_answer"
+    }
+    fn description(&self) -> String {
+        "Files a draft (the user's own tool).".into()
+    }
+    fn annotations(&self) -> tackle_protocol::ToolAnnotations {
+        tackle_protocol::ToolAnnotations::read_only()
+    }
+    async fn run(
+        &self,
+        args: DraftArgs,
+        _: tackle_tools::ToolContext,
+    ) -> Result<tackle_tools::ToolOutput, tackle_tools::ToolFailure> {
+        self.0.lock().unwrap().push(args.draft.clone());
+        Ok(tackle_tools::ToolOutput::text(format!("draft filed: {}", args.draft)))
+    }
+}
+
+#[tokio::test]
+async fn a_catalogue_with_its_own_final_answer_tool_gets_another_name_for_the_loops() {
+    let kind = ProviderKind::Anthropic;
+    let script = Script::new(vec![
+        // The user's tool, by its name: it runs.
+        Turn::call("final_answer", r#"{"draft": "Paris, about two million"}"#),
+        // The loop's final-answer tool, under the name it was given.
+        Turn::call("final_answer_2", r#"{"city": "Paris", "population": 2102650}"#),
+    ]);
+    let filed = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let tool = UsersFinalAnswer(filed.clone());
+    let h = Harness::with_config(kind, script, |c| c).await;
+    let agent = tackle_agent::Agent::builder(common::provider(kind, &h.fake))
+        .model("model-x")
+        .store(h.store.clone())
+        .workspace(h.workspace.path())
+        .tool(tool)
+        .build()
+        .await
+        .unwrap();
+    let mut session = agent
+        .create_session(tackle_agent::NewSessionOptions {
+            workspace: h.workspace.path().to_owned(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let mut input = TurnInput::new("Which city?").with_output_schema(schema());
+    input.max_steps = Some(2);
+    let outcome = session.run_turn(input, &h.sink(), &CancellationToken::new()).await.unwrap();
+    assert_eq!(outcome.end, TurnEnd::Completed, "{outcome:?}");
+    assert_eq!(outcome.output, Some(json!({"city": "Paris", "population": 2102650})));
+    assert_eq!(*filed.lock().unwrap(), ["Paris, about two million"], "the user's tool ran, once");
+
+    let requests = h.fake.requests();
+    assert_eq!(requests.len(), 2);
+    let tools = requests[0].body["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names.iter().filter(|n| **n == "final_answer").count(), 1, "{names:?}");
+    assert_eq!(names.last(), Some(&"final_answer_2"), "{names:?}");
+    let users = tools.iter().find(|t| t["name"] == "final_answer").unwrap();
+    assert!(users["input_schema"]["properties"]["draft"].is_object(), "{users}");
+    assert_eq!(tools.last().unwrap()["input_schema"], city_schema());
+    // The same tool bytes on every step; the last step forces the loop's tool by its name.
+    assert_eq!(requests[0].body["tools"], requests[1].body["tools"]);
+    assert_eq!(requests[1].body["tool_choice"], json!({"type": "tool", "name": "final_answer_2"}));
+    // The user's tool answered with its own result, not the loop's.
+    let conversation = common::conversation(&requests[1].body).to_string();
+    assert!(conversation.contains("draft filed: Paris, about two million"), "{conversation}");
+}

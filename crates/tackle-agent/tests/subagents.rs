@@ -1,8 +1,9 @@
 //! Sub-agents against the scripted fake model: the `agent` tool runs each task in a child
 //! session linked to the parent's call, with its own mask; two calls in one step run at the same
 //! time; a child's confirmation is asked on the parent's channel; cancelling the parent stops
-//! the child; the depth limit holds; usage rolls up; the child's first request shares the
-//! parent's prefix.
+//! the child; the depth limit holds, for a reopened child too; usage rolls up; the child's
+//! first request shares the parent's prefix and raises no cache-break warning, while a real
+//! break later in the child still does; a sub-agent's `model` is the model of its requests only.
 
 mod common;
 
@@ -32,6 +33,15 @@ struct Rig {
 
 impl Rig {
     async fn new(script: Script, builder: impl FnOnce(AgentBuilder) -> AgentBuilder) -> Self {
+        Self::speaking(ProviderKind::Openai, script, builder).await
+    }
+
+    /// A rig whose model speaks `kind`'s wire format.
+    async fn speaking(
+        kind: ProviderKind,
+        script: Script,
+        builder: impl FnOnce(AgentBuilder) -> AgentBuilder,
+    ) -> Self {
         let workspace = tempfile::tempdir().unwrap();
         let db = tempfile::tempdir().unwrap();
         let store = Store::open(&db.path().join("tackle.db")).await.unwrap();
@@ -44,7 +54,10 @@ impl Rig {
                     .tools(["read_file"]),
             )
             .unwrap();
-        let b = Agent::builder(common::provider(ProviderKind::Openai, &fake))
+        agents
+            .insert(SubAgent::new("cheap", "Answers quickly on a smaller model.").model("model-small"))
+            .unwrap();
+        let b = Agent::builder(common::provider(kind, &fake))
             .model("model-x")
             .store(store.clone())
             .workspace(workspace.path())
@@ -397,4 +410,121 @@ async fn a_sub_agent_naming_an_unknown_tool_is_refused_when_building() {
         .unwrap_err();
     let text = err.to_string();
     assert!(text.contains("ws/agents/x.md") && text.contains("tools") && text.contains("\"Read\""), "{text}");
+}
+
+/// The `(step, code)` of each warning among a child's events (the step that was running).
+fn child_warnings(events: &[(String, Value)], child: &str) -> Vec<(u64, String)> {
+    let mut step = 0;
+    let mut warnings = Vec::new();
+    for (_, e) in events.iter().filter(|(id, _)| id == child) {
+        match e["type"].as_str() {
+            Some("step_started") => step = e["step"].as_u64().unwrap(),
+            Some("warning") => warnings.push((step, e["code"].as_str().unwrap().to_owned())),
+            _ => {}
+        }
+    }
+    warnings
+}
+
+#[tokio::test]
+async fn a_childs_first_request_is_no_cache_break_but_a_later_break_in_it_is() {
+    // Anthropic caches `tool_choice` before the messages: the last step's `none` changes the
+    // prefix, a real break, which the child's second (last) step shows.
+    let script = Script::new(vec![
+        Turn::call("agent", r#"{"prompt": "look around"}"#),
+        Turn::call("list_files", r#"{"path": "."}"#),
+        Turn::text("the child looked"),
+        Turn::text("done"),
+    ]);
+    let rig = Rig::speaking(ProviderKind::Anthropic, script, |b| b.max_steps(2)).await;
+    let mut parent = rig.session().await;
+    let outcome =
+        parent.run_turn(TurnInput::new("delegate"), &rig.sink(), &CancellationToken::new()).await.unwrap();
+    assert_eq!(outcome.text, "done", "{outcome:?}");
+    let events = rig.child_events();
+    let child = rig.store.sessions().children(parent.id()).await.unwrap().remove(0).id;
+    let steps: Vec<&Value> = events
+        .iter()
+        .filter(|(id, e)| id == &child && e["type"] == "step_finished")
+        .map(|(_, e)| e)
+        .collect();
+    assert_eq!(steps.len(), 2, "{events:?}");
+    // The first request is measured against the parent's, shares its prefix, and is no break.
+    let first = &steps[0]["metrics"];
+    assert!(first["prefix_ratio"].as_f64().unwrap() >= 0.9, "{first}");
+    assert_eq!(first.get("cache_break"), None, "{first}");
+    // The second is measured against the child's own first, and its changed tool choice breaks.
+    assert_eq!(steps[1]["metrics"]["cache_break"], "tool_choice.type", "{}", steps[1]);
+    let breaks: Vec<u64> = child_warnings(&events, &child)
+        .into_iter()
+        .filter(|(_, code)| code == "cache_break")
+        .map(|(step, _)| step)
+        .collect();
+    assert_eq!(breaks, [2], "one cache-break warning, on the child's second step");
+}
+
+#[tokio::test]
+async fn a_sub_agents_model_is_the_model_of_its_requests_only() {
+    let script = Script::new(vec![
+        Turn::call("agent", r#"{"prompt": "quick question", "agent": "cheap"}"#),
+        Turn::text("quick answer"),
+        Turn::text("done"),
+    ]);
+    let rig = Rig::new(script, |b| b).await;
+    let mut parent = rig.session().await;
+    let outcome =
+        parent.run_turn(TurnInput::new("ask cheaply"), &rig.sink(), &CancellationToken::new()).await.unwrap();
+    assert_eq!(outcome.text, "done", "{outcome:?}");
+    let child = rig.request_of("quick question");
+    assert_eq!(child["model"], "model-small");
+    let parents: Vec<Value> = rig
+        .fake
+        .requests()
+        .into_iter()
+        .map(|r| r.body)
+        .filter(|b| b["messages"].as_array().unwrap().iter().any(|m| m["content"] == "ask cheaply"))
+        .collect();
+    assert_eq!(parents.len(), 2);
+    for body in &parents {
+        assert_eq!(body["model"], "model-x");
+    }
+    // The child's session records the model it ran on.
+    let children = rig.store.sessions().children(parent.id()).await.unwrap();
+    assert_eq!(children[0].model, "model-small");
+    assert_eq!(parent.record().model, "model-x");
+}
+
+#[tokio::test]
+async fn a_reopened_child_at_the_depth_limit_still_cannot_nest() {
+    let script = Script::new(vec![
+        Turn::call("agent", r#"{"prompt": "child task"}"#),
+        Turn::text("child done"),
+        Turn::text("parent done"),
+        // The child reopened: its depth comes from its stored link, so `agent` is refused.
+        Turn::call("agent", r#"{"prompt": "grandchild task"}"#),
+        Turn::text("did it myself"),
+    ]);
+    let rig = Rig::new(script, |b| b.sub_agent_depth(1)).await;
+    let mut parent = rig.session().await;
+    let outcome =
+        parent.run_turn(TurnInput::new("go"), &rig.sink(), &CancellationToken::new()).await.unwrap();
+    assert_eq!(outcome.text, "parent done");
+    let child_id = rig.store.sessions().children(parent.id()).await.unwrap().remove(0).id;
+    assert_eq!(rig.store.sessions().depth(&child_id).await.unwrap(), 1);
+
+    // Opened again from the store (as another process, or a later request, would).
+    drop(parent);
+    let mut child = rig.agent.open_session(&child_id).await.unwrap();
+    let outcome =
+        child.run_turn(TurnInput::new("go deeper"), &rig.sink(), &CancellationToken::new()).await.unwrap();
+    assert_eq!(outcome.text, "did it myself", "{outcome:?}");
+    let requests = rig.fake.requests();
+    let refused = requests.last().unwrap().body["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let envelope: Value = serde_json::from_str(&refused).unwrap();
+    assert_eq!(envelope["tool"], "agent", "{envelope}");
+    assert!(envelope.to_string().contains("at depth 1"), "{envelope}");
+    assert!(rig.store.sessions().children(&child_id).await.unwrap().is_empty(), "no grandchild");
 }

@@ -206,8 +206,23 @@ pub(crate) fn turn_alive(runner: Option<&str>, lease_until: Option<i64>, now: i6
     runner.is_some() && !process_gone && !lease_expired
 }
 
-const CREATE: &str = "INSERT INTO sessions (id, owner, title, provider, model, workspace, status, metadata, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, 'idle', $7, $8, $9)";
+const CREATE: &str = "INSERT INTO sessions (id, owner, title, provider, model, workspace, status, metadata, created_at, updated_at,
+        parent_id, parent_call_id)
+     VALUES ($1, $2, $3, $4, $5, $6, 'idle', $7, $8, $9, $10, $11)";
+
+/// How many sessions are above session `$1` through its parent links (0 for a session no
+/// session started). The links are set when a child is created, so they cannot form a cycle; the
+/// walk stops at [`MAX_ANCESTORS`] all the same, so rows edited by hand cannot loop it.
+const DEPTH: &str = "WITH RECURSIVE ancestors (id, depth) AS (
+        SELECT parent_id, CAST(1 AS BIGINT) FROM sessions WHERE id = $1 AND parent_id IS NOT NULL
+        UNION ALL
+        SELECT s.parent_id, a.depth + 1 FROM sessions s JOIN ancestors a ON s.id = a.id
+        WHERE s.parent_id IS NOT NULL AND a.depth < $2
+     )
+     SELECT CAST(COALESCE(MAX(depth), 0) AS BIGINT) AS depth FROM ancestors";
+
+/// The most ancestors [`Sessions::depth`] counts.
+const MAX_ANCESTORS: i64 = 1024;
 
 const GET: &str = concat!("SELECT ", session_columns!(), " FROM sessions WHERE id = $1");
 
@@ -326,6 +341,41 @@ impl Sessions<'_> {
         new: NewSession,
         state: &[(&str, Value)],
     ) -> Result<SessionRecord, StoreError> {
+        self.insert(new, None, state).await
+    }
+
+    /// Creates a session started by tool call `parent.call_id` of session `parent.session_id`
+    /// (a sub-agent's, see migration 0011): its row, its link to the parent and its first state
+    /// values in one commit, so no reader ever sees the child unlinked.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use tackle_store::{NewSession, ParentLink, Store};
+    /// let store = Store::open_in_memory().await.unwrap();
+    /// let new = || NewSession { owner: "local".into(), ..NewSession::default() };
+    /// let parent = store.sessions().create(new()).await.unwrap();
+    /// let link = ParentLink { session_id: parent.id.to_string(), call_id: "call_1".into() };
+    /// let child = store.sessions().create_child(new(), &link, &[]).await.unwrap();
+    /// assert_eq!(store.sessions().parent(&child.id).await.unwrap(), Some(link));
+    /// assert_eq!(store.sessions().depth(&child.id).await.unwrap(), 1);
+    /// # });
+    /// ```
+    pub async fn create_child(
+        self,
+        new: NewSession,
+        parent: &ParentLink,
+        state: &[(&str, Value)],
+    ) -> Result<SessionRecord, StoreError> {
+        self.insert(new, Some(parent), state).await
+    }
+
+    /// Inserts a session row (linked to `parent` when given) and its state in one transaction.
+    async fn insert(
+        self,
+        new: NewSession,
+        parent: Option<&ParentLink>,
+        state: &[(&str, Value)],
+    ) -> Result<SessionRecord, StoreError> {
         let id = uuid::Uuid::now_v7().to_string();
         let state = crate::state::upsert_states(&id, crate::state::state_texts(state)?);
         let now = now_ms();
@@ -338,7 +388,9 @@ impl Sessions<'_> {
             .bind(new.workspace)
             .bind(serde_json::to_string(&new.metadata)?)
             .bind(now)
-            .bind(now);
+            .bind(now)
+            .bind(parent.map(|p| p.session_id.as_str()))
+            .bind(parent.map(|p| p.call_id.as_str()));
         self.store
             .db
             .transaction(Placement::InPlace, None, async move |conn| {
@@ -510,6 +562,15 @@ impl Sessions<'_> {
             None => Err(StoreError::not_found("session", id)),
             Some(link) => Ok(link),
         }
+    }
+
+    /// How deep session `id` is in a tree of sub-agents: how many sessions are above it through
+    /// the parent links (0 for a session a person started, or one whose parent was deleted:
+    /// deleting a session unlinks its children).
+    pub async fn depth(self, id: &str) -> Result<u32, StoreError> {
+        let query = Query::new(DEPTH).bind(id).bind(MAX_ANCESTORS);
+        let depth = self.store.db.read_one(query, |row| row.try_get::<i64>("depth")).await?;
+        Ok(u32::try_from(depth).unwrap_or(u32::MAX))
     }
 
     /// Deletes a session and everything stored with it.

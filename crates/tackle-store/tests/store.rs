@@ -72,6 +72,41 @@ both! {
 }
 
 both! {
+    async fn a_child_is_created_linked_and_its_depth_counts_its_ancestors(db) {
+        let store = db.open().await;
+        let sessions = store.sessions();
+        let root = sessions.create(new_session("u")).await.unwrap();
+        assert_eq!(sessions.depth(&root.id).await.unwrap(), 0);
+        let link = |parent: &SessionRecord, call: &str| ParentLink {
+            session_id: parent.id.to_string(),
+            call_id: call.to_owned(),
+        };
+        // The row, its link and its state in one commit.
+        let child = sessions
+            .create_child(new_session("u"), &link(&root, "call_1"), &[("mode", json!("plan"))])
+            .await
+            .unwrap();
+        assert_eq!(sessions.parent(&child.id).await.unwrap(), Some(link(&root, "call_1")));
+        assert_eq!(sessions.get_state::<String>(&child.id, "mode").await.unwrap().as_deref(), Some("plan"));
+        assert_eq!(sessions.children(&root.id).await.unwrap()[0].parent_call_id, "call_1");
+        let grandchild = sessions.create_child(new_session("u"), &link(&child, "call_2"), &[]).await.unwrap();
+        let great = sessions.create_child(new_session("u"), &link(&grandchild, "call_3"), &[]).await.unwrap();
+        assert_eq!(sessions.depth(&child.id).await.unwrap(), 1);
+        assert_eq!(sessions.depth(&grandchild.id).await.unwrap(), 2);
+        assert_eq!(sessions.depth(&great.id).await.unwrap(), 3);
+        // A parent that does not exist is refused, and nothing is created.
+        let before = sessions.list(SessionFilter::default()).await.unwrap().len();
+        let orphan = ParentLink { session_id: "nope".into(), call_id: "c".into() };
+        assert!(sessions.create_child(new_session("u"), &orphan, &[]).await.is_err());
+        assert_eq!(sessions.list(SessionFilter::default()).await.unwrap().len(), before);
+        // Deleting a session unlinks its children: the subtree moves up.
+        sessions.delete(&child.id).await.unwrap();
+        assert_eq!(sessions.depth(&grandchild.id).await.unwrap(), 0);
+        assert_eq!(sessions.depth(&great.id).await.unwrap(), 1);
+    }
+}
+
+both! {
     async fn sessions_create_list_get_update_delete_cascade(db) {
         let store = db.open().await;
         let a = store.sessions().create(new_session("alice")).await.unwrap();

@@ -132,7 +132,8 @@ pub struct Session {
     /// Token accounting of the fixed parts and calibration.
     pub(crate) context: ContextState,
     /// The history was rewritten by compaction since the last request (a cache break is
-    /// expected, not a bug).
+    /// expected, not a bug). (A sub-agent's first request, measured against its parent's, is
+    /// no break either: its [`PrefixTracker`] knows its baseline is the parent's.)
     pub(crate) compacted: bool,
     /// Index of the current turn's user message.
     pub(crate) turn_start: usize,
@@ -154,6 +155,23 @@ pub(crate) enum Opening {
     Existing { record: SessionRecord, loaded: Vec<LoadedMessage> },
     /// A session to create, with the history it starts from (stored as turn 0).
     New { session: tackle_store::NewSession, history: Vec<tackle_protocol::Message> },
+    /// A sub-agent's session to create, linked to the parent's call in the same commit.
+    Child { session: tackle_store::NewSession, child: ChildOpening },
+}
+
+/// What a sub-agent's session takes from its parent when it is created.
+pub(crate) struct ChildOpening {
+    /// The parent session and the call that starts the child.
+    pub(crate) link: tackle_store::ParentLink,
+    /// The child's depth (its parent's plus one).
+    pub(crate) depth: u32,
+    /// The system sections its requests send: its parent's byte for byte, then the
+    /// sub-agent's instructions (**[subagent-shares-prefix]**).
+    pub(crate) system: Vec<SystemSection>,
+    /// The parent's prompt-cache key, so the child reads the parent's cache entry.
+    pub(crate) cache_key: String,
+    /// Its prefix baseline: the parent's request ([`PrefixTracker::child_of`]).
+    pub(crate) prefix: PrefixTracker,
 }
 
 /// Session-state key of the vocabulary the stored token counts were made with.
@@ -166,9 +184,11 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
-    /// Opens a session: an existing one with its loaded history, or a new one, whose row is
-    /// created here together with its first state values (one commit).
-    pub(crate) async fn start(agent: Agent, opening: Opening) -> Result<Self, AgentError> {
+    /// Opens a session: an existing one with its loaded history, or a new one (a sub-agent's
+    /// too, with its parent link), whose row is created here together with its first state
+    /// values (one commit). A session's depth among sub-agents is its own when created, and
+    /// counted from the stored parent links when reopened (only an agent with sub-agents asks).
+    pub(crate) async fn start(agent: Agent, mut opening: Opening) -> Result<Self, AgentError> {
         let store = agent.store().clone();
         let config = agent.config();
         let mut pending_warnings = Vec::new();
@@ -180,21 +200,28 @@ impl Session {
                 (PathBuf::from(&record.workspace), state, last.map(|t| t + 1).unwrap_or(1))
             }
             // A new session's history, if it was given one, is stored as turn 0.
-            Opening::New { session, .. } => {
+            Opening::New { session, .. } | Opening::Child { session, .. } => {
                 (PathBuf::from(&session.workspace), tackle_store::SessionState::default(), 1)
             }
         };
         let session_id = match &opening {
             Opening::Existing { record, .. } => record.id.as_str(),
-            Opening::New { .. } => "(new)",
+            Opening::New { .. } | Opening::Child { .. } => "(new)",
         };
         // The tool list is frozen for the session's life: every request sends these exact specs.
         let (tools, mut state_updates) =
             SessionTools::open(&agent, session_id, &workspace, &state, &mut pending_warnings)?;
-        let mut system = system_sections(&workspace);
-        system.extend(tools.skills().system_section());
-        // Cacheable sections first: dynamic text may only follow them.
-        system.sort_by_key(|s| s.cache == CachePolicy::Dynamic);
+        let system = match &mut opening {
+            // A sub-agent's, as its parent sent them (plus its instructions).
+            Opening::Child { child, .. } => std::mem::take(&mut child.system),
+            Opening::Existing { .. } | Opening::New { .. } => {
+                let mut system = system_sections(&workspace);
+                system.extend(tools.skills().system_section());
+                // Cacheable sections first: dynamic text may only follow them.
+                system.sort_by_key(|s| s.cache == CachePolicy::Dynamic);
+                system
+            }
+        };
         let catalog = tools.catalog();
         let mut context = ContextState::new(
             &config.model,
@@ -217,18 +244,34 @@ impl Session {
         let stored_mode = state.get::<tackle_tools::PermissionMode>(crate::tools::MODE_KEY)?;
         let mode =
             Self::usable_mode(&agent, stored_mode.unwrap_or(config.permission_mode), &mut pending_warnings);
+        if !matches!(opening, Opening::Existing { .. })
+            && config.permission_mode != tackle_tools::PermissionMode::Default
+        {
+            state_updates.push((crate::tools::MODE_KEY, serde_json::json!(config.permission_mode)));
+        }
+        let mut depth = 0;
+        let mut cache_key = None;
+        let mut prefix = PrefixTracker::default();
         let (record, loaded) = match opening {
             Opening::Existing { record, loaded } => {
                 if counted_with.is_some() && !stored_counts_valid {
                     store.messages().clear_token_counts(&record.id).await?;
                 }
                 store.sessions().set_states(&record.id, &state_updates).await?;
+                // A reopened sub-agent keeps its depth: the `agent` tool's limit counts it.
+                if agent.inner.subagents.is_some() {
+                    depth = store.sessions().depth(&record.id).await?;
+                }
                 (record, loaded)
             }
+            Opening::Child { session, child } => {
+                let record = store.sessions().create_child(session, &child.link, &state_updates).await?;
+                depth = child.depth;
+                cache_key = Some(child.cache_key);
+                prefix = child.prefix;
+                (record, Vec::new())
+            }
             Opening::New { session, history } => {
-                if config.permission_mode != tackle_tools::PermissionMode::Default {
-                    state_updates.push((crate::tools::MODE_KEY, serde_json::json!(config.permission_mode)));
-                }
                 let record = store.sessions().create_with_state(session, &state_updates).await?;
                 let loaded = if history.is_empty() {
                     Vec::new()
@@ -261,7 +304,7 @@ impl Session {
             tools,
             system,
             notes,
-            prefix: PrefixTracker::default(),
+            prefix,
             last_request_len: 0,
             pending_warnings,
             open_todos: None,
@@ -270,8 +313,8 @@ impl Session {
             turn_start: 0,
             mode,
             start_source,
-            depth: 0,
-            cache_key: None,
+            depth,
+            cache_key,
         })
     }
 

@@ -156,20 +156,43 @@ pub struct PrefixStats {
     pub cache_break: Option<String>,
 }
 
+/// Where the request a tracker measures against came from.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum Baseline {
+    /// The session's own previous request: a prefix that ends early is a cache break.
+    #[default]
+    Own,
+    /// The parent's request that started this sub-agent's session: its first request repeats
+    /// the parent's prefix (tools, system sections) and then differs by design (another
+    /// conversation), so the shared share is measured but no cache break is reported.
+    Parent,
+}
+
 /// Remembers the previous request of a session and measures each new one against it.
 #[derive(Debug, Default, Clone)]
 pub struct PrefixTracker {
     /// Cache view of the previous request (shared: a sub-agent's first request is measured
     /// against its parent's, without a copy).
     previous: Option<std::sync::Arc<Vec<u8>>>,
+    /// Whose request `previous` is.
+    baseline: Baseline,
 }
 
 impl PrefixTracker {
+    /// A tracker for a sub-agent's session started during the step whose request `parent`
+    /// observed last: its first request is measured against that one ([`Baseline::Parent`]),
+    /// its later requests against its own.
+    pub fn child_of(parent: &PrefixTracker) -> Self {
+        Self { previous: parent.previous.clone(), baseline: Baseline::Parent }
+    }
+
     /// Measures `body` (the exact bytes sent) against the previous request, comparing the
     /// top-level fields in `cache_order` (the provider's, from its encoded request), and keeps it
-    /// as the new previous. `None` for the first request or an unparseable body.
+    /// as the new previous (the session's own from then on). `None` for the first request or an
+    /// unparseable body. Against a [`Baseline::Parent`] the stats never name a cache break.
     pub fn observe(&mut self, cache_order: &[&str], body: &[u8]) -> Option<PrefixStats> {
         let bytes = cache_view(cache_order, body)?;
+        let against_parent = std::mem::take(&mut self.baseline) == Baseline::Parent;
         let stats = self.previous.as_ref().map(|prev_bytes| {
             let shared = common_prefix(prev_bytes, &bytes);
             // The view ends with `]}` (the messages array, then the view object), which any
@@ -185,7 +208,7 @@ impl PrefixTracker {
                 },
                 request_bytes: bytes.len() as u64,
                 // Only a break (rare) pays for parsing both views to name where it happened.
-                cache_break: (!unbroken)
+                cache_break: (!unbroken && !against_parent)
                     .then(|| break_path(prev_bytes, &bytes, cache_order.last().copied()))
                     .flatten(),
             }
@@ -405,6 +428,30 @@ mod tests {
             assert_eq!(common_prefix(&a, &b), cut);
         }
         assert_eq!(common_prefix(&a, &a[..7000]), 7000);
+    }
+
+    #[test]
+    fn a_childs_first_request_is_measured_against_its_parent_and_only_its_own_breaks() {
+        let tools = json!([{"name": "a"}, {"name": "b"}]);
+        let mut parent = PrefixTracker::default();
+        let parents =
+            body(tools.clone(), json!([{"role": "user", "content": "the parent's task"}]), json!("auto"));
+        parent.observe(OPENAI, &parents);
+        let mut child = PrefixTracker::child_of(&parent);
+        // Another conversation after the same tools: measured, and no break.
+        let first = json!([{"role": "user", "content": "the child's task"}]);
+        let s = child.observe(OPENAI, &body(tools.clone(), first.clone(), json!("auto"))).unwrap();
+        assert!(s.ratio > 0.5 && s.ratio < 1.0, "{s:?}");
+        assert_eq!(s.cache_break, None, "a first request measured against the parent is no break");
+        // Its later requests are measured against its own, and a changed prefix breaks.
+        let grown = json!([{"role": "user", "content": "the child's task"}, {"role": "assistant"}]);
+        let s = child.observe(OPENAI, &body(tools, grown.clone(), json!("auto"))).unwrap();
+        assert_eq!((s.ratio, s.cache_break.clone()), (1.0, None));
+        let s = child.observe(OPENAI, &body(json!([{"name": "a"}]), grown, json!("auto"))).unwrap();
+        assert_eq!(s.cache_break.as_deref(), Some("tools[1]"));
+        // The parent's own tracker is untouched by its child's requests.
+        let s = parent.observe(OPENAI, &parents).unwrap();
+        assert_eq!((s.ratio, s.cache_break), (1.0, None));
     }
 
     #[test]

@@ -30,7 +30,7 @@ use super::tool_calls::{CallBatch, ExecutedCall, plan_calls, run_calls, starts, 
 use crate::context::CALIBRATION_KEY;
 use crate::context::CompactReason;
 use crate::conversation::Conversation;
-use crate::output::{FINAL_ANSWER_TOOL, TurnOutput};
+use crate::output::TurnOutput;
 use crate::tools::{LoopRequests, MaskStrategy, Requests, StepTools, StepView};
 use crate::{AgentError, Session, ToolMask, TurnFailure, TurnInput, TurnOutcome};
 
@@ -340,7 +340,14 @@ impl Session {
             turn_state.insert(host);
         }
         let native = self.agent.provider().capabilities().native_output_schema;
-        let output = input.output_schema.map(|s| TurnOutput::new(s, native, self.tools.catalog().specs()));
+        // The final-answer tool takes a name no tool the session can call has (deferred ones
+        // included): the same name for the same tools, so the tools' bytes stay stable.
+        let output = input.output_schema.map(|s| {
+            let taken = (!native).then(|| self.agent.deferral().reachable(self.tools.catalog()));
+            TurnOutput::new(s, native, self.tools.catalog().specs(), |name| {
+                taken.as_ref().is_some_and(|t| t.contains(name))
+            })
+        });
         TurnRun {
             turn,
             session_id: self.record.id.clone(),
@@ -379,7 +386,8 @@ impl Session {
         // before the message is committed, so the history and the audit stay one-to-one.
         unique_call_ids(self, &mut response.content, sink).await?;
         let calls: Vec<ToolUse> = response.tool_uses().cloned().collect();
-        if run.output.as_ref().is_some_and(|o| !o.native) && calls.iter().any(|c| c.name == FINAL_ANSWER_TOOL)
+        if let Some(output) = &run.output
+            && calls.iter().any(|c| output.is_final_answer(c))
         {
             return self.final_answer_call(run, report, text, response, calls, sink).await;
         }
@@ -600,12 +608,7 @@ impl Session {
             )));
         }
         if let Some(output) = run.output.as_mut() {
-            let verdict = if output.native {
-                output.schema.parse(&text)
-            } else {
-                Err(format!("give the final answer by calling the `{FINAL_ANSWER_TOOL}` tool, not as text"))
-            };
-            match verdict {
+            match output.text_answer(&text) {
                 Ok(value) => output.value = Some(value),
                 Err(error) => return self.invalid_output(run, text, error, sink).await,
             }
@@ -689,7 +692,7 @@ impl Session {
         let mut verdict = None;
         let mut results = Vec::with_capacity(calls.len());
         for call in &calls {
-            if call.name != FINAL_ANSWER_TOOL || verdict.is_some() {
+            if !output.is_final_answer(call) || verdict.is_some() {
                 results.push(not_run(
                     call.id.as_str(),
                     &call.name,
@@ -698,25 +701,8 @@ impl Session {
                 ));
                 continue;
             }
-            let checked = match call.input.as_json() {
-                Some(value) => output.schema.validate(value).map(|()| value.clone()),
-                None => Err("the input is not valid JSON".to_owned()),
-            };
-            results.push(match &checked {
-                Ok(_) => ToolResult::ok(call.id.as_str(), "Final answer accepted."),
-                Err(error) => {
-                    let envelope = tackle_protocol::ToolError::new(
-                        FINAL_ANSWER_TOOL,
-                        tackle_protocol::ErrorCategory::InvalidArgs,
-                        format!(
-                            "the final answer does not match the schema {:?}: {error}",
-                            output.schema.name()
-                        ),
-                    )
-                    .with_hint("call final_answer again with an input that matches the schema");
-                    ToolResult::error(call.id.as_str(), envelope.to_json())
-                }
-            });
+            let checked = output.call_answer(call);
+            results.push(output.call_result(call, &checked));
             verdict = Some(checked);
         }
         self.append(run.turn, response.into_message()).await?;

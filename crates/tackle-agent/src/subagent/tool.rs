@@ -9,10 +9,12 @@ use tackle_tools::{
     TypedTool,
 };
 
+use tackle_store::{NewSession, ParentLink};
+
 use super::{AGENT_TOOL, ParentRequest, SubAgent, SubAgentHost, SubAgentRegistry, forwarding_sink};
-use crate::context::ContextState;
+use crate::session::{ChildOpening, Opening, PrefixTracker};
 use crate::tools::LoopRequests;
-use crate::{NewSessionOptions, ToolMask, TurnInput};
+use crate::{Session, ToolMask, TurnInput};
 
 /// Arguments of `agent`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -122,25 +124,7 @@ async fn run_child(
     };
     let name = sub.map_or("general-purpose", |s| s.name.as_str());
     let first_line = prompt.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("task");
-    let mut child = agent
-        .create_session(NewSessionOptions {
-            title: Some(format!("[{name}] {}", first_line.chars().take(60).collect::<String>())),
-            workspace: ctx.workspace.clone(),
-            owner: Some(host.owner.clone()),
-            history: Vec::new(),
-        })
-        .await
-        .map_err(internal)?;
-    let child_id = child.id().clone();
-    agent
-        .store()
-        .sessions()
-        .link_child(&child_id, &ctx.session_id, &ctx.call_id)
-        .await
-        .map_err(|e| internal(e.into()))?;
     let depth = host.depth + 1;
-    child.depth = depth;
-    child.cache_key = Some(host.cache_key.clone());
     // The parent's system sections as they were sent, then the sub-agent's instructions
     // (before any dynamic section, which must come last).
     let mut system = host.system.clone();
@@ -148,22 +132,32 @@ async fn run_child(
         let at = system.iter().position(|s| s.cache == CachePolicy::Dynamic).unwrap_or(system.len());
         system.insert(at, SystemSection::cacheable(format!("subagent:{name}"), text.to_owned()));
     }
+    // Its first request is measured against the request of the parent's step that called it.
+    let prefix = ctx
+        .turn
+        .get::<ParentRequest>()
+        .map_or_else(PrefixTracker::default, |ParentRequest(parent)| PrefixTracker::child_of(&parent));
+    let workspace = crate::agent::canonical_workspace(&ctx.workspace).map_err(internal)?;
+    let session = NewSession {
+        owner: host.owner.clone(),
+        title: format!("[{name}] {}", first_line.chars().take(60).collect::<String>()),
+        provider: agent.provider().name().to_owned(),
+        model: agent.config().model.clone(),
+        workspace: workspace.display().to_string(),
+        metadata: serde_json::Value::Null,
+    };
+    let child = ChildOpening {
+        link: ParentLink { session_id: ctx.session_id.to_string(), call_id: ctx.call_id.to_string() },
+        depth,
+        system,
+        cache_key: host.cache_key.clone(),
+        prefix,
+    };
+    // The row, its link to this call and its first state in one commit; its context built once.
+    let mut child =
+        Session::start(agent.clone(), Opening::Child { session, child }).await.map_err(internal)?;
+    let child_id = child.id().clone();
     let config = agent.config();
-    let catalog = child.tools.catalog();
-    child.context = ContextState::new(
-        &config.model,
-        &config.context,
-        &system,
-        (catalog.specs(), catalog.fingerprint()),
-        &agent.inner.fixed_counts,
-    );
-    child.system = system;
-    if let Some(ParentRequest(prefix)) = ctx.turn.get::<ParentRequest>() {
-        // The first request is measured against the parent's; it differs from it by design
-        // (another conversation), which is no cache break to warn about.
-        child.prefix = prefix;
-        child.compacted = true;
-    }
     if let Some(mode) = ctx.turn.get::<PermissionMode>()
         && agent.mode_available(mode).is_ok()
     {
