@@ -134,6 +134,8 @@ pub struct Session {
     /// The history was rewritten by compaction since the last request (a cache break is
     /// expected, not a bug).
     pub(crate) compacted: bool,
+    /// The running turn's end (the session's status after it) was committed with its last step.
+    pub(crate) turn_ended: bool,
     /// Index of the current turn's user message.
     pub(crate) turn_start: usize,
     /// The session's permission mode (stored in its state).
@@ -267,6 +269,7 @@ impl Session {
             open_todos: None,
             context,
             compacted: false,
+            turn_ended: false,
             turn_start: 0,
             mode,
             start_source,
