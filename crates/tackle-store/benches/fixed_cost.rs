@@ -66,15 +66,12 @@ async fn one_run(store: &Store) {
         message: Some((&results, Some(1))),
         finished: vec![("call_1".into(), finish)],
         step: &step,
+        state: vec![("context.calibration", json!(1.1))],
     };
     store.steps().commit(&id, commit).await.unwrap();
     let answer = Message::assistant("5");
     let step = StepRecord { turn: 1, step: 2, stop_reason: "end_turn".into(), ..Default::default() };
-    store
-        .steps()
-        .commit(&id, StepCommit { turn: 1, message: Some((&answer, Some(1))), finished: vec![], step: &step })
-        .await
-        .unwrap();
-    let idle = SessionUpdate { status: Some(SessionStatus::Idle), ..Default::default() };
-    store.sessions().update(&id, idle).await.unwrap();
+    // The answer ends the turn in the same commit, as the agent's loop does.
+    let last = StepCommit { turn: 1, message: Some((&answer, Some(1))), finished: vec![], step: &step, state: vec![] };
+    store.steps().commit_last(&id, last, SessionStatus::Idle).await.unwrap();
 }

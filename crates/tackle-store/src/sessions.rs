@@ -272,6 +272,17 @@ impl UpdateRow {
     }
 }
 
+/// Ends a turn inside the caller's transaction: the session's status set (which clears its
+/// runner, as [`Sessions::update`] does), and the session as it now is.
+pub(crate) async fn end_turn_on(
+    conn: &mut Conn<'_>,
+    id: &str,
+    status: SessionStatus,
+) -> Result<SessionRecord, StoreError> {
+    let row = UpdateRow::new(SessionUpdate { status: Some(status), ..SessionUpdate::default() })?;
+    Ok(update_on(conn, id, &row, None).await?.0)
+}
+
 /// The session `id`.
 async fn get_on(conn: &mut Conn<'_>, id: &str) -> Result<SessionRecord, StoreError> {
     conn.fetch_optional(&Query::new(GET).bind(id), |row| record(row))

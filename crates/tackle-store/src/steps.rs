@@ -12,7 +12,9 @@ use crate::writer::Placement;
 use serde::{Deserialize, Serialize};
 
 use crate::db::now_ms;
-use crate::{Store, StoreError};
+use crate::sessions::end_turn_on;
+use crate::state::{state_texts, upsert_states};
+use crate::{SessionRecord, SessionStatus, Store, StoreError};
 
 /// A recorded step.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -83,7 +85,11 @@ async fn commit_on(
     message: Option<&MessageRow>,
     finished: &[(String, ToolCallFinish)],
     step: &StepRecord,
+    state: Option<&Query>,
 ) -> Result<Option<i64>, StoreError> {
+    if let Some(state) = state {
+        conn.execute(state).await.map_err(|e| no_session(e, session_id))?;
+    }
     for (call, finish) in finished {
         if conn.execute(&finish.query(session_id, call)?).await? == 0 {
             return Err(StoreError::not_found("tool call", call.as_str()));
@@ -108,6 +114,10 @@ pub struct StepCommit<'a> {
     pub finished: Vec<(String, ToolCallFinish)>,
     /// The step's record.
     pub step: &'a StepRecord,
+    /// Session state values upserted with it (key, value; see
+    /// [`Sessions::set_states`](crate::Sessions::set_states)), such as what the step's usage
+    /// taught about token counts: a value learnt during a step costs no commit of its own.
+    pub state: Vec<(&'a str, serde_json::Value)>,
 }
 
 fn to_i64(v: u64) -> i64 {
@@ -134,20 +144,50 @@ impl Steps<'_> {
     }
 
     /// Commits the end of a step in one transaction (one writer call on SQLite):
-    /// the calls finished with it, its last message (the answer or the tool results) and its
-    /// record. Returns the message's `seq`.
+    /// the calls finished with it, its last message (the answer or the tool results), its
+    /// state values and its record. Returns the message's `seq`.
     pub async fn commit(self, session_id: &str, commit: StepCommit<'_>) -> Result<Option<i64>, StoreError> {
-        let StepCommit { turn, message, finished, step } = commit;
-        if message.is_none() && finished.is_empty() {
-            self.record(session_id, step).await?;
+        if commit.message.is_none() && commit.finished.is_empty() && commit.state.is_empty() {
+            self.record(session_id, commit.step).await?;
             return Ok(None);
         }
+        Ok(self.commit_with(session_id, commit, None).await?.0)
+    }
+
+    /// [`Steps::commit`] for the step that ends its turn: the session's status is set in the
+    /// same transaction (`idle`, or `failed` for a turn that failed), so the end of a turn costs
+    /// no commit of its own. Returns the message's `seq` and the session as it now is.
+    pub async fn commit_last(
+        self,
+        session_id: &str,
+        commit: StepCommit<'_>,
+        status: SessionStatus,
+    ) -> Result<(Option<i64>, SessionRecord), StoreError> {
+        let (seq, record) = self.commit_with(session_id, commit, Some(status)).await?;
+        let record = record.ok_or(StoreError::Internal("the turn's last step returned no session"))?;
+        Ok((seq, record))
+    }
+
+    async fn commit_with(
+        self,
+        session_id: &str,
+        commit: StepCommit<'_>,
+        status: Option<SessionStatus>,
+    ) -> Result<(Option<i64>, Option<SessionRecord>), StoreError> {
+        let StepCommit { turn, message, finished, step, state } = commit;
         let message = message.map(|(m, tokens)| MessageRow::new(m, tokens)).transpose()?;
+        let state = upsert_states(session_id, state_texts(&state)?);
         let (epoch, session, step) = (self.store.epoch_for(session_id), session_id.to_owned(), step.clone());
         self.store
             .db
             .transaction(Placement::InPlace, epoch, async move |conn| {
-                commit_on(conn, &session, turn, message.as_ref(), &finished, &step).await
+                let seq = commit_on(conn, &session, turn, message.as_ref(), &finished, &step, state.as_ref())
+                    .await?;
+                let record = match status {
+                    Some(status) => Some(end_turn_on(conn, &session, status).await?),
+                    None => None,
+                };
+                Ok((seq, record))
             })
             .await
     }

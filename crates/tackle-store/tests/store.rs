@@ -335,15 +335,24 @@ both! {
             message: Some((&results, None)),
             finished: vec![("b".into(), finish("b")), ("zzz".into(), finish("zzz"))],
             step: &step,
+            state: vec![("learnt", json!(1.5))],
         };
         let err = store.steps().commit(&s.id, bad).await.unwrap_err();
         assert!(matches!(err, StoreError::NotFound { what: "tool call", .. }), "{err}");
         assert_eq!(count(&store, "messages", &s.id).await, 2);
         assert!(store.steps().list(&s.id).await.unwrap().is_empty());
         assert_eq!(store.calls().get(&s.id, "b").await.unwrap().unwrap().status, ToolCallStatus::Running);
+        assert_eq!(store.sessions().get_state::<f64>(&s.id, "learnt").await.unwrap(), None);
 
-        let good = StepCommit { turn: 1, message: Some((&results, Some(9))), finished: vec![("b".into(), finish("b"))], step: &step };
+        let good = StepCommit {
+            turn: 1,
+            message: Some((&results, Some(9))),
+            finished: vec![("b".into(), finish("b"))],
+            step: &step,
+            state: vec![("learnt", json!(1.5))],
+        };
         assert_eq!(store.steps().commit(&s.id, good).await.unwrap(), Some(2));
+        assert_eq!(store.sessions().get_state::<f64>(&s.id, "learnt").await.unwrap(), Some(1.5));
         assert_eq!(store.steps().list(&s.id).await.unwrap(), std::slice::from_ref(&step));
         let statuses: Vec<_> = store.calls().list(&s.id).await.unwrap().iter().map(|c| c.status).collect();
         assert_eq!(statuses, [ToolCallStatus::Ok, ToolCallStatus::Ok]);
@@ -354,6 +363,27 @@ both! {
         let again = [CallStart { call_id: "a", name: "add", args: &args }];
         let (_, begun) = store.calls().append_with_calls(&s.id, 2, &Message::assistant("again"), None, &again).await.unwrap();
         assert!(matches!(&begun[..], [BeginOutcome::AlreadyFinished(r)] if r.result == Some(ToolResult::ok("a", "2"))));
+
+        // The step that ends a turn commits the turn's end with it, whole or not at all: a
+        // failing last step leaves the session running, with no answer and no record.
+        let answer = Message::assistant("4");
+        let last_step = StepRecord { turn: 2, step: 1, stop_reason: "end_turn".into(), ..StepRecord::default() };
+        let bad = StepCommit {
+            turn: 2,
+            message: Some((&answer, Some(1))),
+            finished: vec![("zzz".into(), finish("zzz"))],
+            step: &last_step,
+            state: vec![],
+        };
+        let err = store.steps().commit_last(&s.id, bad, SessionStatus::Idle).await.unwrap_err();
+        assert!(matches!(err, StoreError::NotFound { what: "tool call", .. }), "{err}");
+        assert_eq!(store.sessions().get(&s.id).await.unwrap().status, SessionStatus::Running);
+        assert_eq!(store.steps().list(&s.id).await.unwrap().len(), 1);
+        let last = StepCommit { turn: 2, message: Some((&answer, Some(1))), finished: vec![], step: &last_step, state: vec![] };
+        let (seq, record) = store.steps().commit_last(&s.id, last, SessionStatus::Idle).await.unwrap();
+        assert_eq!((seq, record.status), (Some(4), SessionStatus::Idle));
+        assert_eq!(store.sessions().get(&s.id).await.unwrap(), record);
+        assert_eq!(store.steps().list(&s.id).await.unwrap().len(), 2);
     }
 
     async fn running_calls_are_marked_interrupted_after_a_crash(db) {
@@ -761,7 +791,7 @@ both! {
         lost(turn.calls().finish(&s.id, "c1", finish()).await, "finish_tool_call");
         let step = StepRecord { turn: 1, step: 2, stop_reason: "tool_use".into(), ..StepRecord::default() };
         let results = Message::tool_results(vec![ToolResult::ok("c1", "again")]);
-        let commit = StepCommit { turn: 1, message: Some((&results, None)), finished: vec![("c1".into(), finish())], step: &step };
+        let commit = StepCommit { turn: 1, message: Some((&results, None)), finished: vec![("c1".into(), finish())], step: &step, state: vec![] };
         lost(turn.steps().commit(&s.id, commit).await.map(drop), "commit_step");
         lost(turn.steps().record(&s.id, &step).await, "record_step");
         lost(turn.calls().mark_running_as_interrupted(&s.id).await.map(drop), "mark_running_as_interrupted");

@@ -135,6 +135,8 @@ pub struct Session {
     /// expected, not a bug). (A sub-agent's first request, measured against its parent's, is
     /// no break either: its [`PrefixTracker`] knows its baseline is the parent's.)
     pub(crate) compacted: bool,
+    /// The running turn's end (the session's status after it) was committed with its last step.
+    pub(crate) turn_ended: bool,
     /// Index of the current turn's user message.
     pub(crate) turn_start: usize,
     /// The session's permission mode (stored in its state).
@@ -310,6 +312,7 @@ impl Session {
             open_todos: None,
             context,
             compacted: false,
+            turn_ended: false,
             turn_start: 0,
             mode,
             start_source,

@@ -45,6 +45,8 @@ struct StepReport {
     started: Instant,
     metrics: StepMetrics,
     strategy: MaskStrategy,
+    /// The token-count calibration the step's usage moved, stored with the step's commit.
+    calibration: Option<f64>,
 }
 
 /// What a phase of a step returns: `Continue` with what the next phase needs, or `Break` with
@@ -256,10 +258,12 @@ impl Session {
             Ok(_) => SessionStatus::Idle,
             Err(_) => SessionStatus::Failed,
         };
-        if let Ok(record) = store
-            .sessions()
-            .update(&self.record.id, SessionUpdate { status: Some(status), ..Default::default() })
-            .await
+        // Most turns end in their last step's commit; the others here.
+        if !std::mem::take(&mut self.turn_ended)
+            && let Ok(record) = store
+                .sessions()
+                .update(&self.record.id, SessionUpdate { status: Some(status), ..Default::default() })
+                .await
         {
             self.record = record;
         }
@@ -379,7 +383,7 @@ impl Session {
             }
         }
         let (response, metrics) = proceed!(self.sample(run, &view.tools, sink, cancel).await);
-        let report = self.accept(run, &response, metrics, started, view.tools.strategy).await?;
+        let report = self.accept(run, &response, metrics, started, view.tools.strategy);
         let text = response.text();
         let mut response = response;
         // Every call runs once, whatever ids the model used: a reused id gets a fresh one
@@ -560,20 +564,17 @@ impl Session {
 
     /// Takes the model's answer into the turn: its usage counted, the token calibration
     /// updated, and what the step measured kept for its commit.
-    async fn accept(
+    fn accept(
         &mut self,
         run: &mut TurnRun,
         response: &ModelResponse,
         metrics: StepMetrics,
         started: Instant,
         strategy: MaskStrategy,
-    ) -> Result<StepReport, AgentError> {
+    ) -> StepReport {
         run.usage.add(&response.usage);
-        if let Some(calibration) =
-            self.context.observe_usage(self.last_request_len, response.usage.input_tokens)
-        {
-            self.agent.store().sessions().set_state(&self.record.id, CALIBRATION_KEY, &calibration).await?;
-        }
+        // Stored with the step's commit, not in one of its own.
+        let calibration = self.context.observe_usage(self.last_request_len, response.usage.input_tokens);
         let report = StepReport {
             step: run.step,
             stop_reason: response.stop_reason.clone(),
@@ -581,8 +582,9 @@ impl Session {
             started,
             metrics,
             strategy,
+            calibration,
         };
-        Ok(report)
+        report
     }
 
     /// An answer without tool calls: committed, then the turn ends (completed, cut off, or at
@@ -598,7 +600,15 @@ impl Session {
         let cut = cut_off(&report.stop_reason).map(str::to_owned);
         let message = response.into_message();
         let answer = (!message.is_empty()).then_some(message);
-        self.finish_step(sink, run.turn, report, answer, Vec::new()).await?;
+        let hooks = self.agent.executor().script_hooks().clone();
+        // Unless a check may still send the model back to work (an output schema, a Stop
+        // hook), the turn ends with this answer: its end is committed with it.
+        let may_go_on = run.output.is_some() || (!run.last() && hooks.has(HookEvent::Stop));
+        let ends = match &cut {
+            Some(_) => Some(SessionStatus::Failed),
+            None => (!may_go_on).then_some(SessionStatus::Idle),
+        };
+        self.finish_step(sink, run.turn, report, answer, Vec::new(), ends).await?;
         if let Some(reason) = cut {
             // What was said stays in the history; the turn did not complete.
             return Ok(ControlFlow::Break(run.end(
@@ -613,7 +623,6 @@ impl Session {
                 Err(error) => return self.invalid_output(run, text, error, sink).await,
             }
         }
-        let hooks = self.agent.executor().script_hooks().clone();
         if !run.last() && hooks.has(HookEvent::Stop) {
             let payload = HookPayload::Stop {
                 stop_hook_active: run.stop_hook_active,
@@ -706,7 +715,7 @@ impl Session {
             verdict = Some(checked);
         }
         self.append(run.turn, response.into_message()).await?;
-        self.finish_step(sink, run.turn, report, Some(Message::tool_results(results)), Vec::new()).await?;
+        self.finish_step(sink, run.turn, report, Some(Message::tool_results(results)), Vec::new(), None).await?;
         match verdict {
             Some(Ok(value)) => {
                 output.value = Some(value);
@@ -730,7 +739,9 @@ impl Session {
     ) -> Phase {
         self.append(run.turn, response.into_message()).await?;
         let results = calls.iter().map(|c| step_limit_result(&c.id, &c.name)).collect::<Vec<_>>();
-        self.finish_step(sink, run.turn, report, Some(Message::tool_results(results)), Vec::new()).await?;
+        let results = Some(Message::tool_results(results));
+        // The turn ends at its limit: its end is committed with the step.
+        self.finish_step(sink, run.turn, report, results, Vec::new(), Some(SessionStatus::Idle)).await?;
         Ok(ControlFlow::Break(run.at_limit(text, true, sink)))
     }
 
@@ -763,7 +774,7 @@ impl Session {
         }
         let results: Vec<ToolResult> = executed.iter().map(|r| r.result.clone()).collect();
         let finished = executed.iter().filter_map(|r| r.finish.clone()).collect();
-        self.finish_step(sink, run.turn, report, Some(Message::tool_results(results)), finished).await?;
+        self.finish_step(sink, run.turn, report, Some(Message::tool_results(results)), finished, None).await?;
         Ok((executed, requests))
     }
 
@@ -912,8 +923,9 @@ impl Session {
     }
 
     /// Commits the step's last message (the answer, or the tool results), if any, with the
-    /// ends of the calls left to it and the step's record, in one store call, then reports
-    /// the step finished.
+    /// ends of the calls left to it, the step's record and what its usage taught about token
+    /// counts, in one store call, then reports the step finished. `ends`: the step ends the
+    /// turn, and the session's status after it is committed with it.
     async fn finish_step(
         &mut self,
         sink: &EventSink,
@@ -921,6 +933,7 @@ impl Session {
         report: StepReport,
         message: Option<Message>,
         finished: Vec<(String, ToolCallFinish)>,
+        ends: Option<SessionStatus>,
     ) -> Result<(), AgentError> {
         let duration_ms = u64::try_from(report.started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let record = StepRecord {
@@ -945,8 +958,18 @@ impl Session {
             message: message.as_ref().zip(tokens).map(|(m, t)| (m, i64::try_from(t).ok())),
             finished,
             step: &record,
+            state: report.calibration.map(|c| (CALIBRATION_KEY, serde_json::json!(c))).into_iter().collect(),
         };
-        let seq = self.agent.store().steps().commit(&self.record.id, commit).await?;
+        let steps = self.agent.store().steps();
+        let seq = match ends {
+            Some(status) => {
+                let (seq, session) = steps.commit_last(&self.record.id, commit, status).await?;
+                self.record = session;
+                self.turn_ended = true;
+                seq
+            }
+            None => steps.commit(&self.record.id, commit).await?,
+        };
         if let (Some(message), Some(tokens)) = (message, tokens) {
             self.history.push(message, seq, tokens);
         }
