@@ -72,6 +72,12 @@ async fn one_run(store: &Store) {
     let answer = Message::assistant("5");
     let step = StepRecord { turn: 1, step: 2, stop_reason: "end_turn".into(), ..Default::default() };
     // The answer ends the turn in the same commit, as the agent's loop does.
-    let last = StepCommit { turn: 1, message: Some((&answer, Some(1))), finished: vec![], step: &step, state: vec![] };
+    let last = StepCommit {
+        turn: 1,
+        message: Some((&answer, Some(1))),
+        finished: vec![],
+        step: &step,
+        state: vec![],
+    };
     store.steps().commit_last(&id, last, SessionStatus::Idle).await.unwrap();
 }

@@ -715,7 +715,8 @@ impl Session {
             verdict = Some(checked);
         }
         self.append(run.turn, response.into_message()).await?;
-        self.finish_step(sink, run.turn, report, Some(Message::tool_results(results)), Vec::new(), None).await?;
+        self.finish_step(sink, run.turn, report, Some(Message::tool_results(results)), Vec::new(), None)
+            .await?;
         match verdict {
             Some(Ok(value)) => {
                 output.value = Some(value);
@@ -774,7 +775,8 @@ impl Session {
         }
         let results: Vec<ToolResult> = executed.iter().map(|r| r.result.clone()).collect();
         let finished = executed.iter().filter_map(|r| r.finish.clone()).collect();
-        self.finish_step(sink, run.turn, report, Some(Message::tool_results(results)), finished, None).await?;
+        self.finish_step(sink, run.turn, report, Some(Message::tool_results(results)), finished, None)
+            .await?;
         Ok((executed, requests))
     }
 
