@@ -575,7 +575,7 @@ impl Session {
         run.usage.add(&response.usage);
         // Stored with the step's commit, not in one of its own.
         let calibration = self.context.observe_usage(self.last_request_len, response.usage.input_tokens);
-        let report = StepReport {
+        StepReport {
             step: run.step,
             stop_reason: response.stop_reason.clone(),
             usage: response.usage,
@@ -583,8 +583,7 @@ impl Session {
             metrics,
             strategy,
             calibration,
-        };
-        report
+        }
     }
 
     /// An answer without tool calls: committed, then the turn ends (completed, cut off, or at
