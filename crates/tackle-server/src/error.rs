@@ -44,8 +44,11 @@ pub struct ApiError {
     pub retry_after: Option<Duration>,
 }
 
-/// The JSON body of an error response.
+/// The JSON body of an error response. Documented as closed (`additionalProperties: false`,
+/// from `deny_unknown_fields`): a failed turn's `TurnResult` also carries `error`, and
+/// `SendFailure`'s `oneOf` must match exactly one of the two.
 #[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ErrorBody {
     /// The error.
     pub error: ErrorDetail,

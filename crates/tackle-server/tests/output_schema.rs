@@ -47,6 +47,24 @@ async fn an_answer_invalid_twice_is_a_502_output_invalid() {
     );
     assert!(body.get("output").is_none(), "{body}");
     assert_eq!(h.fake.requests()[0].body["response_format"]["json_schema"]["name"], "output");
+
+    // The body is what the document says of a 502: `SendFailure` is a `oneOf`, so it must match
+    // exactly one of its shapes (the failed turn's, not also the refusal's).
+    let (_, doc) = h.call(Method::GET, "/openapi.json", None, None).await;
+    let failure = send_failure(&doc);
+    assert!(
+        failure.is_valid(&body),
+        "{:?}",
+        failure.iter_errors(&body).map(|e| e.to_string()).collect::<Vec<_>>()
+    );
+    let refused = json!({"error": {"code": "busy", "message": "the session is running a turn"}});
+    assert!(failure.is_valid(&refused));
+}
+
+/// The schema of a failed `POST /v1/sessions/{id}/messages`, with the document's components.
+fn send_failure(doc: &serde_json::Value) -> jsonschema::Validator {
+    let root = json!({"$ref": "#/components/schemas/SendFailure", "components": doc["components"]});
+    jsonschema::validator_for(&root).expect("the document's SendFailure compiles")
 }
 
 #[tokio::test]
