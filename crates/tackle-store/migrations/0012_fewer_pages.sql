@@ -4,9 +4,10 @@
 -- commits wrote 11.5 pages with 200-byte messages, 14.6 at 1,500 bytes, 17.0 at 3,000; now 8.5,
 -- 11.6 and 14.0.
 --
--- 1. sessions.updated_at is no longer touched by every message: a turn's start and its end set it
---    (as creating, updating and forking a session do), so appending a message
---    inside a turn writes no session row and no entry of the owner's recency index.
+-- 1. sessions.updated_at is no longer set by a trigger on every message. A turn's start and end
+--    set it, as do creating, updating and forking a session and appending a message through the
+--    store's `Messages`; the step commits inside a turn write no session row and no entry of the
+--    owner's recency index.
 DROP TRIGGER messages_touch_session;
 
 -- 2. Small rows found by their key live in their primary key's B-tree (WITHOUT ROWID): one tree

@@ -47,6 +47,7 @@ migrations! {
     (9, "checkpoints", "0009_checkpoints.sql"),
     (10, "elicitations", "0010_elicitations.sql"),
     (11, "subagents", "0011_subagents.sql"),
+    (12, "fewer pages", "0012_fewer_pages.sql"),
 }
 
 pub(crate) fn migrator(migrations: &'static [(i64, &'static str, &'static str)]) -> Migrator {

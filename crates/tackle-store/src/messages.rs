@@ -99,7 +99,19 @@ async fn append_all(
     for row in rows {
         seqs.push(row.insert(conn, session_id, turn).await?);
     }
+    if !rows.is_empty() {
+        touch(conn, session_id).await?;
+    }
     Ok(seqs)
+}
+
+/// Marks session `id` active now (`updated_at`), in the caller's transaction. Messages appended
+/// through [`Messages`] are activity; a turn's own step commits are not touched one by one, since
+/// the turn's start and end set it (migration 0012).
+async fn touch(conn: &mut Conn<'_>, id: &str) -> Result<(), StoreError> {
+    let query = Query::new("UPDATE sessions SET updated_at = $1 WHERE id = $2").bind(now_ms()).bind(id);
+    conn.execute(&query).await.map_err(|e| no_session(e, id))?;
+    Ok(())
 }
 
 /// The highest turn of a session.
@@ -157,7 +169,11 @@ impl Messages<'_> {
         let (epoch, session) = (self.store.epoch_for(session_id), session_id.to_owned());
         self.store
             .db
-            .write(Placement::InPlace, epoch, async move |conn| row.insert(conn, &session, turn).await)
+            .transaction(Placement::InPlace, epoch, async move |conn| {
+                let seq = row.insert(conn, &session, turn).await?;
+                touch(conn, &session).await?;
+                Ok(seq)
+            })
             .await
     }
 

@@ -77,6 +77,33 @@ mod tests {
         conn
     }
 
+    /// A file in `migrations/` (or `migrations/postgres/`) that `migrations!` does not list would
+    /// never run: each directory holds exactly the listed files, in version order.
+    #[test]
+    fn every_migration_file_is_listed() {
+        let expected: Vec<String> = SQLITE_MIGRATIONS.iter().map(|(v, _, _)| format!("{v:04}")).collect();
+        for dir in ["migrations", "migrations/postgres"] {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+            let mut files: Vec<String> = std::fs::read_dir(&path)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| n.ends_with(".sql"))
+                .collect();
+            files.sort();
+            let versions: Vec<String> = files.iter().map(|f| f[..4].to_owned()).collect();
+            assert_eq!(versions, expected, "{dir}: every file must be listed in db.rs `migrations!`");
+        }
+        // The SQLite texts are the files' (not an older copy).
+        let last = SQLITE_MIGRATIONS.last().unwrap();
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+        let file = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(&format!("{:04}_", last.0)))
+            .unwrap();
+        assert_eq!(std::fs::read_to_string(file).unwrap(), last.2);
+    }
+
     #[test]
     fn every_migration_is_applied_once_with_sqlx_bookkeeping() {
         let mut conn = migrated();

@@ -1,5 +1,6 @@
--- sessions.updated_at is no longer touched by every message: a turn's start and its end set it
--- (as creating, updating and forking a session do), so appending a message
--- inside a turn writes no session row (SQLite's migration 0012 says why: fewer pages per commit).
+-- sessions.updated_at is no longer set by a trigger on every message. A turn's start and end set
+-- it, as do creating, updating and forking a session and appending a message through the store's
+-- `Messages`; the step commits inside a turn write no session row (SQLite's migration 0012 says
+-- why: fewer pages per commit).
 DROP TRIGGER messages_touch_session ON messages;
 DROP FUNCTION messages_touch_session();
