@@ -102,7 +102,11 @@ impl OutputSchema {
             return Err(OutputSchemaError::NotAnObject(kind));
         }
         let validator = ArgsValidator::new(&schema).map_err(OutputSchemaError::Invalid)?;
-        Ok(Self { format: OutputFormat { name, schema: Arc::new(schema) }, validator: Arc::new(validator) })
+        // Strict only where the schema allows it, as for tools: the API would reject the request
+        // otherwise; the answer is validated against the whole schema either way.
+        let strict = tackle_provider::strict_compatible(&schema);
+        let format = OutputFormat { strict: Some(strict), ..OutputFormat::new(name, schema) };
+        Ok(Self { format, validator: Arc::new(validator) })
     }
 
     /// The schema schemars derives for `T` (subschemas inlined), named after the type.
@@ -125,7 +129,7 @@ impl OutputSchema {
         // A schema schemars derived always compiles; if one ever did not, validating against
         // `true` would accept anything, so the typed read still checks the value.
         Self::new(name.clone(), schema).unwrap_or_else(|_| Self {
-            format: OutputFormat { name, schema: Arc::new(Value::Bool(true)) },
+            format: OutputFormat { strict: Some(false), ..OutputFormat::new(name, Value::Bool(true)) },
             validator: Arc::new(accept_all()),
         })
     }

@@ -53,7 +53,9 @@ async fn the_api_conforms_to_its_openapi_document() {
 
     let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/schemathesis.toml");
     let reports = home.path().join("schemathesis");
+    let hooks = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/hooks.py");
     let run = Command::new(st)
+        .env("SCHEMATHESIS_HOOKS", &hooks)
         .arg("--no-color")
         .arg("--config-file")
         .arg(&config)

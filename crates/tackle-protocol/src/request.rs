@@ -70,14 +70,41 @@ impl ModelRequest {
 
 /// A JSON Schema the model's final answer must match, as a provider sends it.
 ///
-/// The agent builds it from a validated `tackle_agent::OutputSchema`; a provider decides from
-/// the schema itself whether it can ask for strict adherence.
+/// The agent builds it from a validated `tackle_agent::OutputSchema` (with the `strict` it
+/// derives from the schema); the OpenAI-compatible gateway builds it from a client's
+/// `response_format` / `text.format`, field for field, so the provider receives what the client
+/// sent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OutputFormat {
     /// The format's name (`^[a-zA-Z0-9_-]{1,64}$`), where the API names it.
     pub name: String,
     /// The JSON Schema (an object), shared: the same allocation every step of a turn.
     pub schema: Arc<serde_json::Value>,
+    /// What the format is for, where the API carries it (`None`: not sent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Whether the provider constrains decoding to the schema: a client's own value, else the
+    /// one derived from the schema's fit with the API's strict subset (`None`: not sent, the
+    /// API's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strict: Option<bool>,
+    /// Any JSON object (the older JSON mode, `json_object`): `name`, `schema`, `description` and
+    /// `strict` are not sent.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub json_object: bool,
+}
+
+impl OutputFormat {
+    /// A named schema, with neither description nor `strict`.
+    pub fn new(name: impl Into<String>, schema: serde_json::Value) -> Self {
+        Self {
+            name: name.into(),
+            schema: Arc::new(schema),
+            description: None,
+            strict: None,
+            json_object: false,
+        }
+    }
 }
 
 /// A section of the system prompt.

@@ -317,6 +317,69 @@ async fn the_gateway_forwards_the_format_natively() {
     assert!(h.fake.requests().is_empty());
 }
 
+/// Gateway mode is a pass-through: the provider receives exactly the client's `response_format`
+/// / `text.format`, its `strict` as sent (or none), its `description`, and `json_object` as
+/// `json_object`, never a schema Tackle derived from it.
+#[tokio::test]
+async fn the_gateway_forwards_the_clients_format_byte_for_byte() {
+    let city = r#"{"city": "Oslo", "population": 1}"#;
+    let described = |strict: Option<bool>| {
+        let mut f =
+            json!({"name": "city", "description": "A city and its population.", "schema": city_schema()});
+        if let Some(strict) = strict {
+            f["strict"] = json!(strict);
+        }
+        f
+    };
+    // The schema fits the strict subset, so a derived `strict` would be `true`.
+    let formats = [
+        described(Some(false)),
+        described(Some(true)),
+        described(None),
+        json!({"name": "city", "schema": city_schema()}),
+    ];
+    let mut chat_formats: Vec<Value> =
+        formats.iter().map(|f| json!({"type": "json_schema", "json_schema": f})).collect();
+    chat_formats.push(json!({"type": "json_object"}));
+    let mut text_formats: Vec<Value> = formats
+        .iter()
+        .map(|f| {
+            let mut t = json!({"type": "json_schema"});
+            t.as_object_mut().unwrap().extend(f.as_object().unwrap().clone());
+            t
+        })
+        .collect();
+    text_formats.push(json!({"type": "json_object"}));
+
+    let turns = || Script::new((0..10).map(|_| Turn::text(city)).collect());
+    let h = Harness::new(turns()).await;
+    for (i, format) in chat_formats.iter().enumerate() {
+        for stream in [false, true] {
+            let chat = json!({"model": "model-x", "stream": stream, "messages": [{"role": "user", "content": "x"}], "response_format": format});
+            let (status, body) = h.call(Method::POST, "/v1/chat/completions", None, Some(chat)).await;
+            assert_eq!(status, StatusCode::OK, "{format}: {body}");
+            let sent = &h.fake.requests()[2 * i + usize::from(stream)].body;
+            assert_eq!(
+                sent["response_format"].to_string(),
+                format.to_string(),
+                "{format}: the bytes as sent"
+            );
+        }
+    }
+
+    let h = Harness::with_provider(turns(), Vec::new(), ProviderKind::OpenaiResponses).await;
+    for (i, format) in text_formats.iter().enumerate() {
+        for stream in [false, true] {
+            let request =
+                json!({"model": "model-x", "stream": stream, "input": "x", "text": {"format": format}});
+            let (status, body) = h.call(Method::POST, "/v1/responses", None, Some(request)).await;
+            assert_eq!(status, StatusCode::OK, "{format}: {body}");
+            let sent = &h.fake.requests()[2 * i + usize::from(stream)].body;
+            assert_eq!(sent["text"]["format"].to_string(), format.to_string(), "{format}: the bytes as sent");
+        }
+    }
+}
+
 /// The official SDK's own structured-output helpers (`chat.completions.parse` with a Pydantic
 /// model, `responses.parse` with `text_format`, and the chat stream helper) read agent mode's
 /// answers as their model.

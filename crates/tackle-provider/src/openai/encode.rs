@@ -3,11 +3,11 @@
 use std::borrow::Cow;
 
 use serde_json::value::RawValue;
-use tackle_protocol::{AllowedToolsMode, ModelRequest, Role, ToolChoice, ToolSpec};
+use tackle_protocol::{AllowedToolsMode, ModelRequest, OutputFormat, Role, ToolChoice, ToolSpec};
 use tackle_wire::chat::{self as wire, StreamOptions, ToolChoiceMode, ToolChoiceObject};
 
 use super::OpenAiDialect;
-use crate::{ToolSchemaRules, adapt_schema, strict_compatible};
+use crate::{ToolSchemaRules, adapt_schema};
 
 /// The request body: the Chat Completions wire type, with the tools rendered once and reused as
 /// bytes. Its field order puts what the provider caches first (tools, then messages), so the
@@ -47,12 +47,12 @@ pub(crate) fn body<'a>(
         max_completion_tokens: if official { request.max_output_tokens } else { None },
         max_tokens: if official { None } else { request.max_output_tokens },
         temperature: request.temperature,
-        response_format: request.output.as_ref().map(|o| wire::ResponseFormat::JsonSchema {
-            json_schema: wire::JsonSchemaFormat::new(
-                o.name.as_str(),
-                &o.schema,
-                strict_compatible(&o.schema),
-            ),
+        response_format: request.output.as_ref().map(|o| {
+            if o.json_object {
+                wire::ResponseFormat::JsonObject
+            } else {
+                wire::ResponseFormat::JsonSchema { json_schema: json_schema_format(o) }
+            }
         }),
         prompt_cache_key: if official {
             request.prompt_cache_key.as_deref().map(Cow::Borrowed)
@@ -61,6 +61,17 @@ pub(crate) fn body<'a>(
         },
         stream,
         stream_options: stream.then_some(StreamOptions { include_usage: true }),
+    }
+}
+
+/// A `json_schema` format in the API's field order (name, description, schema, strict), with
+/// the format's own `description` and `strict` as given (the gateway's are the client's).
+pub(crate) fn json_schema_format(o: &OutputFormat) -> wire::JsonSchemaFormat<'_> {
+    wire::JsonSchemaFormat {
+        name: Cow::Borrowed(o.name.as_str()),
+        description: o.description.as_deref().map(Cow::Borrowed),
+        schema: Some(Cow::Borrowed(&*o.schema)),
+        strict: o.strict,
     }
 }
 

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use tackle_protocol::ModelRequest;
 
 pub use decode::OpenAiChatDecoder;
+pub(crate) use encode::json_schema_format;
 
 use crate::http::{build_client, json_body, send_stream, stream_headers};
 use crate::tools_cache::ToolsCache;

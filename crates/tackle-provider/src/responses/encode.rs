@@ -7,7 +7,6 @@ use serde_json::value::RawValue;
 use tackle_protocol::{
     AllowedToolsMode, CachePolicy, ContentBlock, ModelRequest, Reasoning, Role, ToolChoice, ToolSpec,
 };
-use tackle_wire::chat::JsonSchemaFormat;
 use tackle_wire::responses::{
     self as wire, FunctionCallItem, FunctionCallOutputItem, InputItem, MessageContent, MessageRole, Part,
     ToolChoiceMode, ToolChoiceObject,
@@ -74,14 +73,14 @@ pub(crate) fn body<'a>(
         max_output_tokens: request.max_output_tokens.map(|n| n.max(MIN_OUTPUT_TOKENS)),
         temperature: request.temperature,
         reasoning: (reasoning != wire::ReasoningConfig::default()).then_some(reasoning),
-        // Strict only where the schema allows it, as for tools: the API would reject the request
-        // otherwise; the agent validates the answer against the whole schema either way.
+        // The format as given: the agent's `strict` is derived from the schema (strict only
+        // where the API accepts it), the gateway's is the client's.
         text: request.output.as_ref().map(|o| wire::TextConfig {
-            format: Some(wire::TextFormat::JsonSchema(JsonSchemaFormat::new(
-                o.name.as_str(),
-                &o.schema,
-                strict_compatible(&o.schema),
-            ))),
+            format: Some(if o.json_object {
+                wire::TextFormat::JsonObject
+            } else {
+                wire::TextFormat::JsonSchema(crate::openai::json_schema_format(o))
+            }),
             verbosity: None,
         }),
         prompt_cache_key: request.prompt_cache_key.as_deref().map(Cow::Borrowed),

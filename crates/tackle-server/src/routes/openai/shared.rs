@@ -240,8 +240,9 @@ impl<'a> AnswerFormat<'a> {
         })
     }
 
-    /// The format as the gateway forwards it: the same name and schema (checked as for the
-    /// agent), asked natively of the provider, which decides `strict` from the schema. A provider
+    /// The format as the gateway forwards it: what the client sent, field for field (its name,
+    /// description, schema and `strict`, or `json_object` as it is), the schema checked as for
+    /// the agent, asked natively of the provider. A provider
     /// that cannot constrain its answer (Anthropic Messages) gets a 400 naming the parameter
     /// rather than a request that silently drops it.
     pub(crate) fn gateway(&self, state: &AppState) -> Result<OutputFormat, ApiError> {
@@ -256,7 +257,15 @@ impl<'a> AnswerFormat<'a> {
                 ),
             ));
         }
-        Ok(self.output_schema()?.format().clone())
+        let checked = self.output_schema()?;
+        let Some(format) = self.schema else {
+            return Ok(OutputFormat { json_object: true, ..checked.format().clone() });
+        };
+        Ok(OutputFormat {
+            description: format.description.as_deref().map(str::to_owned),
+            strict: format.strict,
+            ..checked.format().clone()
+        })
     }
 }
 
