@@ -205,6 +205,9 @@ pub(crate) struct TurnOutput {
     /// Non-native: the session's catalog plus the final-answer tool, one allocation for the
     /// turn, so every step sends the same tool bytes.
     tools: Option<Arc<[ToolSpec]>>,
+    /// Non-native, and the schema's root is not an object (a tool's input must be one): the
+    /// answer travels as the input's `value`.
+    wrapped: bool,
     /// Repair rounds left (one).
     pub(crate) repairs_left: u8,
     /// The validated answer, once given.
@@ -223,12 +226,13 @@ impl TurnOutput {
     ) -> Self {
         let tool = (!native)
             .then(|| final_answer_name(|name| taken(name) || catalog.iter().any(|spec| spec.name == name)));
+        let wrapped = !native && !object_root(schema.schema());
         let tools = tool.as_deref().map(|name| {
             let mut specs: Vec<ToolSpec> = catalog.iter().cloned().collect();
-            specs.push(final_answer_tool(name, &schema));
+            specs.push(final_answer_tool(name, &schema, wrapped));
             Arc::<[ToolSpec]>::from(specs)
         });
-        Self { schema, native, tool, tools, repairs_left: 1, value: None }
+        Self { schema, native, tool, tools, wrapped, repairs_left: 1, value: None }
     }
 
     /// Whether `call` gives the final answer (never, when the answer is asked natively).
@@ -245,12 +249,22 @@ impl TurnOutput {
         }
     }
 
-    /// The answer a final-answer call gives: its input, validated.
+    /// The answer a final-answer call gives: its input (or the input's `value`, for a schema
+    /// whose root is not an object), validated against the schema as the caller gave it.
     pub(crate) fn call_answer(&self, call: &ToolUse) -> Result<Value, String> {
-        match call.input.as_json() {
-            Some(value) => self.schema.validate(value).map(|()| value.clone()),
-            None => Err("the input is not valid JSON".to_owned()),
-        }
+        let Some(input) = call.input.as_json() else {
+            return Err("the input is not valid JSON".to_owned());
+        };
+        let answer = if self.wrapped {
+            input.get(WRAPPED_FIELD).ok_or_else(|| {
+                format!(
+                    "the input has no `{WRAPPED_FIELD}`: give the answer as {{\"{WRAPPED_FIELD}\": <answer>}}"
+                )
+            })?
+        } else {
+            input
+        };
+        self.schema.validate(answer).map(|()| answer.clone())
     }
 
     /// The result a final-answer call gets: accepted, or the validation error as the tool's
@@ -309,16 +323,50 @@ fn final_answer_name(taken: impl Fn(&str) -> bool) -> String {
     name
 }
 
-/// The tool a provider without native structured output gives its final answer through.
-fn final_answer_tool(name: &str, schema: &OutputSchema) -> ToolSpec {
+/// The input field that carries an answer whose schema's root is not an object.
+const WRAPPED_FIELD: &str = "value";
+
+/// Whether `schema` describes objects at its root (`"type": "object"`), as a tool's input
+/// schema must.
+fn object_root(schema: &Value) -> bool {
+    schema.get("type").and_then(Value::as_str) == Some("object")
+}
+
+/// `schema` as the `value` of an object, its definitions (`$defs`, `definitions`) kept at the
+/// root so its `#/...` references still resolve.
+fn wrap(schema: &Value) -> Value {
+    let mut inner = schema.clone();
+    let mut root = serde_json::Map::new();
+    root.insert("type".into(), Value::from("object"));
+    if let Some(map) = inner.as_object_mut() {
+        for key in ["$defs", "definitions"] {
+            if let Some(defs) = map.remove(key) {
+                root.insert(key.into(), defs);
+            }
+        }
+    }
+    root.insert("properties".into(), serde_json::json!({ WRAPPED_FIELD: inner }));
+    root.insert("required".into(), serde_json::json!([WRAPPED_FIELD]));
+    root.insert("additionalProperties".into(), Value::Bool(false));
+    Value::Object(root)
+}
+
+/// The tool a provider without native structured output gives its final answer through. A
+/// schema whose root is not an object is `wrapped` as the input's `value`.
+fn final_answer_tool(name: &str, schema: &OutputSchema, wrapped: bool) -> ToolSpec {
+    let (input_schema, how) = if wrapped {
+        (wrap(schema.schema()), format!("as this tool's input `{WRAPPED_FIELD}`"))
+    } else {
+        (schema.schema().clone(), "as this tool's input".to_owned())
+    };
     let mut spec = ToolSpec::new(
         name,
         format!(
-            "Give your final answer ({}) as this tool's input, once you are done with the other tools. \
+            "Give your final answer ({}) {how}, once you are done with the other tools. \
              Call it alone, as your last call; its input must match the schema exactly.",
             schema.name()
         ),
-        schema.schema().clone(),
+        input_schema,
     );
     spec.annotations.read_only = true;
     spec

@@ -86,3 +86,31 @@ fn the_final_answer_tool_takes_a_name_no_tool_of_the_session_has() {
     let refused = output.text_answer("{\"ok\": true}").unwrap_err();
     assert!(refused.contains("`final_answer_3`"), "{refused}");
 }
+
+#[test]
+fn a_schema_whose_root_is_not_an_object_travels_as_the_tools_value() {
+    let list = OutputSchema::new(
+        "cities",
+        json!({"type": "array", "items": {"$ref": "#/$defs/city"}, "$defs": {"city": {"type": "string"}}}),
+    )
+    .unwrap();
+    let catalog: Arc<[ToolSpec]> = Arc::from(Vec::<ToolSpec>::new());
+    let plan = TurnOutput::new(list, false, &catalog, |_| false);
+    let tool = plan.tools.as_ref().unwrap().last().unwrap().clone();
+    assert_eq!(tool.input_schema["type"], "object");
+    assert_eq!(tool.input_schema["required"], json!(["value"]));
+    assert_eq!(tool.input_schema["properties"]["value"]["type"], "array");
+    assert!(tool.input_schema["$defs"]["city"].is_object(), "definitions stay at the root");
+    let call =
+        |input: serde_json::Value| ToolUse { id: "c1".into(), name: tool.name.clone(), input: input.into() };
+    assert_eq!(
+        plan.call_answer(&call(json!({"value": ["Paris", "Rome"]}))).unwrap(),
+        json!(["Paris", "Rome"])
+    );
+    assert!(plan.call_answer(&call(json!({"value": [1]}))).is_err(), "validated against the caller's schema");
+    assert!(plan.call_answer(&call(json!({"answer": []}))).unwrap_err().contains("`value`"));
+    // An object schema is sent as it is, and a native provider never wraps.
+    let object = TurnOutput::new(verdict(), false, &catalog, |_| false);
+    assert_eq!(object.tools.as_ref().unwrap().last().unwrap().input_schema, *verdict().schema());
+    assert!(!TurnOutput::new(verdict(), true, &catalog, |_| false).wrapped);
+}

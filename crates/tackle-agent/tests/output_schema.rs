@@ -173,6 +173,25 @@ async fn the_last_step_forces_the_final_answer_tool() {
 }
 
 #[tokio::test]
+async fn a_schema_whose_root_is_an_array_works_through_the_final_answer_tool() {
+    // Anthropic's tool input must be an object: the answer travels as `value` and comes back bare.
+    let kind = ProviderKind::Anthropic;
+    let cities = json!({"type": "array", "items": {"type": "string"}, "minItems": 1});
+    let script = Script::new(vec![Turn::call(FINAL_ANSWER_TOOL, r#"{"value": ["Paris", "Rome"]}"#)]);
+    let h = Harness::new(kind, script).await;
+    let mut session = h.session().await;
+    let input = TurnInput::new("Which cities?")
+        .with_output_schema(OutputSchema::new("cities", cities.clone()).unwrap());
+    let outcome = session.run_turn(input, &h.sink(), &CancellationToken::new()).await.unwrap();
+    assert_eq!(outcome.end, TurnEnd::Completed, "{outcome:?}");
+    assert_eq!(outcome.output, Some(json!(["Paris", "Rome"])));
+    let requests = h.fake.requests();
+    let tool = requests[0].body["tools"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(tool["input_schema"]["type"], "object", "{tool}");
+    assert_eq!(tool["input_schema"]["properties"]["value"], cities, "{tool}");
+}
+
+#[tokio::test]
 async fn without_a_schema_nothing_is_added_to_the_request() {
     for kind in FORMATS {
         let h = Harness::new(kind, Script::new(vec![Turn::text("plain")])).await;
