@@ -134,6 +134,13 @@ impl AppState {
         &self.inner.config
     }
 
+    /// SSE comments (`: heartbeat`) every `[server] heartbeat_secs` on a stream that may stay
+    /// silent a while (a turn's tool steps, a structured answer sent whole at its end), so a
+    /// client's read timeout does not end it. SDKs skip comments.
+    pub(crate) fn heartbeat(&self) -> axum::response::sse::KeepAlive {
+        axum::response::sse::KeepAlive::new().interval(self.inner.config.heartbeat).text("heartbeat")
+    }
+
     /// Turns running now.
     pub fn running_turns(&self) -> usize {
         self.inner.turns.len()

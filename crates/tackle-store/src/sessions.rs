@@ -521,19 +521,6 @@ impl Sessions<'_> {
             .await
     }
 
-    /// Links session `child` to the session and tool call that started it (a sub-agent's
-    /// session, see migration 0011), so front ends show the tree.
-    pub async fn link_child(self, child: &str, parent: &str, parent_call_id: &str) -> Result<(), StoreError> {
-        let query = Query::new("UPDATE sessions SET parent_id = $1, parent_call_id = $2 WHERE id = $3")
-            .bind(parent)
-            .bind(parent_call_id)
-            .bind(child);
-        if self.store.db.execute(None, query).await? == 0 {
-            return Err(StoreError::not_found("session", child));
-        }
-        Ok(())
-    }
-
     /// The sessions session `parent` started (its sub-agents), oldest first.
     pub async fn children(self, parent: &str) -> Result<Vec<ChildSession>, StoreError> {
         let query = Query::new(

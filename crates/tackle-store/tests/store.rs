@@ -50,11 +50,10 @@ both! {
     async fn sub_agent_sessions_link_to_their_parent_and_call(db) {
         let store = db.open().await;
         let parent = store.sessions().create(new_session("u")).await.unwrap();
-        let a = store.sessions().create(new_session("u")).await.unwrap();
-        let b = store.sessions().create(new_session("u")).await.unwrap();
-        assert_eq!(store.sessions().parent(&a.id).await.unwrap(), None);
-        store.sessions().link_child(&a.id, &parent.id, "call_a").await.unwrap();
-        store.sessions().link_child(&b.id, &parent.id, "call_b").await.unwrap();
+        assert_eq!(store.sessions().parent(&parent.id).await.unwrap(), None);
+        let link = |call: &str| ParentLink { session_id: parent.id.to_string(), call_id: call.to_owned() };
+        let a = store.sessions().create_child(new_session("u"), &link("call_a"), &[]).await.unwrap();
+        let b = store.sessions().create_child(new_session("u"), &link("call_b"), &[]).await.unwrap();
         let children = store.sessions().children(&parent.id).await.unwrap();
         let linked: Vec<(&str, &str)> =
             children.iter().map(|c| (c.id.as_str(), c.parent_call_id.as_str())).collect();
@@ -63,7 +62,6 @@ both! {
         let link = store.sessions().parent(&b.id).await.unwrap().unwrap();
         assert_eq!((link.session_id.as_str(), link.call_id.as_str()), (parent.id.as_str(), "call_b"));
         assert!(store.sessions().children(&a.id).await.unwrap().is_empty());
-        assert!(matches!(store.sessions().link_child("nope", &parent.id, "c").await, Err(StoreError::NotFound { .. })));
         assert!(matches!(store.sessions().parent("nope").await, Err(StoreError::NotFound { .. })));
         // Deleting the parent keeps its children, unlinked.
         store.sessions().delete(&parent.id).await.unwrap();

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
@@ -317,7 +317,7 @@ pub async fn send(
             // Serialized once, for the store and the stream alike.
             Ok::<_, Infallible>(Event::default().id(seq.to_string()).event(event.name()).data(data))
         });
-        let keep_alive = KeepAlive::new().interval(state.config().heartbeat).text("heartbeat");
+        let keep_alive = state.heartbeat();
         return Ok(Sse::new(events).keep_alive(keep_alive).into_response());
     }
     let events: Vec<AgentEvent> = UnboundedReceiverStream::new(rx).map(|(_, _, event)| event).collect().await;
@@ -451,7 +451,7 @@ pub async fn events(
         let sse = Event::default().id(event.seq.to_string()).event(event.name.clone()).data(event.data);
         Some((Ok::<_, Infallible>(sse), replay))
     });
-    let keep_alive = KeepAlive::new().interval(state.config().heartbeat).text("heartbeat");
+    let keep_alive = state.heartbeat();
     Ok(Sse::new(events).keep_alive(keep_alive).into_response())
 }
 

@@ -261,7 +261,7 @@ async fn run_agent(
         }
         out.finish_with(finish, &usage, Some(&extension));
     });
-    Ok((StatusCode::OK, header, Sse::new(chunks).keep_alive(shared::heartbeat(&state))).into_response())
+    Ok((StatusCode::OK, header, Sse::new(chunks).keep_alive(state.heartbeat())).into_response())
 }
 
 /// The response header naming the session an agent-mode request ran in.

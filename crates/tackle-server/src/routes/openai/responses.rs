@@ -909,7 +909,7 @@ async fn run_agent(
         header.keep(&state, Some(&session_id), &added, &output).await?;
         return Ok(Json(header.object(end.status(), &end, output, Some(&outcome.usage))).into_response());
     }
-    let heartbeat = shared::heartbeat(&state);
+    let heartbeat = state.heartbeat();
     let stream = async_stream(move |tx| async move {
         let mut out = EventWriter::new(tx, header.clone());
         let mut events = UnboundedReceiverStream::new(turn.events);

@@ -391,13 +391,6 @@ where
     UnboundedReceiverStream::new(rx)
 }
 
-/// SSE comments (`: heartbeat`) on an agent-mode stream while the agent works without a word
-/// for the client (tool steps, and every step of a structured answer, which is sent whole at
-/// the end): a client's read timeout does not end a long turn. SDKs skip comments.
-pub(crate) fn heartbeat(state: &AppState) -> axum::response::sse::KeepAlive {
-    axum::response::sse::KeepAlive::new().interval(state.config().heartbeat).text("heartbeat")
-}
-
 /// Earlier turns as the history of a new agent session: their text only (the client's own tool
 /// calls are not Tackle's to replay).
 pub(crate) fn text_history(messages: &[Message]) -> Vec<Message> {
