@@ -439,6 +439,16 @@ impl Agent {
 
     /// Creates a session in the store.
     pub async fn create_session(&self, options: NewSessionOptions) -> Result<Session, AgentError> {
+        let (session, history) = self.new_session(options)?;
+        Session::start(self.clone(), Opening::New { session, history }).await
+    }
+
+    /// The row of a session this agent creates (its workspace checked, its provider and model
+    /// this agent's), and the history it starts from.
+    pub(crate) fn new_session(
+        &self,
+        options: NewSessionOptions,
+    ) -> Result<(NewSession, Vec<tackle_protocol::Message>), AgentError> {
         let workspace = if options.workspace.as_os_str().is_empty() {
             self.inner.workspace.clone()
         } else {
@@ -452,7 +462,7 @@ impl Agent {
             workspace: workspace.display().to_string(),
             metadata: serde_json::Value::Null,
         };
-        Session::start(self.clone(), Opening::New { session, history: options.history }).await
+        Ok((session, options.history))
     }
 
     /// Opens an existing session, reloading its history (latest snapshot plus later messages).

@@ -9,12 +9,12 @@ use tackle_tools::{
     TypedTool,
 };
 
-use tackle_store::{NewSession, ParentLink};
+use tackle_store::ParentLink;
 
 use super::{AGENT_TOOL, ParentRequest, SubAgent, SubAgentHost, SubAgentRegistry, forwarding_sink};
 use crate::session::{ChildOpening, Opening, PrefixTracker};
 use crate::tools::LoopRequests;
-use crate::{Session, ToolMask, TurnInput};
+use crate::{NewSessionOptions, Session, ToolMask, TurnInput};
 
 /// Arguments of `agent`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -137,15 +137,14 @@ async fn run_child(
         .turn
         .get::<ParentRequest>()
         .map_or_else(PrefixTracker::default, |ParentRequest(parent)| PrefixTracker::child_of(&parent));
-    let workspace = crate::agent::canonical_workspace(&ctx.workspace).map_err(internal)?;
-    let session = NewSession {
-        owner: host.owner.clone(),
-        title: format!("[{name}] {}", first_line.chars().take(60).collect::<String>()),
-        provider: agent.provider().name().to_owned(),
-        model: agent.config().model.clone(),
-        workspace: workspace.display().to_string(),
-        metadata: serde_json::Value::Null,
-    };
+    let (session, _) = agent
+        .new_session(NewSessionOptions {
+            title: Some(format!("[{name}] {}", first_line.chars().take(60).collect::<String>())),
+            workspace: ctx.workspace.clone(),
+            owner: Some(host.owner.clone()),
+            history: Vec::new(),
+        })
+        .map_err(internal)?;
     let child = ChildOpening {
         link: ParentLink { session_id: ctx.session_id.to_string(), call_id: ctx.call_id.to_string() },
         depth,
