@@ -19,6 +19,10 @@ if [ -x scripts/test-deps.sh ]; then
   scripts/test-deps.sh
 fi
 
+# No incremental artifacts: this script builds the whole workspace once (CI from nothing), where
+# incremental compilation only costs time and a third of the build's disk (4.6 of 13 GB, cold).
+export CARGO_INCREMENTAL=0
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 

@@ -1,6 +1,6 @@
 //! The agent loop against the scripted fake model, in both wire formats.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;

@@ -6,7 +6,7 @@
 //! validates the calls of BFCL's ground truth; `tool_search` over it keeps its recall on a fixed
 //! sample of BFCL's requests, and its answers stay within their token budget.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;

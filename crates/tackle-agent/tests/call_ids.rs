@@ -1,7 +1,7 @@
 //! A model (or a proxy in front of it) that reuses tool-call ids: every call still runs exactly
 //! once, and every later request stays provider-valid, in both wire formats.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 

@@ -1,7 +1,7 @@
 //! Context economy end to end: offloading and restore, TTL, session scoping, thresholds,
 //! summarization through the fake model, the reactive path, and a long run within budget.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,7 +1,7 @@
 //! Deferred tools: 100 extra tools over budget leave the catalog; tool_search finds them,
 //! call_tool runs them with their own schema, and the request prefix never changes.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

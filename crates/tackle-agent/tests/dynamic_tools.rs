@@ -1,6 +1,6 @@
 //! Dynamic tools without cache breaks: masks, provider strategies, skills, the kill switch.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::Ordering;
 

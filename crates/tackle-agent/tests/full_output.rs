@@ -2,7 +2,7 @@
 //! the offloader stores that (not the head and tail the model sees), and `read_result`
 //! restores any part of it byte-exact.
 
-mod common;
+use crate::common;
 
 use common::Harness;
 use tackle_agent::{ReadResultArgs, ReadUnit, TurnInput, read_page};

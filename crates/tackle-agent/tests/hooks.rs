@@ -4,7 +4,7 @@
 //! session: the hook runs as a child process, and what the model saw is read back from the
 //! fake model's recorded requests.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! and executes after the user approves the plan (or revises it when they refine it),
 //! accept-edits runs file edits without asking but not the shell, bypass needs a sandbox.
 
-mod common;
+use crate::common;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};

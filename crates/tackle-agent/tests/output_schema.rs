@@ -2,7 +2,7 @@
 //! (Chat `response_format`, Responses `text.format`) or through the final-answer tool (Anthropic),
 //! validated, repaired once, and failed with a typed failure after that.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::Ordering;
 

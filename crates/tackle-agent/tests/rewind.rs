@@ -2,7 +2,7 @@
 //! with shell commands (writes, moves, deletions), the agent records a checkpoint before each
 //! turn, and going back restores files and conversation; a fork leaves its source untouched.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! Skills per workspace: what a session's system prompt offers is exactly what `activate_skill`
 //! accepts in that session, for every workspace of the agent (a server's named workspaces).
 
-mod common;
+use crate::common;
 
 use common::{provider, write_skill};
 use serde_json::Value;

@@ -5,7 +5,7 @@
 //! first request shares the parent's prefix and raises no cache-break warning, while a real
 //! break later in the child still does; a sub-agent's `model` is the model of its requests only.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

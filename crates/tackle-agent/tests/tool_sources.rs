@@ -3,7 +3,7 @@
 //! of turn 2 (never between two steps), as a `catalog_changed` event; listed tools change the
 //! catalog (a cache break, said out loud), deferred tools change only the search index.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

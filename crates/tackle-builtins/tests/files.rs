@@ -1,6 +1,6 @@
 //! read_file, write_file, edit_file and list_files in a temporary workspace.
 
-mod common;
+use crate::common;
 
 use serde_json::{Value, json};
 use tackle_builtins::BuiltinConfig;

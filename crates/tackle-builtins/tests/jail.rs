@@ -1,6 +1,6 @@
 //! Jail escapes: every attempt to leave the workspace is refused.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::symlink;
 

@@ -1,6 +1,6 @@
 //! The shell tool: exit codes, capture, timeouts without orphans, secret-free environment.
 
-mod common;
+use crate::common;
 
 use std::ffi::OsString;
 use std::time::Duration;

@@ -1,6 +1,6 @@
 //! web_fetch: Markdown from a local server, and the SSRF guard.
 
-mod common;
+use crate::common;
 
 use std::net::IpAddr;
 use std::sync::Arc;

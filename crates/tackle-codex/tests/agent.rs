@@ -3,7 +3,7 @@
 //! resume their thread, a killed Codex process loses no result and runs no call twice, a
 //! changed tool set starts a new thread.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -2,7 +2,7 @@
 //! Responses server: dynamic tools reach the model, parallel calls come out as one batch,
 //! answers reach the model as function_call_output, Codex's own tools stay off.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -5,7 +5,7 @@
 //! binary and compares; `TACKLE_UPDATE_CODEX_SCHEMA=1` rewrites the file instead (after
 //! bumping the pinned version in scripts/test-deps/package.json).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -4,7 +4,7 @@
 //! The packages are installed by scripts/test-deps.sh; when they are missing the tests fail under
 //! `TACKLE_REQUIRE_PEERS` and skip, saying why, otherwise (`tackle_testkit::peers`).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpListener, TcpStream};

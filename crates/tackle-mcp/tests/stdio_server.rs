@@ -2,7 +2,7 @@
 //! pagination, namespacing and order, calls and result mapping, list_changed, timeouts, and
 //! reconnection after the server process is killed.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! (they authenticate their own callers), and they are shut down with the server, before the
 //! store closes.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! real `codex app-server` (npm `@openai/codex`, pinned) against the testkit's fake Responses
 //! server, driven by the official `openai` Python SDK (both installed by scripts/test-deps.sh).
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! in the sessions API (`stream: false`), both OpenAI-compatible routes in agent mode and the
 //! gateway; a streamed turn's `error` event carries the same code.
 
-mod common;
+use crate::common;
 
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};

@@ -2,7 +2,7 @@
 //! (parsed by `prometheus-parse`), counting what the turns did, provider errors by class
 //! included; listed in the OpenAPI document.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 

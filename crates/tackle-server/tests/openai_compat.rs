@@ -1,7 +1,7 @@
 //! The OpenAI-compatible endpoint: gateway and agent modes, streaming and not, through the
 //! router and driven by the official `openai` Python SDK (installed by scripts/test-deps.sh).
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

@@ -5,7 +5,7 @@
 //! or not; an invalid answer is repaired once, a second is the route's mapped error; a bad schema
 //! is a 400 before any model request. In gateway mode the format goes to the provider natively.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use common::{Harness, parse_sse, run_peer_script, tokens};

@@ -2,7 +2,7 @@
 //! an answer still invalid after the repair round is a 502 `output_invalid`, a bad schema a 400
 //! before any model call; the OpenAPI document describes the field.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use common::Harness;

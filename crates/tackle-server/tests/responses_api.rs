@@ -3,7 +3,7 @@
 //! (the `openai` Python SDK's `client.responses.create`, the OpenAI Agents SDK's default model
 //! class) over a socket.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use common::{ALICE, BOB, Harness, missing_peer, parse_sse, run_peer_script, tokens, venv_python};

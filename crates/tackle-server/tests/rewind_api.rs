@@ -1,7 +1,7 @@
 //! The sessions API's permission mode, plan approval over HTTP, and rewind and fork routes, on
 //! the real router with the fake model and a real store.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use common::{Harness, until};

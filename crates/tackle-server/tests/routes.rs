@@ -1,6 +1,6 @@
 //! Every route and its errors, through the router (tower oneshot) and over a socket for SSE.
 
-mod common;
+use crate::common;
 
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};

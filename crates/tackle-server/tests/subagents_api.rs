@@ -1,7 +1,7 @@
 //! Sub-agents over HTTP: a child's confirmation is listed and answered where its parent's are,
 //! and `/v1/sessions/{id}/children` links the two sessions.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use common::{Harness, parse_sse, until};

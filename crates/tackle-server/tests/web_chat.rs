@@ -5,7 +5,7 @@
 //! into docs/screens/ only on request (`TACKLE_UPDATE_SCREENS=1`): the suite leaves the tree as
 //! it found it (a screenshot's scroll position depends on timing).
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

@@ -2,7 +2,7 @@
 //! `tackle_testkit::peers`, installed by scripts/test-deps.sh): a child session's page links to
 //! its parent, following the link opens the parent, and the parent's page lists the child.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

@@ -7,7 +7,7 @@ use serde_json::json;
 use tackle_protocol::{ErrorCategory, Message, ToolError, ToolResult};
 use tackle_store::*;
 
-mod common;
+use crate::common;
 
 fn new_session(owner: &str) -> NewSession {
     NewSession {
