@@ -534,7 +534,7 @@ async fn claude_code_names_let_a_claude_code_hook_run_unchanged() {
 
 /// Hook scripts published by Anthropic in the anthropics/claude-code repository, run unmodified
 /// from a checkout of it: `TACKLE_CLAUDE_CODE_REPO=/path/to/claude-code cargo nextest run -p
-/// tackle-agent --test hooks --run-ignored all anthropic`. They are not vendored (that
+/// tackle-agent --run-ignored all -E 'test(/^hooks::.*anthropic/)'`. They are not vendored (that
 /// repository's licence reserves all rights), so CI does not run this test; the report of the
 /// issue says when it last passed.
 #[tokio::test]

@@ -1,8 +1,8 @@
 //! tackle-checkpoint's integration tests, one module per file, built as one test binary: one link
-//! instead of one per file, which kept the suite's build within the disk CI has (each
-//! binary links every dependency statically). `cargo nextest run -p tackle-checkpoint -E 'test(/^MODULE::/)'`
-//! runs one file's tests. A new `tests/*.rs` file must be listed here: `every_test_file_is_a_module`
-//! fails until it is.
+//! instead of one per file, which kept the suite's build within the disk CI has (each binary links
+//! every dependency statically). `cargo nextest run -p tackle-checkpoint -E 'test(/^MODULE::/)'`
+//! runs one file's tests. A new `tests/*.rs` file must be listed here:
+//! `every_test_file_is_a_module` fails until it is.
 
 mod backends;
 mod restore_edges;

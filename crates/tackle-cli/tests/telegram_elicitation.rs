@@ -13,8 +13,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tackle_testkit::{FakeModel, Script, Turn, peers};
 
-#[path = "common/telegram_emulator.rs"]
-mod telegram_emulator;
+use crate::telegram_emulator;
 
 const BIN: &str = env!("CARGO_BIN_EXE_tackle");
 const TOKEN: &str = "123456:elicitation-test-token";
