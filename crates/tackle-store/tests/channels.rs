@@ -4,8 +4,6 @@
 use serde_json::json;
 use tackle_store::*;
 
-use crate::common;
-
 fn item(update_id: i64, chat: &str) -> NewInboxItem {
     NewInboxItem { update_id, chat: chat.into(), payload: json!({"text": format!("m{update_id}")}) }
 }

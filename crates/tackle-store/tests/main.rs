@@ -4,8 +4,11 @@
 //! one file's tests. A new `tests/*.rs` file must be listed here: `every_test_file_is_a_module`
 //! fails until it is.
 
-mod channels;
+// First: its `both!` macro is used by the modules after it.
+#[macro_use]
 mod common;
+
+mod channels;
 mod store;
 
 /// A test file that is not declared above would never be built or run.
