@@ -49,6 +49,85 @@ fn short_forms_read_as_messages() {
     }
 }
 
+#[test]
+fn every_tool_choice_form_round_trips_byte_for_byte() {
+    for choice in [
+        json!("none"),
+        json!("auto"),
+        json!("required"),
+        json!({"type": "function", "name": "a"}),
+        json!({"type": "allowed_tools", "mode": "required", "tools": [
+            {"type": "function", "name": "a"}, {"name": "b"}, {"type": "function", "function": {"name": "c"}},
+            {"type": "mcp", "server_label": "deepwiki"}]}),
+        json!({"type": "custom", "name": "grammar"}),
+        json!({"type": "mcp", "server_label": "deepwiki"}),
+        json!({"type": "mcp", "server_label": "deepwiki", "name": "ask"}),
+        json!({"type": "file_search"}),
+        json!({"type": "web_search_preview"}),
+        json!({"type": "web_search_preview_2025_03_11"}),
+        json!({"type": "computer_use_preview"}),
+        json!({"type": "image_generation"}),
+        json!({"type": "code_interpreter"}),
+        json!({"type": "apply_patch"}),
+        json!({"type": "shell"}),
+        // Chat Completions' spellings, which Tackle's server accepts here too.
+        json!({"type": "function", "function": {"name": "a"}}),
+        json!({"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [{"type": "function", "function": {"name": "a"}}]}}),
+        // A kind added later: kept as sent.
+        json!({"type": "web_search_2030", "x": [1]}),
+        json!({"name": "no type"}),
+    ] {
+        let text = choice.to_string();
+        let read: ToolChoice = serde_json::from_str(&text).unwrap();
+        assert_eq!(serde_json::to_string(&read).unwrap(), text, "byte for byte");
+    }
+    let read: ToolChoice = serde_json::from_value(json!({"type": "file_search"})).unwrap();
+    assert_eq!(read, ToolChoice::Object(ToolChoiceObject::FileSearch));
+    let read: ToolChoice = serde_json::from_value(json!({"type": "function", "function": {"name": "a"}})).unwrap();
+    assert_eq!(read, ToolChoice::Object(ToolChoiceObject::Chat(crate::chat::ToolChoiceObject::Function {
+        function: crate::chat::FunctionName { name: "a".into() }
+    })));
+    let read: ToolChoice = serde_json::from_value(json!({"type": "x"})).unwrap();
+    assert!(matches!(read, ToolChoice::Object(ToolChoiceObject::Other(_))), "{read:?}");
+}
+
+#[test]
+fn a_bad_tool_choice_names_its_field() {
+    for (choice, want) in [
+        (json!("sometimes"), "tool_choice: unknown variant `sometimes`"),
+        (json!(5), "tool_choice: invalid type: integer `5`"),
+        (json!({"type": "function"}), "missing field `name`"),
+        (json!({"type": "function", "name": ["a"]}), "invalid type: sequence"),
+        (json!({"type": "allowed_tools", "mode": "sometimes", "tools": []}), "unknown variant `sometimes`"),
+        (json!({"type": "allowed_tools", "mode": "auto"}), "missing field `tools`"),
+        (json!({"type": "allowed_tools", "allowed_tools": {"tools": []}}), "missing field `mode`"),
+        (json!({"type": "mcp"}), "missing field `server_label`"),
+        (json!({"type": "custom"}), "missing field `name`"),
+    ] {
+        let e = error_of(json!({"model": "m", "input": "hi", "tool_choice": choice}));
+        assert!(e.starts_with("tool_choice") && e.contains(want), "{choice}: {e}");
+    }
+}
+
+#[test]
+fn the_echo_writes_back_what_it_read_and_nulls_what_is_unset() {
+    // Every field, in the API's order, then one this module does not name.
+    let text = r#"{"instructions":"be brief","max_output_tokens":64,"parallel_tool_calls":false,"previous_response_id":null,"prompt_cache_key":"k","reasoning":{"effort":null,"summary":null},"store":false,"temperature":0.7,"text":{"format":{"type":"text"}},"tool_choice":{"type":"function","name":"t"},"tools":[{"type":"function","name":"t","parameters":{"type":"object"},"strict":false,"x":1}],"top_p":null,"truncation":"disabled","user":null,"metadata":{"team":"a"},"service_tier":"default"}"#;
+    let echo: Echo = serde_json::from_str(text).unwrap();
+    assert_eq!(echo.temperature, Some(Some(0.7)));
+    assert_eq!(echo.previous_response_id, Some(None), "null is kept apart from absent");
+    assert_eq!(echo.other["service_tier"], "default");
+    assert_eq!(serde_json::to_string(&echo).unwrap(), text);
+    let partial: Echo = serde_json::from_str(r#"{"tool_choice":"auto","reasoning":{"effort":"low"}}"#).unwrap();
+    assert_eq!(serde_json::to_string(&partial).unwrap(), r#"{"reasoning":{"effort":"low"},"tool_choice":"auto"}"#);
+    // Instructions as items (a prompt template's) read too.
+    let items: Echo =
+        serde_json::from_value(json!({"instructions": [{"role": "developer", "content": "x"}]})).unwrap();
+    assert!(matches!(items.instructions, Some(Some(Input::Items(_)))));
+    let e = serde_path_to_error::deserialize::<_, Echo>(json!({"tool_choice": {"type": "mcp"}})).unwrap_err();
+    assert!(e.to_string().starts_with("tool_choice") && e.to_string().contains("server_label"), "{e}");
+}
+
 fn error_of(body: Value) -> String {
     let e = serde_path_to_error::deserialize::<_, ResponsesRequest>(body).unwrap_err();
     format!("{}: {}", e.path(), e.inner())
@@ -124,7 +203,8 @@ fn a_terminal_response_carries_usage_errors_and_echoed_parameters() {
     let usage = e.response.usage.unwrap();
     assert_eq!((usage.input_tokens, usage.input_tokens_details.unwrap().cached_tokens), (10, 4));
     assert_eq!(e.response.incomplete_details.as_ref().unwrap().reason.as_deref(), Some("max_output_tokens"));
-    assert_eq!(e.response.echo["tool_choice"], "auto");
+    assert_eq!(e.response.echo.tool_choice, Some(ToolChoice::Mode(ToolChoiceMode::Auto)));
+    assert_eq!(e.response.echo.store, Some(false));
     assert_eq!(
         serde_json::to_value(&event).unwrap(),
         completed,
