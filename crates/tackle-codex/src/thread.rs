@@ -24,8 +24,8 @@ use crate::approvals::{self, CodexApprovals};
 use crate::connection::{Responder, ServerRequest};
 use crate::server::{Live, ThreadEvent, ThreadOptions, parse, to_value};
 use crate::wire::{
-    self, CallId, DynamicToolCallParams, DynamicToolCallResponse, Notification, ThreadId, ThreadItem, ThreadResult,
-    TurnId, UserInput, method,
+    self, CallId, DynamicToolCallParams, DynamicToolCallResponse, Notification, ThreadId, ThreadItem,
+    ThreadResult, TurnId, UserInput, method,
 };
 use crate::{CodexError, CodexServer, rpc};
 
@@ -412,7 +412,10 @@ impl CodexThread {
             Ok(n) => n,
             // The end of a turn, and its usage where no raw event gave it, cannot be skipped:
             // the turn fails.
-            Err(e) if method_name == method::TURN_COMPLETED || (method_name == method::TOKEN_USAGE && !self.raw_usage) => {
+            Err(e)
+                if method_name == method::TURN_COMPLETED
+                    || (method_name == method::TOKEN_USAGE && !self.raw_usage) =>
+            {
                 return Err(CodexError::Unexpected { method: e.method.clone(), message: e.to_string() });
             }
             Err(e) => {
@@ -449,8 +452,12 @@ impl CodexThread {
                 self.streamed.entry(d.item_id).or_default().push_str(&d.delta);
                 Some(TurnEvent::TextDelta(d.delta))
             }
-            Notification::ItemCompleted(completed) if !for_other_turn => self.completed_message(completed.item),
-            Notification::ReasoningSummaryDelta(d) | Notification::ReasoningTextDelta(d) if !for_other_turn => {
+            Notification::ItemCompleted(completed) if !for_other_turn => {
+                self.completed_message(completed.item)
+            }
+            Notification::ReasoningSummaryDelta(d) | Notification::ReasoningTextDelta(d)
+                if !for_other_turn =>
+            {
                 Some(TurnEvent::ReasoningDelta(d.delta))
             }
             Notification::RawItemCompleted(raw) if !for_other_turn => {

@@ -326,7 +326,10 @@ async fn a_misfit_notification_is_skipped_and_a_misfit_turn_end_fails_the_turn()
     let (mut thread, mut peer) = setup(CodexConfig::default(), &["a"]).await;
     peer.send(json!({"method": "item/agentMessage/delta", "params": {"threadId": "th", "turnId": "tu", "itemId": "m", "delta": 5}})).await;
     peer.send(json!({"method": "item/agentMessage/delta", "params": {"threadId": "th", "itemId": "m", "delta": "lost"}})).await;
-    peer.send(json!({"method": "error", "params": {"threadId": "th", "turnId": "tu", "error": {"message": "x"}}})).await;
+    peer.send(
+        json!({"method": "error", "params": {"threadId": "th", "turnId": "tu", "error": {"message": "x"}}}),
+    )
+    .await;
     peer.send(json!({"method": "item/somethingNew", "params": {"threadId": "th", "turnId": "tu"}})).await;
     peer.send(json!({"method": "item/agentMessage/delta", "params": {"threadId": "th", "turnId": "tu", "itemId": "m", "delta": "ok"}})).await;
     assert_eq!(thread.next_event().await.unwrap(), TurnEvent::TextDelta("ok".into()));

@@ -651,7 +651,10 @@ pub struct NotificationError {
 impl Notification {
     /// Reads the params of `method`; an unknown method is [`Notification::Other`].
     pub fn read(method: &str, params: Value) -> Result<Self, NotificationError> {
-        fn typed<T: serde::de::DeserializeOwned>(method: &str, params: Value) -> Result<T, NotificationError> {
+        fn typed<T: serde::de::DeserializeOwned>(
+            method: &str,
+            params: Value,
+        ) -> Result<T, NotificationError> {
             serde_path_to_error::deserialize(params).map_err(|e| NotificationError {
                 method: method.to_owned(),
                 path: e.path().to_string(),

@@ -225,7 +225,13 @@ fn recorded_notifications_read_typed() {
             *seen.entry(method.to_owned()).or_default() += 1;
         }
     }
-    for method in [method::TURN_STARTED, method::TURN_COMPLETED, method::ITEM_COMPLETED, method::TOKEN_USAGE, method::WARNING] {
+    for method in [
+        method::TURN_STARTED,
+        method::TURN_COMPLETED,
+        method::ITEM_COMPLETED,
+        method::TOKEN_USAGE,
+        method::WARNING,
+    ] {
         assert!(seen.get(method).is_some_and(|n| *n > 0), "{method} is in the transcripts: {seen:?}");
     }
     assert!(others.iter().any(|m| m == "thread/status/changed"), "{others:?}");
@@ -250,7 +256,9 @@ fn notifications_read_typed_and_a_misfit_names_its_field() {
     )
     .unwrap();
     let Notification::RawItemCompleted(raw) = raw else { panic!("{raw:?}") };
-    assert!(matches!(raw.item, Ok(tackle_wire::responses::OutputItem::FunctionCall(ref c)) if c.call_id == "c1"));
+    assert!(
+        matches!(raw.item, Ok(tackle_wire::responses::OutputItem::FunctionCall(ref c)) if c.call_id == "c1")
+    );
     // A raw item that does not read is kept as its reason: the event still counts.
     let raw = Notification::read(
         method::RAW_ITEM_COMPLETED,
@@ -276,10 +284,22 @@ fn notifications_read_typed_and_a_misfit_names_its_field() {
     assert!(error.will_retry);
     assert_eq!(error.error.additional_details.as_deref(), Some("Connection failed"));
     for (method, params) in [
-        (method::AGENT_MESSAGE_DELTA, json!({"threadId": "th", "turnId": "tu", "itemId": "m", "delta": "Hi"})),
-        (method::REASONING_SUMMARY_DELTA, json!({"threadId": "th", "turnId": "tu", "itemId": "r", "delta": "x", "summaryIndex": 0})),
-        (method::REASONING_TEXT_DELTA, json!({"threadId": "th", "turnId": "tu", "itemId": "r", "delta": "x", "contentIndex": 0})),
-        (method::RAW_RESPONSE_COMPLETED, json!({"threadId": "th", "turnId": "tu", "responseId": "r", "usage": null})),
+        (
+            method::AGENT_MESSAGE_DELTA,
+            json!({"threadId": "th", "turnId": "tu", "itemId": "m", "delta": "Hi"}),
+        ),
+        (
+            method::REASONING_SUMMARY_DELTA,
+            json!({"threadId": "th", "turnId": "tu", "itemId": "r", "delta": "x", "summaryIndex": 0}),
+        ),
+        (
+            method::REASONING_TEXT_DELTA,
+            json!({"threadId": "th", "turnId": "tu", "itemId": "r", "delta": "x", "contentIndex": 0}),
+        ),
+        (
+            method::RAW_RESPONSE_COMPLETED,
+            json!({"threadId": "th", "turnId": "tu", "responseId": "r", "usage": null}),
+        ),
     ] {
         Notification::read(method, params.clone()).unwrap();
         let name = match method {
@@ -292,14 +312,54 @@ fn notifications_read_typed_and_a_misfit_names_its_field() {
     }
 
     for (method, params, path, message) in [
-        (method::AGENT_MESSAGE_DELTA, json!({"threadId": "th", "turnId": "tu", "itemId": "m", "delta": 5}), "delta", "invalid type: integer `5`"),
-        (method::AGENT_MESSAGE_DELTA, json!({"threadId": "th", "itemId": "m", "delta": "x"}), ".", "missing field `turnId`"),
-        (method::TURN_COMPLETED, json!({"threadId": "th", "turn": {"status": "completed"}}), "turn", "missing field `id`"),
-        (method::TURN_COMPLETED, json!({"threadId": "th", "turn": {"id": 7}}), "turn.id", "invalid type: integer `7`"),
-        (method::ERROR, json!({"threadId": "th", "turnId": "tu", "error": {"message": "x"}}), ".", "missing field `willRetry`"),
-        (method::ERROR, json!({"threadId": "th", "turnId": "tu", "willRetry": "yes", "error": {"message": "x"}}), "willRetry", "invalid type: string"),
-        (method::TOKEN_USAGE, json!({"threadId": "th", "turnId": "tu", "tokenUsage": {"last": {}, "total": {"inputTokens": "many"}}}), "tokenUsage.total.inputTokens", "invalid type: string"),
-        (method::RAW_RESPONSE_COMPLETED, json!({"threadId": "th", "turnId": "tu", "usage": "lots"}), "usage", "invalid type: string"),
+        (
+            method::AGENT_MESSAGE_DELTA,
+            json!({"threadId": "th", "turnId": "tu", "itemId": "m", "delta": 5}),
+            "delta",
+            "invalid type: integer `5`",
+        ),
+        (
+            method::AGENT_MESSAGE_DELTA,
+            json!({"threadId": "th", "itemId": "m", "delta": "x"}),
+            ".",
+            "missing field `turnId`",
+        ),
+        (
+            method::TURN_COMPLETED,
+            json!({"threadId": "th", "turn": {"status": "completed"}}),
+            "turn",
+            "missing field `id`",
+        ),
+        (
+            method::TURN_COMPLETED,
+            json!({"threadId": "th", "turn": {"id": 7}}),
+            "turn.id",
+            "invalid type: integer `7`",
+        ),
+        (
+            method::ERROR,
+            json!({"threadId": "th", "turnId": "tu", "error": {"message": "x"}}),
+            ".",
+            "missing field `willRetry`",
+        ),
+        (
+            method::ERROR,
+            json!({"threadId": "th", "turnId": "tu", "willRetry": "yes", "error": {"message": "x"}}),
+            "willRetry",
+            "invalid type: string",
+        ),
+        (
+            method::TOKEN_USAGE,
+            json!({"threadId": "th", "turnId": "tu", "tokenUsage": {"last": {}, "total": {"inputTokens": "many"}}}),
+            "tokenUsage.total.inputTokens",
+            "invalid type: string",
+        ),
+        (
+            method::RAW_RESPONSE_COMPLETED,
+            json!({"threadId": "th", "turnId": "tu", "usage": "lots"}),
+            "usage",
+            "invalid type: string",
+        ),
         (method::WARNING, json!({"threadId": "th"}), ".", "missing field `message`"),
     ] {
         let e = Notification::read(method, params).unwrap_err();

@@ -98,8 +98,14 @@ async fn errors_come_in_openai_shape() {
         ),
         (json!({"model": "model-x", "messages": user, "tool_choice": "sometimes"}), "tool_choice"),
         (json!({"model": "model-x", "messages": user, "tool_choice": 5}), "tool_choice"),
-        (json!({"model": "model-x", "messages": user, "tool_choice": {"type": "function", "function": {}}}), "tool_choice.name"),
-        (json!({"model": "model-x", "messages": user, "tool_choice": {"type": "custom", "custom": {"name": "x"}}}), "tool_choice"),
+        (
+            json!({"model": "model-x", "messages": user, "tool_choice": {"type": "function", "function": {}}}),
+            "tool_choice.name",
+        ),
+        (
+            json!({"model": "model-x", "messages": user, "tool_choice": {"type": "custom", "custom": {"name": "x"}}}),
+            "tool_choice",
+        ),
         (json!({"model": "model-x", "messages": user, "tool_choice": {"type": "web_search"}}), "tool_choice"),
         (
             json!({"model": "tackle-agent", "messages": user, "tool_choice": {"type": "function", "name": "x"}}),

@@ -226,7 +226,10 @@ async fn tool_choice_is_echoed_as_sent_and_a_bad_one_is_named() {
         (json!({"type": "function", "name": 5}), "tool_choice"),
         (json!({"type": "allowed_tools", "mode": "sometimes", "tools": []}), "tool_choice"),
         (json!({"type": "allowed_tools", "mode": "none", "tools": []}), "tool_choice"),
-        (json!({"type": "allowed_tools", "mode": "auto", "tools": [{"type": "function", "name": "nope"}]}), "tool_choice"),
+        (
+            json!({"type": "allowed_tools", "mode": "auto", "tools": [{"type": "function", "name": "nope"}]}),
+            "tool_choice",
+        ),
         (json!({"type": "mcp"}), "tool_choice.server_label"),
         (json!({"type": "file_search"}), "tool_choice"),
         (json!({"type": "somewhere"}), "tool_choice"),

@@ -335,11 +335,16 @@ fn responses_tool_choice(choice: &ToolChoice<'_>, names: &HashSet<String>) -> Re
         // Chat Completions' spelling, which the real API refuses here.
         ToolChoice::Object(ToolChoiceObject::Chat(_)) => Err(Rejection::missing("tool_choice.name")),
         ToolChoice::Object(ToolChoiceObject::Other(v)) => Err(Rejection::new(
-            format!("Invalid value: {}. Supported values are: 'function', 'allowed_tools', 'custom', 'mcp', and the hosted tools.", v.get("type").unwrap_or(&Value::Null)),
+            format!(
+                "Invalid value: {}. Supported values are: 'function', 'allowed_tools', 'custom', 'mcp', and the hosted tools.",
+                v.get("type").unwrap_or(&Value::Null)
+            ),
             "tool_choice.type",
         )),
         // Kinds of tool Tackle's provider does not send; the fake has none of them.
-        ToolChoice::Object(_) => Err(Rejection::new("Tool choice not found in 'tools' parameter.", "tool_choice")),
+        ToolChoice::Object(_) => {
+            Err(Rejection::new("Tool choice not found in 'tools' parameter.", "tool_choice"))
+        }
     }
 }
 

@@ -129,10 +129,9 @@ fn tool_choice(choice: &ToolChoice, names: &HashSet<&str>) -> Result<(), String>
         ToolChoice::Object(ToolChoiceObject::Responses(_)) => {
             Err("Missing required parameter: 'tool_choice.function'.".into())
         }
-        ToolChoice::Object(ToolChoiceObject::Other(v)) => Err(format!(
-            "Invalid value for 'tool_choice.type': {}.",
-            v.get("type").unwrap_or(&Value::Null)
-        )),
+        ToolChoice::Object(ToolChoiceObject::Other(v)) => {
+            Err(format!("Invalid value for 'tool_choice.type': {}.", v.get("type").unwrap_or(&Value::Null)))
+        }
     }
 }
 

@@ -486,7 +486,8 @@ pub struct ToolRef<'a> {
     pub function: Option<FunctionName<'a>>,
     /// The function's name, in the Responses API's spelling.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<Cow<'a, str>>,    /// The fields of other kinds of tool (`server_label` of an `mcp` one, ...), as sent.
+    pub name: Option<Cow<'a, str>>,
+    /// The fields of other kinds of tool (`server_label` of an `mcp` one, ...), as sent.
     #[serde(flatten)]
     pub other: serde_json::Map<String, Value>,
 }

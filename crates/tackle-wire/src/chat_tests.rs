@@ -73,7 +73,9 @@ fn every_tool_choice_form_round_trips() {
     let nested: ToolChoice = serde_json::from_value(json!({"type": "allowed_tools", "allowed_tools": {
         "mode": "auto", "tools": [{"type": "function", "name": "b"}]}}))
     .unwrap();
-    let ToolChoice::Object(ToolChoiceObject::AllowedTools { allowed_tools }) = nested else { panic!("{nested:?}") };
+    let ToolChoice::Object(ToolChoiceObject::AllowedTools { allowed_tools }) = nested else {
+        panic!("{nested:?}")
+    };
     assert_eq!(allowed_tools.tools[0].name(), Some("b"));
     assert_eq!(
         ToolChoice::function("a"),
@@ -103,7 +105,10 @@ fn a_wrong_field_fails_with_its_path() {
     assert!(e.contains("tool_choice") && e.contains("missing field `name`"), "{e}");
     for (choice, field) in [
         (json!({"type": "function", "name": 5}), "invalid type: integer `5`"),
-        (json!({"type": "allowed_tools", "allowed_tools": {"mode": "sometimes", "tools": []}}), "unknown variant `sometimes`"),
+        (
+            json!({"type": "allowed_tools", "allowed_tools": {"mode": "sometimes", "tools": []}}),
+            "unknown variant `sometimes`",
+        ),
         (json!({"type": "allowed_tools", "mode": "auto"}), "missing field `tools`"),
         (json!({"type": "custom", "custom": {}}), "missing field `name`"),
     ] {

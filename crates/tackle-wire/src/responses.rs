@@ -580,7 +580,9 @@ impl<'de, 'a> Deserialize<'de> for ToolChoiceObject<'a> {
         let value = Value::deserialize(d)?;
         let read = match crate::choice::shape(&value, CHOICE_KINDS, false) {
             crate::choice::Shape::Own => OwnChoice::deserialize(value),
-            crate::choice::Shape::Foreign => crate::chat::ToolChoiceObject::deserialize(value).map(Self::Chat),
+            crate::choice::Shape::Foreign => {
+                crate::chat::ToolChoiceObject::deserialize(value).map(Self::Chat)
+            }
             crate::choice::Shape::Unknown => return Ok(Self::Other(value)),
         };
         read.map_err(D::Error::custom)
@@ -600,7 +602,8 @@ pub struct ToolRef<'a> {
     pub name: Option<Cow<'a, str>>,
     /// The function, in Chat Completions' spelling.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub function: Option<crate::chat::FunctionName<'a>>,    /// The fields of other kinds of tool (`server_label` of an `mcp` one, ...), as sent.
+    pub function: Option<crate::chat::FunctionName<'a>>,
+    /// The fields of other kinds of tool (`server_label` of an `mcp` one, ...), as sent.
     #[serde(flatten)]
     pub other: serde_json::Map<String, Value>,
 }

@@ -83,10 +83,14 @@ fn every_tool_choice_form_round_trips_byte_for_byte() {
     }
     let read: ToolChoice = serde_json::from_value(json!({"type": "file_search"})).unwrap();
     assert_eq!(read, ToolChoice::Object(ToolChoiceObject::FileSearch));
-    let read: ToolChoice = serde_json::from_value(json!({"type": "function", "function": {"name": "a"}})).unwrap();
-    assert_eq!(read, ToolChoice::Object(ToolChoiceObject::Chat(crate::chat::ToolChoiceObject::Function {
-        function: crate::chat::FunctionName { name: "a".into() }
-    })));
+    let read: ToolChoice =
+        serde_json::from_value(json!({"type": "function", "function": {"name": "a"}})).unwrap();
+    assert_eq!(
+        read,
+        ToolChoice::Object(ToolChoiceObject::Chat(crate::chat::ToolChoiceObject::Function {
+            function: crate::chat::FunctionName { name: "a".into() }
+        }))
+    );
     let read: ToolChoice = serde_json::from_value(json!({"type": "x"})).unwrap();
     assert!(matches!(read, ToolChoice::Object(ToolChoiceObject::Other(_))), "{read:?}");
 }
@@ -118,8 +122,12 @@ fn the_echo_writes_back_what_it_read_and_nulls_what_is_unset() {
     assert_eq!(echo.previous_response_id, Some(None), "null is kept apart from absent");
     assert_eq!(echo.other["service_tier"], "default");
     assert_eq!(serde_json::to_string(&echo).unwrap(), text);
-    let partial: Echo = serde_json::from_str(r#"{"tool_choice":"auto","reasoning":{"effort":"low"}}"#).unwrap();
-    assert_eq!(serde_json::to_string(&partial).unwrap(), r#"{"reasoning":{"effort":"low"},"tool_choice":"auto"}"#);
+    let partial: Echo =
+        serde_json::from_str(r#"{"tool_choice":"auto","reasoning":{"effort":"low"}}"#).unwrap();
+    assert_eq!(
+        serde_json::to_string(&partial).unwrap(),
+        r#"{"reasoning":{"effort":"low"},"tool_choice":"auto"}"#
+    );
     // Instructions as items (a prompt template's) read too.
     let items: Echo =
         serde_json::from_value(json!({"instructions": [{"role": "developer", "content": "x"}]})).unwrap();

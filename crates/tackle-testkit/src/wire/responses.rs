@@ -12,8 +12,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use tackle_protocol::StopReason;
 use tackle_wire::responses::{
-    DeltaEvent, DoneEvent, Echo, EchoReasoning, FunctionCallItem, IncompleteDetails, InputTokensDetails, ItemEvent,
-    MessageContent, MessageItem, MessageRole, OutputItem, OutputTokensDetails, Part, PartEvent,
+    DeltaEvent, DoneEvent, Echo, EchoReasoning, FunctionCallItem, IncompleteDetails, InputTokensDetails,
+    ItemEvent, MessageContent, MessageItem, MessageRole, OutputItem, OutputTokensDetails, Part, PartEvent,
     ReasoningItem, Response, ResponseEvent, ResponseUsage, StreamEvent, TextConfig, TextFormat, ToolChoice,
     ToolChoiceMode,
 };

@@ -20,7 +20,7 @@ use tackle_protocol::ResponseAccumulator;
 use super::chat_wire::{
     ChatRequest, completion_body, completion_id, convert_messages, convert_tools, gateway_chunks,
 };
-use super::shared::{OpenAiError, now_secs, chat_tool_choice};
+use super::shared::{OpenAiError, chat_tool_choice, now_secs};
 use crate::{ApiError, AppState};
 
 /// Model names with this prefix go to Codex.
