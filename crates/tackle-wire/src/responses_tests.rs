@@ -286,3 +286,36 @@ fn an_output_message_writes_its_parts_as_the_api_does() {
         r#"{"type":"message","id":"msg_1","role":"assistant","content":[{"type":"output_text","text":"Hi","annotations":[],"logprobs":[]}],"status":"completed"}"#
     );
 }
+
+/// A `response.completed` event as the real API writes it (every echoed parameter, fields this
+/// module does not name, a hosted tool and a structured-output format): it reads, and the echo
+/// is written back with the same values.
+#[test]
+fn a_real_response_objects_echo_reads() {
+    let completed = json!({"type": "response.completed", "sequence_number": 12, "response": {
+        "id": "resp_1", "object": "response", "created_at": 1741476542, "status": "completed",
+        "background": false, "error": null, "incomplete_details": null, "instructions": null,
+        "max_output_tokens": null, "max_tool_calls": null, "model": "gpt-5-2025-08-07", "output": [],
+        "parallel_tool_calls": true, "previous_response_id": null, "prompt_cache_key": null,
+        "prompt_cache_retention": null, "reasoning": {"effort": "medium", "summary": null},
+        "safety_identifier": null, "service_tier": "default", "store": true, "temperature": 1.0,
+        "text": {"format": {"type": "json_schema", "description": null, "name": "answer",
+            "schema": {"type": "object"}, "strict": true}, "verbosity": "medium"},
+        "tool_choice": {"type": "allowed_tools", "mode": "auto", "tools": [{"type": "function", "name": "a"}, {"type": "image_generation"}]},
+        "tools": [{"type": "web_search", "filters": null, "search_context_size": "medium", "user_location": {"type": "approximate"}}],
+        "top_logprobs": 0, "top_p": 1.0, "truncation": "disabled",
+        "usage": {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 3,
+            "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 13},
+        "user": null, "metadata": {}}});
+    let text = completed.to_string();
+    let event: StreamEvent = serde_json::from_str(&text).unwrap();
+    let StreamEvent::Completed(e) = &event else { panic!("{event:?}") };
+    let echo = &e.response.echo;
+    assert_eq!(echo.reasoning.as_ref().unwrap().effort, Some(Some("medium".into())));
+    assert_eq!(echo.other["service_tier"], "default");
+    assert!(matches!(echo.tool_choice, Some(ToolChoice::Object(ToolChoiceObject::AllowedTools { .. }))));
+    let mut written = serde_json::to_value(&event).unwrap();
+    // `description: null` is the one value not kept (the format's field is optional).
+    written["response"]["text"]["format"]["description"] = Value::Null;
+    assert_eq!(written, completed);
+}
