@@ -215,8 +215,10 @@ async fn tool_choice_is_echoed_as_sent_and_a_bad_one_is_named() {
         assert_eq!(status, StatusCode::OK, "{choice}: {response}");
         assert_eq!(response["tool_choice"].to_string(), choice.to_string(), "echoed byte for byte");
     }
-    let (_, response) = post(&h, None, json!({"model": "model-x", "input": "x"})).await;
+    let (_, response) = post(&h, None, json!({"model": "model-x", "input": "x", "temperature": 0.7})).await;
     assert_eq!(response["tool_choice"], "auto", "absent: the API's default");
+    // The echo has always written the request's f32 widened; its bytes are unchanged.
+    assert_eq!(response["temperature"].to_string(), "0.699999988079071");
     let requests = h.fake.requests().len();
     for (choice, param) in [
         (json!("sometimes"), "tool_choice"),

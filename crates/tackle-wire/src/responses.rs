@@ -726,9 +726,9 @@ pub struct Echo<'a> {
     /// Whether the response is kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store: Option<bool>,
-    /// Sampling temperature.
+    /// Sampling temperature (`f64`: what a client sent is echoed with the digits it sent).
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
-    pub temperature: Option<Option<f32>>,
+    pub temperature: Option<Option<f64>>,
     /// The text format and verbosity.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<TextConfig<'a>>,
@@ -741,7 +741,7 @@ pub struct Echo<'a> {
     pub tools: Option<Vec<Value>>,
     /// Nucleus sampling.
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
-    pub top_p: Option<Option<f32>>,
+    pub top_p: Option<Option<f64>>,
     /// `disabled` or `auto`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub truncation: Option<Cow<'a, str>>,

@@ -167,7 +167,8 @@ impl Header {
             prompt_cache_key: Some(r.prompt_cache_key.clone().map(Into::into)),
             reasoning: Some(wire::EchoReasoning { effort: Some(None), summary: Some(None) }),
             store: Some(store),
-            temperature: Some(r.temperature),
+            // Widened as the echo always was (0.7 is echoed 0.699999988079071): bytes unchanged.
+            temperature: Some(r.temperature.map(f64::from)),
             text: Some(wire::TextConfig {
                 format: Some(
                     r.text.as_ref().and_then(|t| t.format.clone()).unwrap_or(wire::TextFormat::Text),
