@@ -181,6 +181,20 @@ mod tests {
         bad_choice["tool_choice"] = json!({"type": "allowed_tools", "allowed_tools": {"mode": "auto",
             "tools": [{"type": "function", "function": {"name": "b"}}]}});
         assert!(openai_chat(&bad_choice).unwrap_err().contains("\"b\" is not in tools"));
+        // What the real API refuses though the types read it: the Responses API's spelling, an
+        // entry without its function, another kind.
+        for (choice, want) in [
+            (json!({"type": "function", "name": "a"}), "'tool_choice.function'"),
+            (
+                json!({"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [{"type": "function", "name": "a"}]}}),
+                "'tool_choice.allowed_tools.tools[0].function'",
+            ),
+            (json!({"type": "web_search"}), "'tool_choice.type'"),
+        ] {
+            bad_choice["tool_choice"] = choice;
+            let e = openai_chat(&bad_choice).unwrap_err();
+            assert!(e.contains(want), "{e}");
+        }
         let mut duplicate = request(json!([{"role": "user", "content": "x"}]));
         let first = duplicate["tools"][0].clone();
         duplicate["tools"].as_array_mut().unwrap().push(first);

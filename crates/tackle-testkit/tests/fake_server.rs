@@ -446,6 +446,18 @@ async fn responses_requests_are_checked_like_the_api_does() {
             "tool_choice.tools[0]",
         ),
         (
+            json!({"model": "m", "input": "x", "tools": [{"type": "function", "name": "a", "strict": false}], "tool_choice": {"type": "function", "function": {"name": "a"}}}),
+            400,
+            "Missing required parameter: 'tool_choice.name'.",
+            "tool_choice.name",
+        ),
+        (
+            json!({"model": "m", "input": "x", "tool_choice": {"type": "web_search_2030"}}),
+            400,
+            "Invalid value: \"web_search_2030\"",
+            "tool_choice.type",
+        ),
+        (
             with_input(json!([{"type": "function_call_output", "call_id": "c9", "output": "x"}])),
             400,
             "No tool call found for function call output with call_id c9.",
@@ -492,7 +504,7 @@ async fn responses_requests_are_checked_like_the_api_does() {
         assert_eq!(e["error"]["param"], param, "{body}: {e}");
         assert_eq!(e["error"]["type"], "invalid_request_error");
     }
-    assert_eq!(fake.requests().len(), 20, "rejected requests are recorded too");
+    assert_eq!(fake.requests().len(), 22, "rejected requests are recorded too");
     // The reasoning item exactly as received, and strict schemas done right, pass.
     let closed = json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "additionalProperties": false});
     let mut ok = with_input(history(reasoning));
