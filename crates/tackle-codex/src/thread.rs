@@ -14,7 +14,6 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde::Deserialize;
 use serde_json::{Value, json};
 use tackle_protocol::Usage;
 use tackle_wire::responses::{InputItem, OutputItem};
@@ -25,8 +24,8 @@ use crate::approvals::{self, CodexApprovals};
 use crate::connection::{Responder, ServerRequest};
 use crate::server::{Live, ThreadEvent, ThreadOptions, parse, to_value};
 use crate::wire::{
-    self, CallId, DynamicToolCallParams, DynamicToolCallResponse, ThreadId, ThreadItem, ThreadResult,
-    TokenUsageBreakdown, TurnId, UserInput, method,
+    self, CallId, DynamicToolCallParams, DynamicToolCallResponse, Notification, ThreadId, ThreadItem,
+    ThreadResult, TurnId, UserInput, method,
 };
 use crate::{CodexError, CodexServer, rpc};
 
@@ -409,45 +408,61 @@ impl CodexThread {
     }
 
     fn on_notification(&mut self, method_name: &str, params: Value) -> Result<Option<TurnEvent>, CodexError> {
-        let for_other_turn = match (wire::turn_of(&params), &self.turn) {
-            (Some(t), Some(active)) => &t != active,
+        let notification = match Notification::read(method_name, params) {
+            Ok(n) => n,
+            // The end of a turn, and its usage where no raw event gave it, cannot be skipped:
+            // the turn fails.
+            Err(e)
+                if method_name == method::TURN_COMPLETED
+                    || (method_name == method::TOKEN_USAGE && !self.raw_usage) =>
+            {
+                return Err(CodexError::Unexpected { method: e.method.clone(), message: e.to_string() });
+            }
+            Err(e) => {
+                tracing::warn!(thread = %self.id, "{e}; the notification is skipped");
+                return Ok(None);
+            }
+        };
+        let for_other_turn = match (notification.turn(), &self.turn) {
+            (Some(t), Some(active)) => t != active,
             _ => false,
         };
         if !for_other_turn
             && matches!(
-                method_name,
-                method::AGENT_MESSAGE_DELTA
-                    | method::REASONING_SUMMARY_DELTA
-                    | method::REASONING_TEXT_DELTA
-                    | method::RAW_ITEM_COMPLETED
-                    | method::RAW_RESPONSE_COMPLETED
-                    | method::TOKEN_USAGE
+                notification,
+                Notification::AgentMessageDelta(_)
+                    | Notification::ReasoningSummaryDelta(_)
+                    | Notification::ReasoningTextDelta(_)
+                    | Notification::RawItemCompleted(_)
+                    | Notification::RawResponseCompleted(_)
+                    | Notification::TokenUsage(_)
             )
         {
             // The backend answered.
             self.backend_retries = 0;
         }
-        Ok(match method_name {
-            method::TURN_STARTED => {
+        Ok(match notification {
+            Notification::TurnStarted(started) => {
                 if self.turn.is_none() {
-                    self.turn = wire::turn_of(&params);
+                    self.turn = Some(started.turn.id);
                 }
                 None
             }
-            method::AGENT_MESSAGE_DELTA if !for_other_turn => {
-                let delta = params.get("delta").and_then(Value::as_str);
-                if let (Some(d), Some(item)) = (delta, params.get("itemId").and_then(Value::as_str)) {
-                    self.streamed.entry(item.to_owned()).or_default().push_str(d);
-                }
-                delta.map(|d| TurnEvent::TextDelta(d.to_owned()))
+            Notification::AgentMessageDelta(d) if !for_other_turn => {
+                self.streamed.entry(d.item_id).or_default().push_str(&d.delta);
+                Some(TurnEvent::TextDelta(d.delta))
             }
-            method::ITEM_COMPLETED if !for_other_turn => self.completed_message(params.get("item")),
-            method::REASONING_SUMMARY_DELTA | method::REASONING_TEXT_DELTA if !for_other_turn => {
-                params.get("delta").and_then(Value::as_str).map(|d| TurnEvent::ReasoningDelta(d.to_owned()))
+            Notification::ItemCompleted(completed) if !for_other_turn => {
+                self.completed_message(completed.item)
             }
-            method::RAW_ITEM_COMPLETED if !for_other_turn => {
+            Notification::ReasoningSummaryDelta(d) | Notification::ReasoningTextDelta(d)
+                if !for_other_turn =>
+            {
+                Some(TurnEvent::ReasoningDelta(d.delta))
+            }
+            Notification::RawItemCompleted(raw) if !for_other_turn => {
                 self.batch.raw_events = true;
-                if let Some(call) = self.announced_call(params.get("item")) {
+                if let Some(call) = self.announced_call(raw.item) {
                     self.batch.response_done = false;
                     self.batch.order.push(call.clone());
                     if !self.batch.arrived.contains(&call) {
@@ -456,26 +471,20 @@ impl CodexThread {
                 }
                 None
             }
-            method::RAW_RESPONSE_COMPLETED if !for_other_turn => {
+            Notification::RawResponseCompleted(raw) if !for_other_turn => {
                 self.batch.raw_events = true;
                 self.batch.response_done = true;
-                let usage = params.get("usage").filter(|u| !u.is_null()).cloned();
-                match usage.map(serde_json::from_value::<TokenUsageBreakdown>) {
-                    Some(Ok(u)) => {
-                        self.raw_usage = true;
-                        Some(TurnEvent::Usage(u.into()))
-                    }
-                    _ => None,
-                }
+                raw.usage.map(|u| {
+                    self.raw_usage = true;
+                    TurnEvent::Usage(u.into())
+                })
             }
             // Reported after the response's tool calls are answered; the raw event has the same
             // counts in time, so this is only the fallback.
-            method::TOKEN_USAGE if !self.raw_usage => {
-                let update: wire::TokenUsageUpdated = parse(method::TOKEN_USAGE, params)?;
+            Notification::TokenUsage(update) if !self.raw_usage => {
                 Some(TurnEvent::Usage(update.token_usage.last.into()))
             }
-            method::TURN_COMPLETED if !for_other_turn => {
-                let completed: wire::TurnStartResult = parse(method::TURN_COMPLETED, params)?;
+            Notification::TurnCompleted(completed) if !for_other_turn => {
                 self.turn = None;
                 self.streamed.clear();
                 self.release_all("the turn ended");
@@ -496,34 +505,26 @@ impl CodexThread {
                     _ => Some(TurnEvent::Ended(TurnEnd::Completed)),
                 }
             }
-            method::ERROR if !for_other_turn => {
-                let retry = params.get("willRetry").and_then(Value::as_bool).unwrap_or(false);
-                let message = params.pointer("/error/message").and_then(Value::as_str).unwrap_or_default();
+            Notification::Error(failure) if !for_other_turn => {
+                let message = failure.error.message;
                 // Codex's retries are its business until they exceed Tackle's: then the turn
                 // stops, rather than waiting out Codex's backoff (unbounded by default).
-                if retry && self.turn.is_some() {
+                if failure.will_retry && self.turn.is_some() {
                     self.backend_retries += 1;
                     let limit = self.server.config().backend_retries();
                     if self.backend_retries > limit {
-                        let details = params
-                            .pointer("/error/additionalDetails")
-                            .and_then(Value::as_str)
-                            .filter(|d| !d.is_empty())
-                            .unwrap_or(message);
+                        let details =
+                            failure.error.additional_details.filter(|d| !d.is_empty()).unwrap_or(message);
                         tracing::debug!(thread = %self.id, retries = self.backend_retries - 1, "{details}; stopping the turn");
                         self.abandon_turn();
-                        return Err(CodexError::BackendUnreachable {
-                            message: details.to_owned(),
-                            retries: limit,
-                        });
+                        return Err(CodexError::BackendUnreachable { message: details, retries: limit });
                     }
                 }
-                tracing::debug!(thread = %self.id, retry, "codex error: {message}");
+                tracing::debug!(thread = %self.id, retry = failure.will_retry, "codex error: {message}");
                 None
             }
-            method::WARNING => {
-                let message = params.get("message").and_then(Value::as_str).unwrap_or_default();
-                tracing::debug!(thread = %self.id, "codex warning: {message}");
+            Notification::Warning(warning) => {
+                tracing::debug!(thread = %self.id, "codex warning: {}", warning.message);
                 None
             }
             _ => None,
@@ -533,8 +534,8 @@ impl CodexThread {
     /// A completed `agentMessage`: the part of its text its deltas did not stream (all of it
     /// when none came: a backend stream without `response.output_item.added` makes Codex send
     /// the message only whole).
-    fn completed_message(&mut self, item: Option<&Value>) -> Option<TurnEvent> {
-        let ThreadItem::AgentMessage { id, text: Some(text) } = ThreadItem::read(item?) else {
+    fn completed_message(&mut self, item: ThreadItem) -> Option<TurnEvent> {
+        let ThreadItem::AgentMessage { id, text: Some(text) } = item else {
             return None;
         };
         let id = id.unwrap_or_default();
@@ -551,9 +552,11 @@ impl CodexThread {
 
     /// The call id of a raw `function_call` item of one of this thread's dynamic tools whose
     /// arguments Codex will accept (it answers unparseable ones itself, without a request).
-    fn announced_call(&self, item: Option<&Value>) -> Option<CallId> {
-        // A raw item is a Responses output item; one that does not read is no call.
-        let Ok(OutputItem::FunctionCall(call)) = OutputItem::deserialize(item?) else { return None };
+    fn announced_call(&self, item: Result<OutputItem<'_>, String>) -> Option<CallId> {
+        let item = item
+            .inspect_err(|e| tracing::debug!(thread = %self.id, "a raw item that does not read: {e}"))
+            .ok()?;
+        let OutputItem::FunctionCall(call) = item else { return None };
         let name = call.name.as_ref();
         let qualified = match &call.namespace {
             Some(ns) => format!("{ns}__{name}"),

@@ -317,3 +317,26 @@ async fn calls_and_events_of_an_abandoned_turn_do_not_leak_into_the_next() {
     let answer = peer.recv().await;
     assert_eq!((answer["id"].clone(), answer["result"]["success"].clone()), (json!(5), json!(false)));
 }
+
+/// A notification Tackle reads whose params do not fit is skipped with a warning, not a panic and
+/// not made-up data; the turn goes on. A `turn/completed` that does not fit fails the turn, naming
+/// the field.
+#[tokio::test]
+async fn a_misfit_notification_is_skipped_and_a_misfit_turn_end_fails_the_turn() {
+    let (mut thread, mut peer) = setup(CodexConfig::default(), &["a"]).await;
+    peer.send(json!({"method": "item/agentMessage/delta", "params": {"threadId": "th", "turnId": "tu", "itemId": "m", "delta": 5}})).await;
+    peer.send(json!({"method": "item/agentMessage/delta", "params": {"threadId": "th", "itemId": "m", "delta": "lost"}})).await;
+    peer.send(
+        json!({"method": "error", "params": {"threadId": "th", "turnId": "tu", "error": {"message": "x"}}}),
+    )
+    .await;
+    peer.send(json!({"method": "item/somethingNew", "params": {"threadId": "th", "turnId": "tu"}})).await;
+    peer.send(json!({"method": "item/agentMessage/delta", "params": {"threadId": "th", "turnId": "tu", "itemId": "m", "delta": "ok"}})).await;
+    assert_eq!(thread.next_event().await.unwrap(), TurnEvent::TextDelta("ok".into()));
+    peer.send(json!({"method": "turn/completed", "params": {"threadId": "th", "turn": {"id": 7, "items": [], "status": "completed"}}})).await;
+    let e = thread.next_event().await.unwrap_err();
+    assert!(
+        matches!(&e, CodexError::Unexpected { method, message } if method == "turn/completed" && message.contains("turn.id")),
+        "{e:?}"
+    );
+}

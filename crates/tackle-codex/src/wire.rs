@@ -482,6 +482,10 @@ impl ThreadItem {
         let items = Vec::<Value>::deserialize(d)?;
         Ok(items.iter().map(Self::read).collect())
     }
+
+    fn tolerant_one<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(Self::read(&Value::deserialize(d)?))
+    }
 }
 
 /// A turn's failure.
@@ -493,6 +497,9 @@ pub struct TurnError {
     /// Its class: a string, or an object with one key.
     #[serde(default)]
     pub codex_error_info: Option<Value>,
+    /// More about it (the backend's own message, for a retried request).
+    #[serde(default)]
+    pub additional_details: Option<String>,
 }
 
 impl TurnError {
@@ -547,6 +554,8 @@ pub struct DynamicToolCallParams {
 pub struct TokenUsageUpdated {
     /// The thread.
     pub thread_id: ThreadId,
+    /// The turn.
+    pub turn_id: TurnId,
     /// Usage of the last response and of the thread.
     pub token_usage: ThreadTokenUsage,
 }
@@ -593,6 +602,176 @@ impl From<TokenUsageBreakdown> for tackle_protocol::Usage {
             reasoning_tokens: n(u.reasoning_output_tokens),
         }
     }
+}
+
+/// A notification Tackle reads, typed by its method (`Notification::read`); the app-server
+/// sends many others (`item/started`, `thread/status/changed`, `account/rateLimits/updated`,
+/// ... and those a later Codex adds), which read as [`Notification::Other`]. Only the fields
+/// Tackle reads are typed, each as the schema requires it.
+#[derive(Debug, Clone)]
+pub enum Notification {
+    /// `turn/started`.
+    TurnStarted(TurnNotification),
+    /// `turn/completed`: the turn's final status and failure.
+    TurnCompleted(TurnNotification),
+    /// `item/agentMessage/delta`.
+    AgentMessageDelta(TextDelta),
+    /// `item/reasoning/summaryTextDelta`.
+    ReasoningSummaryDelta(TextDelta),
+    /// `item/reasoning/textDelta`.
+    ReasoningTextDelta(TextDelta),
+    /// `item/completed`.
+    ItemCompleted(ItemCompleted),
+    /// `rawResponseItem/completed` (experimental raw events).
+    RawItemCompleted(RawItemCompleted),
+    /// `rawResponse/completed` (experimental raw events).
+    RawResponseCompleted(RawResponseCompleted),
+    /// `thread/tokenUsage/updated`.
+    TokenUsage(TokenUsageUpdated),
+    /// `error`.
+    Error(ErrorNotification),
+    /// `warning`.
+    Warning(WarningNotification),
+    /// A method Tackle does not read.
+    Other,
+}
+
+/// A notification of a method Tackle reads whose params do not fit its type.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{method}` params do not fit at `{path}`: {message}")]
+pub struct NotificationError {
+    /// The method.
+    pub method: String,
+    /// Where in the params (`turn.id`, `.` for the params themselves).
+    pub path: String,
+    /// What does not fit (`missing field `turnId``).
+    pub message: String,
+}
+
+impl Notification {
+    /// Reads the params of `method`; an unknown method is [`Notification::Other`].
+    pub fn read(method: &str, params: Value) -> Result<Self, NotificationError> {
+        fn typed<T: serde::de::DeserializeOwned>(
+            method: &str,
+            params: Value,
+        ) -> Result<T, NotificationError> {
+            serde_path_to_error::deserialize(params).map_err(|e| NotificationError {
+                method: method.to_owned(),
+                path: e.path().to_string(),
+                message: e.into_inner().to_string(),
+            })
+        }
+        Ok(match method {
+            method::TURN_STARTED => Self::TurnStarted(typed(method, params)?),
+            method::TURN_COMPLETED => Self::TurnCompleted(typed(method, params)?),
+            method::AGENT_MESSAGE_DELTA => Self::AgentMessageDelta(typed(method, params)?),
+            method::REASONING_SUMMARY_DELTA => Self::ReasoningSummaryDelta(typed(method, params)?),
+            method::REASONING_TEXT_DELTA => Self::ReasoningTextDelta(typed(method, params)?),
+            method::ITEM_COMPLETED => Self::ItemCompleted(typed(method, params)?),
+            method::RAW_ITEM_COMPLETED => Self::RawItemCompleted(typed(method, params)?),
+            method::RAW_RESPONSE_COMPLETED => Self::RawResponseCompleted(typed(method, params)?),
+            method::TOKEN_USAGE => Self::TokenUsage(typed(method, params)?),
+            method::ERROR => Self::Error(typed(method, params)?),
+            method::WARNING => Self::Warning(typed(method, params)?),
+            _ => Self::Other,
+        })
+    }
+
+    /// The turn it is about, if it names one.
+    pub fn turn(&self) -> Option<&TurnId> {
+        match self {
+            Self::TurnStarted(n) | Self::TurnCompleted(n) => Some(&n.turn.id),
+            Self::AgentMessageDelta(d) | Self::ReasoningSummaryDelta(d) | Self::ReasoningTextDelta(d) => {
+                Some(&d.turn_id)
+            }
+            Self::ItemCompleted(n) => Some(&n.turn_id),
+            Self::RawItemCompleted(n) => Some(&n.turn_id),
+            Self::RawResponseCompleted(n) => Some(&n.turn_id),
+            Self::TokenUsage(n) => Some(&n.turn_id),
+            Self::Error(n) => Some(&n.turn_id),
+            Self::Warning(_) | Self::Other => None,
+        }
+    }
+}
+
+/// `turn/started` and `turn/completed` params.
+#[derive(Debug, Clone, Deserialize)]
+pub struct TurnNotification {
+    /// The turn.
+    pub turn: Turn,
+}
+
+/// The params of a text delta (`item/agentMessage/delta`, `item/reasoning/...Delta`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TextDelta {
+    /// The turn.
+    pub turn_id: TurnId,
+    /// The item it adds to.
+    pub item_id: String,
+    /// The text.
+    pub delta: String,
+}
+
+/// `item/completed` params.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ItemCompleted {
+    /// The turn.
+    pub turn_id: TurnId,
+    /// The item ([`ThreadItem::Unknown`] for a kind Tackle does not read).
+    #[serde(deserialize_with = "ThreadItem::tolerant_one")]
+    pub item: ThreadItem,
+}
+
+/// `rawResponseItem/completed` params.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawItemCompleted {
+    /// The turn.
+    pub turn_id: TurnId,
+    /// The model's item, a Responses output item; one that does not read is kept as serde's
+    /// reason (it still counts as a raw event; it is no call).
+    #[serde(deserialize_with = "raw_item")]
+    pub item: Result<tackle_wire::responses::OutputItem<'static>, String>,
+}
+
+fn raw_item<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Result<tackle_wire::responses::OutputItem<'static>, String>, D::Error> {
+    let value = Value::deserialize(d)?;
+    Ok(tackle_wire::responses::OutputItem::deserialize(value).map_err(|e| e.to_string()))
+}
+
+/// `rawResponse/completed` params.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawResponseCompleted {
+    /// The turn.
+    pub turn_id: TurnId,
+    /// The exact usage of the model response, when the backend reported it.
+    #[serde(default)]
+    pub usage: Option<TokenUsageBreakdown>,
+}
+
+/// `error` params.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorNotification {
+    /// The turn.
+    pub turn_id: TurnId,
+    /// Whether Codex retries the request.
+    pub will_retry: bool,
+    /// What failed.
+    pub error: TurnError,
+}
+
+/// `warning` params.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WarningNotification {
+    /// For the user.
+    pub message: String,
 }
 
 /// The `threadId` of a notification or request, if it has one.

@@ -166,3 +166,209 @@ fn thread_items_read_typed_and_any_other_item_is_unknown() {
     assert_eq!(turn.items.len(), 4);
     assert_eq!(turn.items[1], ThreadItem::Unknown);
 }
+
+/// Two wire transcripts of the 0.169.0 binary (a dynamic tool call, and a thread of two turns),
+/// as recorded (`/work/shared/research/codex-app-server/transcript{,2}.jsonl`: `->` lines are
+/// the client's, `<-` lines the server's).
+const TRANSCRIPTS: [&str; 2] = [
+    include_str!("../tests/data/app_server_0.169.0_tool_call.jsonl"),
+    include_str!("../tests/data/app_server_0.169.0_two_turns.jsonl"),
+];
+
+/// Every notification the binary sent reads: those Tackle reads typed, with the fields it uses,
+/// every other method as `Other`; each known one also matches the schema's definition.
+#[test]
+fn recorded_notifications_read_typed() {
+    let (mut seen, mut others) = (std::collections::BTreeMap::<String, usize>::new(), Vec::new());
+    for transcript in TRANSCRIPTS {
+        let mut turns = Vec::new();
+        for line in transcript.lines().filter_map(|l| l.strip_prefix("<- ")) {
+            let message: Value = serde_json::from_str(line).unwrap();
+            let (Some(method), None) = (message["method"].as_str(), message.get("id")) else { continue };
+            let params = message["params"].clone();
+            let read = Notification::read(method, params.clone()).unwrap_or_else(|e| panic!("{e}: {line}"));
+            match &read {
+                Notification::TurnStarted(n) => turns.push(n.turn.id.clone()),
+                Notification::TurnCompleted(n) => {
+                    assert_eq!(turns.last(), Some(&n.turn.id), "completes the turn that started");
+                    assert_eq!(n.turn.status, "completed");
+                }
+                Notification::ItemCompleted(n) => {
+                    assert_eq!(turns.last(), Some(&n.turn_id));
+                    if params["item"]["type"] == "agentMessage" {
+                        let ThreadItem::AgentMessage { text, .. } = &n.item else { panic!("{:?}", n.item) };
+                        assert_eq!(text.as_deref(), params["item"]["text"].as_str());
+                    }
+                }
+                Notification::TokenUsage(n) => {
+                    assert_eq!(turns.last(), Some(&n.turn_id));
+                    assert_eq!(
+                        u64::try_from(n.token_usage.last.input_tokens).unwrap(),
+                        params["tokenUsage"]["last"]["inputTokens"].as_u64().unwrap()
+                    );
+                }
+                Notification::Warning(n) => assert_eq!(n.message, params["message"].as_str().unwrap()),
+                Notification::Other => {
+                    others.push(method.to_owned());
+                    continue;
+                }
+                other => panic!("not in the transcripts: {other:?}"),
+            }
+            let name = match method {
+                method::TURN_STARTED => "TurnStartedNotification",
+                method::TURN_COMPLETED => "TurnCompletedNotification",
+                method::ITEM_COMPLETED => "ItemCompletedNotification",
+                method::TOKEN_USAGE => "ThreadTokenUsageUpdatedNotification",
+                _ => "WarningNotification",
+            };
+            check(name, &params);
+            *seen.entry(method.to_owned()).or_default() += 1;
+        }
+    }
+    for method in [
+        method::TURN_STARTED,
+        method::TURN_COMPLETED,
+        method::ITEM_COMPLETED,
+        method::TOKEN_USAGE,
+        method::WARNING,
+    ] {
+        assert!(seen.get(method).is_some_and(|n| *n > 0), "{method} is in the transcripts: {seen:?}");
+    }
+    assert!(others.iter().any(|m| m == "thread/status/changed"), "{others:?}");
+    assert!(others.iter().any(|m| m == "account/rateLimits/updated"), "{others:?}");
+}
+
+/// The notifications no transcript holds (deltas, raw events, errors), in the schema's shapes;
+/// a known method whose params do not fit fails naming the field; an unknown method is `Other`.
+#[test]
+fn notifications_read_typed_and_a_misfit_names_its_field() {
+    let delta = Notification::read(
+        method::AGENT_MESSAGE_DELTA,
+        json!({"threadId": "th", "turnId": "tu", "itemId": "m", "delta": "Hi"}),
+    )
+    .unwrap();
+    let Notification::AgentMessageDelta(d) = &delta else { panic!("{delta:?}") };
+    assert_eq!((d.item_id.as_str(), d.delta.as_str()), ("m", "Hi"));
+    assert_eq!(delta.turn(), Some(&TurnId::from("tu")));
+    let raw = Notification::read(
+        method::RAW_ITEM_COMPLETED,
+        json!({"threadId": "th", "turnId": "tu", "item": {"type": "function_call", "call_id": "c1", "name": "a", "arguments": "{}"}}),
+    )
+    .unwrap();
+    let Notification::RawItemCompleted(raw) = raw else { panic!("{raw:?}") };
+    assert!(
+        matches!(raw.item, Ok(tackle_wire::responses::OutputItem::FunctionCall(ref c)) if c.call_id == "c1")
+    );
+    // A raw item that does not read is kept as its reason: the event still counts.
+    let raw = Notification::read(
+        method::RAW_ITEM_COMPLETED,
+        json!({"threadId": "th", "turnId": "tu", "item": {"type": "function_call", "name": "a"}}),
+    )
+    .unwrap();
+    let Notification::RawItemCompleted(raw) = raw else { panic!("{raw:?}") };
+    assert!(raw.item.unwrap_err().contains("call_id"));
+    let done = Notification::read(
+        method::RAW_RESPONSE_COMPLETED,
+        json!({"threadId": "th", "turnId": "tu", "responseId": "r", "usage": {"inputTokens": 10, "outputTokens": 2}}),
+    )
+    .unwrap();
+    let Notification::RawResponseCompleted(done) = done else { panic!("{done:?}") };
+    assert_eq!(done.usage.map(|u| u.input_tokens), Some(10));
+    let error = Notification::read(
+        method::ERROR,
+        json!({"threadId": "th", "turnId": "tu", "willRetry": true,
+            "error": {"message": "Reconnecting... 1/5", "additionalDetails": "Connection failed", "codexErrorInfo": null}}),
+    )
+    .unwrap();
+    let Notification::Error(error) = error else { panic!("{error:?}") };
+    assert!(error.will_retry);
+    assert_eq!(error.error.additional_details.as_deref(), Some("Connection failed"));
+    for (method, params) in [
+        (
+            method::AGENT_MESSAGE_DELTA,
+            json!({"threadId": "th", "turnId": "tu", "itemId": "m", "delta": "Hi"}),
+        ),
+        (
+            method::REASONING_SUMMARY_DELTA,
+            json!({"threadId": "th", "turnId": "tu", "itemId": "r", "delta": "x", "summaryIndex": 0}),
+        ),
+        (
+            method::REASONING_TEXT_DELTA,
+            json!({"threadId": "th", "turnId": "tu", "itemId": "r", "delta": "x", "contentIndex": 0}),
+        ),
+        (
+            method::RAW_RESPONSE_COMPLETED,
+            json!({"threadId": "th", "turnId": "tu", "responseId": "r", "usage": null}),
+        ),
+    ] {
+        Notification::read(method, params.clone()).unwrap();
+        let name = match method {
+            method::AGENT_MESSAGE_DELTA => "AgentMessageDeltaNotification",
+            method::REASONING_SUMMARY_DELTA => "ReasoningSummaryTextDeltaNotification",
+            method::REASONING_TEXT_DELTA => "ReasoningTextDeltaNotification",
+            _ => "RawResponseCompletedNotification",
+        };
+        check(name, &params);
+    }
+
+    for (method, params, path, message) in [
+        (
+            method::AGENT_MESSAGE_DELTA,
+            json!({"threadId": "th", "turnId": "tu", "itemId": "m", "delta": 5}),
+            "delta",
+            "invalid type: integer `5`",
+        ),
+        (
+            method::AGENT_MESSAGE_DELTA,
+            json!({"threadId": "th", "itemId": "m", "delta": "x"}),
+            ".",
+            "missing field `turnId`",
+        ),
+        (
+            method::TURN_COMPLETED,
+            json!({"threadId": "th", "turn": {"status": "completed"}}),
+            "turn",
+            "missing field `id`",
+        ),
+        (
+            method::TURN_COMPLETED,
+            json!({"threadId": "th", "turn": {"id": 7}}),
+            "turn.id",
+            "invalid type: integer `7`",
+        ),
+        (
+            method::ERROR,
+            json!({"threadId": "th", "turnId": "tu", "error": {"message": "x"}}),
+            ".",
+            "missing field `willRetry`",
+        ),
+        (
+            method::ERROR,
+            json!({"threadId": "th", "turnId": "tu", "willRetry": "yes", "error": {"message": "x"}}),
+            "willRetry",
+            "invalid type: string",
+        ),
+        (
+            method::TOKEN_USAGE,
+            json!({"threadId": "th", "turnId": "tu", "tokenUsage": {"last": {}, "total": {"inputTokens": "many"}}}),
+            "tokenUsage.total.inputTokens",
+            "invalid type: string",
+        ),
+        (
+            method::RAW_RESPONSE_COMPLETED,
+            json!({"threadId": "th", "turnId": "tu", "usage": "lots"}),
+            "usage",
+            "invalid type: string",
+        ),
+        (method::WARNING, json!({"threadId": "th"}), ".", "missing field `message`"),
+    ] {
+        let e = Notification::read(method, params).unwrap_err();
+        assert_eq!((e.method.as_str(), e.path.as_str()), (method, path), "{e}");
+        assert!(e.message.starts_with(message), "{e}");
+        assert!(e.to_string().contains(method) && e.to_string().contains(path), "{e}");
+    }
+    // Methods Tackle does not read, whatever their params.
+    for method in ["item/started", "thread/status/changed", "item/somethingNew"] {
+        assert!(matches!(Notification::read(method, json!(5)), Ok(Notification::Other)));
+    }
+}

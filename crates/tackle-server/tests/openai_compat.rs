@@ -96,6 +96,21 @@ async fn errors_come_in_openai_shape() {
             json!({"model": "model-x", "messages": user, "tool_choice": {"type": "allowed_tools", "allowed_tools": {"mode": "sometimes", "tools": []}}}),
             "tool_choice",
         ),
+        (json!({"model": "model-x", "messages": user, "tool_choice": "sometimes"}), "tool_choice"),
+        (json!({"model": "model-x", "messages": user, "tool_choice": 5}), "tool_choice"),
+        (
+            json!({"model": "model-x", "messages": user, "tool_choice": {"type": "function", "function": {}}}),
+            "tool_choice.name",
+        ),
+        (
+            json!({"model": "model-x", "messages": user, "tool_choice": {"type": "custom", "custom": {"name": "x"}}}),
+            "tool_choice",
+        ),
+        (json!({"model": "model-x", "messages": user, "tool_choice": {"type": "web_search"}}), "tool_choice"),
+        (
+            json!({"model": "tackle-agent", "messages": user, "tool_choice": {"type": "function", "name": "x"}}),
+            "tool_choice",
+        ),
         (json!({"model": "model-x", "messages": [{"role": "user", "content": ""}]}), "messages[0].content"),
         (json!({"model": "model-x", "messages": [{"role": "assistant", "content": null}]}), "messages[0]"),
         (

@@ -191,6 +191,61 @@ async fn errors_name_the_field_in_openai_shape() {
     assert!(doc["paths"]["/v1/responses"]["post"].is_object(), "documented in the OpenAPI document");
 }
 
+/// Every form of `tool_choice` the route accepts comes back in the response as the client spelled
+/// it, key order included; a malformed one is a 400 naming `tool_choice`, before any model call.
+#[tokio::test]
+async fn tool_choice_is_echoed_as_sent_and_a_bad_one_is_named() {
+    let accepted = [
+        json!("auto"),
+        json!("none"),
+        json!("required"),
+        json!({"type": "function", "name": "get_time"}),
+        json!({"type": "allowed_tools", "mode": "required", "tools": [
+            {"type": "function", "name": "get_weather"}, {"type": "function", "name": "get_time"}]}),
+        json!({"type": "allowed_tools", "mode": "auto", "tools": [{"name": "get_time"}]}),
+        // Chat Completions' spellings, which the route has always taken too.
+        json!({"type": "function", "function": {"name": "get_time"}}),
+        json!({"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [
+            {"type": "function", "function": {"name": "get_time"}}]}}),
+    ];
+    let h = Harness::new(Script::new((0..=accepted.len()).map(|_| Turn::text("ok")).collect())).await;
+    for choice in &accepted {
+        let body = json!({"model": "model-x", "input": "x", "tools": tools(), "tool_choice": choice});
+        let (status, response) = post(&h, None, body).await;
+        assert_eq!(status, StatusCode::OK, "{choice}: {response}");
+        assert_eq!(response["tool_choice"].to_string(), choice.to_string(), "echoed byte for byte");
+    }
+    let (_, response) = post(&h, None, json!({"model": "model-x", "input": "x", "temperature": 0.7})).await;
+    assert_eq!(response["tool_choice"], "auto", "absent: the API's default");
+    // The echo has always written the request's f32 widened; its bytes are unchanged.
+    assert_eq!(response["temperature"].to_string(), "0.699999988079071");
+    let requests = h.fake.requests().len();
+    for (choice, param) in [
+        (json!("sometimes"), "tool_choice"),
+        (json!(5), "tool_choice"),
+        (json!([]), "tool_choice"),
+        (json!({"type": "function"}), "tool_choice.name"),
+        (json!({"type": "function", "name": 5}), "tool_choice"),
+        (json!({"type": "allowed_tools", "mode": "sometimes", "tools": []}), "tool_choice"),
+        (json!({"type": "allowed_tools", "mode": "none", "tools": []}), "tool_choice"),
+        (
+            json!({"type": "allowed_tools", "mode": "auto", "tools": [{"type": "function", "name": "nope"}]}),
+            "tool_choice",
+        ),
+        (json!({"type": "mcp"}), "tool_choice.server_label"),
+        (json!({"type": "file_search"}), "tool_choice"),
+        (json!({"type": "somewhere"}), "tool_choice"),
+        (json!({"name": "get_time"}), "tool_choice"),
+    ] {
+        let body = json!({"model": "model-x", "input": "x", "tools": tools(), "tool_choice": choice});
+        let (status, error) = post(&h, None, body).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{choice}: {error}");
+        assert_eq!(error["error"]["type"], "invalid_request_error", "{choice}: {error}");
+        assert_eq!(error["error"]["param"], param, "{choice}: {error}");
+    }
+    assert_eq!(h.fake.requests().len(), requests, "refused requests reach no model");
+}
+
 #[tokio::test]
 async fn agent_mode_streams_and_continues_its_session() {
     let script = Script::new(vec![

@@ -321,7 +321,7 @@ fn responses_tool_choice(choice: &ToolChoice<'_>, names: &HashSet<String>) -> Re
             }
             for (k, t) in tools.iter().enumerate() {
                 let name = t.name.as_deref().unwrap_or("");
-                if t.kind == "function" && !names.contains(name) {
+                if t.kind.as_deref() == Some("function") && !names.contains(name) {
                     return Err(Rejection::new(
                         format!(
                             "Tool 'function' with name '{name}' in 'tool_choice.tools[{k}]' not found in 'tools' parameter."
@@ -331,6 +331,19 @@ fn responses_tool_choice(choice: &ToolChoice<'_>, names: &HashSet<String>) -> Re
                 }
             }
             Ok(())
+        }
+        // Chat Completions' spelling, which the real API refuses here.
+        ToolChoice::Object(ToolChoiceObject::Chat(_)) => Err(Rejection::missing("tool_choice.name")),
+        ToolChoice::Object(ToolChoiceObject::Other(v)) => Err(Rejection::new(
+            format!(
+                "Invalid value: {}. Supported values are: 'function', 'allowed_tools', 'custom', 'mcp', and the hosted tools.",
+                v.get("type").unwrap_or(&Value::Null)
+            ),
+            "tool_choice.type",
+        )),
+        // Kinds of tool Tackle's provider does not send; the fake has none of them.
+        ToolChoice::Object(_) => {
+            Err(Rejection::new("Tool choice not found in 'tools' parameter.", "tool_choice"))
         }
     }
 }

@@ -106,15 +106,31 @@ fn tool_choice(choice: &ToolChoice, names: &HashSet<&str>) -> Result<(), String>
             if matches!(allowed_tools.mode, tackle_wire::chat::ToolChoiceMode::None) {
                 return Err("Invalid 'tool_choice.allowed_tools.mode': expected 'auto' or 'required'.".into());
             }
-            for t in &allowed_tools.tools {
-                if !names.contains(t.function.name.as_ref()) {
+            for (k, t) in allowed_tools.tools.iter().enumerate() {
+                let Some(function) = &t.function else {
+                    return Err(format!(
+                        "Missing required parameter: 'tool_choice.allowed_tools.tools[{k}].function'."
+                    ));
+                };
+                if !names.contains(function.name.as_ref()) {
                     return Err(format!(
                         "Invalid 'tool_choice.allowed_tools.tools': {:?} is not in tools",
-                        t.function.name
+                        function.name
                     ));
                 }
             }
             Ok(())
+        }
+        // Tackle's provider sends no custom tools.
+        ToolChoice::Object(ToolChoiceObject::Custom { custom }) => {
+            Err(format!("Invalid 'tool_choice': custom tool {:?} is not in tools", custom.name))
+        }
+        // The Responses API's spelling, which the real API refuses here.
+        ToolChoice::Object(ToolChoiceObject::Responses(_)) => {
+            Err("Missing required parameter: 'tool_choice.function'.".into())
+        }
+        ToolChoice::Object(ToolChoiceObject::Other(v)) => {
+            Err(format!("Invalid value for 'tool_choice.type': {}.", v.get("type").unwrap_or(&Value::Null)))
         }
     }
 }
@@ -165,6 +181,20 @@ mod tests {
         bad_choice["tool_choice"] = json!({"type": "allowed_tools", "allowed_tools": {"mode": "auto",
             "tools": [{"type": "function", "function": {"name": "b"}}]}});
         assert!(openai_chat(&bad_choice).unwrap_err().contains("\"b\" is not in tools"));
+        // What the real API refuses though the types read it: the Responses API's spelling, an
+        // entry without its function, another kind.
+        for (choice, want) in [
+            (json!({"type": "function", "name": "a"}), "'tool_choice.function'"),
+            (
+                json!({"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [{"type": "function", "name": "a"}]}}),
+                "'tool_choice.allowed_tools.tools[0].function'",
+            ),
+            (json!({"type": "web_search"}), "'tool_choice.type'"),
+        ] {
+            bad_choice["tool_choice"] = choice;
+            let e = openai_chat(&bad_choice).unwrap_err();
+            assert!(e.contains(want), "{e}");
+        }
         let mut duplicate = request(json!([{"role": "user", "content": "x"}]));
         let first = duplicate["tools"][0].clone();
         duplicate["tools"].as_array_mut().unwrap().push(first);

@@ -255,6 +255,60 @@ async fn responses_stream_follows_the_documented_order() {
     assert!(events[0]["response"]["usage"].is_null());
 }
 
+/// The `response` object echoes the request's parameters as sent (key order included) and the
+/// API's defaults for the others, in the API's order, between `output` and `usage`.
+#[tokio::test]
+async fn responses_echo_the_request_in_the_apis_order() {
+    let fake = FakeModel::start(Script::new(vec![Turn::text("a"), Turn::text("b")])).await.unwrap();
+    let tools = json!([{"type": "function", "name": "f", "description": "d", "parameters": {"type": "object", "properties": {}}, "strict": false}]);
+    let v: Value = post(&fake, "/v1/responses", json!({"model": "gpt-x", "input": "hi", "tools": tools,
+        "tool_choice": {"type": "allowed_tools", "mode": "required", "tools": [{"type": "function", "name": "f"}]},
+        "reasoning": {"effort": "low"}, "temperature": 0.2, "store": false, "instructions": "be brief"}))
+    .await
+    .json()
+    .await
+    .unwrap();
+    let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    let echoed = [
+        "instructions",
+        "max_output_tokens",
+        "parallel_tool_calls",
+        "previous_response_id",
+        "prompt_cache_key",
+        "reasoning",
+        "store",
+        "temperature",
+        "text",
+        "tool_choice",
+        "tools",
+        "top_p",
+        "truncation",
+        "user",
+        "metadata",
+    ];
+    let at = keys.iter().position(|k| *k == "output").unwrap() + 1;
+    assert_eq!(keys[at..at + echoed.len()], echoed, "{keys:?}");
+    assert_eq!(keys[at + echoed.len()..], ["usage"]);
+    let echo = |k: &str| v[k].to_string();
+    assert_eq!(
+        echo("tool_choice"),
+        r#"{"type":"allowed_tools","mode":"required","tools":[{"type":"function","name":"f"}]}"#
+    );
+    assert_eq!(echo("reasoning"), r#"{"effort":"low"}"#);
+    assert_eq!(
+        (echo("temperature"), echo("store"), echo("instructions")),
+        ("0.2".into(), "false".into(), r#""be brief""#.into())
+    );
+    assert_eq!(v["tools"], tools);
+    let v: Value =
+        post(&fake, "/v1/responses", json!({"model": "gpt-x", "input": "hi"})).await.json().await.unwrap();
+    let defaults: Vec<String> = echoed.iter().map(|k| format!("{k}={}", v[*k])).collect();
+    assert_eq!(
+        defaults.join(" "),
+        r#"instructions=null max_output_tokens=null parallel_tool_calls=true previous_response_id=null prompt_cache_key=null reasoning={"effort":null,"summary":null} store=true temperature=1.0 text={"format":{"type":"text"}} tool_choice="auto" tools=[] top_p=1.0 truncation="disabled" user=null metadata={}"#
+    );
+}
+
 #[tokio::test]
 async fn responses_json_incomplete_and_what_the_request_did_not_ask_for() {
     let fake = FakeModel::start(Script::new(vec![
@@ -392,6 +446,18 @@ async fn responses_requests_are_checked_like_the_api_does() {
             "tool_choice.tools[0]",
         ),
         (
+            json!({"model": "m", "input": "x", "tools": [{"type": "function", "name": "a", "strict": false}], "tool_choice": {"type": "function", "function": {"name": "a"}}}),
+            400,
+            "Missing required parameter: 'tool_choice.name'.",
+            "tool_choice.name",
+        ),
+        (
+            json!({"model": "m", "input": "x", "tool_choice": {"type": "web_search_2030"}}),
+            400,
+            "Invalid value: \"web_search_2030\"",
+            "tool_choice.type",
+        ),
+        (
             with_input(json!([{"type": "function_call_output", "call_id": "c9", "output": "x"}])),
             400,
             "No tool call found for function call output with call_id c9.",
@@ -438,7 +504,7 @@ async fn responses_requests_are_checked_like_the_api_does() {
         assert_eq!(e["error"]["param"], param, "{body}: {e}");
         assert_eq!(e["error"]["type"], "invalid_request_error");
     }
-    assert_eq!(fake.requests().len(), 20, "rejected requests are recorded too");
+    assert_eq!(fake.requests().len(), 22, "rejected requests are recorded too");
     // The reasoning item exactly as received, and strict schemas done right, pass.
     let closed = json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "additionalProperties": false});
     let mut ok = with_input(history(reasoning));

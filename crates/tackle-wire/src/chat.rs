@@ -399,8 +399,10 @@ impl<'de, 'a> Deserialize<'de> for ToolChoice<'a> {
 /// The string forms of `tool_choice` (the same in both OpenAI formats).
 pub use crate::choice::ToolChoiceMode;
 
-/// The object forms of `tool_choice`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The object forms of `tool_choice`: this API's, the Responses API's spelling of a function or
+/// an allowed subset (Tackle's server accepts either API's spelling on both endpoints), and any
+/// other `type`, kept as sent for the reader to refuse by name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToolChoiceObject<'a> {
     /// This function must be called.
@@ -413,6 +415,46 @@ pub enum ToolChoiceObject<'a> {
         /// The subset and the mode.
         allowed_tools: AllowedTools<'a>,
     },
+    /// This custom (free-text) tool must be called.
+    Custom {
+        /// The tool.
+        custom: FunctionName<'a>,
+    },
+    /// `{"type": "function", "name"}` or `{"type": "allowed_tools", "mode", "tools"}`: the
+    /// Responses API's spelling (only its `Function` and `AllowedTools` are read here).
+    #[serde(untagged)]
+    Responses(Box<crate::responses::ToolChoiceObject<'a>>),
+    /// An object of a `type` this module does not know (or none), as sent.
+    #[serde(untagged)]
+    Other(Value),
+}
+
+/// The variants of [`ToolChoiceObject`] in this API's spelling, read by serde's derive (the
+/// whole enum's derived reader would try its untagged variants after a misfit, losing which
+/// field failed).
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", remote = "ToolChoiceObject")]
+enum OwnChoice<'a> {
+    Function { function: FunctionName<'a> },
+    AllowedTools { allowed_tools: AllowedTools<'a> },
+    Custom { custom: FunctionName<'a> },
+}
+
+impl<'de, 'a> Deserialize<'de> for ToolChoiceObject<'a> {
+    /// By `type`, and for `function` and `allowed_tools` by which spelling the keys show; a
+    /// misfit of a known type fails naming the field (`missing field `name``).
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let value = Value::deserialize(d)?;
+        let read = match crate::choice::shape(&value, &["function", "allowed_tools", "custom"], true) {
+            crate::choice::Shape::Own => OwnChoice::deserialize(value),
+            crate::choice::Shape::Foreign => {
+                crate::responses::ToolChoiceObject::deserialize(value).map(|o| Self::Responses(Box::new(o)))
+            }
+            crate::choice::Shape::Unknown => return Ok(Self::Other(value)),
+        };
+        read.map_err(D::Error::custom)
+    }
 }
 
 /// `{"name": ...}`.
@@ -431,20 +473,39 @@ pub struct AllowedTools<'a> {
     pub tools: Vec<ToolRef<'a>>,
 }
 
-/// A reference to a function tool.
+/// A reference to a function tool: `{"type": "function", "function": {"name"}}`, or the
+/// Responses API's `{"type": "function", "name"}` (Tackle's server accepts either; `type` may
+/// be left out).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolRef<'a> {
-    /// Always `function`.
-    #[serde(rename = "type")]
-    pub kind: Cow<'a, str>,
+    /// `function`.
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<Cow<'a, str>>,
     /// The function.
-    pub function: FunctionName<'a>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function: Option<FunctionName<'a>>,
+    /// The function's name, in the Responses API's spelling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<Cow<'a, str>>,
+    /// The fields of other kinds of tool (`server_label` of an `mcp` one, ...), as sent.
+    #[serde(flatten)]
+    pub other: serde_json::Map<String, Value>,
 }
 
 impl<'a> ToolRef<'a> {
     /// The function `name`.
     pub fn function(name: impl Into<Cow<'a, str>>) -> Self {
-        Self { kind: function_kind(), function: FunctionName { name: name.into() } }
+        Self {
+            kind: Some(function_kind()),
+            function: Some(FunctionName { name: name.into() }),
+            name: None,
+            other: serde_json::Map::new(),
+        }
+    }
+
+    /// The function's name, in either spelling.
+    pub fn name(&self) -> Option<&str> {
+        self.function.as_ref().map(|f| f.name.as_ref()).or(self.name.as_deref())
     }
 }
 

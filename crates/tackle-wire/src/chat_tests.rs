@@ -54,10 +54,29 @@ fn every_tool_choice_form_round_trips() {
         json!("required"),
         json!({"type": "function", "function": {"name": "a"}}),
         json!({"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": []}}),
+        json!({"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": [
+            {"type": "function", "function": {"name": "a"}}, {"function": {"name": "b"}}, {"type": "function", "name": "c"}]}}),
+        json!({"type": "custom", "custom": {"name": "a"}}),
+        // The Responses API's spellings, which Tackle's server accepts here too.
+        json!({"type": "function", "name": "a"}),
+        json!({"type": "allowed_tools", "mode": "auto", "tools": [{"type": "function", "name": "a"}]}),
+        // A kind this module does not know, kept for the reader to refuse by name.
+        json!({"type": "web_search", "x": 1}),
     ] {
-        let read: ToolChoice = serde_json::from_value(choice.clone()).unwrap();
-        assert_eq!(serde_json::to_value(&read).unwrap(), choice);
+        let text = choice.to_string();
+        let read: ToolChoice = serde_json::from_str(&text).unwrap();
+        assert_eq!(serde_json::to_string(&read).unwrap(), text, "byte for byte");
     }
+    let flat: ToolChoice = serde_json::from_value(json!({"type": "function", "name": "a"})).unwrap();
+    assert!(matches!(flat, ToolChoice::Object(ToolChoiceObject::Responses(ref o))
+        if matches!(**o, crate::responses::ToolChoiceObject::Function { ref name } if name == "a")));
+    let nested: ToolChoice = serde_json::from_value(json!({"type": "allowed_tools", "allowed_tools": {
+        "mode": "auto", "tools": [{"type": "function", "name": "b"}]}}))
+    .unwrap();
+    let ToolChoice::Object(ToolChoiceObject::AllowedTools { allowed_tools }) = nested else {
+        panic!("{nested:?}")
+    };
+    assert_eq!(allowed_tools.tools[0].name(), Some("b"));
     assert_eq!(
         ToolChoice::function("a"),
         serde_json::from_value(json!({"type": "function", "function": {"name": "a"}})).unwrap()
@@ -84,6 +103,18 @@ fn a_wrong_field_fails_with_its_path() {
     let e =
         error_of(json!({"model": "m", "messages": [], "tool_choice": {"type": "function", "function": {}}}));
     assert!(e.contains("tool_choice") && e.contains("missing field `name`"), "{e}");
+    for (choice, field) in [
+        (json!({"type": "function", "name": 5}), "invalid type: integer `5`"),
+        (
+            json!({"type": "allowed_tools", "allowed_tools": {"mode": "sometimes", "tools": []}}),
+            "unknown variant `sometimes`",
+        ),
+        (json!({"type": "allowed_tools", "mode": "auto"}), "missing field `tools`"),
+        (json!({"type": "custom", "custom": {}}), "missing field `name`"),
+    ] {
+        let e = error_of(json!({"model": "m", "messages": [], "tool_choice": choice}));
+        assert!(e.starts_with("tool_choice") && e.contains(field), "{e}");
+    }
     let e = error_of(json!({"messages": []}));
     assert!(e.contains("missing field `model`"), "{e}");
 }

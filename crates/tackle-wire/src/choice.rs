@@ -2,6 +2,7 @@
 
 use serde::de::{IntoDeserializer, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
 
 /// A `tool_choice` read as either of its two shapes, before each format names them.
 pub(crate) enum ModeOrObject<M, O> {
@@ -43,4 +44,30 @@ pub enum ToolChoiceMode {
     Auto,
     /// Some tool must be called.
     Required,
+}
+
+/// How a `tool_choice` object is spelled, read from its keys before its fields are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shape {
+    /// A `type` of the API being read, in its own spelling.
+    Own,
+    /// The other OpenAI API's `function` or `allowed_tools` spelling.
+    Foreign,
+    /// No `type`, or one neither API documents here.
+    Unknown,
+}
+
+/// The spelling of `value`, an object whose `type` is one of `known` for the API being read;
+/// `nested` says whether that API nests a function's name (`{"function": {"name"}}`, Chat
+/// Completions) or not (`{"name"}`, Responses).
+pub(crate) fn shape(value: &Value, known: &[&str], nested: bool) -> Shape {
+    let has = |key: &str| value.get(key).is_some();
+    // Each API's spelling of the two shared types, told apart by a key only one of them has.
+    let chat_spelling = match value.get("type").and_then(Value::as_str) {
+        Some("function") if has("function") || has("name") => has("function"),
+        Some("allowed_tools") if has("allowed_tools") || has("mode") || has("tools") => has("allowed_tools"),
+        Some(kind) if known.contains(&kind) => return Shape::Own,
+        _ => return Shape::Unknown,
+    };
+    if chat_spelling == nested { Shape::Own } else { Shape::Foreign }
 }

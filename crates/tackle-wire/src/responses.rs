@@ -465,8 +465,11 @@ impl<'a> ToolChoice<'a> {
 /// The string forms of `tool_choice` (the same in both OpenAI formats).
 pub use crate::choice::ToolChoiceMode;
 
-/// The object forms of `tool_choice`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// The object forms of `tool_choice`: each the API documents, Chat Completions' spelling of a
+/// function or an allowed subset (Tackle's server accepts either API's spelling on both
+/// endpoints), and any other `type`, kept as sent (a response that echoes a kind added later
+/// still reads; a server refuses it by name).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToolChoiceObject<'a> {
     /// This function must be called.
@@ -481,23 +484,144 @@ pub enum ToolChoiceObject<'a> {
         /// The tools allowed, each `{"type": "function", "name": ...}`.
         tools: Vec<ToolRef<'a>>,
     },
+    /// This custom (free-text) tool must be called.
+    Custom {
+        /// The tool.
+        name: Cow<'a, str>,
+    },
+    /// A tool of this remote MCP server must be called.
+    Mcp {
+        /// The server's label in `tools`.
+        server_label: Cow<'a, str>,
+        /// The tool, or any of the server's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<Cow<'a, str>>,
+    },
+    /// The hosted file search.
+    FileSearch,
+    /// The hosted web search (preview).
+    WebSearchPreview,
+    /// The hosted web search, dated preview.
+    #[serde(rename = "web_search_preview_2025_03_11")]
+    WebSearchPreview20250311,
+    /// The hosted computer use (preview).
+    ComputerUsePreview,
+    /// The hosted image generation.
+    ImageGeneration,
+    /// The hosted code interpreter.
+    CodeInterpreter,
+    /// The hosted patch tool.
+    ApplyPatch,
+    /// The hosted shell tool.
+    Shell,
+    /// `{"type": "function", "function": {"name"}}` or `{"type": "allowed_tools",
+    /// "allowed_tools": {...}}`: Chat Completions' spelling (only its `Function` and
+    /// `AllowedTools` are read here).
+    #[serde(untagged)]
+    Chat(crate::chat::ToolChoiceObject<'a>),
+    /// An object of a `type` this module does not know (or none), as sent.
+    #[serde(untagged)]
+    Other(Value),
 }
 
-/// A reference to a tool by kind and name.
+/// The `type`s [`ToolChoiceObject`] reads in this API's spelling.
+const CHOICE_KINDS: &[&str] = &[
+    "function",
+    "allowed_tools",
+    "custom",
+    "mcp",
+    "file_search",
+    "web_search_preview",
+    "web_search_preview_2025_03_11",
+    "computer_use_preview",
+    "image_generation",
+    "code_interpreter",
+    "apply_patch",
+    "shell",
+];
+
+/// The variants of [`ToolChoiceObject`] in this API's spelling, read by serde's derive (the
+/// whole enum's derived reader would try its untagged variants after a misfit, losing which
+/// field failed).
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", remote = "ToolChoiceObject")]
+enum OwnChoice<'a> {
+    Function {
+        name: Cow<'a, str>,
+    },
+    AllowedTools {
+        mode: ToolChoiceMode,
+        tools: Vec<ToolRef<'a>>,
+    },
+    Custom {
+        name: Cow<'a, str>,
+    },
+    Mcp {
+        server_label: Cow<'a, str>,
+        #[serde(default)]
+        name: Option<Cow<'a, str>>,
+    },
+    FileSearch,
+    WebSearchPreview,
+    #[serde(rename = "web_search_preview_2025_03_11")]
+    WebSearchPreview20250311,
+    ComputerUsePreview,
+    ImageGeneration,
+    CodeInterpreter,
+    ApplyPatch,
+    Shell,
+}
+
+impl<'de, 'a> Deserialize<'de> for ToolChoiceObject<'a> {
+    /// By `type`, and for `function` and `allowed_tools` by which spelling the keys show; a
+    /// misfit of a known type fails naming the field (`missing field `name``).
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let value = Value::deserialize(d)?;
+        let read = match crate::choice::shape(&value, CHOICE_KINDS, false) {
+            crate::choice::Shape::Own => OwnChoice::deserialize(value),
+            crate::choice::Shape::Foreign => {
+                crate::chat::ToolChoiceObject::deserialize(value).map(Self::Chat)
+            }
+            crate::choice::Shape::Unknown => return Ok(Self::Other(value)),
+        };
+        read.map_err(D::Error::custom)
+    }
+}
+
+/// A reference to a tool by kind and name: `{"type": "function", "name"}`, or Chat
+/// Completions' `{"type": "function", "function": {"name"}}` (Tackle's server accepts either;
+/// `type` may be left out).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolRef<'a> {
     /// `function` for the tools Tackle sends.
-    #[serde(rename = "type")]
-    pub kind: Cow<'a, str>,
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<Cow<'a, str>>,
     /// The tool's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<Cow<'a, str>>,
+    /// The function, in Chat Completions' spelling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function: Option<crate::chat::FunctionName<'a>>,
+    /// The fields of other kinds of tool (`server_label` of an `mcp` one, ...), as sent.
+    #[serde(flatten)]
+    pub other: serde_json::Map<String, Value>,
 }
 
 impl<'a> ToolRef<'a> {
     /// The function `name`.
     pub fn function(name: impl Into<Cow<'a, str>>) -> Self {
-        Self { kind: Cow::Borrowed("function"), name: Some(name.into()) }
+        Self {
+            kind: Some(Cow::Borrowed("function")),
+            name: Some(name.into()),
+            function: None,
+            other: serde_json::Map::new(),
+        }
+    }
+
+    /// The tool's name, in either spelling.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref().or(self.function.as_ref().map(|f| f.name.as_ref()))
     }
 }
 
@@ -505,7 +629,7 @@ impl<'a> ToolRef<'a> {
 /// lifecycle events of a stream carry (`response.created`, `response.completed`, ...).
 ///
 /// The request parameters the API echoes (`instructions`, `tools`, `tool_choice`, ...) are
-/// [`Response::echo`], kept as JSON between `output` and `usage`, where the API puts them.
+/// [`Response::echo`], between `output` and `usage`, where the API puts them.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Response<'a> {
     /// `resp_…`.
@@ -557,10 +681,96 @@ pub struct Response<'a> {
     pub output: Vec<OutputItem<'a>>,
     /// The request parameters echoed, and fields this module does not type.
     #[serde(flatten)]
-    pub echo: serde_json::Map<String, Value>,
+    pub echo: Echo<'a>,
     /// Token counts (`null` until the response finishes).
     #[serde(default)]
     pub usage: Option<ResponseUsage>,
+}
+
+/// The request parameters a `response` object echoes, in the API's order, then the fields of a
+/// response this module does not name (`service_tier`, ...), as read.
+///
+/// A field that is absent stays absent when written, so a response read is written back as it
+/// came; `Some(None)` of a nullable one is written as `null`, as the API writes an unset
+/// parameter.
+///
+/// ```
+/// use tackle_wire::responses::{Echo, ToolChoice, ToolChoiceMode};
+/// let echo = Echo {
+///     instructions: Some(None),
+///     tool_choice: Some(ToolChoice::Mode(ToolChoiceMode::Auto)),
+///     ..Echo::default()
+/// };
+/// assert_eq!(serde_json::to_string(&echo).unwrap(), r#"{"instructions":null,"tool_choice":"auto"}"#);
+/// ```
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Echo<'a> {
+    /// The system prompt: a string, or input items where a prompt template made it.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<Option<Input<'a>>>,
+    /// Output token limit.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<Option<u64>>,
+    /// Whether several tool calls may come in one answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel_tool_calls: Option<bool>,
+    /// The response this one continues.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub previous_response_id: Option<Option<Cow<'a, str>>>,
+    /// The prompt cache routing key.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub prompt_cache_key: Option<Option<Cow<'a, str>>>,
+    /// Reasoning options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<EchoReasoning<'a>>,
+    /// Whether the response is kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<bool>,
+    /// Sampling temperature (`f64`: what a client sent is echoed with the digits it sent).
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<Option<f64>>,
+    /// The text format and verbosity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<TextConfig<'a>>,
+    /// How the model could use tools, as the request spelled it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice<'a>>,
+    /// The request's tools, each as the client sent it (kinds and fields this module does not
+    /// type included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<Value>>,
+    /// Nucleus sampling.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<Option<f64>>,
+    /// `disabled` or `auto`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncation: Option<Cow<'a, str>>,
+    /// The end user's id.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub user: Option<Option<Cow<'a, str>>>,
+    /// The request's metadata, as sent (the API's is a map of strings).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
+    /// Fields of a response read that this module does not name.
+    #[serde(flatten)]
+    pub other: serde_json::Map<String, Value>,
+}
+
+/// `reasoning` as a response echoes it (the API writes both fields, `null` when unset).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct EchoReasoning<'a> {
+    /// `none`, `minimal`, `low`, `medium`, `high`, `xhigh`.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub effort: Option<Option<Cow<'a, str>>>,
+    /// `auto`, `concise`, `detailed`.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub summary: Option<Option<Cow<'a, str>>>,
+}
+
+/// A field that is present, `null` included (`Some(None)`); `#[serde(default)]` makes an
+/// absent one `None`.
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
 }
 
 /// `error` of a failed response, or of an `error` event that nests it.

@@ -49,6 +49,93 @@ fn short_forms_read_as_messages() {
     }
 }
 
+#[test]
+fn every_tool_choice_form_round_trips_byte_for_byte() {
+    for choice in [
+        json!("none"),
+        json!("auto"),
+        json!("required"),
+        json!({"type": "function", "name": "a"}),
+        json!({"type": "allowed_tools", "mode": "required", "tools": [
+            {"type": "function", "name": "a"}, {"name": "b"}, {"type": "function", "function": {"name": "c"}},
+            {"type": "mcp", "server_label": "deepwiki"}]}),
+        json!({"type": "custom", "name": "grammar"}),
+        json!({"type": "mcp", "server_label": "deepwiki"}),
+        json!({"type": "mcp", "server_label": "deepwiki", "name": "ask"}),
+        json!({"type": "file_search"}),
+        json!({"type": "web_search_preview"}),
+        json!({"type": "web_search_preview_2025_03_11"}),
+        json!({"type": "computer_use_preview"}),
+        json!({"type": "image_generation"}),
+        json!({"type": "code_interpreter"}),
+        json!({"type": "apply_patch"}),
+        json!({"type": "shell"}),
+        // Chat Completions' spellings, which Tackle's server accepts here too.
+        json!({"type": "function", "function": {"name": "a"}}),
+        json!({"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [{"type": "function", "function": {"name": "a"}}]}}),
+        // A kind added later: kept as sent.
+        json!({"type": "web_search_2030", "x": [1]}),
+        json!({"name": "no type"}),
+    ] {
+        let text = choice.to_string();
+        let read: ToolChoice = serde_json::from_str(&text).unwrap();
+        assert_eq!(serde_json::to_string(&read).unwrap(), text, "byte for byte");
+    }
+    let read: ToolChoice = serde_json::from_value(json!({"type": "file_search"})).unwrap();
+    assert_eq!(read, ToolChoice::Object(ToolChoiceObject::FileSearch));
+    let read: ToolChoice =
+        serde_json::from_value(json!({"type": "function", "function": {"name": "a"}})).unwrap();
+    assert_eq!(
+        read,
+        ToolChoice::Object(ToolChoiceObject::Chat(crate::chat::ToolChoiceObject::Function {
+            function: crate::chat::FunctionName { name: "a".into() }
+        }))
+    );
+    let read: ToolChoice = serde_json::from_value(json!({"type": "x"})).unwrap();
+    assert!(matches!(read, ToolChoice::Object(ToolChoiceObject::Other(_))), "{read:?}");
+}
+
+#[test]
+fn a_bad_tool_choice_names_its_field() {
+    for (choice, want) in [
+        (json!("sometimes"), "tool_choice: unknown variant `sometimes`"),
+        (json!(5), "tool_choice: invalid type: integer `5`"),
+        (json!({"type": "function"}), "missing field `name`"),
+        (json!({"type": "function", "name": ["a"]}), "invalid type: sequence"),
+        (json!({"type": "allowed_tools", "mode": "sometimes", "tools": []}), "unknown variant `sometimes`"),
+        (json!({"type": "allowed_tools", "mode": "auto"}), "missing field `tools`"),
+        (json!({"type": "allowed_tools", "allowed_tools": {"tools": []}}), "missing field `mode`"),
+        (json!({"type": "mcp"}), "missing field `server_label`"),
+        (json!({"type": "custom"}), "missing field `name`"),
+    ] {
+        let e = error_of(json!({"model": "m", "input": "hi", "tool_choice": choice}));
+        assert!(e.starts_with("tool_choice") && e.contains(want), "{choice}: {e}");
+    }
+}
+
+#[test]
+fn the_echo_writes_back_what_it_read_and_nulls_what_is_unset() {
+    // Every field, in the API's order, then one this module does not name.
+    let text = r#"{"instructions":"be brief","max_output_tokens":64,"parallel_tool_calls":false,"previous_response_id":null,"prompt_cache_key":"k","reasoning":{"effort":null,"summary":null},"store":false,"temperature":0.7,"text":{"format":{"type":"text"}},"tool_choice":{"type":"function","name":"t"},"tools":[{"type":"function","name":"t","parameters":{"type":"object"},"strict":false,"x":1}],"top_p":null,"truncation":"disabled","user":null,"metadata":{"team":"a"},"service_tier":"default"}"#;
+    let echo: Echo = serde_json::from_str(text).unwrap();
+    assert_eq!(echo.temperature, Some(Some(0.7)));
+    assert_eq!(echo.previous_response_id, Some(None), "null is kept apart from absent");
+    assert_eq!(echo.other["service_tier"], "default");
+    assert_eq!(serde_json::to_string(&echo).unwrap(), text);
+    let partial: Echo =
+        serde_json::from_str(r#"{"tool_choice":"auto","reasoning":{"effort":"low"}}"#).unwrap();
+    assert_eq!(
+        serde_json::to_string(&partial).unwrap(),
+        r#"{"reasoning":{"effort":"low"},"tool_choice":"auto"}"#
+    );
+    // Instructions as items (a prompt template's) read too.
+    let items: Echo =
+        serde_json::from_value(json!({"instructions": [{"role": "developer", "content": "x"}]})).unwrap();
+    assert!(matches!(items.instructions, Some(Some(Input::Items(_)))));
+    let e = serde_path_to_error::deserialize::<_, Echo>(json!({"tool_choice": {"type": "mcp"}})).unwrap_err();
+    assert!(e.to_string().starts_with("tool_choice") && e.to_string().contains("server_label"), "{e}");
+}
+
 fn error_of(body: Value) -> String {
     let e = serde_path_to_error::deserialize::<_, ResponsesRequest>(body).unwrap_err();
     format!("{}: {}", e.path(), e.inner())
@@ -124,7 +211,8 @@ fn a_terminal_response_carries_usage_errors_and_echoed_parameters() {
     let usage = e.response.usage.unwrap();
     assert_eq!((usage.input_tokens, usage.input_tokens_details.unwrap().cached_tokens), (10, 4));
     assert_eq!(e.response.incomplete_details.as_ref().unwrap().reason.as_deref(), Some("max_output_tokens"));
-    assert_eq!(e.response.echo["tool_choice"], "auto");
+    assert_eq!(e.response.echo.tool_choice, Some(ToolChoice::Mode(ToolChoiceMode::Auto)));
+    assert_eq!(e.response.echo.store, Some(false));
     assert_eq!(
         serde_json::to_value(&event).unwrap(),
         completed,
@@ -197,4 +285,37 @@ fn an_output_message_writes_its_parts_as_the_api_does() {
         serde_json::to_string(&item).unwrap(),
         r#"{"type":"message","id":"msg_1","role":"assistant","content":[{"type":"output_text","text":"Hi","annotations":[],"logprobs":[]}],"status":"completed"}"#
     );
+}
+
+/// A `response.completed` event as the real API writes it (every echoed parameter, fields this
+/// module does not name, a hosted tool and a structured-output format): it reads, and the echo
+/// is written back with the same values.
+#[test]
+fn a_real_response_objects_echo_reads() {
+    let completed = json!({"type": "response.completed", "sequence_number": 12, "response": {
+        "id": "resp_1", "object": "response", "created_at": 1741476542, "status": "completed",
+        "background": false, "error": null, "incomplete_details": null, "instructions": null,
+        "max_output_tokens": null, "max_tool_calls": null, "model": "gpt-5-2025-08-07", "output": [],
+        "parallel_tool_calls": true, "previous_response_id": null, "prompt_cache_key": null,
+        "prompt_cache_retention": null, "reasoning": {"effort": "medium", "summary": null},
+        "safety_identifier": null, "service_tier": "default", "store": true, "temperature": 1.0,
+        "text": {"format": {"type": "json_schema", "description": null, "name": "answer",
+            "schema": {"type": "object"}, "strict": true}, "verbosity": "medium"},
+        "tool_choice": {"type": "allowed_tools", "mode": "auto", "tools": [{"type": "function", "name": "a"}, {"type": "image_generation"}]},
+        "tools": [{"type": "web_search", "filters": null, "search_context_size": "medium", "user_location": {"type": "approximate"}}],
+        "top_logprobs": 0, "top_p": 1.0, "truncation": "disabled",
+        "usage": {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 3,
+            "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 13},
+        "user": null, "metadata": {}}});
+    let text = completed.to_string();
+    let event: StreamEvent = serde_json::from_str(&text).unwrap();
+    let StreamEvent::Completed(e) = &event else { panic!("{event:?}") };
+    let echo = &e.response.echo;
+    assert_eq!(echo.reasoning.as_ref().unwrap().effort, Some(Some("medium".into())));
+    assert_eq!(echo.other["service_tier"], "default");
+    assert!(matches!(echo.tool_choice, Some(ToolChoice::Object(ToolChoiceObject::AllowedTools { .. }))));
+    let mut written = serde_json::to_value(&event).unwrap();
+    // `description: null` is the one value not kept (the format's field is optional).
+    written["response"]["text"]["format"]["description"] = Value::Null;
+    assert_eq!(written, completed);
 }

@@ -8,12 +8,14 @@
 
 use std::borrow::Cow;
 
-use serde_json::{Value, json};
+use serde::Deserialize;
+use serde_json::Value;
 use tackle_protocol::StopReason;
 use tackle_wire::responses::{
-    DeltaEvent, DoneEvent, FunctionCallItem, IncompleteDetails, InputTokensDetails, ItemEvent,
-    MessageContent, MessageItem, MessageRole, OutputItem, OutputTokensDetails, Part, PartEvent,
-    ReasoningItem, Response, ResponseEvent, ResponseUsage, StreamEvent,
+    DeltaEvent, DoneEvent, Echo, EchoReasoning, FunctionCallItem, IncompleteDetails, InputTokensDetails,
+    ItemEvent, MessageContent, MessageItem, MessageRole, OutputItem, OutputTokensDetails, Part, PartEvent,
+    ReasoningItem, Response, ResponseEvent, ResponseUsage, StreamEvent, TextConfig, TextFormat, ToolChoice,
+    ToolChoiceMode,
 };
 
 use super::{Frame, RenderCtx};
@@ -28,7 +30,7 @@ pub(crate) struct Asked {
     /// `reasoning.summary` is set.
     pub(crate) reasoning_summary: bool,
     /// Request parameters echoed in the `response` object.
-    pub(crate) echo: serde_json::Map<String, Value>,
+    pub(crate) echo: Echo<'static>,
 }
 
 impl Asked {
@@ -39,26 +41,26 @@ impl Asked {
             .is_some_and(|i| i.iter().any(|v| v == "reasoning.encrypted_content"));
         let reasoning_summary =
             body.get("reasoning").and_then(|r| r.get("summary")).is_some_and(|s| s.is_string());
-        let mut echo = serde_json::Map::new();
-        for (key, default) in [
-            ("instructions", Value::Null),
-            ("max_output_tokens", Value::Null),
-            ("parallel_tool_calls", json!(true)),
-            ("previous_response_id", Value::Null),
-            ("prompt_cache_key", Value::Null),
-            ("reasoning", json!({"effort": null, "summary": null})),
-            ("store", json!(true)),
-            ("temperature", json!(1.0)),
-            ("text", json!({"format": {"type": "text"}})),
-            ("tool_choice", json!("auto")),
-            ("tools", json!([])),
-            ("top_p", json!(1.0)),
-            ("truncation", json!("disabled")),
-            ("user", Value::Null),
-            ("metadata", json!({})),
-        ] {
-            echo.insert(key.into(), body.get(key).cloned().unwrap_or(default));
-        }
+        // The request's parameters are the echo's fields by name; the request's others
+        // (`model`, `input`, ...) are not echoed. A body that does not read (the validator
+        // refuses it first, or another wire format's) echoes the defaults.
+        let mut echo = Echo::deserialize(body).unwrap_or_default();
+        echo.other.clear();
+        echo.instructions.get_or_insert(None);
+        echo.max_output_tokens.get_or_insert(None);
+        echo.parallel_tool_calls.get_or_insert(true);
+        echo.previous_response_id.get_or_insert(None);
+        echo.prompt_cache_key.get_or_insert(None);
+        echo.reasoning.get_or_insert(EchoReasoning { effort: Some(None), summary: Some(None) });
+        echo.store.get_or_insert(true);
+        echo.temperature.get_or_insert(Some(1.0));
+        echo.text.get_or_insert(TextConfig { format: Some(TextFormat::Text), verbosity: None });
+        echo.tool_choice.get_or_insert(ToolChoice::Mode(ToolChoiceMode::Auto));
+        echo.tools.get_or_insert_with(Vec::new);
+        echo.top_p.get_or_insert(Some(1.0));
+        echo.truncation.get_or_insert(Cow::Borrowed("disabled"));
+        echo.user.get_or_insert(None);
+        echo.metadata.get_or_insert_with(|| Value::Object(serde_json::Map::new()));
         Self { encrypted_reasoning, reasoning_summary, echo }
     }
 }

@@ -111,7 +111,7 @@ pub async fn chat_completions(
             .into());
         }
         // The agent picks its own tools; a tool_choice is still checked, not silently dropped.
-        shared::tool_choice(request.tool_choice.as_ref(), &[])?;
+        shared::chat_tool_choice(request.tool_choice.as_ref(), &[])?;
         // A bad schema is refused before any session is written or model called.
         let output = format.map(|f| f.output_schema()).transpose()?;
         return run_agent(state, user, request, output).await;
@@ -137,7 +137,7 @@ async fn gateway(
     }
     shared::check_tool_rounds(&messages)?;
     let tools = convert_tools(&chat.tools)?;
-    let tool_choice = shared::tool_choice(chat.tool_choice.as_ref(), &tools)?;
+    let tool_choice = shared::chat_tool_choice(chat.tool_choice.as_ref(), &tools)?;
     let request = Gateway {
         model: chat.model.clone(),
         system,

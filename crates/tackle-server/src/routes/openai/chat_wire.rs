@@ -38,7 +38,7 @@ pub struct ChatRequest {
     // Optional in the document too: `value_type` alone would list it as required.
     #[serde(default)]
     #[schema(value_type = Object)]
-    pub tool_choice: Option<Value>,
+    pub tool_choice: Option<wire::ToolChoice<'static>>,
     /// Stream chunks as server-sent events.
     #[serde(default)]
     pub stream: bool,

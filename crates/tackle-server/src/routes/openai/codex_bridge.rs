@@ -20,7 +20,7 @@ use tackle_protocol::ResponseAccumulator;
 use super::chat_wire::{
     ChatRequest, completion_body, completion_id, convert_messages, convert_tools, gateway_chunks,
 };
-use super::shared::{OpenAiError, now_secs, tool_choice as convert_tool_choice};
+use super::shared::{OpenAiError, chat_tool_choice, now_secs};
 use crate::{ApiError, AppState};
 
 /// Model names with this prefix go to Codex.
@@ -74,7 +74,7 @@ pub(crate) async fn chat_completions(
     bridge_for(&state, &chat.model)?;
     let (system, messages) = convert_messages(&chat.messages)?;
     let tools = convert_tools(&chat.tools)?;
-    let tool_choice = convert_tool_choice(chat.tool_choice.as_ref(), &tools)?;
+    let tool_choice = chat_tool_choice(chat.tool_choice.as_ref(), &tools)?;
     let instructions: Vec<&str> = system.iter().map(|s| s.text.as_str()).collect();
     let model = chat.model.strip_prefix(MODEL_PREFIX).unwrap_or(&chat.model).to_owned();
     let request = BridgeRequest {

@@ -23,7 +23,7 @@ use axum::extract::State;
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Map, Value};
 use tackle_protocol::{
     AgentEvent, ContentBlock, ErrorCode, Message, ModelResponse, Reasoning, ResponseAccumulator, Role,
@@ -68,7 +68,7 @@ pub struct ResponsesRequest {
     // Optional in the document too: `value_type` alone would list it as required.
     #[serde(default)]
     #[schema(value_type = Object)]
-    pub tool_choice: Option<Value>,
+    pub tool_choice: Option<wire::ToolChoice<'static>>,
     /// Whether several tool calls may come in one response.
     pub parallel_tool_calls: Option<bool>,
     /// Stream the documented server-sent events.
@@ -152,37 +152,38 @@ struct Header {
     model: String,
     previous: Option<String>,
     store: bool,
-    echo: Map<String, Value>,
+    echo: wire::Echo<'static>,
 }
 
 impl Header {
     fn new(r: &ResponsesRequest, user: &str) -> Self {
         let store = r.store.unwrap_or(true);
-        let echo = Echo {
-            instructions: r.instructions.as_deref(),
-            max_output_tokens: r.max_output_tokens,
-            parallel_tool_calls: r.parallel_tool_calls.unwrap_or(true),
-            previous_response_id: r.previous_response_id.as_deref(),
-            prompt_cache_key: r.prompt_cache_key.as_deref(),
-            reasoning: EchoReasoning { effort: None, summary: None },
-            store,
-            temperature: r.temperature,
-            text: wire::TextConfig {
+        // The parameters in the API's order; those Tackle does not take are their defaults.
+        let echo = wire::Echo {
+            instructions: Some(r.instructions.clone().map(|t| wire::Input::Text(t.into()))),
+            max_output_tokens: Some(r.max_output_tokens.map(u64::from)),
+            parallel_tool_calls: Some(r.parallel_tool_calls.unwrap_or(true)),
+            previous_response_id: Some(r.previous_response_id.clone().map(Into::into)),
+            prompt_cache_key: Some(r.prompt_cache_key.clone().map(Into::into)),
+            reasoning: Some(wire::EchoReasoning { effort: Some(None), summary: Some(None) }),
+            store: Some(store),
+            // Widened as the echo always was (0.7 is echoed 0.699999988079071): bytes unchanged.
+            temperature: Some(r.temperature.map(f64::from)),
+            text: Some(wire::TextConfig {
                 format: Some(
                     r.text.as_ref().and_then(|t| t.format.clone()).unwrap_or(wire::TextFormat::Text),
                 ),
                 verbosity: r.text.as_ref().and_then(|t| t.verbosity.clone()),
-            },
-            tool_choice: r.tool_choice.clone().unwrap_or_else(|| Value::from("auto")),
-            tools: &r.tools,
-            top_p: None,
-            truncation: "disabled",
-            user: None,
-            metadata: r.metadata.clone().unwrap_or_else(|| Value::Object(Map::new())),
-        };
-        let echo = match serde_json::to_value(echo) {
-            Ok(Value::Object(echo)) => echo,
-            _ => Map::new(), // a struct of JSON values always serializes to an object
+            }),
+            tool_choice: Some(
+                r.tool_choice.clone().unwrap_or(wire::ToolChoice::Mode(wire::ToolChoiceMode::Auto)),
+            ),
+            tools: Some(r.tools.clone()),
+            top_p: Some(None),
+            truncation: Some("disabled".into()),
+            user: Some(None),
+            metadata: Some(r.metadata.clone().unwrap_or_else(|| Value::Object(Map::new()))),
+            other: Map::new(),
         };
         Self {
             id: format!("resp_{}", uuid::Uuid::new_v4().simple()),
@@ -326,33 +327,6 @@ impl End {
             Self::Failed(..) => wire::StreamEvent::Failed(event),
         }
     }
-}
-
-/// The request parameters a response object echoes, in the API's order.
-#[derive(Serialize)]
-struct Echo<'a> {
-    instructions: Option<&'a str>,
-    max_output_tokens: Option<u32>,
-    parallel_tool_calls: bool,
-    previous_response_id: Option<&'a str>,
-    prompt_cache_key: Option<&'a str>,
-    reasoning: EchoReasoning,
-    store: bool,
-    temperature: Option<f32>,
-    text: wire::TextConfig<'a>,
-    tool_choice: Value,
-    tools: &'a [Value],
-    top_p: Option<f32>,
-    truncation: &'static str,
-    user: Option<&'a str>,
-    metadata: Value,
-}
-
-/// `reasoning` as echoed: Tackle states neither effort nor summary.
-#[derive(Serialize)]
-struct EchoReasoning {
-    effort: Option<&'static str>,
-    summary: Option<&'static str>,
 }
 
 fn wire_usage(u: &Usage) -> wire::ResponseUsage {
@@ -701,7 +675,7 @@ async fn gateway(
         })
         .collect();
     let tools = shared::function_tools(&tools, "name")?;
-    let tool_choice = shared::tool_choice(request.tool_choice.as_ref(), &tools)?;
+    let tool_choice = shared::responses_tool_choice(request.tool_choice.as_ref(), &tools)?;
     // `codex/<model>` runs on Codex through the bridge, as on /v1/chat/completions.
     let codex = super::codex_bridge::codex_model(&request.model).map(str::to_owned);
     if codex.is_none() {

@@ -18,8 +18,8 @@ use tackle_protocol::{
     ToolSpec,
 };
 use tackle_tools::EventSink;
-use tackle_wire::chat::{ErrorBody, ErrorDetail, JsonSchemaFormat, ResponseFormat};
-use tackle_wire::responses::{TextConfig, TextFormat};
+use tackle_wire::chat::{self, ErrorBody, ErrorDetail, JsonSchemaFormat, ResponseFormat, ToolChoiceMode};
+use tackle_wire::responses::{self, TextConfig, TextFormat};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use tracing::Instrument as _;
@@ -113,9 +113,75 @@ pub(crate) fn function_tools(tools: &[ClientTool<'_>], name_path: &str) -> Resul
     Ok(specs)
 }
 
-/// A tool choice in either endpoint's shape (`{"type": "function", "function": {"name"}}` or
-/// `{"type": "function", "name"}`; `allowed_tools` nested or not) as Tackle's.
-pub(crate) fn tool_choice(choice: Option<&Value>, tools: &[ToolSpec]) -> Result<ToolChoice, ApiError> {
+/// A tool choice as Tackle reads it from either endpoint's wire type (each accepts the other's
+/// spelling of a function and an allowed subset too).
+enum Asked<'c> {
+    Mode(ToolChoiceMode),
+    Named(&'c str),
+    /// The mode, and each entry's `type` (if stated) and name.
+    Allowed(ToolChoiceMode, Vec<(Option<&'c str>, Option<&'c str>)>),
+    /// A kind of tool the client cannot send here (hosted, custom, MCP, unknown).
+    Unsupported,
+}
+
+impl<'c> Asked<'c> {
+    fn of_chat(choice: &'c chat::ToolChoiceObject<'c>) -> Self {
+        match choice {
+            chat::ToolChoiceObject::Function { function } => Self::Named(&function.name),
+            chat::ToolChoiceObject::AllowedTools { allowed_tools } => Self::Allowed(
+                allowed_tools.mode,
+                allowed_tools.tools.iter().map(|t| (t.kind.as_deref(), t.name())).collect(),
+            ),
+            chat::ToolChoiceObject::Responses(other) => Self::of_responses(other),
+            _ => Self::Unsupported,
+        }
+    }
+
+    fn of_responses(choice: &'c responses::ToolChoiceObject<'c>) -> Self {
+        match choice {
+            responses::ToolChoiceObject::Function { name } => Self::Named(name),
+            responses::ToolChoiceObject::AllowedTools { mode, tools } => {
+                Self::Allowed(*mode, tools.iter().map(|t| (t.kind.as_deref(), t.name())).collect())
+            }
+            responses::ToolChoiceObject::Chat(other) => Self::of_chat(other),
+            _ => Self::Unsupported,
+        }
+    }
+}
+
+/// A Chat Completions `tool_choice` as Tackle's.
+pub(crate) fn chat_tool_choice(
+    choice: Option<&chat::ToolChoice<'_>>,
+    tools: &[ToolSpec],
+) -> Result<ToolChoice, ApiError> {
+    tool_choice(
+        match choice {
+            None => Asked::Mode(ToolChoiceMode::Auto),
+            Some(chat::ToolChoice::Mode(mode)) => Asked::Mode(*mode),
+            Some(chat::ToolChoice::Object(object)) => Asked::of_chat(object),
+        },
+        tools,
+    )
+}
+
+/// A Responses `tool_choice` as Tackle's.
+pub(crate) fn responses_tool_choice(
+    choice: Option<&responses::ToolChoice<'_>>,
+    tools: &[ToolSpec],
+) -> Result<ToolChoice, ApiError> {
+    tool_choice(
+        match choice {
+            None => Asked::Mode(ToolChoiceMode::Auto),
+            Some(responses::ToolChoice::Mode(mode)) => Asked::Mode(*mode),
+            Some(responses::ToolChoice::Object(object)) => Asked::of_responses(object),
+        },
+        tools,
+    )
+}
+
+/// The checks serde cannot make: named tools must be among `tools`, an allowed subset's mode is
+/// not `none`, and only functions can be chosen.
+fn tool_choice(asked: Asked<'_>, tools: &[ToolSpec]) -> Result<ToolChoice, ApiError> {
     let bad = |m: &str| ApiError::invalid_field("tool_choice", m.to_owned());
     let known = |name: &str| -> Result<String, ApiError> {
         if tools.iter().any(|t| t.name == name) {
@@ -124,52 +190,31 @@ pub(crate) fn tool_choice(choice: Option<&Value>, tools: &[ToolSpec]) -> Result<
             Err(bad(&format!("tool_choice names {name:?}, which is not in tools")))
         }
     };
-    Ok(match choice {
-        None | Some(Value::Null) => ToolChoice::Auto,
-        Some(Value::String(s)) => match s.as_str() {
-            "auto" => ToolChoice::Auto,
-            "none" => ToolChoice::None,
-            "required" => ToolChoice::Required,
-            _ => return Err(bad("use auto, none, required or a function object")),
-        },
-        Some(obj) => match obj.get("type").and_then(Value::as_str) {
-            Some("function") => {
-                let name = function_name(obj).ok_or_else(|| bad("the function's name is missing"))?;
-                ToolChoice::Named { name: known(name)? }
-            }
-            Some("allowed_tools") => {
-                // Chat Completions nests the list under `allowed_tools`; Responses does not.
-                let spec = obj.get("allowed_tools").unwrap_or(obj);
-                let mode = match spec.get("mode").and_then(Value::as_str) {
-                    Some("auto") => AllowedToolsMode::Auto,
-                    Some("required") => AllowedToolsMode::Required,
-                    _ => return Err(bad("allowed_tools.mode must be auto or required")),
-                };
-                let entries = spec
-                    .get("tools")
-                    .and_then(Value::as_array)
-                    .ok_or_else(|| bad("allowed_tools.tools must be an array of functions"))?;
-                let mut names = Vec::new();
-                for t in entries {
-                    if t.get("type").is_some_and(|k| k != "function") {
-                        return Err(bad("allowed_tools.tools entries are functions (type \"function\")"));
-                    }
-                    let name = function_name(t)
-                        .ok_or_else(|| bad("allowed_tools.tools entries need a function name"))?;
-                    names.push(known(name)?);
+    Ok(match asked {
+        Asked::Mode(ToolChoiceMode::Auto) => ToolChoice::Auto,
+        Asked::Mode(ToolChoiceMode::None) => ToolChoice::None,
+        Asked::Mode(ToolChoiceMode::Required) => ToolChoice::Required,
+        Asked::Named(name) => ToolChoice::Named { name: known(name)? },
+        Asked::Allowed(mode, entries) => {
+            let mode = match mode {
+                ToolChoiceMode::Auto => AllowedToolsMode::Auto,
+                ToolChoiceMode::Required => AllowedToolsMode::Required,
+                ToolChoiceMode::None => return Err(bad("allowed_tools.mode must be auto or required")),
+            };
+            let mut names = Vec::new();
+            for (kind, name) in entries {
+                if kind.is_some_and(|k| k != "function") {
+                    return Err(bad("allowed_tools.tools entries are functions (type \"function\")"));
                 }
-                // Catalog order, like every mask Tackle sends.
-                names.sort_by_key(|n| tools.iter().position(|t| &t.name == n));
-                ToolChoice::Allowed { tools: names, mode }
+                let name = name.ok_or_else(|| bad("allowed_tools.tools entries need a function name"))?;
+                names.push(known(name)?);
             }
-            _ => return Err(bad("unknown tool_choice object")),
-        },
+            // Catalog order, like every mask Tackle sends.
+            names.sort_by_key(|n| tools.iter().position(|t| &t.name == n));
+            ToolChoice::Allowed { tools: names, mode }
+        }
+        Asked::Unsupported => return Err(bad("unknown tool_choice object")),
     })
-}
-
-/// The function name of a tool reference in either shape.
-fn function_name(v: &Value) -> Option<&str> {
-    v.pointer("/function/name").or_else(|| v.get("name")).and_then(Value::as_str)
 }
 
 /// The answer format a client asked for besides free text: Chat Completions'
@@ -617,28 +662,48 @@ mod tests {
     #[test]
     fn tool_choice_reads_both_shapes() {
         let specs = [spec("a_tool"), spec("b_tool")];
-        assert_eq!(tool_choice(Some(&json!("none")), &specs).unwrap(), ToolChoice::None);
+        let chat = |v: Value| chat_tool_choice(Some(&serde_json::from_value(v).unwrap()), &specs);
+        let responses = |v: Value| responses_tool_choice(Some(&serde_json::from_value(v).unwrap()), &specs);
+        assert_eq!(chat(json!("none")).unwrap(), ToolChoice::None);
+        assert_eq!(responses(json!("required")).unwrap(), ToolChoice::Required);
+        assert_eq!(chat_tool_choice(None, &specs).unwrap(), ToolChoice::Auto);
         for named in [
             json!({"type": "function", "function": {"name": "b_tool"}}),
             json!({"type": "function", "name": "b_tool"}),
         ] {
-            assert_eq!(
-                tool_choice(Some(&named), &specs).unwrap(),
-                ToolChoice::Named { name: "b_tool".into() }
-            );
+            let want = ToolChoice::Named { name: "b_tool".into() };
+            assert_eq!(chat(named.clone()).unwrap(), want);
+            assert_eq!(responses(named).unwrap(), want);
         }
         let want = ToolChoice::Allowed {
             tools: vec!["a_tool".into(), "b_tool".into()],
             mode: AllowedToolsMode::Required,
         };
-        let chat = json!({"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": [
+        let nested = json!({"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": [
             {"type": "function", "function": {"name": "b_tool"}}, {"type": "function", "function": {"name": "a_tool"}}]}});
-        let responses = json!({"type": "allowed_tools", "mode": "required", "tools": [
-            {"type": "function", "name": "b_tool"}, {"type": "function", "name": "a_tool"}]});
-        assert_eq!(tool_choice(Some(&chat), &specs).unwrap(), want);
-        assert_eq!(tool_choice(Some(&responses), &specs).unwrap(), want);
-        let e = tool_choice(Some(&json!({"type": "function", "name": "zzz"})), &specs).unwrap_err();
+        let flat = json!({"type": "allowed_tools", "mode": "required", "tools": [
+            {"type": "function", "name": "b_tool"}, {"name": "a_tool"}]});
+        for v in [nested, flat] {
+            assert_eq!(chat(v.clone()).unwrap(), want);
+            assert_eq!(responses(v).unwrap(), want);
+        }
+        for bad in [
+            json!({"type": "function", "name": "zzz"}),
+            json!({"type": "allowed_tools", "mode": "none", "tools": []}),
+            json!({"type": "allowed_tools", "mode": "auto", "tools": [{"type": "mcp", "server_label": "x"}]}),
+            json!({"type": "allowed_tools", "mode": "auto", "tools": [{"type": "function"}]}),
+            json!({"type": "file_search"}),
+            json!({"type": "somewhere"}),
+        ] {
+            let e = responses(bad.clone()).unwrap_err();
+            assert_eq!(e.field.as_deref(), Some("tool_choice"), "{bad}");
+            let e = chat(bad.clone()).unwrap_err();
+            assert_eq!(e.field.as_deref(), Some("tool_choice"), "{bad}");
+        }
+        // Each API's custom tool reads, and is refused: Tackle's clients send functions only.
+        let e = responses(json!({"type": "custom", "name": "a_tool"})).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("tool_choice"));
-        assert!(tool_choice(Some(&json!("sometimes")), &specs).is_err());
+        let e = chat(json!({"type": "custom", "custom": {"name": "a_tool"}})).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("tool_choice"));
     }
 }
