@@ -20,20 +20,4 @@ mod subagents_api;
 mod web_chat;
 mod web_subagents;
 
-/// A test file that is not declared above would never be built or run.
-#[test]
-fn every_test_file_is_a_module() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
-    let declared = include_str!("main.rs");
-    let mut missing = Vec::new();
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let name = entry.unwrap().file_name().into_string().unwrap();
-        if let Some(module) = name.strip_suffix(".rs")
-            && module != "main"
-            && !declared.contains(&format!("\nmod {module};\n"))
-        {
-            missing.push(name);
-        }
-    }
-    assert!(missing.is_empty(), "add `mod NAME;` to tests/main.rs for {missing:?}");
-}
+tackle_testkit::every_test_file_is_a_module!(include_str!("main.rs"));

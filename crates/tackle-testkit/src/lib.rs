@@ -28,6 +28,7 @@ pub mod peers;
 pub mod postgres;
 mod script;
 mod server;
+mod test_files;
 mod validate;
 mod wire;
 
@@ -36,3 +37,4 @@ pub use examples::{ExampleError, example_binary};
 pub use fault::Fault;
 pub use script::{LOOP_PLACEHOLDER, LOOP_STEPS_SUFFIX, Script, ScriptMode, ScriptedCall, Turn};
 pub use server::{FakeModel, FakeStats, RecordedRequest, WireFormat};
+pub use test_files::undeclared_test_files;
