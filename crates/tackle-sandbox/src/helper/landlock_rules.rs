@@ -192,10 +192,12 @@ pub(super) fn exec_restricted(policy: &SandboxPolicy, command: &[OsString]) -> R
 /// process below it and reaps them, then exits with the command's status.
 pub(crate) mod reaper {
     use std::ffi::{OsStr, OsString};
+    use std::os::fd::AsFd;
     use std::process::Command;
-    use std::time::Duration;
+    use std::time::{Duration, Instant};
 
     use nix::errno::Errno;
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
     use nix::sys::signal::{Signal, kill};
     use nix::sys::signalfd::{SfdFlags, SigSet, SignalFd};
     use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
@@ -203,40 +205,54 @@ pub(crate) mod reaper {
 
     use crate::helper::HelperError;
 
-    /// How often the helper looks for exits, stop signals and its parent.
+    /// How often the helper counts the command's processes and looks for its parent, at the
+    /// latest; an exit or a stop signal wakes it at once.
     const TICK: Duration = crate::helper::limits::TICK;
 
     pub(crate) fn run(program: &OsStr, args: &[OsString], max_processes: u64) -> Result<i32, HelperError> {
         nix::sys::prctl::set_child_subreaper(true)
             .map_err(|e| HelperError::new("cannot become the command's reaper", e))?;
         let parent = getppid();
-        let mut stops = SigSet::empty();
-        for signal in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
-            stops.add(signal);
+        // Read from a descriptor, blocked here (the command starts with an empty mask): the stop
+        // signals, and SIGCHLD, which wakes the wait below when a child exits, so that the call
+        // ends when its command does rather than at the next tick.
+        let mut watched = SigSet::empty();
+        for signal in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP, Signal::SIGCHLD] {
+            watched.add(signal);
         }
-        // Blocked here and read from a descriptor; the command starts with an empty mask.
-        stops.thread_block().map_err(|e| HelperError::new("cannot block the stop signals", e))?;
-        let signals = SignalFd::with_flags(&stops, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
+        watched.thread_block().map_err(|e| HelperError::new("cannot block the stop signals", e))?;
+        let signals = SignalFd::with_flags(&watched, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
             .map_err(|e| HelperError::new("cannot watch the stop signals", e))?;
         let child = Command::new(program)
             .args(args)
             .spawn()
             .map_err(|e| HelperError::new(format!("cannot run {}", program.to_string_lossy()), e))?;
         let main = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+        let tick = PollTimeout::try_from(TICK).unwrap_or(PollTimeout::MAX);
+        let mut counted: Option<Instant> = None;
         let code = loop {
+            // The signals first, then the exits: a child that exits after this read leaves its
+            // SIGCHLD pending, and the wait below returns at once.
+            let mut stop = None;
+            while let Ok(Some(info)) = signals.read_signal() {
+                if info.ssi_signo != Signal::SIGCHLD as u32 {
+                    stop = Some(info.ssi_signo);
+                }
+            }
             if let Some(code) = reap(main) {
                 break code;
             }
-            if let Ok(Some(info)) = signals.read_signal() {
+            if let Some(signo) = stop {
                 kill_descendants();
-                break 128 + i32::try_from(info.ssi_signo).unwrap_or(0);
+                break 128 + i32::try_from(signo).unwrap_or(0);
             }
             if getppid() != parent {
                 // Tackle is gone: nobody waits for the command any more.
                 kill_descendants();
                 break 128 + Signal::SIGKILL as i32;
             }
-            if max_processes > 0 {
+            if max_processes > 0 && counted.is_none_or(|at| at.elapsed() >= TICK) {
+                counted = Some(Instant::now());
                 let running = crate::helper::limits::tasks_below(nix::unistd::getpid(), max_processes);
                 if running > max_processes {
                     kill_descendants();
@@ -244,7 +260,8 @@ pub(crate) mod reaper {
                     break 128 + Signal::SIGKILL as i32;
                 }
             }
-            std::thread::sleep(TICK);
+            // Until a signal (an exit, a stop) or the next tick; an error (EINTR) only loops.
+            let _ = poll(&mut [PollFd::new(signals.as_fd(), PollFlags::POLLIN)], tick);
         };
         kill_descendants();
         Ok(code)
