@@ -33,6 +33,22 @@ fn off_runtime<T>(work: impl FnOnce() -> T) -> T {
     }
 }
 
+/// Packs (hashing and compressing an output over [`IN_PLACE_BYTES`]) running at once in this
+/// process: one per core. Packing is CPU-bound, so more at once finish no sooner, while each
+/// holds a frame of raw bytes, a zstd context and its output buffer (about 0.9 MB); a server
+/// offloading many big outputs together would otherwise hold all of them at its peak
+/// (`scripts/bench/spool_rss_serve.sh`). Waiting for a slot is async and never holds a thread.
+fn packing_slots() -> &'static tokio::sync::Semaphore {
+    static SLOTS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
+    SLOTS.get_or_init(|| tokio::sync::Semaphore::new(frames::cores()))
+}
+
+/// A packing slot, held until dropped.
+async fn packing_slot() -> Result<tokio::sync::SemaphorePermit<'static>, StoreError> {
+    // The semaphore is never closed, so this cannot fail; the error is for form's sake.
+    packing_slots().acquire().await.map_err(|e| StoreError::Io(std::io::Error::other(e)))
+}
+
 /// `work` on a blocking thread.
 async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
@@ -189,6 +205,7 @@ impl Blobs<'_> {
             })
         };
         let packed = if new.bytes.len() > IN_PLACE_BYTES {
+            let _slot = packing_slot().await?;
             let bytes = new.bytes.to_vec();
             blocking(move || pack(&bytes)).await?
         } else {
@@ -201,7 +218,9 @@ impl Blobs<'_> {
     /// of any size costs one frame of raw bytes in memory plus its compressed form; the stored
     /// blob is the same as [`Blobs::put`](crate::Blobs::put) of the same bytes would store.
     /// On a multi-thread runtime `reader` is read and compressed in `block_in_place`, so the
-    /// runtime thread's other tasks move to another thread meanwhile.
+    /// runtime thread's other tasks move to another thread meanwhile. At most one output per
+    /// core is packed at once in the process (others wait for a slot without holding a thread),
+    /// so `reader` must not wait for another write to finish.
     pub async fn put_from(
         self,
         session_id: &str,
@@ -210,7 +229,9 @@ impl Blobs<'_> {
         ttl: Duration,
         mut reader: impl std::io::Read + Send,
     ) -> Result<BlobMeta, StoreError> {
+        let slot = packing_slot().await?;
         let packed = off_runtime(|| pack_stream(&mut reader))?;
+        drop(slot);
         self.insert_blob(session_id, tool, call_id, ttl, packed).await
     }
 

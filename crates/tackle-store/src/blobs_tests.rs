@@ -57,3 +57,77 @@ fn a_large_blob_write_leaves_the_runtime_free() {
         assert_eq!(whole.digest, meta.digest);
     });
 }
+
+/// Counts the readers being read at once; each waits, after its first piece, until one more
+/// reader than the limit is being read (which must never happen) or a while has passed.
+struct Counted {
+    left: Vec<u8>,
+    started: bool,
+    seen: std::sync::Arc<Overlap>,
+}
+
+#[derive(Default)]
+struct Overlap {
+    state: std::sync::Mutex<(usize, usize)>,
+    changed: std::sync::Condvar,
+}
+
+impl std::io::Read for Counted {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if !self.started {
+            self.started = true;
+            let mut state = self.seen.state.lock().unwrap();
+            state.0 += 1;
+            state.1 = state.1.max(state.0);
+            self.seen.changed.notify_all();
+            let limit = super::frames::cores();
+            // Waiting on the event, bounded so the test ends when the limit holds.
+            let (state, _) = self
+                .seen
+                .changed
+                .wait_timeout_while(state, Duration::from_millis(300), |s| s.1 <= limit)
+                .unwrap();
+            drop(state);
+        }
+        let n = buf.len().min(self.left.len());
+        buf[..n].copy_from_slice(&self.left[..n]);
+        self.left.drain(..n);
+        if self.left.is_empty() && n == 0 {
+            self.seen.state.lock().unwrap().0 -= 1;
+        }
+        Ok(n)
+    }
+}
+
+#[test]
+fn big_outputs_are_packed_at_most_one_per_core_at_once() {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    runtime.block_on(async {
+        let store = Store::open_in_memory().await.unwrap();
+        let s =
+            store.sessions().create(NewSession { owner: "u".into(), ..Default::default() }).await.unwrap();
+        let seen = std::sync::Arc::new(Overlap::default());
+        let bytes: Vec<u8> = (0..50_000u32).flat_map(|i| format!("line {i}\n").into_bytes()).collect();
+        let writes: Vec<_> = (0..8)
+            .map(|i| {
+                let (store, id, seen) = (store.clone(), s.id.clone(), seen.clone());
+                let reader = Counted { left: bytes.clone(), started: false, seen };
+                let call = format!("c{i}");
+                tokio::spawn(async move {
+                    store.blobs().put_from(&id, "t", &call, Duration::from_secs(60), reader).await
+                })
+            })
+            .collect();
+        for write in writes {
+            let meta = write.await.unwrap().unwrap();
+            assert_eq!(store.blobs().get(&s.id, &meta.locator).await.unwrap().data, bytes);
+        }
+        let (open, most) = *seen.state.lock().unwrap();
+        assert_eq!(open, 0, "every reader was read to its end");
+        assert!(
+            most <= super::frames::cores(),
+            "{most} outputs were packed at once on {} cores",
+            super::frames::cores()
+        );
+    });
+}

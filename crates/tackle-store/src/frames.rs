@@ -14,8 +14,13 @@ use zstd::zstd_safe::{self, CParameter};
 /// the cores.
 pub(crate) const FRAME_BYTES: usize = 256 * 1024;
 
+/// The cores this process may use (1 when unknown).
+pub(crate) fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 fn workers(jobs: usize) -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get()).min(jobs).max(1)
+    cores().min(jobs).max(1)
 }
 
 pub(crate) fn compressor(level: i32) -> io::Result<Compressor<'static>> {
