@@ -80,6 +80,7 @@ pub fn document() -> Value {
             chat["response_format"] = response_format_schema(true);
         }
         if let Some(responses) = schemas.get_mut("ResponsesRequest").and_then(|c| c.get_mut("properties")) {
+            responses["tool_choice"] = tool_choice_schema();
             responses["input"] = json!({
                 "description": "The user's message as text, or input items (`message`, `function_call`, \
                     `function_call_output`, `reasoning`): each item has a `type`, or a `role` for a message",
@@ -270,17 +271,6 @@ fn chat_messages_schema() -> Value {
     })
 }
 
-/// An entry of `allowed_tools.tools`.
-fn function_ref_schema() -> Value {
-    json!({
-        "type": "object", "required": ["function"],
-        "properties": {
-            "type": {"const": "function"},
-            "function": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}},
-        },
-    })
-}
-
 fn chat_tools_schema() -> Value {
     json!({
         "type": "array",
@@ -337,18 +327,26 @@ fn response_format_schema(nested: bool) -> Value {
     })
 }
 
+/// `tool_choice` of both OpenAI-compatible routes, which take either API's spelling of a
+/// function and of an allowed subset (`tackle_wire::chat::ToolChoiceObject`).
 fn tool_choice_schema() -> Value {
+    let name = json!({"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}});
+    let mode = json!({"enum": ["auto", "required"]});
+    let refs = json!({"type": "array", "items": tool_ref_schema()});
     json!({
-        "description": "`auto`, `none`, `required`, a function, or an allowed subset; named tools must be in `tools` (400 otherwise).",
+        "description": "`auto`, `none`, `required`, a function, or an allowed subset, in the Chat Completions or \
+            the Responses spelling; named tools must be in `tools` (400 otherwise).",
         "oneOf": [
             {"type": "null"},
             {"enum": ["auto", "none", "required"]},
             {
                 "type": "object", "required": ["type", "function"],
-                "properties": {
-                    "type": {"const": "function"},
-                    "function": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}},
-                },
+                "properties": {"type": {"const": "function"}, "function": name},
+            },
+            {
+                "type": "object", "required": ["type", "name"],
+                "properties": {"type": {"const": "function"}, "name": {"type": "string"}},
+                "not": {"required": ["function"]},
             },
             {
                 "type": "object", "required": ["type", "allowed_tools"],
@@ -356,13 +354,29 @@ fn tool_choice_schema() -> Value {
                     "type": {"const": "allowed_tools"},
                     "allowed_tools": {
                         "type": "object", "required": ["mode", "tools"],
-                        "properties": {
-                            "mode": {"enum": ["auto", "required"]},
-                            "tools": {"type": "array", "items": function_ref_schema()},
-                        },
+                        "properties": {"mode": mode, "tools": refs},
                     },
                 },
             },
+            {
+                "type": "object", "required": ["type", "mode", "tools"],
+                "properties": {"type": {"const": "allowed_tools"}, "mode": mode, "tools": refs},
+                "not": {"required": ["allowed_tools"]},
+            },
         ],
+    })
+}
+
+/// A function in an allowed subset: `{"type": "function", "function": {"name"}}` or the
+/// Responses spelling `{"type": "function", "name"}` (`type` may be left out).
+fn tool_ref_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "type": {"const": "function"},
+            "function": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}},
+            "name": {"type": "string"},
+        },
+        "anyOf": [{"required": ["function"]}, {"required": ["name"]}],
     })
 }

@@ -219,6 +219,21 @@ async fn tool_choice_is_echoed_as_sent_and_a_bad_one_is_named() {
     assert_eq!(response["tool_choice"], "auto", "absent: the API's default");
     // The echo has always written the request's f32 widened; its bytes are unchanged.
     assert_eq!(response["temperature"].to_string(), "0.699999988079071");
+    // The document allows exactly these forms on both routes ([api-contract]).
+    let (_, doc) = h.call(Method::GET, "/openapi.json", None, None).await;
+    let documented: Vec<jsonschema::Validator> = ["ChatRequest", "ResponsesRequest"]
+        .iter()
+        .map(|r| {
+            let schema = &doc["components"]["schemas"][r]["properties"]["tool_choice"];
+            jsonschema::validator_for(schema).unwrap_or_else(|e| panic!("{r}'s tool_choice compiles: {e}"))
+        })
+        .collect();
+    for choice in &accepted {
+        for schema in &documented {
+            let errors: Vec<String> = schema.iter_errors(choice).map(|e| e.to_string()).collect();
+            assert!(errors.is_empty(), "{choice} is accepted, so documented: {errors:?}");
+        }
+    }
     let requests = h.fake.requests().len();
     for (choice, param) in [
         (json!("sometimes"), "tool_choice"),
@@ -237,6 +252,11 @@ async fn tool_choice_is_echoed_as_sent_and_a_bad_one_is_named() {
         (json!({"type": "somewhere"}), "tool_choice"),
         (json!({"name": "get_time"}), "tool_choice"),
     ] {
+        // A name missing from `tools` is refused by the route, not by the document's shapes.
+        let unknown_name = choice.to_string().contains("nope");
+        for schema in &documented {
+            assert_eq!(schema.is_valid(&choice), unknown_name, "{choice}: the document refuses its shape");
+        }
         let body = json!({"model": "model-x", "input": "x", "tools": tools(), "tool_choice": choice});
         let (status, error) = post(&h, None, body).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{choice}: {error}");
