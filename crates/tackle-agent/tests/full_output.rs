@@ -82,3 +82,53 @@ async fn a_1_3_mb_shell_output_is_restored_byte_exact_at_any_line() {
     }
     assert_eq!(restored, stored);
 }
+
+/// Not offloaded, an output whose view the shell already cut, and which is still over the cap,
+/// is capped from the whole output: the model sees the cap's head and tail of it, and a marker
+/// that counts all of it (not the view's size).
+#[tokio::test]
+async fn a_cut_view_is_capped_as_the_whole_output_would_be() {
+    let script = Script::new(vec![Turn::call("shell", r#"{"command":"seq 1 20000"}"#), Turn::text("done")]);
+    let fake = tackle_testkit::FakeModel::start(script).await.unwrap();
+    let db = tempfile::tempdir().unwrap();
+    let store = tackle_store::Store::open(&db.path().join("tackle.db")).await.unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    let cap = tackle_tools::OutputCap { max_bytes: 8000, max_lines: 100_000 };
+    let limits = tackle_tools::ExecLimits {
+        max_output_bytes: cap.max_bytes,
+        max_output_lines: cap.max_lines,
+        ..Default::default()
+    };
+    // The shell keeps 5000 bytes of each end for its view: more than the cap shows in all.
+    let agent = tackle_agent::Agent::builder(common::provider(ProviderKind::Openai, &fake))
+        .config(tackle_agent::AgentConfig::new("model-x"))
+        .store(store)
+        .workspace(workspace.path())
+        .builtins(tackle_builtins::BuiltinConfig { shell_capture_bytes: 5000, ..Default::default() })
+        .limits(limits)
+        .offload(false)
+        .approver(tackle_tools::AutoApprove)
+        .build()
+        .await
+        .unwrap();
+    let options =
+        tackle_agent::NewSessionOptions { workspace: workspace.path().to_owned(), ..Default::default() };
+    let mut session = agent.create_session(options).await.unwrap();
+    session
+        .run_turn(TurnInput::new("count"), &tackle_tools::EventSink::new(|_| {}), &CancellationToken::new())
+        .await
+        .unwrap();
+    let seq: String = (1..=20_000).map(|i| format!("{i}\n")).collect();
+    let expected = tackle_tools::cap_output(&format!("exit code: 0\nstdout:\n{seq}"), cap).text;
+    let requests = fake.requests();
+    let result = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .and_then(|m| m["content"].as_str())
+        .expect("the tool result")
+        .to_owned();
+    assert!(result.contains("output was 108915 bytes, 20002 lines"), "{}", &result[..200.min(result.len())]);
+    assert!(result == expected, "the model sees the cap of the whole output");
+}

@@ -16,7 +16,7 @@ use tackle_protocol::{
 };
 
 use crate::hooks::{HookAction, HookPolicy};
-use crate::output_cap::{OutputCap, cap_output, count_lines};
+use crate::output_cap::{OutputCap, cap_full_output, cap_output, count_lines};
 use crate::{
     ApprovalPolicy, ApprovalRequest, Approver, FullOutput, HookEvent, HookPayload, HookScope, ModeRules,
     Permission, PermissionMode, ScriptHooks, SpoolBudget, ToolContext, ToolFailure, ToolOutput, ToolRegistry,
@@ -629,7 +629,16 @@ impl ToolExecutor {
                             max_bytes: self.limits.max_output_bytes,
                             max_lines: self.limits.max_output_lines,
                         };
-                        let capped = cap_output(view, cap);
+                        // A view that is itself a cut of the output (`full`) and still too
+                        // long is not cut again: the output is, from its ends, so the marker
+                        // counts all of it. A view within the cap is shown as the tool made it.
+                        let capped = match (cap_output(view, cap), full) {
+                            (capped, Some(f)) if capped.truncated() => cap_full_output(f, cap).unwrap_or_else(|e| {
+                                tracing::warn!(tool = %call.name, error = %e, "could not read the full output; capping the view");
+                                capped
+                            }),
+                            (capped, _) => capped,
+                        };
                         let truncated = capped.truncated() || full.is_some();
                         (capped.text, truncated, None)
                     }

@@ -82,7 +82,7 @@ pub use failure::ToolFailure;
 pub use function::{FnTool, IntoTool, IntoToolResult, tool_fn};
 pub use hooks::{AnnotationMatch, ApprovalMode, HookAction, HookDecision, HookError, HookPolicy, HookRule};
 pub use modes::{DEFAULT_EDIT_TOOLS, ModeError, ModeRules, PermissionMode};
-pub use output_cap::{Capped, OutputCap, cap_output, count_lines};
+pub use output_cap::{Capped, OutputCap, cap_full_output, cap_output, count_lines};
 pub use registry::{RegistryError, ToolRegistry};
 pub use script_hooks::{
     CommandHook, DEFAULT_HOOK_TIMEOUT_SECS, EventOutcome, HookEntry, HookEnv, HookEvent, HookHandler,

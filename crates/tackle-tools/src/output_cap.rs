@@ -2,6 +2,8 @@
 
 use std::ops::Range;
 
+use crate::FullOutput;
+
 /// Limits of what the model sees from one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OutputCap {
@@ -76,32 +78,105 @@ pub fn cap_output(text: &str, cap: OutputCap) -> Capped {
     if bytes <= cap.max_bytes && lines <= cap.max_lines {
         return whole();
     }
+    let ends = Ends { head: text, tail: text, bytes, lines, newlines: newlines(text.as_bytes()) };
+    cut(&ends, cap).unwrap_or_else(whole)
+}
+
+/// What capping reads of an output: its first and last bytes and its totals. The cut keeps at
+/// most `max_bytes` at either end, so ends of `max_bytes + 1` bytes decide it exactly as the
+/// whole text would (for a whole text, both ends are the text).
+struct Ends<'a> {
+    /// A prefix of the output.
+    head: &'a str,
+    /// A suffix of the output.
+    tail: &'a str,
+    /// Bytes of the output.
+    bytes: usize,
+    /// Lines of the output.
+    lines: usize,
+    /// Newlines in the output.
+    newlines: usize,
+}
+
+/// The capped text of an output longer than the cap, or `None` when cutting would not make it
+/// shorter (the caller then keeps it whole). Offsets are the output's.
+fn cut(ends: &Ends<'_>, cap: OutputCap) -> Option<Capped> {
+    let Ends { head: prefix, tail: suffix, bytes, lines, .. } = *ends;
     // The marker (with the newline that may precede it) is part of what the model sees.
     let budget_bytes = cap.max_bytes.saturating_sub(marker_reserve(bytes, lines));
     let budget_lines = cap.max_lines.saturating_sub(1);
     let head_bytes = budget_bytes * 3 / 5;
     let head_lines = budget_lines * 3 / 5;
-    let head_end = head_end(text, head_bytes, head_lines);
-    let tail_start = tail_start(text, budget_bytes - head_bytes, budget_lines - head_lines).max(head_end);
+    let head_end = head_end(prefix, head_bytes, head_lines);
+    // Where the tail starts, in the output and in `suffix`.
+    let in_suffix = tail_start(suffix, budget_bytes - head_bytes, budget_lines - head_lines);
+    let tail_start = bytes.checked_sub(suffix.len() - in_suffix)?.max(head_end);
     if head_end == tail_start {
-        return whole();
+        return None;
     }
-    let (head, tail) = (&text[..head_end], &text[tail_start..]);
+    let head = prefix.get(..head_end)?;
+    let tail = suffix.get(suffix.len().checked_sub(bytes - tail_start)?..)?;
     // Lines are numbered from 1; the cut touches the lines of its first and its last byte.
     let first_line = newlines(head.as_bytes()) + 1;
-    let last_line = first_line + newlines(&text.as_bytes()[head_end..tail_start - 1]);
+    let from_last_cut = suffix.as_bytes().get(suffix.len().checked_sub(bytes - (tail_start - 1))?..)?;
+    let inside = ends.newlines.checked_sub(newlines(head.as_bytes()) + newlines(from_last_cut))?;
+    let last_line = first_line + inside;
     let marker = marker(tail_start - head_end, first_line, last_line, bytes, lines);
     let separator = if !head.is_empty() && !head.ends_with('\n') { "\n" } else { "" };
     let shown = head.len() + separator.len() + marker.len() + tail.len();
     if shown >= bytes {
-        return whole();
+        return None;
     }
     let mut out = String::with_capacity(shown);
     out.push_str(head);
     out.push_str(separator);
     out.push_str(&marker);
     out.push_str(tail);
-    Capped { text: out, cut: Some(head_end..tail_start), bytes, lines }
+    Some(Capped { text: out, cut: Some(head_end..tail_start), bytes, lines })
+}
+
+/// Caps a tool's full output ([`FullOutput`]) as [`cap_output`] would cap it whole, reading only
+/// its ends from the spool: what the model sees of an output whose view (a tool's head and
+/// tail of it) was itself cut, with the marker counting the whole output. Invalid UTF-8 is
+/// read lossily, as the view is.
+pub fn cap_full_output(full: &FullOutput, cap: OutputCap) -> std::io::Result<Capped> {
+    let bytes = usize::try_from(full.len()).unwrap_or(usize::MAX);
+    let window = cap.max_bytes.saturating_add(1);
+    // Small enough to read whole: exactly `cap_output`.
+    if bytes <= window.saturating_mul(4) {
+        return Ok(cap_output(&full.to_text()?, cap));
+    }
+    let head = full.read_range(0, window)?;
+    let tail = full.read_range(full.len() - window as u64, window)?;
+    let lines = usize::try_from(full.lines()).unwrap_or(usize::MAX);
+    let newlines = lines.saturating_sub(usize::from(tail.last().is_some_and(|b| *b != b'\n')));
+    // A character cut by a window's edge is left out of that window.
+    let head = String::from_utf8_lossy(utf8_prefix(&head)).into_owned();
+    let tail = String::from_utf8_lossy(utf8_suffix(&tail)).into_owned();
+    let ends = Ends { head: &head, tail: &tail, bytes, lines, newlines };
+    match cut(&ends, cap) {
+        Some(capped) => Ok(capped),
+        // The cut would not shorten it (a cap smaller than its marker): decided on the whole.
+        None if bytes <= WHOLE_READ_BYTES => Ok(cap_output(&full.to_text()?, cap)),
+        None => Err(std::io::Error::other("the ends of the output do not make a cut")),
+    }
+}
+
+/// Outputs up to this size may be read whole to be capped.
+const WHOLE_READ_BYTES: usize = 64 * 1024;
+
+/// `bytes` without a multi-byte character cut at its end.
+fn utf8_prefix(bytes: &[u8]) -> &[u8] {
+    match std::str::from_utf8(bytes) {
+        Err(e) if e.error_len().is_none() => &bytes[..e.valid_up_to()],
+        _ => bytes,
+    }
+}
+
+/// `bytes` without the continuation bytes of a character cut at its start.
+fn utf8_suffix(bytes: &[u8]) -> &[u8] {
+    let skip = bytes.iter().take(3).take_while(|b| (**b & 0xC0) == 0x80).count();
+    &bytes[skip..]
 }
 
 /// The marker line that replaces `cut_bytes` bytes touching lines `first..=last`.

@@ -153,3 +153,63 @@ fn cap_property_holds_from_500_random_seeds() {
         }
     }
 }
+
+/// `text` as a tool's full output of parts: a header, then the text split at `split` across a
+/// spool (as the shell's stdout is) and a text part.
+fn full_output(text: &str, split: usize) -> crate::FullOutput {
+    let budget = crate::SpoolBudget::new(usize::MAX / 2);
+    let split = (0..=split.min(text.len() / 3)).rev().find(|i| text.is_char_boundary(*i)).unwrap_or(0);
+    let (header, rest) = text.split_at(split);
+    let mut spool = budget.spool();
+    let (spooled, after) =
+        rest.split_at((0..=rest.len() / 2).rev().find(|i| rest.is_char_boundary(*i)).unwrap());
+    spool.write(spooled.as_bytes());
+    let parts = vec![
+        crate::FullPart::Text(header.to_owned()),
+        crate::FullPart::Spool(std::sync::Arc::new(spool)),
+        crate::FullPart::Text(after.to_owned()),
+    ];
+    crate::FullOutput::from_parts(parts, &budget)
+}
+
+proptest! {
+    /// Capping a full output from its ends is capping it whole: the same text, cut and totals.
+    #[test]
+    fn a_full_output_capped_from_its_ends_is_capped_whole(
+        text in "(\\PC{0,12}\n){0,300}\\PC{0,12}",
+        max_bytes in 1usize..300,
+        max_lines in 1usize..40,
+        split in 0usize..2000,
+    ) {
+        let cap = OutputCap { max_bytes, max_lines };
+        let full = full_output(&text, split);
+        prop_assert_eq!(full.to_text().unwrap(), text.clone());
+        prop_assert_eq!(cap_full_output(&full, cap).unwrap(), cap_output(&text, cap));
+    }
+
+    #[test]
+    fn read_range_reads_any_range_across_parts(
+        text in "[a-z\n]{0,300}",
+        split in 0usize..300,
+        offset in 0usize..320,
+        len in 0usize..320,
+    ) {
+        let full = full_output(&text, split);
+        let expected = text.as_bytes().get(offset..).map_or(&[][..], |rest| &rest[..len.min(rest.len())]);
+        prop_assert_eq!(full.read_range(offset as u64, len).unwrap(), expected.to_vec());
+    }
+}
+
+#[test]
+fn a_long_full_output_is_capped_from_its_ends_with_its_whole_counts() {
+    let text: String = (1..=20_000).map(|i| format!("{i}\n")).collect();
+    let full = full_output(&text, 10);
+    let cap = OutputCap { max_bytes: 1000, max_lines: 10_000 };
+    let capped = cap_full_output(&full, cap).unwrap();
+    assert_eq!(capped, cap_output(&text, cap));
+    assert!(
+        capped.text.contains(&format!("output was {} bytes, 20000 lines", text.len())),
+        "{}",
+        capped.text
+    );
+}

@@ -343,6 +343,46 @@ impl FullOutput {
         PartsReader { parts: self.borrowed(), index: 0, offset: 0 }
     }
 
+    /// Up to `len` bytes from `offset` (fewer at the end), read from the parts where they are:
+    /// the ends of a large output without reading its middle.
+    pub fn read_range(&self, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
+        let mut out = vec![0u8; len];
+        let (mut filled, mut skip) = (0, offset);
+        for part in self.borrowed() {
+            if filled == len {
+                break;
+            }
+            let part_len = part.len();
+            if skip >= part_len {
+                skip -= part_len;
+                continue;
+            }
+            let mut at = skip;
+            while filled < len && at < part_len {
+                let n = match &part {
+                    Part::Text(t) => {
+                        let start = usize::try_from(at).unwrap_or(usize::MAX).min(t.len());
+                        let n = (len - filled).min(t.len() - start);
+                        out[filled..filled + n].copy_from_slice(&t[start..start + n]);
+                        n
+                    }
+                    Part::Spool(s) => s.read_at(at, &mut out[filled..])?,
+                };
+                if n == 0 {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "the spool was cut short",
+                    ));
+                }
+                filled += n;
+                at += n as u64;
+            }
+            skip = 0;
+        }
+        out.truncate(filled);
+        Ok(out)
+    }
+
     /// The whole output as (lossy UTF-8) text, in memory: only for outputs known to be small.
     pub fn to_text(&self) -> std::io::Result<String> {
         let mut bytes = Vec::new();
