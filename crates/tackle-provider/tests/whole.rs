@@ -246,11 +246,14 @@ async fn whole_answers_keep_error_classes_and_retries() {
     }
 }
 
+/// What an error must be.
+type Expected = fn(&ProviderError) -> bool;
+
 /// Bodies a server may answer 200 with: errors in each API's shape keep their class, and
 /// anything else that is not an answer is a protocol error.
 #[tokio::test]
 async fn whole_bodies_that_are_not_answers_are_typed_errors() {
-    let cases: [(usize, &str, fn(&ProviderError) -> bool); 9] = [
+    let cases: [(usize, &str, Expected); 9] = [
         (0, r#"{"error":{"message":"slow down","type":"rate_limit_error","code":429}}"#, |e| {
             matches!(e, ProviderError::RateLimited { .. })
         }),
