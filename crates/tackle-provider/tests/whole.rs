@@ -334,3 +334,37 @@ async fn chat_completions_read_what_compatible_servers_send() {
     let sent = &server.received_requests().await.unwrap()[0];
     assert_eq!(sent.headers.get("accept").unwrap(), "application/json");
 }
+
+/// A provider written before whole answers (it implements `encode` and `send` only) keeps
+/// streaming whatever the loop asks: `encode_as` falls back to `encode`.
+#[tokio::test]
+async fn a_provider_outside_the_crate_keeps_streaming() {
+    struct Older(Box<dyn Provider>);
+    #[async_trait::async_trait]
+    impl Provider for Older {
+        fn name(&self) -> &str {
+            "older"
+        }
+        fn capabilities(&self) -> tackle_provider::Capabilities {
+            tackle_provider::Capabilities::default()
+        }
+        fn encode(&self, request: &ModelRequest) -> Result<tackle_provider::EncodedRequest, ProviderError> {
+            self.0.encode(request)
+        }
+        async fn send(
+            &self,
+            encoded: tackle_provider::EncodedRequest,
+            options: &CallOptions,
+        ) -> Result<tackle_provider::EventStream, ProviderError> {
+            self.0.send(encoded, options).await
+        }
+    }
+    let fake = FakeModel::start(Script::new(turns())).await.unwrap();
+    let older = Older(clients(&fake.base_url()).remove(0));
+    assert!(!older.capabilities().whole_answers);
+    let answer = ask(&older, &request(), Delivery::Stream).await.unwrap();
+    assert_eq!(answer.text(), "Hello there, here is a plain answer.");
+    let encoded = older.encode_as(&request(), Delivery::Whole).unwrap();
+    assert_eq!(encoded.delivery, Delivery::Stream, "asked for whole, it streams");
+    assert_eq!(fake.requests()[0].body["stream"], true);
+}
