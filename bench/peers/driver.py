@@ -223,7 +223,7 @@ def in_process_table(names, blocks):
     for b in blocks:
         n = b["n"]
         lines.append(f"| {n} | " + " | ".join(f"{median(b['runs'][s], 'ms') / n:.2f}" for s in names) + " |")
-    ratios = [s for s in ("floor_stream", "rig") if s in names]
+    ratios = [s for s in ("floor_json", "floor_stream", "rig") if s in names]
     if "tackle" in names and ratios:
         lines.append("\nTackle's wall time over the others' (median run against median run):\n")
         lines.append("| N | " + " | ".join(f"Tackle / {LABELS[s]}" for s in ratios) + " |")

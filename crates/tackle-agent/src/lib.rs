@@ -74,7 +74,7 @@ pub use context::{
 pub use error::{AgentError, ModeUnavailable};
 pub use failure::{TurnFailure, provider_code};
 pub use output::{FINAL_ANSWER_TOOL, OutputSchema, OutputSchemaError, RunTypedError};
-pub use session::{LoopGuardConfig, Session, TurnInput, TurnOutcome};
+pub use session::{LoopGuardConfig, Session, Streaming, TurnInput, TurnOutcome, UnknownStreaming};
 pub use subagent::{
     AGENT_TOOL, SubAgent, SubAgentError, SubAgentRegistry, SubAgentSettings,
     parse_file as parse_sub_agent_file,

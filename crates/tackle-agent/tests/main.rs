@@ -19,6 +19,7 @@ mod modes;
 mod output_schema;
 mod rewind;
 mod skills;
+mod streaming;
 mod subagents;
 mod tool_sources;
 

@@ -528,3 +528,24 @@ async fn a_reopened_child_at_the_depth_limit_still_cannot_nest() {
     assert!(envelope.to_string().contains("at depth 1"), "{envelope}");
     assert!(rig.store.sessions().children(&child_id).await.unwrap().is_empty(), "no grandchild");
 }
+
+/// Nobody watches a child whose parent nobody watches: with the parent's sink discarding, the
+/// child's requests ask for whole answers too; watched, both stream (`Streaming::Auto`).
+#[tokio::test]
+async fn a_child_of_an_unwatched_turn_asks_for_whole_answers() {
+    for discard in [true, false] {
+        let script = Script::new(vec![
+            Turn::call("agent", r#"{"prompt": "quick question", "agent": "cheap"}"#),
+            Turn::text("quick answer"),
+            Turn::text("done"),
+        ]);
+        let rig = Rig::new(script, |b| b).await;
+        let mut parent = rig.session().await;
+        let sink = if discard { EventSink::discard() } else { rig.sink() };
+        let outcome = parent.run_turn(TurnInput::new("ask"), &sink, &CancellationToken::new()).await.unwrap();
+        assert_eq!(outcome.text, "done", "{outcome:?}");
+        assert_eq!(rig.request_of("quick question")["stream"], json!(!discard));
+        let flags: Vec<Value> = rig.fake.requests().iter().map(|r| r.body["stream"].clone()).collect();
+        assert_eq!(flags, vec![json!(!discard); 3]);
+    }
+}

@@ -32,6 +32,10 @@ const NOTES: &[(&str, &str)] = &[
         "Output token limit per model call (also the answer's reserve in the context window).",
     ),
     ("max_retries", "Retries of a failed model request."),
+    (
+        "streaming",
+        "Whether model answers stream: \"auto\" (when someone watches the turn, as every tackle front end does), \"always\", or \"never\" (whole JSON answers). Env: TACKLE_STREAMING.",
+    ),
     ("data_dir", "Where sessions are stored. Env: TACKLE_HOME."),
     (
         "dynamic_tools",
@@ -113,6 +117,7 @@ pub fn template() -> Result<String> {
         "max_steps",
         "max_output_tokens",
         "max_retries",
+        "streaming",
         "data_dir",
         "dynamic_tools",
         "recoverable_compression",

@@ -370,6 +370,7 @@ pub async fn build_agent_with(
     if let Some(max) = settings.max_output_tokens {
         builder = builder.max_output_tokens(max);
     }
+    builder = builder.streaming(settings.streaming);
     if let Some(agents) =
         crate::settings::sub_agent_registry(settings, workspace).map_err(|e| UsageError(e.to_string()))?
     {

@@ -413,6 +413,32 @@ async fn config_masks_secrets() {
     assert_eq!(v["provider"]["api_key"], "sk-…(25)");
 }
 
+/// `tackle run` watches its turn, so it streams; `TACKLE_STREAMING=never` (or `streaming` in
+/// `tackle.toml`) asks for whole answers, prints the same answer, and `tackle config` shows it.
+#[tokio::test]
+async fn streaming_is_a_setting_that_reaches_the_requests() {
+    let home = tempfile::tempdir().unwrap();
+    let fake =
+        FakeModel::start(Script::new(vec![Turn::text("streamed"), Turn::text("whole")])).await.unwrap();
+    for (setting, answer, streamed) in [(None, "streamed", true), (Some("never"), "whole", false)] {
+        let mut cmd = tackle(home.path());
+        with_fake(&mut cmd, "anthropic", &fake);
+        if let Some(value) = setting {
+            cmd.env("TACKLE_STREAMING", value);
+        }
+        cmd.args(["run", "hi", "--workspace"]).arg(home.path());
+        let out = output(cmd).await;
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert!(text(&out.stdout).contains(answer), "{}", text(&out.stdout));
+        assert_eq!(fake.requests().last().unwrap().body["stream"], streamed, "{setting:?}");
+    }
+    std::fs::write(home.path().join("tackle.toml"), "streaming = \"never\"\n").unwrap();
+    let mut cmd = tackle(home.path());
+    cmd.current_dir(home.path()).args(["config", "--workspace"]).arg(home.path());
+    let out = output(cmd).await;
+    assert!(text(&out.stdout).contains("streaming = \"never\""), "{}", text(&out.stdout));
+}
+
 #[tokio::test]
 async fn ctrl_c_cancels_the_turn_not_the_repl() {
     let home = tempfile::tempdir().unwrap();

@@ -433,6 +433,7 @@ impl Provider for CodexProvider {
             body: Bytes::from(body),
             betas: &[],
             cache_order: &["tools", "messages"],
+            delivery: tackle_provider::Delivery::Stream,
         })
     }
 

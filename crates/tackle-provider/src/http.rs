@@ -10,7 +10,7 @@ use tackle_protocol::StreamEvent;
 
 use crate::retry::server_requested_wait;
 use crate::sse::{SseDecoder, SseEvent};
-use crate::{CallOptions, EncodedRequest, EventStream, ProviderConfig, ProviderError, RetryNotice};
+use crate::{CallOptions, Delivery, EncodedRequest, EventStream, ProviderConfig, ProviderError, RetryNotice};
 
 /// A reqwest client configured from a [`ProviderConfig`].
 pub(crate) fn build_client(config: &ProviderConfig) -> Result<reqwest::Client, ProviderError> {
@@ -54,6 +54,63 @@ pub(crate) fn stream_headers(
         };
     }
     Ok(headers)
+}
+
+/// Decodes a whole (non-streamed) answer's body into the events its stream would have carried.
+pub(crate) type WholeDecode = fn(&[u8], &mut VecDeque<StreamEvent>) -> Result<(), ProviderError>;
+
+/// Sends an encoded request as its [`EncodedRequest::delivery`] says: a stream decoded with
+/// `wire`, or a whole answer decoded with `whole`.
+pub(crate) async fn send_encoded<D: WireDecoder>(
+    client: &reqwest::Client,
+    config: &ProviderConfig,
+    headers: &HeaderMap,
+    encoded: EncodedRequest,
+    options: &CallOptions,
+    wire: D,
+    whole: WholeDecode,
+) -> Result<EventStream, ProviderError> {
+    match encoded.delivery {
+        Delivery::Stream => send_stream(client, config, headers, encoded, options, wire).await,
+        Delivery::Whole => send_whole(client, config, headers, encoded, options, whole).await,
+    }
+}
+
+/// Sends an encoded request with retries and reads its whole JSON answer. Failures before the
+/// answer starts are classified and retried as for a stream; a body that fails to read or to
+/// decode ends the returned stream with the error, as a broken stream does (the loop retries
+/// it like one).
+pub(crate) async fn send_whole(
+    client: &reqwest::Client,
+    config: &ProviderConfig,
+    headers: &HeaderMap,
+    encoded: EncodedRequest,
+    options: &CallOptions,
+    decode: WholeDecode,
+) -> Result<EventStream, ProviderError> {
+    let url = config.endpoint(encoded.path);
+    let mut headers = headers.clone();
+    headers.insert(http::header::ACCEPT, http::HeaderValue::from_static("application/json"));
+    let response = post_with_retry(client, config, &url, &headers, encoded.body, options).await?;
+    let mut events = VecDeque::new();
+    let decoded = match response.bytes().await {
+        Ok(body) => decode(&body, &mut events),
+        Err(e) => Err(ProviderError::from_reqwest(e)),
+    };
+    let items: Vec<Result<StreamEvent, ProviderError>> = match decoded {
+        Ok(()) => events.into_iter().map(Ok).collect(),
+        Err(e) => vec![Err(e)],
+    };
+    Ok(Box::pin(futures::stream::iter(items)))
+}
+
+/// A whole answer's body that is not the expected JSON: the error its decoder saw, with the
+/// start of the body.
+pub(crate) fn malformed_whole(e: &serde_json::Error, body: &[u8]) -> ProviderError {
+    ProviderError::protocol(format!(
+        "malformed response body ({e}): {}",
+        snippet(&String::from_utf8_lossy(&body[..body.len().min(4096)]))
+    ))
 }
 
 /// Sends an encoded request to the configured base URL with retries, and decodes its SSE

@@ -49,7 +49,8 @@ pub use error::ProviderError;
 pub use http::{WireDecoder, decode_sse};
 pub use openai::{OpenAiChat, OpenAiChatDecoder, OpenAiDialect};
 pub use provider::{
-    CallOptions, Capabilities, EncodedRequest, EventStream, IntoProvider, Provider, RetryHook, RetryNotice,
+    CallOptions, Capabilities, Delivery, EncodedRequest, EventStream, IntoProvider, Provider, RetryHook,
+    RetryNotice,
 };
 pub use responses::{
     OpenAiResponses, REASONING_FORMAT, ReasoningEffort, ReasoningSummary, ResponsesConfig, ResponsesDecoder,

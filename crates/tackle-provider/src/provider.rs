@@ -52,6 +52,38 @@ pub struct Capabilities {
     /// `response_format`, Responses `text.format`): the agent sets `ModelRequest::output`. Without
     /// it the agent offers a final-answer tool whose input schema is the schema (Anthropic).
     pub native_output_schema: bool,
+    /// The client can ask for a whole JSON answer instead of a stream
+    /// ([`Provider::encode_as`] with [`Delivery::Whole`]); the agent asks for one when nobody
+    /// watches the turn's events. Without it every request streams.
+    pub whole_answers: bool,
+}
+
+/// How the answer to a request comes back, chosen when the request is encoded.
+///
+/// A streamed answer arrives as server-sent events, text as it is written; a whole answer is
+/// one JSON body, cheaper to frame and decode when nobody watches the text arrive. Either way
+/// [`Provider::send`] yields the same normalized [`StreamEvent`]s (a whole answer all at once).
+///
+/// ```
+/// use tackle_provider::Delivery;
+/// assert_eq!(Delivery::default(), Delivery::Stream);
+/// assert!(Delivery::Stream.is_stream() && !Delivery::Whole.is_stream());
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Delivery {
+    /// Server-sent events (`"stream": true`).
+    #[default]
+    Stream,
+    /// One JSON body (`"stream": false`).
+    Whole,
+}
+
+impl Delivery {
+    /// Whether the answer streams.
+    pub fn is_stream(self) -> bool {
+        self == Self::Stream
+    }
 }
 
 /// A retry about to happen, reported through [`CallOptions::on_retry`].
@@ -94,6 +126,8 @@ pub struct EncodedRequest {
     /// measuring prefix stability on the exact bytes; fields the cache ignores are left out. The
     /// last one is the conversation, the one field that grows (at its end) from step to step.
     pub cache_order: &'static [&'static str],
+    /// How the answer comes back: what the body asks for, and how [`Provider::send`] reads it.
+    pub delivery: Delivery,
 }
 
 /// A model provider: turns a [`ModelRequest`] into a stream of [`StreamEvent`]s.
@@ -109,11 +143,21 @@ pub trait Provider: Send + Sync {
     /// What this provider supports.
     fn capabilities(&self) -> Capabilities;
 
-    /// Encodes a request exactly as it would be sent.
+    /// Encodes a request exactly as it would be sent, its answer streamed.
     fn encode(&self, request: &ModelRequest) -> Result<EncodedRequest, ProviderError>;
 
-    /// Sends a request already encoded by [`Provider::encode`] and streams the response. The
-    /// loop encodes once per step, measures the bytes (prefix stability), then sends them.
+    /// Encodes a request asking for its answer delivered as `delivery`. A provider without
+    /// [`Capabilities::whole_answers`] streams whatever is asked: the default is
+    /// [`Provider::encode`], and [`EncodedRequest::delivery`] says what was encoded.
+    fn encode_as(&self, request: &ModelRequest, delivery: Delivery) -> Result<EncodedRequest, ProviderError> {
+        let _ = delivery;
+        self.encode(request)
+    }
+
+    /// Sends a request already encoded by [`Provider::encode`] (or [`Provider::encode_as`]) and
+    /// streams the response: a whole answer ([`Delivery::Whole`]) is read and decoded into the
+    /// same events, yielded at once. The loop encodes once per step, measures the bytes (prefix
+    /// stability), then sends them.
     async fn send(
         &self,
         encoded: EncodedRequest,

@@ -8,5 +8,6 @@ mod decode;
 mod encode;
 mod fake_server;
 mod retry;
+mod whole;
 
 tackle_testkit::every_test_file_is_a_module!(include_str!("main.rs"));

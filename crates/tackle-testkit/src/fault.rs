@@ -40,12 +40,14 @@ pub enum Fault {
         /// Milliseconds between events.
         ms: u64,
     },
-    /// Drop the connection after this many SSE events.
+    /// Drop the connection after this many SSE events; a whole (JSON) answer is cut after half
+    /// its bytes.
     CutAfter {
         /// Events sent before the cut.
         events: usize,
     },
-    /// Send one data line of invalid JSON after this many events, then continue.
+    /// Send one data line of invalid JSON after this many events, then continue; a whole (JSON)
+    /// answer is sent truncated to half its bytes, the response itself complete.
     MalformedChunk {
         /// Events sent before the bad one.
         after_events: usize,

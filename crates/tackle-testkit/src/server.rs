@@ -441,7 +441,7 @@ async fn handle(State(inner): State<Shared>, headers: HeaderMap, raw: Bytes, wir
             WireFormat::AnthropicMessages => wire::anthropic::json(&turn, &ctx),
             WireFormat::OpenAiResponses => wire::responses::json(&turn, &ctx, &asked),
         };
-        return axum::Json(json).into_response();
+        return json_response(&json, stream_fault);
     }
     let frames = match wire {
         WireFormat::OpenAiChat => wire::openai_chat::stream(&turn, &ctx),
@@ -471,6 +471,33 @@ impl std::fmt::Display for ConnectionCut {
 }
 
 impl std::error::Error for ConnectionCut {}
+
+/// A whole answer: its JSON, or what a fault makes of it (cut after half its bytes, or half of
+/// it sent as if it were all).
+fn json_response(json: &Value, fault: Option<Fault>) -> Response {
+    let bytes = Bytes::from(serde_json::to_vec(json).unwrap_or_default());
+    let half = bytes.slice(..bytes.len() / 2);
+    let body = match fault {
+        Some(Fault::CutAfter { .. }) => {
+            let items: Vec<Result<Bytes, Box<dyn std::error::Error + Send + Sync>>> =
+                vec![Ok(half), Err(Box::new(ConnectionCut))];
+            // Pause before the cut, so what was sent reaches the client first.
+            Body::from_stream(futures::stream::iter(items).then(|item| async move {
+                if item.is_err() {
+                    tokio::time::sleep(Duration::from_millis(30)).await;
+                }
+                item
+            }))
+        }
+        Some(Fault::MalformedChunk { .. }) => Body::from(half),
+        _ => Body::from(bytes),
+    };
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(body)
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
 
 fn sse_response(frames: Vec<Frame>, fault: Option<Fault>) -> Response {
     let mut items: Vec<Result<Bytes, Box<dyn std::error::Error + Send + Sync>>> = Vec::new();

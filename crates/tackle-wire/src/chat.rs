@@ -708,13 +708,17 @@ pub struct CompletionTokensDetails {
 /// A whole (non-streamed) answer: `chat.completion`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Completion<'a> {
-    /// `chatcmpl-…`.
+    /// `chatcmpl-…` (empty when a compatible server leaves it out).
+    #[serde(default)]
     pub id: Cow<'a, str>,
     /// `chat.completion`.
+    #[serde(default)]
     pub object: Cow<'a, str>,
     /// Unix seconds.
+    #[serde(default)]
     pub created: u64,
     /// The model that answered.
+    #[serde(default)]
     pub model: Cow<'a, str>,
     /// The backend configuration.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -751,6 +755,10 @@ pub struct AnswerMessage<'a> {
     /// A refusal, instead of text.
     #[serde(default)]
     pub refusal: Option<Cow<'a, str>>,
+    /// Reasoning text of OpenAI-compatible servers (DeepSeek, vLLM: `reasoning_content`;
+    /// Ollama, OpenRouter: `reasoning`), as in a stream's [`Delta`].
+    #[serde(default, alias = "reasoning", skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<Cow<'a, str>>,
     /// Its tool calls.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCall<'a>>,

@@ -147,6 +147,14 @@ fn a_whole_completion_and_an_error_body_round_trip() {
     });
     let read: Completion = serde_json::from_value(completion.clone()).unwrap();
     assert_eq!(serde_json::to_value(&read).unwrap(), completion);
+    // Compatible servers: reasoning under either name, and no id, object or created.
+    for key in ["reasoning_content", "reasoning"] {
+        let sparse = json!({"model": "m", "choices": [{"message": {"role": "assistant", "content": "a", key: "why"},
+            "finish_reason": "stop"}]});
+        let read: Completion = serde_json::from_value(sparse).unwrap();
+        assert_eq!(read.choices[0].message.reasoning_content.as_deref(), Some("why"), "{key}");
+        assert_eq!((read.id.as_ref(), read.created), ("", 0));
+    }
     assert_eq!(
         serde_json::to_value(ErrorBody::new("server_error", "boom")).unwrap(),
         json!({"error": {"message": "boom", "type": "server_error", "param": null, "code": null}})

@@ -446,6 +446,14 @@ impl AgentBuilder {
         self
     }
 
+    /// Whether model answers stream ([`crate::Streaming`]): `Auto` (the default) streams when the
+    /// turn's sink watches and asks for whole answers when it discards every event
+    /// ([`tackle_tools::EventSink::discard`]); `Always` and `Never` decide for every turn.
+    pub fn streaming(mut self, streaming: crate::Streaming) -> Self {
+        self.config.streaming = streaming;
+        self
+    }
+
     /// Context window management (window, thresholds, offloading).
     pub fn context(mut self, context: ContextConfig) -> Self {
         let reserved = self.config.max_output_tokens.map(u64::from);

@@ -37,6 +37,9 @@ pub struct AgentConfig {
     /// Sub-agents' limits (the depth they nest to).
     #[serde(default)]
     pub subagents: crate::SubAgentSettings,
+    /// Whether model answers stream: by default only when the turn's events are watched.
+    #[serde(default)]
+    pub streaming: crate::Streaming,
 }
 
 /// What the loop's OpenTelemetry GenAI spans (`invoke_agent`, `chat {model}`,
@@ -75,6 +78,7 @@ impl AgentConfig {
             permission_mode: tackle_tools::PermissionMode::Default,
             plan_mode: false,
             subagents: crate::SubAgentSettings::default(),
+            streaming: crate::Streaming::Auto,
         }
     }
 }

@@ -20,6 +20,7 @@ mod turn;
 
 pub(crate) use history::{Change, History};
 pub use loop_guard::LoopGuardConfig;
+pub use model_call::{Streaming, UnknownStreaming};
 pub(crate) use prefix::PrefixTracker;
 pub(crate) use system_prompt::system_sections;
 pub(crate) use tail_note::{NOTE_PREFIX, TailNotes};

@@ -1,5 +1,10 @@
 //! One model call of a step: stream, forward deltas, honour cancellation, retry a broken stream.
 //!
+//! Whether the answer streams is [`Streaming`], decided per step when the request is encoded:
+//! a turn nobody watches ([`EventSink::discards`]) asks for a whole JSON answer, which costs
+//! less to read than a stream; the provider yields its events all at once, so the call below
+//! reads both the same way.
+//!
 //! Each call is a `chat {model}` span (target `gen_ai`, OpenTelemetry GenAI conventions): the
 //! provider and model, token usage with cache reads and writes, the finish reason, the time to
 //! the first chunk and `error.type` on failure; each retried provider error is a `gen_ai` event
@@ -10,8 +15,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures::StreamExt;
+use serde::{Deserialize, Serialize};
 use tackle_protocol::{AgentEvent, ModelResponse, ResponseAccumulator, StreamEvent};
-use tackle_provider::{CallOptions, EncodedRequest, Provider, ProviderError, RetryNotice};
+use tackle_provider::{
+    CallOptions, Capabilities, Delivery, EncodedRequest, Provider, ProviderError, RetryNotice,
+};
 use tackle_tools::EventSink;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
@@ -20,6 +28,76 @@ use tracing::field::Empty;
 /// Retries of a stream that broke after it started (the provider already retried failures
 /// before the first byte). Nothing has run yet, so a retry is always safe.
 const STREAM_RETRIES: u32 = 1;
+
+/// Whether model answers stream (`streaming` in `tackle.toml`, [`crate::AgentBuilder::streaming`]).
+///
+/// A streamed answer shows its text as it is written; a whole answer (one JSON body) is cheaper
+/// to read. Providers without [`Capabilities::whole_answers`] always stream.
+///
+/// ```
+/// use tackle_agent::Streaming;
+/// use tackle_provider::{Capabilities, Delivery};
+/// let mut caps = Capabilities::default();
+/// caps.whole_answers = true;
+/// assert_eq!(Streaming::Auto.delivery(true, &caps), Delivery::Whole, "nobody watches");
+/// assert_eq!(Streaming::Auto.delivery(false, &caps), Delivery::Stream);
+/// assert_eq!(Streaming::Always.delivery(true, &caps), Delivery::Stream);
+/// assert_eq!(Streaming::Never.delivery(false, &caps), Delivery::Whole);
+/// assert_eq!(Streaming::Never.delivery(false, &Capabilities::default()), Delivery::Stream);
+/// assert_eq!("never".parse::<Streaming>(), Ok(Streaming::Never));
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Streaming {
+    /// Stream when the turn's events are watched; ask for whole answers when its sink discards
+    /// them ([`tackle_tools::EventSink::discard`]).
+    #[default]
+    Auto,
+    /// Always stream.
+    Always,
+    /// Never stream: whole answers, text shown when the answer is complete.
+    Never,
+}
+
+impl Streaming {
+    /// How a step's answer is asked for: `discards` is whether the turn's sink drops every
+    /// event; `caps` are the provider's.
+    pub fn delivery(self, discards: bool, caps: &Capabilities) -> Delivery {
+        let whole = match self {
+            Self::Auto => discards,
+            Self::Always => false,
+            Self::Never => true,
+        };
+        if whole && caps.whole_answers { Delivery::Whole } else { Delivery::Stream }
+    }
+
+    /// The setting's name in `tackle.toml`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Always => "always",
+            Self::Never => "never",
+        }
+    }
+}
+
+/// A [`Streaming`] value that names none of them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a streaming setting: use auto, always or never")]
+pub struct UnknownStreaming(pub String);
+
+impl std::str::FromStr for Streaming {
+    type Err = UnknownStreaming;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(Self::Auto),
+            "always" => Ok(Self::Always),
+            "never" => Ok(Self::Never),
+            _ => Err(UnknownStreaming(s.to_owned())),
+        }
+    }
+}
 
 /// How a model call ended without a response.
 #[derive(Debug)]
@@ -42,8 +120,8 @@ pub(crate) struct ChatLabels<'a> {
     pub(crate) record_content: bool,
 }
 
-/// Sends `request` (already encoded) and streams the answer, forwarding text and reasoning
-/// deltas to `sink`, inside a `chat {model}` span.
+/// Sends `request` (already encoded, streamed or whole as its `delivery` says) and reads the
+/// answer, forwarding text and reasoning deltas to `sink`, inside a `chat {model}` span.
 pub(crate) async fn call_model(
     provider: &Arc<dyn Provider>,
     request: EncodedRequest,
@@ -59,7 +137,7 @@ pub(crate) async fn call_model(
         "gen_ai.provider.name" = provider.name(),
         "gen_ai.request.model" = labels.model,
         "gen_ai.request.max_tokens" = labels.max_output_tokens,
-        "gen_ai.request.stream" = true,
+        "gen_ai.request.stream" = request.delivery.is_stream(),
         "gen_ai.conversation.id" = labels.conversation,
         "gen_ai.response.finish_reasons" = Empty,
         "gen_ai.response.id" = Empty,

@@ -499,7 +499,10 @@ impl Session {
         if let Some(output) = &run.output {
             output.apply(&mut request);
         }
-        let encoded = self.agent.provider().encode(&request);
+        // Streamed only when someone watches (or the setting says so): one request, one path.
+        let provider = self.agent.provider();
+        let delivery = self.agent.config().streaming.delivery(sink.discards(), &provider.capabilities());
+        let encoded = provider.encode_as(&request, delivery);
         self.last_request_len = request.messages.len();
         // The request only borrowed the history: dropping it lets the history grow without a
         // copy.

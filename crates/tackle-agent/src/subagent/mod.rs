@@ -97,6 +97,10 @@ impl SubAgentHost {
 /// elicitations) as they are, so the parent's front end answers them on its usual channel;
 /// everything else wrapped in a `subagent` event naming the child and the parent's call.
 pub(crate) fn forwarding_sink(parent: &EventSink, child: &SessionId, call_id: &str, depth: u32) -> EventSink {
+    if parent.discards() {
+        // Nobody watches the parent, so nobody watches the child: its answers need not stream.
+        return EventSink::discard();
+    }
     let parent = parent.clone();
     let child = child.to_string();
     let call_id = call_id.to_owned();

@@ -47,6 +47,9 @@ pub struct Settings {
     pub max_output_tokens: Option<u32>,
     /// Retries of a failed model request.
     pub max_retries: u32,
+    /// Whether model answers stream: `auto` (when the turn's events are watched, as every
+    /// front end of `tackle` does), `always`, or `never` (whole JSON answers).
+    pub streaming: tackle_agent::Streaming,
     /// Seconds to establish a connection to the provider.
     pub connect_timeout_secs: u64,
     /// Seconds any single read from the provider may take (a stalled stream fails instead of
@@ -147,6 +150,7 @@ impl Default for Settings {
             max_steps: 25,
             max_output_tokens: None,
             max_retries: 2,
+            streaming: tackle_agent::Streaming::Auto,
             connect_timeout_secs: tackle_provider::Timeouts::default().connect.as_secs(),
             read_timeout_secs: tackle_provider::Timeouts::default().read.as_secs(),
             data_dir: None,
@@ -507,6 +511,27 @@ mod tests {
     }
 
     #[test]
+    fn streaming_reads_auto_always_never() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(
+            Settings::load_from(None, dir.path(), &env(&[])).unwrap().settings.streaming,
+            tackle_agent::Streaming::Auto
+        );
+        std::fs::write(dir.path().join(CONFIG_FILE), "streaming = \"always\"\n").unwrap();
+        let s = Settings::load_from(None, dir.path(), &env(&[])).unwrap().settings;
+        assert_eq!(s.streaming, tackle_agent::Streaming::Always);
+        let s =
+            Settings::load_from(None, dir.path(), &env(&[("TACKLE_STREAMING", "never")])).unwrap().settings;
+        assert_eq!(s.streaming, tackle_agent::Streaming::Never, "the variable overrides the file");
+        let err =
+            Settings::load_from(None, dir.path(), &env(&[("TACKLE_STREAMING", "sometimes")])).unwrap_err();
+        assert!(err.to_string().contains("TACKLE_STREAMING"), "{err}");
+        std::fs::write(dir.path().join(CONFIG_FILE), "streaming = true\n").unwrap();
+        let err = Settings::load_from(None, dir.path(), &env(&[])).unwrap_err();
+        assert!(err.to_string().contains("streaming"), "{err}");
+    }
+
+    #[test]
     fn unknown_keys_name_the_file() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(CONFIG_FILE), "max_step = 3\n").unwrap();
@@ -574,6 +599,7 @@ mod tests {
             ("base_url", "http://127.0.0.1:9/v1"),
             ("openai_dialect", "compatible"),
             ("max_output_tokens", "1234"),
+            ("streaming", "never"),
             ("data_dir", "/tmp/tackle-sample"),
             ("context.window", "64000"),
             ("server.bind", "0.0.0.0:9999"),

@@ -229,3 +229,32 @@ impl WireDecoder for AnthropicDecoder {
         self.done
     }
 }
+
+/// A whole answer (a `message`, asked with `"stream": false`) as the events its stream would
+/// have carried: each content block is started and stopped as its stream events would (thinking
+/// kept with its signature, tool input as its JSON text), then the usage and the stop reason,
+/// through the stream's own decoder. A body of type `error` is that error.
+pub(crate) fn whole(body: &[u8], out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError> {
+    let message: wire::Response<'_> =
+        serde_json::from_slice(body).map_err(|e| crate::http::malformed_whole(&e, body))?;
+    if message.kind == "error" {
+        let error: wire::ErrorBody<'_> =
+            serde_json::from_slice(body).map_err(|e| crate::http::malformed_whole(&e, body))?;
+        return Err(stream_error(&error.error));
+    }
+    let known = |s: &str| (!s.is_empty()).then(|| s.to_owned());
+    let (id, model) = (known(&message.id), known(&message.model));
+    if id.is_some() || model.is_some() {
+        out.push_back(StreamEvent::ResponseInfo { id, model });
+    }
+    let mut decoder = AnthropicDecoder::default();
+    merge_usage(&mut decoder.usage, &message.usage);
+    for (position, block) in message.content.into_iter().enumerate() {
+        let index = u32::try_from(position).unwrap_or(u32::MAX);
+        decoder.block_start(index, block, out);
+        decoder.block_stop(index, out);
+    }
+    decoder.stop = message.stop_reason.as_deref().map(stop_reason);
+    decoder.finish(out);
+    Ok(())
+}

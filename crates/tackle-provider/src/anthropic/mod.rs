@@ -11,10 +11,10 @@ use tackle_protocol::{CacheBreakpoint, ModelRequest};
 pub use decode::AnthropicDecoder;
 pub use encode::{DEFAULT_MAX_TOKENS, DEFERRED_TOOLS_BETA, MAX_BREAKPOINTS};
 
-use crate::http::{build_client, json_body, send_stream, stream_headers};
+use crate::http::{build_client, json_body, send_encoded, stream_headers};
 use crate::tools_cache::ToolsCache;
 use crate::{
-    CallOptions, Capabilities, EncodedRequest, EventStream, Provider, ProviderConfig, ProviderError,
+    CallOptions, Capabilities, Delivery, EncodedRequest, EventStream, Provider, ProviderConfig, ProviderError,
 };
 
 /// The `anthropic-version` header sent with every request.
@@ -88,17 +88,23 @@ impl Provider for Anthropic {
             deferred_tools: true,
             tool_schema: crate::ToolSchemaRules::anthropic(),
             native_output_schema: false,
+            whole_answers: true,
         }
     }
 
     fn encode(&self, request: &ModelRequest) -> Result<EncodedRequest, ProviderError> {
+        self.encode_as(request, Delivery::Stream)
+    }
+
+    fn encode_as(&self, request: &ModelRequest, delivery: Delivery) -> Result<EncodedRequest, ProviderError> {
         let betas: &'static [&'static str] =
             if request.tools.iter().any(|t| t.defer_loading) { &[encode::DEFERRED_TOOLS_BETA] } else { &[] };
         Ok(EncodedRequest {
             path: "/v1/messages",
-            body: self.encode_body(request, true)?,
+            body: self.encode_body(request, delivery.is_stream())?,
             betas,
             cache_order: CACHE_ORDER,
+            delivery,
         })
     }
 
@@ -113,6 +119,15 @@ impl Provider for Anthropic {
         options: &CallOptions,
     ) -> Result<EventStream, ProviderError> {
         let headers = self.headers(encoded.betas)?;
-        send_stream(&self.client, &self.config, &headers, encoded, options, AnthropicDecoder::default()).await
+        send_encoded(
+            &self.client,
+            &self.config,
+            &headers,
+            encoded,
+            options,
+            AnthropicDecoder::default(),
+            decode::whole,
+        )
+        .await
     }
 }

@@ -142,6 +142,29 @@ impl WireDecoder for OpenAiChatDecoder {
         let chunk: Chunk<'_> = serde_json::from_str(data).map_err(|e| {
             ProviderError::protocol(format!("malformed stream chunk ({e}): {}", crate::http::snippet(data)))
         })?;
+        self.on_chunk(chunk, out)
+    }
+
+    fn on_end(&mut self, out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError> {
+        if self.done {
+            return Ok(());
+        }
+        if self.finish.is_some() {
+            // Some compatible servers close the stream without `[DONE]`; the response is complete.
+            self.finalize(out);
+            return Ok(());
+        }
+        Err(ProviderError::network("the stream ended before the response finished (no finish_reason)"))
+    }
+
+    fn is_done(&self) -> bool {
+        self.done
+    }
+}
+
+impl OpenAiChatDecoder {
+    /// One chunk, typed.
+    fn on_chunk(&mut self, chunk: Chunk<'_>, out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError> {
         if let Some(error) = chunk.error {
             let body = serde_json::json!({ "error": error }).to_string();
             let status = error.get("code").and_then(|c| c.as_u64()).and_then(|c| u16::try_from(c).ok());
@@ -180,20 +203,73 @@ impl WireDecoder for OpenAiChatDecoder {
         }
         Ok(())
     }
+}
 
-    fn on_end(&mut self, out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError> {
-        if self.done {
-            return Ok(());
+/// A whole answer (`chat.completion`, asked with `"stream": false`) as the events its stream
+/// would have carried: the completion is read as one chunk holding the whole message, so the
+/// normalization (call ids, stop reasons, usage) is the stream's own. A body holding only an
+/// `error` (some compatible servers answer 200 with one) is that error.
+pub(crate) fn whole(body: &[u8], out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError> {
+    let completion: wire::Completion<'_> = match serde_json::from_slice(body) {
+        Ok(c) => c,
+        Err(e) => {
+            return Err(match serde_json::from_slice::<wire::ErrorBody<'_>>(body) {
+                Ok(error) => error_of(&error),
+                Err(_) => crate::http::malformed_whole(&e, body),
+            });
         }
-        if self.finish.is_some() {
-            // Some compatible servers close the stream without `[DONE]`; the response is complete.
-            self.finalize(out);
-            return Ok(());
-        }
-        Err(ProviderError::network("the stream ended before the response finished (no finish_reason)"))
-    }
+    };
+    let known = |s: std::borrow::Cow<'_, str>| (!s.is_empty()).then(|| s.into_owned());
+    let choices = completion
+        .choices
+        .into_iter()
+        .map(|c| wire::ChunkChoice {
+            index: c.index,
+            delta: Some(wire::Delta {
+                role: None,
+                content: c.message.content,
+                refusal: c.message.refusal,
+                reasoning_content: c.message.reasoning_content,
+                tool_calls: Some(
+                    c.message
+                        .tool_calls
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, call)| ToolCallDelta {
+                            index: u32::try_from(i).ok(),
+                            id: Some(call.id),
+                            kind: Some(call.kind),
+                            function: Some(wire::FunctionDelta {
+                                name: Some(call.function.name),
+                                arguments: Some(call.function.arguments),
+                            }),
+                        })
+                        .collect(),
+                ),
+            }),
+            logprobs: None,
+            finish_reason: c.finish_reason,
+        })
+        .collect();
+    let chunk = Chunk {
+        id: known(completion.id).map(Into::into),
+        object: None,
+        created: None,
+        model: known(completion.model).map(Into::into),
+        system_fingerprint: None,
+        choices,
+        usage: Some(Box::new(completion.usage)),
+        error: None,
+    };
+    let mut decoder = OpenAiChatDecoder::default();
+    decoder.on_chunk(chunk, out)?;
+    decoder.finalize(out);
+    Ok(())
+}
 
-    fn is_done(&self) -> bool {
-        self.done
-    }
+/// An error body read where an answer was expected.
+fn error_of(error: &wire::ErrorBody<'_>) -> ProviderError {
+    let body = serde_json::to_string(error).unwrap_or_default();
+    let status = error.error.code.as_ref().and_then(|c| c.as_u64()).and_then(|c| u16::try_from(c).ok());
+    classify_http_error(status.unwrap_or(500), &http::HeaderMap::new(), &body)
 }

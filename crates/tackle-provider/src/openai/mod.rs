@@ -12,10 +12,10 @@ use tackle_protocol::ModelRequest;
 pub use decode::OpenAiChatDecoder;
 pub(crate) use encode::json_schema_format;
 
-use crate::http::{build_client, json_body, send_stream, stream_headers};
+use crate::http::{build_client, json_body, send_encoded, stream_headers};
 use crate::tools_cache::ToolsCache;
 use crate::{
-    CallOptions, Capabilities, EncodedRequest, EventStream, Provider, ProviderConfig, ProviderError,
+    CallOptions, Capabilities, Delivery, EncodedRequest, EventStream, Provider, ProviderConfig, ProviderError,
 };
 
 /// OpenAI hashes the tools and the messages (the system prompt is a message); `tool_choice` is
@@ -106,15 +106,21 @@ impl Provider for OpenAiChat {
             deferred_tools: false,
             tool_schema: crate::ToolSchemaRules::strictest(),
             native_output_schema: true,
+            whole_answers: true,
         }
     }
 
     fn encode(&self, request: &ModelRequest) -> Result<EncodedRequest, ProviderError> {
+        self.encode_as(request, Delivery::Stream)
+    }
+
+    fn encode_as(&self, request: &ModelRequest, delivery: Delivery) -> Result<EncodedRequest, ProviderError> {
         Ok(EncodedRequest {
             path: "/chat/completions",
-            body: self.encode_body(request, true)?,
+            body: self.encode_body(request, delivery.is_stream())?,
             betas: &[],
             cache_order: CACHE_ORDER,
+            delivery,
         })
     }
 
@@ -129,8 +135,16 @@ impl Provider for OpenAiChat {
         options: &CallOptions,
     ) -> Result<EventStream, ProviderError> {
         let headers = stream_headers(&self.config, None)?;
-        send_stream(&self.client, &self.config, &headers, encoded, options, OpenAiChatDecoder::default())
-            .await
+        send_encoded(
+            &self.client,
+            &self.config,
+            &headers,
+            encoded,
+            options,
+            OpenAiChatDecoder::default(),
+            decode::whole,
+        )
+        .await
     }
 }
 

@@ -409,3 +409,39 @@ impl WireDecoder for ResponsesDecoder {
         self.done
     }
 }
+
+/// A whole answer (a `response` object, asked with `"stream": false`) as the events its stream
+/// would have carried: every item of its `output` is finished as its `response.output_item.done`
+/// would finish it (reasoning items kept whole, with their encrypted content), then the usage and
+/// the stop reason, through the stream's own decoder. A `failed` response is its error, as a
+/// `response.failed` event is; a body holding only an `error` is that error.
+pub(crate) fn whole(body: &[u8], out: &mut VecDeque<StreamEvent>) -> Result<(), ProviderError> {
+    let response: Response<'_> = match serde_json::from_slice(body) {
+        Ok(r) => r,
+        Err(e) => {
+            return Err(match serde_json::from_slice::<tackle_wire::chat::ErrorBody<'_>>(body) {
+                Ok(error) => {
+                    let text = serde_json::to_string(&error).unwrap_or_default();
+                    classify_http_error(500, &http::HeaderMap::new(), &text)
+                }
+                Err(_) => crate::http::malformed_whole(&e, body),
+            });
+        }
+    };
+    let mut decoder = ResponsesDecoder::default();
+    match response.status.as_deref() {
+        Some("failed") => Err(stream_error(&response.error.clone().unwrap_or_default())),
+        Some("incomplete") => {
+            decoder.finish(&response, Some(incomplete_reason(&response)), out);
+            Ok(())
+        }
+        // A compatible server may leave the status out; an answer that is not finished is not one.
+        Some("completed") | None => {
+            decoder.finish(&response, None, out);
+            Ok(())
+        }
+        Some(other) => Err(ProviderError::protocol(format!(
+            "the response is not finished (status {other:?}); a whole answer was asked for"
+        ))),
+    }
+}

@@ -17,10 +17,10 @@ use tackle_protocol::ModelRequest;
 pub use decode::ResponsesDecoder;
 pub use encode::strict_compatible;
 
-use crate::http::{build_client, json_body, send_stream, stream_headers};
+use crate::http::{build_client, json_body, send_encoded, stream_headers};
 use crate::tools_cache::ToolsCache;
 use crate::{
-    CallOptions, Capabilities, EncodedRequest, EventStream, Provider, ProviderConfig, ProviderError,
+    CallOptions, Capabilities, Delivery, EncodedRequest, EventStream, Provider, ProviderConfig, ProviderError,
 };
 
 /// What the prompt cache covers, in its order: the API renders the tools first, then the
@@ -206,15 +206,21 @@ impl Provider for OpenAiResponses {
             deferred_tools: false,
             tool_schema: crate::ToolSchemaRules::strictest(),
             native_output_schema: true,
+            whole_answers: true,
         }
     }
 
     fn encode(&self, request: &ModelRequest) -> Result<EncodedRequest, ProviderError> {
+        self.encode_as(request, Delivery::Stream)
+    }
+
+    fn encode_as(&self, request: &ModelRequest, delivery: Delivery) -> Result<EncodedRequest, ProviderError> {
         Ok(EncodedRequest {
             path: "/responses",
-            body: self.encode_body(request, true)?,
+            body: self.encode_body(request, delivery.is_stream())?,
             betas: &[],
             cache_order: CACHE_ORDER,
+            delivery,
         })
     }
 
@@ -229,6 +235,15 @@ impl Provider for OpenAiResponses {
         options: &CallOptions,
     ) -> Result<EventStream, ProviderError> {
         let headers = stream_headers(&self.config, None)?;
-        send_stream(&self.client, &self.config, &headers, encoded, options, ResponsesDecoder::default()).await
+        send_encoded(
+            &self.client,
+            &self.config,
+            &headers,
+            encoded,
+            options,
+            ResponsesDecoder::default(),
+            decode::whole,
+        )
+        .await
     }
 }

@@ -131,6 +131,7 @@ pub(crate) fn json(turn: &Turn, ctx: &RenderCtx) -> Value {
                 role: Role::Assistant,
                 content: turn.text.as_deref().map(Cow::Borrowed),
                 refusal: None,
+                reasoning_content: None,
                 tool_calls,
             },
             logprobs: None,

@@ -245,7 +245,13 @@ pub(crate) fn completion_body<'a>(
         system_fingerprint: None,
         choices: vec![wire::CompletionChoice {
             index: 0,
-            message: wire::AnswerMessage { role: wire::Role::Assistant, content, refusal: None, tool_calls },
+            message: wire::AnswerMessage {
+                role: wire::Role::Assistant,
+                content,
+                refusal: None,
+                reasoning_content: None,
+                tool_calls,
+            },
             logprobs: None,
             finish_reason: Some(finish_reason(&response.stop_reason).into()),
         }],
