@@ -9,7 +9,7 @@
 //!   loop length, a fresh session per run, the statements already prepared).
 //!
 //! Prints medians and p90s in microseconds. `cargo bench -p tackle-store --bench fixed_cost`
-//! (`-- 300` for 300 iterations of each).
+//! (`-- 300` for 300 iterations of each, `-- 300 warm` for the warm part only).
 
 use std::time::Instant;
 
@@ -25,10 +25,12 @@ const WARM_STEPS: i64 = 5;
 
 fn main() {
     let iterations: usize = std::env::args().nth(1).and_then(|n| n.parse().ok()).unwrap_or(200);
+    // `-- 200 warm` times the warm part only (for callgrind's instruction counts of it).
+    let cold = std::env::args().nth(2).is_none_or(|part| part != "warm");
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let (mut open, mut run, mut total, mut warm) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     runtime.block_on(async {
-        for _ in 0..iterations {
+        for _ in 0..if cold { iterations } else { 0 } {
             let dir = tempfile::tempdir().unwrap();
             let start = Instant::now();
             let store = Store::open(&dir.path().join("tackle.db")).await.unwrap();
@@ -59,6 +61,9 @@ fn main() {
         ("cold: both", total),
         ("warm: session + turn + 5 tool steps + answer", warm),
     ] {
+        if v.is_empty() {
+            continue;
+        }
         v.sort_by(f64::total_cmp);
         let at = |q: f64| v[((v.len() as f64 - 1.0) * q).round() as usize];
         println!("{name}: median {:.0} us, p90 {:.0} us ({} runs)", at(0.5), at(0.9), v.len());
