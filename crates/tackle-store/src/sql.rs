@@ -122,12 +122,18 @@ impl ToSql for Param {
     }
 }
 
+/// A SQL text of the program by its address and length (`&'static str` never moves).
+type TextKey = (usize, usize);
+
+/// The `$n` of each parameter of a statement, in SQLite's order.
+type Numbers = Rc<[usize]>;
+
 thread_local! {
     /// For each SQL text of the program (`Query::new`'s `&'static str`, known by its address) bound
     /// on this thread: the `$n` each of its parameters takes, in SQLite's order. Reading the
     /// parameters' names back and parsing them cost more than binding the values (about a tenth of
     /// a warm step commit's instructions); a text's parameters never change, so they are read once.
-    static NUMBERS: std::cell::RefCell<HashMap<(usize, usize), Rc<[usize]>>> = Default::default();
+    static NUMBERS: std::cell::RefCell<HashMap<TextKey, Numbers>> = Default::default();
 }
 
 /// Binds `query`'s values to the numbered parameters `$1`, `$2`, ... of `statement`, wherever
@@ -144,7 +150,7 @@ fn bind_sqlite(statement: &mut rusqlite::Statement<'_>, query: &Query) -> Result
             match NUMBERS.with_borrow(|known| known.get(&key).cloned()) {
                 Some(numbers) => numbers,
                 None => {
-                    let numbers: Rc<[usize]> = parameter_numbers(statement, count)?.into();
+                    let numbers: Numbers = parameter_numbers(statement, count)?.into();
                     NUMBERS.with_borrow_mut(|known| known.insert(key, Rc::clone(&numbers)));
                     numbers
                 }
