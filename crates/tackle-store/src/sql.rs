@@ -16,8 +16,10 @@
 //! ```
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::pin;
+use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
 use rusqlite::ToSql;
@@ -120,27 +122,65 @@ impl ToSql for Param {
     }
 }
 
+/// A SQL text of the program by its address and length (`&'static str` never moves).
+type TextKey = (usize, usize);
+
+/// The `$n` of each parameter of a statement, in SQLite's order.
+type Numbers = Rc<[usize]>;
+
+thread_local! {
+    /// For each SQL text of the program (`Query::new`'s `&'static str`, known by its address) bound
+    /// on this thread: the `$n` each of its parameters takes, in SQLite's order. Reading the
+    /// parameters' names back and parsing them cost more than binding the values (about a tenth of
+    /// a warm step commit's instructions); a text's parameters never change, so they are read once.
+    static NUMBERS: std::cell::RefCell<HashMap<TextKey, Numbers>> = Default::default();
+}
+
 /// Binds `query`'s values to the numbered parameters `$1`, `$2`, ... of `statement`, wherever
 /// and however often each appears. Every parameter must be bound, every value used.
 fn bind_sqlite(statement: &mut rusqlite::Statement<'_>, query: &Query) -> Result<(), StoreError> {
-    let mismatch = |detail: String| StoreError::Corrupt { what: "SQL statement", detail };
     let params = &query.params;
     let count = statement.parameter_count();
     if count != params.len() {
         return Err(mismatch(format!("{count} parameters, {} values", params.len())));
     }
-    for index in 1..=count {
-        // SQLite numbers each distinct `$n` in order of first appearance; `$n` itself says
-        // which value it takes.
-        let number = statement
-            .parameter_name(index)
-            .and_then(|name| name.strip_prefix('$'))
-            .and_then(|n| n.parse::<usize>().ok())
-            .filter(|n| (1..=count).contains(n))
-            .ok_or_else(|| mismatch(format!("parameter {index} is not one of $1..${count}")))?;
+    let numbers = match &query.sql {
+        Cow::Borrowed(sql) => {
+            let key = (sql.as_ptr() as usize, sql.len());
+            match NUMBERS.with_borrow(|known| known.get(&key).cloned()) {
+                Some(numbers) => numbers,
+                None => {
+                    let numbers: Numbers = parameter_numbers(statement, count)?.into();
+                    NUMBERS.with_borrow_mut(|known| known.insert(key, Rc::clone(&numbers)));
+                    numbers
+                }
+            }
+        }
+        Cow::Owned(_) => parameter_numbers(statement, count)?.into(),
+    };
+    for (index, number) in (1..).zip(numbers.iter()) {
         statement.raw_bind_parameter(index, &params[number - 1])?;
     }
     Ok(())
+}
+
+fn mismatch(detail: String) -> StoreError {
+    StoreError::Corrupt { what: "SQL statement", detail }
+}
+
+/// The `$n` each of `statement`'s `count` parameters takes: SQLite numbers each distinct `$n` in
+/// order of first appearance; `$n` itself says which value it takes.
+fn parameter_numbers(statement: &rusqlite::Statement<'_>, count: usize) -> Result<Vec<usize>, StoreError> {
+    (1..=count)
+        .map(|index| {
+            statement
+                .parameter_name(index)
+                .and_then(|name| name.strip_prefix('$'))
+                .and_then(|n| n.parse::<usize>().ok())
+                .filter(|n| (1..=count).contains(n))
+                .ok_or_else(|| mismatch(format!("parameter {index} is not one of $1..${count}")))
+        })
+        .collect()
 }
 
 impl Row for rusqlite::Row<'_> {

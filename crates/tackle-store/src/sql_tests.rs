@@ -59,9 +59,14 @@ async fn every_value_binds_and_decodes_on_postgres() {
 #[test]
 fn numbered_parameters_bind_by_number_wherever_they_appear() {
     let conn = rusqlite::Connection::open_in_memory().unwrap();
-    let query = Query::new("SELECT $2 || $1 || $1 || $2 AS s").bind("a").bind("b");
-    let got = sqlite_fetch_optional(&conn, &query, |r| r.try_get::<String>("s")).unwrap();
-    assert_eq!(got.as_deref(), Some("baab"));
+    // Twice: the second time from the numbers read the first time (`NUMBERS`), and once more
+    // as an assembled text, which is read every time.
+    let sql: &'static str = "SELECT $2 || $1 || $1 || $2 AS s";
+    for query in [Query::new(sql), Query::new(sql), Query::assembled(sql.to_owned())] {
+        let query = query.bind("a").bind("b");
+        let got = sqlite_fetch_optional(&conn, &query, |r| r.try_get::<String>("s")).unwrap();
+        assert_eq!(got.as_deref(), Some("baab"));
+    }
     // A value the statement has no parameter for is an error, not a silent shift.
     let err = sqlite_execute(&conn, &Query::new("SELECT $1").bind(1i64).bind(2i64)).unwrap_err();
     assert!(err.to_string().contains("1 parameters, 2 values"), "{err}");
