@@ -85,7 +85,7 @@ impl SpoolBudget {
 /// Bytes a spool keeps in memory; past this it moves to an unnamed temporary file, so a command
 /// printing gigabytes costs the process at most this much per stream (invariant: the memory of a
 /// call's output is bounded whatever its size).
-pub const SPOOL_MEMORY_BYTES: usize = 1024 * 1024;
+pub const SPOOL_MEMORY_BYTES: usize = 256 * 1024;
 
 #[derive(Debug)]
 enum SpoolData {
