@@ -530,7 +530,7 @@ async fn a_reopened_child_at_the_depth_limit_still_cannot_nest() {
 }
 
 /// Nobody watches a child whose parent nobody watches: with the parent's sink discarding, the
-/// child's requests ask for whole answers too; watched, both stream (`Streaming::Auto`).
+/// child's requests ask for whole answers too; watched, both stream (with `Streaming::Auto`).
 #[tokio::test]
 async fn a_child_of_an_unwatched_turn_asks_for_whole_answers() {
     for discard in [true, false] {
@@ -539,7 +539,7 @@ async fn a_child_of_an_unwatched_turn_asks_for_whole_answers() {
             Turn::text("quick answer"),
             Turn::text("done"),
         ]);
-        let rig = Rig::new(script, |b| b).await;
+        let rig = Rig::new(script, |b| b.streaming(tackle_agent::Streaming::Auto)).await;
         let mut parent = rig.session().await;
         let sink = if discard { EventSink::discard() } else { rig.sink() };
         let outcome = parent.run_turn(TurnInput::new("ask"), &sink, &CancellationToken::new()).await.unwrap();

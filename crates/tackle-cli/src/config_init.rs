@@ -34,7 +34,7 @@ const NOTES: &[(&str, &str)] = &[
     ("max_retries", "Retries of a failed model request."),
     (
         "streaming",
-        "Whether model answers stream: \"auto\" (when someone watches the turn, as every tackle front end does), \"always\", or \"never\" (whole JSON answers). Env: TACKLE_STREAMING.",
+        "Whether model answers stream: \"always\" (the default), \"auto\" (only when someone watches the turn, as every tackle front end does), or \"never\" (whole JSON answers). Env: TACKLE_STREAMING.",
     ),
     ("data_dir", "Where sessions are stored. Env: TACKLE_HOME."),
     (

@@ -78,7 +78,7 @@ impl AgentConfig {
             permission_mode: tackle_tools::PermissionMode::Default,
             plan_mode: false,
             subagents: crate::SubAgentSettings::default(),
-            streaming: crate::Streaming::Auto,
+            streaming: crate::Streaming::Always,
         }
     }
 }

@@ -31,8 +31,13 @@ const STREAM_RETRIES: u32 = 1;
 
 /// Whether model answers stream (`streaming` in `tackle.toml`, [`crate::AgentBuilder::streaming`]).
 ///
-/// A streamed answer shows its text as it is written; a whole answer (one JSON body) is cheaper
-/// to read. Providers without [`Capabilities::whole_answers`] always stream.
+/// A streamed answer shows its text as it is written and keeps the connection reading while the
+/// model works; a whole answer (one JSON body) is less to frame and decode, but arrives only when
+/// the model is done, so the provider's read timeout must cover the whole generation. Streaming
+/// is the default: in the peer benchmark's five-step loop, whole answers for an unwatched turn
+/// cut the worker's context switches per call from 12-13 to 5 but did not make the loop faster
+/// beyond its spread (BENCHMARKS.md). Providers without [`Capabilities::whole_answers`] always
+/// stream.
 ///
 /// ```
 /// use tackle_agent::Streaming;
@@ -51,9 +56,9 @@ const STREAM_RETRIES: u32 = 1;
 pub enum Streaming {
     /// Stream when the turn's events are watched; ask for whole answers when its sink discards
     /// them ([`tackle_tools::EventSink::discard`]).
-    #[default]
     Auto,
-    /// Always stream.
+    /// Always stream (the default).
+    #[default]
     Always,
     /// Never stream: whole answers, text shown when the answer is complete.
     Never,

@@ -47,8 +47,8 @@ pub struct Settings {
     pub max_output_tokens: Option<u32>,
     /// Retries of a failed model request.
     pub max_retries: u32,
-    /// Whether model answers stream: `auto` (when the turn's events are watched, as every
-    /// front end of `tackle` does), `always`, or `never` (whole JSON answers).
+    /// Whether model answers stream: `always` (the default), `auto` (only when the turn's
+    /// events are watched, as every front end of `tackle` does), or `never` (whole JSON answers).
     pub streaming: tackle_agent::Streaming,
     /// Seconds to establish a connection to the provider.
     pub connect_timeout_secs: u64,
@@ -150,7 +150,7 @@ impl Default for Settings {
             max_steps: 25,
             max_output_tokens: None,
             max_retries: 2,
-            streaming: tackle_agent::Streaming::Auto,
+            streaming: tackle_agent::Streaming::Always,
             connect_timeout_secs: tackle_provider::Timeouts::default().connect.as_secs(),
             read_timeout_secs: tackle_provider::Timeouts::default().read.as_secs(),
             data_dir: None,
@@ -515,7 +515,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(
             Settings::load_from(None, dir.path(), &env(&[])).unwrap().settings.streaming,
-            tackle_agent::Streaming::Auto
+            tackle_agent::Streaming::Always
         );
         std::fs::write(dir.path().join(CONFIG_FILE), "streaming = \"always\"\n").unwrap();
         let s = Settings::load_from(None, dir.path(), &env(&[])).unwrap().settings;
