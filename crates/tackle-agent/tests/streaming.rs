@@ -188,7 +188,11 @@ async fn the_chat_span_says_whether_the_answer_streamed() {
     // The test's runtime has one thread, so the call runs in place under this subscriber.
     let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(flags.clone()));
     for discard in [true, false] {
-        let h = Harness::new(ProviderKind::Openai, script()).await;
+        let h = Harness::with_config(ProviderKind::Openai, script(), |mut c| {
+            c.streaming = Streaming::Auto;
+            c
+        })
+        .await;
         let mut session = h.session().await;
         let sink = if discard { EventSink::discard() } else { h.sink() };
         session.run_turn(TurnInput::new("Count once."), &sink, &CancellationToken::new()).await.unwrap();
