@@ -53,8 +53,9 @@ pub struct Capabilities {
     /// it the agent offers a final-answer tool whose input schema is the schema (Anthropic).
     pub native_output_schema: bool,
     /// The client can ask for a whole JSON answer instead of a stream
-    /// ([`Provider::encode_as`] with [`Delivery::Whole`]); the agent asks for one when nobody
-    /// watches the turn's events. Without it every request streams.
+    /// ([`Provider::encode_as`] with [`Delivery::Whole`]); the agent asks for one when its
+    /// `Streaming` setting says so (`Never`, or `Auto` when nobody watches the turn's events).
+    /// Without it every request streams.
     pub whole_answers: bool,
 }
 

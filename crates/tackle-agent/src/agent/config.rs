@@ -37,7 +37,8 @@ pub struct AgentConfig {
     /// Sub-agents' limits (the depth they nest to).
     #[serde(default)]
     pub subagents: crate::SubAgentSettings,
-    /// Whether model answers stream: by default only when the turn's events are watched.
+    /// Whether model answers stream: always by default; `Auto` streams only when the turn's
+    /// events are watched.
     #[serde(default)]
     pub streaming: crate::Streaming,
 }
