@@ -34,7 +34,11 @@ const NOTES: &[(&str, &str)] = &[
     ("max_retries", "Retries of a failed model request."),
     (
         "streaming",
-        "Whether model answers stream: \"always\" (the default), \"auto\" (only when someone watches the turn, as every tackle front end does), or \"never\" (whole JSON answers). Env: TACKLE_STREAMING.",
+        "Whether model answers stream: \"auto\" (the default: when someone watches the turn, as every tackle front end does), \"always\", or \"never\" (whole JSON answers). Env: TACKLE_STREAMING.",
+    ),
+    (
+        "whole_answer_timeout_secs",
+        "Seconds a whole (non-streamed) answer may take, request to last byte (a streamed one is limited per read by read_timeout_secs). Env: TACKLE_WHOLE_ANSWER_TIMEOUT_SECS.",
     ),
     ("data_dir", "Where sessions are stored. Env: TACKLE_HOME."),
     (

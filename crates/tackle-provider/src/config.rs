@@ -121,20 +121,40 @@ impl fmt::Display for ApiKey {
     }
 }
 
-/// Connect and read timeouts of a provider client.
+/// Timeouts of a provider client.
+///
+/// A streamed answer is limited per read, so a stalled stream fails however long the answer
+/// runs; a whole answer (`"stream": false`) sends nothing until the model is done, so it is
+/// limited as a whole instead, as the OpenAI and Anthropic SDKs limit their requests (600 s).
+///
+/// ```
+/// use std::time::Duration;
+/// let mut timeouts = tackle_provider::Timeouts::default();
+/// timeouts.whole = Duration::from_secs(900);
+/// assert_eq!(timeouts.read, Duration::from_secs(120));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Timeouts {
     /// Limit for establishing a connection.
     #[serde(with = "millis")]
     pub connect: Duration,
-    /// Limit for any single read, so a stalled stream fails instead of hanging.
+    /// Limit for any single read of a streamed answer, so a stalled stream fails instead of
+    /// hanging.
     #[serde(with = "millis")]
     pub read: Duration,
+    /// Limit for a whole answer, from sending the request to its last byte.
+    #[serde(with = "millis", default = "default_whole")]
+    pub whole: Duration,
+}
+
+fn default_whole() -> Duration {
+    Duration::from_secs(600)
 }
 
 impl Default for Timeouts {
     fn default() -> Self {
-        Self { connect: Duration::from_secs(10), read: Duration::from_secs(120) }
+        Self { connect: Duration::from_secs(10), read: Duration::from_secs(120), whole: default_whole() }
     }
 }
 

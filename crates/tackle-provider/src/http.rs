@@ -12,14 +12,52 @@ use crate::retry::server_requested_wait;
 use crate::sse::{SseDecoder, SseEvent};
 use crate::{CallOptions, Delivery, EncodedRequest, EventStream, ProviderConfig, ProviderError, RetryNotice};
 
-/// A reqwest client configured from a [`ProviderConfig`].
-pub(crate) fn build_client(config: &ProviderConfig) -> Result<reqwest::Client, ProviderError> {
+/// The HTTP clients of a provider. Streamed answers go through a client whose every read is
+/// limited ([`crate::Timeouts::read`]), so a stalled stream fails; whole answers, whose first
+/// byte comes only when the model is done, through a client without that limit, each request
+/// limited as a whole instead ([`crate::Timeouts::whole`]). The second client is built on the
+/// first whole answer, so a provider that only streams never pays for it.
+#[derive(Debug)]
+pub(crate) struct HttpClients {
+    stream: reqwest::Client,
+    whole: std::sync::OnceLock<reqwest::Client>,
+}
+
+impl HttpClients {
+    /// The clients for `config` (the streaming one built now).
+    pub(crate) fn new(config: &ProviderConfig) -> Result<Self, ProviderError> {
+        Ok(Self {
+            stream: client_builder(config)
+                .read_timeout(config.timeouts.read)
+                .build()
+                .map_err(cannot_build)?,
+            whole: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// The client of streamed answers and of every other request (model listings).
+    pub(crate) fn stream(&self) -> &reqwest::Client {
+        &self.stream
+    }
+
+    /// The client of whole answers.
+    fn whole(&self, config: &ProviderConfig) -> Result<&reqwest::Client, ProviderError> {
+        if let Some(client) = self.whole.get() {
+            return Ok(client);
+        }
+        let client = client_builder(config).build().map_err(cannot_build)?;
+        Ok(self.whole.get_or_init(|| client))
+    }
+}
+
+fn client_builder(config: &ProviderConfig) -> reqwest::ClientBuilder {
     reqwest::Client::builder()
         .connect_timeout(config.timeouts.connect)
-        .read_timeout(config.timeouts.read)
         .user_agent(concat!("tackle/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| ProviderError::Protocol { message: format!("cannot build the HTTP client: {e}") })
+}
+
+fn cannot_build(e: reqwest::Error) -> ProviderError {
+    ProviderError::Protocol { message: format!("cannot build the HTTP client: {e}") }
 }
 
 /// The serialized body of a request.
@@ -62,7 +100,7 @@ pub(crate) type WholeDecode = fn(&[u8], &mut VecDeque<StreamEvent>) -> Result<()
 /// Sends an encoded request as its [`EncodedRequest::delivery`] says: a stream decoded with
 /// `wire`, or a whole answer decoded with `whole`.
 pub(crate) async fn send_encoded<D: WireDecoder>(
-    client: &reqwest::Client,
+    clients: &HttpClients,
     config: &ProviderConfig,
     headers: &HeaderMap,
     encoded: EncodedRequest,
@@ -71,8 +109,8 @@ pub(crate) async fn send_encoded<D: WireDecoder>(
     whole: WholeDecode,
 ) -> Result<EventStream, ProviderError> {
     match encoded.delivery {
-        Delivery::Stream => send_stream(client, config, headers, encoded, options, wire).await,
-        Delivery::Whole => send_whole(client, config, headers, encoded, options, whole).await,
+        Delivery::Stream => send_stream(clients.stream(), config, headers, encoded, options, wire).await,
+        Delivery::Whole => send_whole(clients.whole(config)?, config, headers, encoded, options, whole).await,
     }
 }
 
@@ -91,7 +129,8 @@ pub(crate) async fn send_whole(
     let url = config.endpoint(encoded.path);
     let mut headers = headers.clone();
     headers.insert(http::header::ACCEPT, http::HeaderValue::from_static("application/json"));
-    let response = post_with_retry(client, config, &url, &headers, encoded.body, options).await?;
+    let limit = Some(config.timeouts.whole);
+    let response = post_with_retry(client, config, &url, &headers, encoded.body, options, limit).await?;
     let mut events = VecDeque::new();
     let decoded = match response.bytes().await {
         Ok(body) => decode(&body, &mut events),
@@ -124,11 +163,12 @@ pub(crate) async fn send_stream<D: WireDecoder>(
     wire: D,
 ) -> Result<EventStream, ProviderError> {
     let url = config.endpoint(encoded.path);
-    let response = post_with_retry(client, config, &url, headers, encoded.body, options).await?;
+    let response = post_with_retry(client, config, &url, headers, encoded.body, options, None).await?;
     Ok(decode_sse(body_stream(response), wire))
 }
 
-/// Posts `body` to `url`, retrying per the policy, until a successful response starts.
+/// Posts `body` to `url`, retrying per the policy, until a successful response starts. `limit`
+/// bounds each attempt as a whole, its body included.
 pub(crate) async fn post_with_retry(
     client: &reqwest::Client,
     config: &ProviderConfig,
@@ -136,11 +176,16 @@ pub(crate) async fn post_with_retry(
     headers: &HeaderMap,
     body: Bytes,
     options: &CallOptions,
+    limit: Option<std::time::Duration>,
 ) -> Result<reqwest::Response, ProviderError> {
     let policy = &config.retry;
     let mut attempt = 0u32;
     loop {
-        let sent = client.post(url).headers(headers.clone()).body(body.clone()).send().await;
+        let mut request = client.post(url).headers(headers.clone()).body(body.clone());
+        if let Some(limit) = limit {
+            request = request.timeout(limit);
+        }
+        let sent = request.send().await;
         let (error, wait) = match sent {
             Ok(resp) if resp.status().is_success() => return Ok(resp),
             Ok(resp) => {
@@ -410,10 +455,10 @@ mod tests {
         config.retry = crate::RetryPolicy::none();
         let url = format!("http://user:pw@127.0.0.1:{port}/v1/chat/completions?api-key=secret");
         let client = reqwest::Client::new();
-        let e =
-            post_with_retry(&client, &config, &url, &HeaderMap::new(), Bytes::new(), &CallOptions::default())
-                .await
-                .unwrap_err();
+        let options = CallOptions::default();
+        let e = post_with_retry(&client, &config, &url, &HeaderMap::new(), Bytes::new(), &options, None)
+            .await
+            .unwrap_err();
         let text = e.to_string();
         assert!(text.contains(&format!("http://127.0.0.1:{port}/v1/chat/completions")), "{text}");
         assert!(!text.contains("secret") && !text.contains("pw"), "{text}");

@@ -54,7 +54,7 @@ pub struct Capabilities {
     pub native_output_schema: bool,
     /// The client can ask for a whole JSON answer instead of a stream
     /// ([`Provider::encode_as`] with [`Delivery::Whole`]); the agent asks for one when its
-    /// `Streaming` setting says so (`Never`, or `Auto` when nobody watches the turn's events).
+    /// `Streaming` setting says so (by default, `Auto`, when nobody watches the turn's events).
     /// Without it every request streams.
     pub whole_answers: bool,
 }

@@ -13,7 +13,7 @@ use tackle_protocol::{
 };
 use tackle_provider::{
     Anthropic, CallOptions, Delivery, OpenAiChat, OpenAiDialect, OpenAiResponses, Provider, ProviderConfig,
-    ProviderError, ProviderKind, ReasoningSummary, ResponsesConfig, RetryPolicy,
+    ProviderError, ProviderKind, ReasoningSummary, ResponsesConfig, RetryPolicy, Timeouts,
 };
 use tackle_testkit::{FakeModel, Fault, Script, Turn};
 use wiremock::matchers::method;
@@ -31,8 +31,17 @@ fn retry() -> RetryPolicy {
 /// The three clients against `base` (the fake's or a mock's root URL); Responses asks for a
 /// reasoning summary, so its reasoning items carry text.
 fn clients(base: &str) -> Vec<Box<dyn Provider>> {
+    clients_with(base, retry(), Timeouts::default())
+}
+
+/// [`clients`] with this retry policy and these timeouts.
+fn clients_with(base: &str, retry: RetryPolicy, timeouts: Timeouts) -> Vec<Box<dyn Provider>> {
     let config = |kind, url: String| {
-        ProviderConfig::new(kind).with_base_url(url).with_api_key("sk-x").with_retry(retry())
+        ProviderConfig::new(kind)
+            .with_base_url(url)
+            .with_api_key("sk-x")
+            .with_retry(retry)
+            .with_timeouts(timeouts)
     };
     let responses =
         ResponsesConfig { reasoning_summary: Some(ReasoningSummary::Auto), ..ResponsesConfig::default() };
@@ -243,6 +252,38 @@ async fn whole_answers_keep_error_classes_and_retries() {
             }
             other => panic!("client {i}: {other:?}"),
         }
+    }
+}
+
+/// A whole answer sends nothing until the model is done, so it is limited as a whole
+/// (`Timeouts::whole`), not per read: a model slower than the read limit still answers whole,
+/// where the same wait fails a stream; past the whole limit it fails as a timeout, typed.
+#[tokio::test]
+async fn a_whole_answer_is_limited_as_a_whole_not_per_read() {
+    let timeouts = |read: u64, whole: u64| {
+        let mut t = Timeouts::default();
+        t.read = Duration::from_millis(read);
+        t.whole = Duration::from_millis(whole);
+        t
+    };
+    let no_retry = RetryPolicy { max_retries: 0, ..retry() };
+    let hi = ModelRequest::new("m", vec![Message::user("hi")]);
+    for i in 0..CLIENTS {
+        let fake = FakeModel::start(Script::new(vec![Turn::text("slow but whole"); 3])).await.unwrap();
+        let slow = |fake: &FakeModel, t: Timeouts| {
+            fake.push_fault(Fault::Latency { ms: 600 });
+            clients_with(&fake.base_url(), no_retry, t).remove(i)
+        };
+        let client = slow(&fake, timeouts(150, 10_000));
+        let answer = ask(&*client, &hi, Delivery::Whole).await;
+        assert_eq!(answer.unwrap().text(), "slow but whole", "client {i}");
+        let client = slow(&fake, timeouts(150, 10_000));
+        let streamed = ask(&*client, &hi, Delivery::Stream).await;
+        assert!(matches!(streamed, Err(ProviderError::Timeout { .. })), "client {i}: {streamed:?}");
+        let client = slow(&fake, timeouts(10_000, 200));
+        let limited = ask(&*client, &hi, Delivery::Whole).await;
+        assert!(matches!(limited, Err(ProviderError::Timeout { .. })), "client {i}: {limited:?}");
+        assert_eq!(fake.requests().len(), 3, "client {i}: one request each, none retried");
     }
 }
 

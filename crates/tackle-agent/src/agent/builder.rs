@@ -446,9 +446,9 @@ impl AgentBuilder {
         self
     }
 
-    /// Whether model answers stream ([`crate::Streaming`]): `Always` (the default) and `Never`
-    /// decide for every turn; `Auto` streams when the turn's sink watches and asks for whole
-    /// answers when it discards every event ([`tackle_tools::EventSink::discard`]).
+    /// Whether model answers stream ([`crate::Streaming`]): `Auto` (the default) streams when the
+    /// turn's sink watches and asks for whole answers when it discards every event
+    /// ([`tackle_tools::EventSink::discard`]); `Always` and `Never` decide for every turn.
     pub fn streaming(mut self, streaming: crate::Streaming) -> Self {
         self.config.streaming = streaming;
         self

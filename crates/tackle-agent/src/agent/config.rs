@@ -37,8 +37,8 @@ pub struct AgentConfig {
     /// Sub-agents' limits (the depth they nest to).
     #[serde(default)]
     pub subagents: crate::SubAgentSettings,
-    /// Whether model answers stream: always by default; `Auto` streams only when the turn's
-    /// events are watched.
+    /// Whether model answers stream: by default (`Auto`) only when the turn's events are
+    /// watched.
     #[serde(default)]
     pub streaming: crate::Streaming,
 }
@@ -79,7 +79,7 @@ impl AgentConfig {
             permission_mode: tackle_tools::PermissionMode::Default,
             plan_mode: false,
             subagents: crate::SubAgentSettings::default(),
-            streaming: crate::Streaming::Always,
+            streaming: crate::Streaming::Auto,
         }
     }
 }

@@ -32,11 +32,11 @@ const STREAM_RETRIES: u32 = 1;
 /// Whether model answers stream (`streaming` in `tackle.toml`, [`crate::AgentBuilder::streaming`]).
 ///
 /// A streamed answer shows its text as it is written and keeps the connection reading while the
-/// model works; a whole answer (one JSON body) is less to frame and decode, but arrives only when
-/// the model is done, so the provider's read timeout must cover the whole generation. Streaming
-/// is the default: in the peer benchmark's five-step loop, whole answers for an unwatched turn
-/// cut the worker's context switches per call from 12-13 to 5 but did not make the loop faster
-/// beyond its spread (BENCHMARKS.md). Providers without [`Capabilities::whole_answers`] always
+/// model works; a whole answer (one JSON body) is less to frame, decode and wake up for (in the
+/// peer benchmark's loop, 5 context switches per call instead of 12-14, and each step faster:
+/// BENCHMARKS.md), but arrives only when the model is done, so it is limited as a whole
+/// (`Timeouts::whole`, 600 s) rather than per read. `Auto`, the default, asks for whole answers
+/// only for turns nobody watches. Providers without [`Capabilities::whole_answers`] always
 /// stream.
 ///
 /// ```
@@ -55,10 +55,10 @@ const STREAM_RETRIES: u32 = 1;
 #[serde(rename_all = "snake_case")]
 pub enum Streaming {
     /// Stream when the turn's events are watched; ask for whole answers when its sink discards
-    /// them ([`tackle_tools::EventSink::discard`]).
-    Auto,
-    /// Always stream (the default).
+    /// them ([`tackle_tools::EventSink::discard`]). The default.
     #[default]
+    Auto,
+    /// Always stream.
     Always,
     /// Never stream: whole answers, text shown when the answer is complete.
     Never,

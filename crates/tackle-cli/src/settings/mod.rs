@@ -47,14 +47,17 @@ pub struct Settings {
     pub max_output_tokens: Option<u32>,
     /// Retries of a failed model request.
     pub max_retries: u32,
-    /// Whether model answers stream: `always` (the default), `auto` (only when the turn's
-    /// events are watched, as every front end of `tackle` does), or `never` (whole JSON answers).
+    /// Whether model answers stream: `auto` (the default: when the turn's events are watched,
+    /// as every front end of `tackle` does), `always`, or `never` (whole JSON answers).
     pub streaming: tackle_agent::Streaming,
     /// Seconds to establish a connection to the provider.
     pub connect_timeout_secs: u64,
-    /// Seconds any single read from the provider may take (a stalled stream fails instead of
-    /// hanging); each retry gets as long again.
+    /// Seconds any single read of a streamed answer may take (a stalled stream fails instead
+    /// of hanging); each retry gets as long again.
     pub read_timeout_secs: u64,
+    /// Seconds a whole (non-streamed) answer may take, from the request to its last byte; each
+    /// retry gets as long again.
+    pub whole_answer_timeout_secs: u64,
     /// Where sessions are stored (`TACKLE_HOME` overrides it).
     pub data_dir: Option<PathBuf>,
     /// Tool execution limits.
@@ -150,9 +153,10 @@ impl Default for Settings {
             max_steps: 25,
             max_output_tokens: None,
             max_retries: 2,
-            streaming: tackle_agent::Streaming::Always,
+            streaming: tackle_agent::Streaming::Auto,
             connect_timeout_secs: tackle_provider::Timeouts::default().connect.as_secs(),
             read_timeout_secs: tackle_provider::Timeouts::default().read.as_secs(),
+            whole_answer_timeout_secs: tackle_provider::Timeouts::default().whole.as_secs(),
             data_dir: None,
             tools: ToolSettings::default(),
             builtins: BuiltinConfig::default(),
@@ -371,10 +375,11 @@ impl Settings {
             config.check_base_url()?;
         }
         config.retry.max_retries = self.max_retries;
-        config.timeouts = tackle_provider::Timeouts {
-            connect: std::time::Duration::from_secs(self.connect_timeout_secs.max(1)),
-            read: std::time::Duration::from_secs(self.read_timeout_secs.max(1)),
-        };
+        let mut timeouts = tackle_provider::Timeouts::default();
+        timeouts.connect = std::time::Duration::from_secs(self.connect_timeout_secs.max(1));
+        timeouts.read = std::time::Duration::from_secs(self.read_timeout_secs.max(1));
+        timeouts.whole = std::time::Duration::from_secs(self.whole_answer_timeout_secs.max(1));
+        config.timeouts = timeouts;
         Ok(config)
     }
 
@@ -515,7 +520,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(
             Settings::load_from(None, dir.path(), &env(&[])).unwrap().settings.streaming,
-            tackle_agent::Streaming::Always
+            tackle_agent::Streaming::Auto
         );
         std::fs::write(dir.path().join(CONFIG_FILE), "streaming = \"always\"\n").unwrap();
         let s = Settings::load_from(None, dir.path(), &env(&[])).unwrap().settings;

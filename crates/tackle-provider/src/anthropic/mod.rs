@@ -11,7 +11,7 @@ use tackle_protocol::{CacheBreakpoint, ModelRequest};
 pub use decode::AnthropicDecoder;
 pub use encode::{DEFAULT_MAX_TOKENS, DEFERRED_TOOLS_BETA, MAX_BREAKPOINTS};
 
-use crate::http::{build_client, json_body, send_encoded, stream_headers};
+use crate::http::{HttpClients, json_body, send_encoded, stream_headers};
 use crate::tools_cache::ToolsCache;
 use crate::{
     CallOptions, Capabilities, Delivery, EncodedRequest, EventStream, Provider, ProviderConfig, ProviderError,
@@ -33,7 +33,7 @@ const CACHE_ORDER: &[&str] = &["tools", "system", "tool_choice", "messages"];
 /// ```
 pub struct Anthropic {
     config: ProviderConfig,
-    client: reqwest::Client,
+    clients: HttpClients,
     tools: ToolsCache,
 }
 
@@ -46,8 +46,8 @@ impl std::fmt::Debug for Anthropic {
 impl Anthropic {
     /// A client for the configured base URL.
     pub fn new(config: ProviderConfig) -> Result<Self, ProviderError> {
-        let client = build_client(&config)?;
-        Ok(Self { config, client, tools: ToolsCache::default() })
+        let clients = HttpClients::new(&config)?;
+        Ok(Self { config, clients, tools: ToolsCache::default() })
     }
 
     fn encode_body(&self, request: &ModelRequest, stream: bool) -> Result<Bytes, ProviderError> {
@@ -110,7 +110,9 @@ impl Provider for Anthropic {
 
     async fn list_models(&self) -> Result<Option<Vec<String>>, ProviderError> {
         let headers = self.headers(&[])?;
-        crate::http::list_model_ids(&self.client, &self.config, &headers, "/v1/models").await.map(Some)
+        crate::http::list_model_ids(self.clients.stream(), &self.config, &headers, "/v1/models")
+            .await
+            .map(Some)
     }
 
     async fn send(
@@ -120,7 +122,7 @@ impl Provider for Anthropic {
     ) -> Result<EventStream, ProviderError> {
         let headers = self.headers(encoded.betas)?;
         send_encoded(
-            &self.client,
+            &self.clients,
             &self.config,
             &headers,
             encoded,

@@ -12,7 +12,7 @@ use tackle_protocol::ModelRequest;
 pub use decode::OpenAiChatDecoder;
 pub(crate) use encode::json_schema_format;
 
-use crate::http::{build_client, json_body, send_encoded, stream_headers};
+use crate::http::{HttpClients, json_body, send_encoded, stream_headers};
 use crate::tools_cache::ToolsCache;
 use crate::{
     CallOptions, Capabilities, Delivery, EncodedRequest, EventStream, Provider, ProviderConfig, ProviderError,
@@ -53,7 +53,7 @@ impl OpenAiDialect {
 pub struct OpenAiChat {
     config: ProviderConfig,
     dialect: OpenAiDialect,
-    client: reqwest::Client,
+    clients: HttpClients,
     tools: ToolsCache,
 }
 
@@ -72,8 +72,8 @@ impl OpenAiChat {
 
     /// A client speaking the given dialect.
     pub fn with_dialect(config: ProviderConfig, dialect: OpenAiDialect) -> Result<Self, ProviderError> {
-        let client = build_client(&config)?;
-        Ok(Self { config, dialect, client, tools: ToolsCache::default() })
+        let clients = HttpClients::new(&config)?;
+        Ok(Self { config, dialect, clients, tools: ToolsCache::default() })
     }
 
     /// The dialect in use.
@@ -126,7 +126,7 @@ impl Provider for OpenAiChat {
 
     async fn list_models(&self) -> Result<Option<Vec<String>>, ProviderError> {
         let headers = stream_headers(&self.config, None)?;
-        crate::http::list_model_ids(&self.client, &self.config, &headers, "/models").await.map(Some)
+        crate::http::list_model_ids(self.clients.stream(), &self.config, &headers, "/models").await.map(Some)
     }
 
     async fn send(
@@ -136,7 +136,7 @@ impl Provider for OpenAiChat {
     ) -> Result<EventStream, ProviderError> {
         let headers = stream_headers(&self.config, None)?;
         send_encoded(
-            &self.client,
+            &self.clients,
             &self.config,
             &headers,
             encoded,

@@ -17,7 +17,7 @@ use tackle_protocol::ModelRequest;
 pub use decode::ResponsesDecoder;
 pub use encode::strict_compatible;
 
-use crate::http::{build_client, json_body, send_encoded, stream_headers};
+use crate::http::{HttpClients, json_body, send_encoded, stream_headers};
 use crate::tools_cache::ToolsCache;
 use crate::{
     CallOptions, Capabilities, Delivery, EncodedRequest, EventStream, Provider, ProviderConfig, ProviderError,
@@ -152,7 +152,7 @@ pub struct ResponsesConfig {
 pub struct OpenAiResponses {
     config: ProviderConfig,
     options: ResponsesConfig,
-    client: reqwest::Client,
+    clients: HttpClients,
     tools: ToolsCache,
 }
 
@@ -173,8 +173,8 @@ impl OpenAiResponses {
 
     /// A client with the given options.
     pub fn with_options(config: ProviderConfig, options: ResponsesConfig) -> Result<Self, ProviderError> {
-        let client = build_client(&config)?;
-        Ok(Self { config, options, client, tools: ToolsCache::default() })
+        let clients = HttpClients::new(&config)?;
+        Ok(Self { config, options, clients, tools: ToolsCache::default() })
     }
 
     /// The options in use.
@@ -226,7 +226,7 @@ impl Provider for OpenAiResponses {
 
     async fn list_models(&self) -> Result<Option<Vec<String>>, ProviderError> {
         let headers = stream_headers(&self.config, None)?;
-        crate::http::list_model_ids(&self.client, &self.config, &headers, "/models").await.map(Some)
+        crate::http::list_model_ids(self.clients.stream(), &self.config, &headers, "/models").await.map(Some)
     }
 
     async fn send(
@@ -236,7 +236,7 @@ impl Provider for OpenAiResponses {
     ) -> Result<EventStream, ProviderError> {
         let headers = stream_headers(&self.config, None)?;
         send_encoded(
-            &self.client,
+            &self.clients,
             &self.config,
             &headers,
             encoded,
