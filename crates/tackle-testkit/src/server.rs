@@ -433,13 +433,15 @@ async fn handle(State(inner): State<Shared>, headers: HeaderMap, raw: Bytes, wir
         body.get("stream_options").and_then(|o| o.get("include_usage")).and_then(Value::as_bool)
             == Some(true);
     let ctx = RenderCtx { turn: index, model, chunk, include_usage };
-    let asked = wire::responses::Asked::from_request(&body);
+    // What a Responses request asked to be echoed; read only for that format (it copies the
+    // request's tools, which Chat Completions and Messages requests do not need).
+    let asked = || wire::responses::Asked::from_request(&body);
     let stream = body.get("stream").and_then(Value::as_bool) == Some(true);
     if !stream {
         let json = match wire {
             WireFormat::OpenAiChat => wire::openai_chat::json(&turn, &ctx),
             WireFormat::AnthropicMessages => wire::anthropic::json(&turn, &ctx),
-            WireFormat::OpenAiResponses => wire::responses::json(&turn, &ctx, &asked),
+            WireFormat::OpenAiResponses => wire::responses::json(&turn, &ctx, &asked()),
         };
         return json_response(&json, stream_fault);
     }
@@ -447,7 +449,7 @@ async fn handle(State(inner): State<Shared>, headers: HeaderMap, raw: Bytes, wir
         WireFormat::OpenAiChat => wire::openai_chat::stream(&turn, &ctx),
         WireFormat::AnthropicMessages => wire::anthropic::stream(&turn, &ctx),
         WireFormat::OpenAiResponses => {
-            let mut frames = wire::responses::stream(&turn, &ctx, &asked);
+            let mut frames = wire::responses::stream(&turn, &ctx, &asked());
             if whole_items {
                 frames.retain(|f| {
                     !matches!(f.event, Some(e) if e.starts_with("response.") && e != "response.output_item.done"
