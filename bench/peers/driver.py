@@ -41,17 +41,24 @@ def systems():
         "floor_stream": [os.path.join(release, "floor-peer-worker"), "stream"],
         "rig": [os.path.join(deps, "rig-target", "release", "rig-peer-worker")],
         "tackle": [os.path.join(release, "tackle-peer-worker")],
+        "tackle_stream": ["env", "TACKLE_PEER_DELIVERY=stream", os.path.join(release, "tackle-peer-worker")],
+        "tackle_memory": ["env", "TACKLE_PEER_STORE=memory", os.path.join(release, "tackle-peer-worker")],
         "aisdk": ["node", os.path.join(deps, "node", "peer_worker.mjs")],
         "langchain": [python, os.path.join(HERE, "python", "worker.py"), "langchain"],
         "openai_agents": [python, os.path.join(HERE, "python", "worker.py"), "openai-agents"],
     }
 
 
+# Variants of Tackle's worker that show where its time goes (bench/peers/README.md).
+DIAGNOSTIC = ("tackle_stream", "tackle_memory")
+
 LABELS = {
     "floor_json": "raw HTTP floor, JSON (keep-alive)",
     "floor_stream": "raw HTTP floor, streamed (keep-alive)",
     "rig": "rig 0.44",
     "tackle": "Tackle (library)",
+    "tackle_stream": "Tackle (library), streamed",
+    "tackle_memory": "Tackle (library), store in memory",
     "aisdk": "AI SDK 6 generateText",
     "langchain": "LangChain create_agent",
     "openai_agents": "OpenAI Agents SDK",
@@ -322,7 +329,9 @@ def main():
     ap.add_argument("--ns", default="5,20,50,100", help="loop lengths of the in-process part")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--systems", default=",".join(systems()))
+    ap.add_argument("--systems", default=",".join(s for s in systems() if s not in DIAGNOSTIC),
+                    help="comma-separated; the diagnostic variants of Tackle's worker (" + ", ".join(DIAGNOSTIC) +
+                    ") run only when named")
     ap.add_argument("--process-ns", default="5,50", help="loop lengths of the whole-process part ('' to skip)")
     ap.add_argument("--process-rounds", type=int, default=7)
     ap.add_argument("--max-load", type=float, default=0.0,

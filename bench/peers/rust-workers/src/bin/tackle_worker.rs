@@ -9,7 +9,7 @@ use anyhow::{Result, bail};
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use tackle_agent::{Agent, NewSessionOptions, TurnInput};
+use tackle_agent::{Agent, NewSessionOptions, Streaming, TurnInput};
 use tackle_provider::{OpenAiChat, OpenAiDialect, ProviderConfig, ProviderKind};
 use tackle_store::Store;
 use tackle_tools::{AutoApprove, EventSink, ToolContext, ToolFailure, ToolOutput, TypedTool, typed};
@@ -53,16 +53,27 @@ async fn build_agent(base_url: &str, model: String, max_steps: u32, store: Store
         .tool(typed(Add))
         .approver(AutoApprove)
         .max_steps(max_steps)
+        .streaming(streaming())
         .store(store)
         .build()
         .await?)
 }
 
-/// A diagnostic variant, to see where the time goes (`bench/peers/README.md`):
-/// `TACKLE_PEER_RUNTIME=current_thread` runs the worker on one thread. The default is what the
-/// table reports: a multi-threaded runtime (as rig's worker has).
+/// Diagnostic variants, to see where the time goes (`bench/peers/README.md`):
+/// `TACKLE_PEER_RUNTIME=current_thread` runs the worker on one thread (the default is a
+/// multi-threaded runtime, as rig's worker has); `TACKLE_PEER_DELIVERY=stream` streams
+/// answers (`Streaming::Always`, the driver's `tackle_stream`) where the library's default asks
+/// for whole ones, since the worker's turns are unwatched; `TACKLE_PEER_STORE=memory` (the
+/// driver's `tackle_memory`) keeps the store in memory instead of a file on disk (what
+/// persisting costs).
 fn variant(name: &str, value: &str) -> bool {
     std::env::var(name).is_ok_and(|v| v == value)
+}
+
+/// How the worker's agent asks for answers: the library's default unless
+/// `TACKLE_PEER_DELIVERY=stream`.
+fn streaming() -> Streaming {
+    if variant("TACKLE_PEER_DELIVERY", "stream") { Streaming::Always } else { Streaming::default() }
 }
 
 fn main() -> Result<()> {
@@ -73,7 +84,11 @@ fn main() -> Result<()> {
     };
     let dir = std::env::temp_dir().join(format!("tackle-peer-worker-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
-    let store = runtime.block_on(Store::open(&dir.join("tackle.db")))?;
+    let store = if variant("TACKLE_PEER_STORE", "memory") {
+        runtime.block_on(Store::open_in_memory())?
+    } else {
+        runtime.block_on(Store::open(&dir.join("tackle.db")))?
+    };
     let base = tackle_peer_workers::fake_base();
     let workspace: PathBuf = dir.clone();
     let mut agents: HashMap<usize, Agent> = HashMap::new();
