@@ -1175,3 +1175,26 @@ async fn every_printing_command_survives_a_closed_pipe() {
         assert_eq!(closed.status.code(), read.status.code(), "{args:?}: {stderr}");
     }
 }
+
+/// On Linux with glibc the binary's relative relocations are packed (`build.rs`), so the loader
+/// does not read 1.4 MB of `RELA` entries into every process: the `DT_RELR` table is there,
+/// and the `RELA` table holds only what RELR cannot say (well under 100 KB).
+#[test]
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn the_binary_packs_its_relative_relocations() {
+    let Ok(out) = Command::new("readelf").args(["-S", "-W", BIN]).output() else {
+        peers::missing("readelf (binutils)", "not on PATH; it comes with the C toolchain that links Rust");
+        return;
+    };
+    let sections = text(&out.stdout);
+    let size = |name: &str| {
+        sections.lines().find(|l| l.split_whitespace().any(|w| w == name)).and_then(|l| {
+            let fields: Vec<&str> = l.split_whitespace().collect();
+            let at = fields.iter().position(|w| *w == name)?;
+            u64::from_str_radix(fields.get(at + 4)?, 16).ok()
+        })
+    };
+    assert!(size(".relr.dyn").is_some_and(|s| s > 0), "no .relr.dyn section:\n{sections}");
+    let rela = size(".rela.dyn").unwrap_or(0);
+    assert!(rela < 100 * 1024, ".rela.dyn is {rela} bytes:\n{sections}");
+}
