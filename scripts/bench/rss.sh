@@ -8,16 +8,9 @@ cd "$(dirname "$0")/../.."
 steps="${1:-50}"
 cargo build --release --locked -q -p tackle-testkit
 cargo build --profile dist --locked -q -p tackle-cli --bin tackle
-work=$(mktemp -d)
-fake_pid=
-trap '[ -n "$fake_pid" ] && kill "$fake_pid" 2>/dev/null; rm -rf "$work"' EXIT
-mkdir -p "$work/workspace/notes"
-for k in $(seq 0 "$steps"); do echo "note $k" > "$work/workspace/notes/$k.txt"; done
-./target/release/tackle-fake-model --script bench/peers/scripts/read_loop.json --addr 127.0.0.1:0 > "$work/url" &
-fake_pid=$!
-for _ in $(seq 50); do [ -s "$work/url" ] && break; sleep 0.1; done
-url=$(cat "$work/url")
-export TACKLE_HOME="$work/home" OPENAI_API_KEY=sk-bench OPENAI_BASE_URL="$url/v1" TACKLE_PROVIDER=openai
+# shellcheck source=read_loop.sh
+. scripts/bench/read_loop.sh
+export TACKLE_HOME="$work/home"
 run() {
   /usr/bin/time -v ./target/dist/tackle run "read the notes" --yes --json --workspace "$work/workspace" \
     --model "fake-steps-$steps" --max-steps $((steps + 1)) > "$work/out.json" 2> "$work/time.txt"
