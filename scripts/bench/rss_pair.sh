@@ -5,8 +5,8 @@
 # file names must differ). Each round runs every BIN twice on its own home, kept across rounds
 # (the second run is measured), for STEPS `read_file` steps against the fake model in loop mode,
 # and prints: name, peak RSS KiB, voluntary and involuntary context switches, minor faults. The
-# first round's runs find an empty store and peak 2-3 MiB lower than the later ones, which find
-# the earlier rounds' sessions; compare binaries round by round. Every BIN is read into the page cache first, so fault-around maps the
+# absolute peaks move by 1-2 MiB from one sitting to the next, and a single run can land 2-3 MiB
+# below its binary's usual peak: compare binaries within one sitting, over several rounds. Every BIN is read into the page cache first, so fault-around maps the
 # same neighbourhood for each.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
