@@ -12,7 +12,8 @@ use tackle_provider::{
 };
 use tackle_testkit::{FakeModel, Fault, Script, Turn};
 
-fn retry() -> RetryPolicy {
+/// Quick retries for the fake's faults (shared with `whole.rs`).
+pub(crate) fn retry() -> RetryPolicy {
     RetryPolicy {
         max_retries: 2,
         initial_delay: Duration::from_millis(5),

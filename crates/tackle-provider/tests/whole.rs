@@ -19,14 +19,7 @@ use tackle_testkit::{FakeModel, Fault, Script, Turn};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-fn retry() -> RetryPolicy {
-    RetryPolicy {
-        max_retries: 2,
-        initial_delay: Duration::from_millis(5),
-        max_delay: Duration::from_millis(20),
-        ..RetryPolicy::default()
-    }
-}
+use crate::fake_server::retry;
 
 /// The three clients against `base` (the fake's or a mock's root URL); Responses asks for a
 /// reasoning summary, so its reasoning items carry text.
