@@ -10,8 +10,8 @@ use tackle_testkit::{FakeModel, Script, ScriptMode};
 
 /// The fake's own cost is part of every measured framework's wall time, and most of it is
 /// allocation (reading each request into a `Value`, validating it): mimalloc took it from
-/// 0.11 to 0.08 ms per call for rig's requests and from 0.18 to 0.13 for Tackle's in the peer
-/// benchmark (`bench/peers`, fake CPU per call).
+/// 0.10-0.12 to 0.08-0.10 ms per call for rig's requests and from 0.17-0.18 to 0.13-0.14 for
+/// Tackle's in the peer benchmark (`bench/peers`, fake CPU per call; BENCHMARKS.md).
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
