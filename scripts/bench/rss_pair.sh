@@ -1,22 +1,28 @@
 #!/usr/bin/env bash
-# Peak RSS of `tackle run` binaries measured alternately, for comparing two builds of the CLI
-# (e.g. `dist` with and without a change) in one sitting.
-# Usage: scripts/bench/rss_pair.sh ROUNDS STEPS BIN...   (each BIN a `tackle` executable; their
-# file names must differ). Each round runs every BIN twice on its own home, kept across rounds
-# (the second run is measured), for STEPS `read_file` steps against the fake model in loop mode,
-# and prints: name, peak RSS KiB, voluntary and involuntary context switches, minor faults. The
-# absolute peaks move by 1-2 MiB from one sitting to the next, and a single run can land 2-3 MiB
-# below its binary's usual peak: compare binaries within one sitting, over several rounds. Every BIN is read into the page cache first, so fault-around maps the
-# same neighbourhood for each.
+# Peak RSS of `tackle run` (or `tackle serve`) binaries measured alternately, for comparing two
+# builds of the CLI (e.g. `dist` with and without a change) in one sitting.
+# Usage: scripts/bench/rss_pair.sh [serve] ROUNDS STEPS BIN...   (each BIN a `tackle` executable;
+# their file names must differ). Every BIN is read into the page cache first, so fault-around
+# maps the same neighbourhood for each. The absolute peaks move by 1-2 MiB from one sitting to
+# the next, and a single run can land 2-3 MiB below its binary's usual peak: compare binaries
+# within one sitting, over several rounds.
+# - `tackle run`: each round runs every BIN twice on its own home, kept across rounds (the second
+#   run is measured), for STEPS `read_file` steps against the fake model in loop mode, and prints:
+#   name, peak RSS KiB, voluntary and involuntary context switches, minor faults.
+# - `serve`: each round starts every BIN's server on a new home, waits for `/healthz`, sends one
+#   streamed `tackle-agent` turn of STEPS steps to `/v1/chat/completions`, and prints: name, peak
+#   RSS KiB (VmHWM) and RSS KiB after the turn (VmRSS), before stopping the server.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+mode=run
+[ "$1" = serve ] && { mode=serve; shift; }
 rounds=$1; steps=$2; shift 2
 cargo build --release --locked -q -p tackle-testkit
 # shellcheck source=read_loop.sh
 . scripts/bench/read_loop.sh
 for bin in "$@"; do cat "$bin" > /dev/null; done
-echo "binary peak_rss_kib voluntary_csw involuntary_csw minor_faults"
-for _ in $(seq "$rounds"); do
+
+run_round() {
   for bin in "$@"; do
     home="$work/home-$(basename "$bin")"
     for _pass in 1 2; do
@@ -25,4 +31,33 @@ for _ in $(seq "$rounds"); do
     done
     echo "$(basename "$bin") $(cat "$work/time")"
   done
+}
+
+serve_pid=
+trap '[ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null; [ -n "$fake_pid" ] && kill "$fake_pid" 2>/dev/null; rm -rf "$work"' EXIT
+serve_round() {
+  local port
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  for bin in "$@"; do
+    TACKLE_HOME="$work/home-$round-$(basename "$bin")" "$bin" serve --bind "127.0.0.1:$port" \
+      --workspace "$work/workspace" --model "fake-steps-$steps" --max-steps $((steps + 1)) > /dev/null 2>&1 &
+    serve_pid=$!
+    for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/healthz" > /dev/null && break; sleep 0.05; done
+    curl -sf "http://127.0.0.1:$port/v1/chat/completions" -H 'content-type: application/json' \
+      -d '{"model": "tackle-agent", "stream": true, "messages": [{"role": "user", "content": "read the notes"}]}' \
+      | grep -q '^data: \[DONE\]' || { echo "$bin: the turn's stream did not finish" >&2; exit 1; }
+    echo "$(basename "$bin") $(awk '/^VmHWM/ {h = $2} /^VmRSS/ {r = $2} END {print h, r}' "/proc/$serve_pid/status")"
+    kill -TERM "$serve_pid"
+    wait "$serve_pid" || true
+    serve_pid=
+  done
+}
+
+if [ "$mode" = serve ]; then
+  echo "binary peak_rss_kib rss_after_turn_kib"
+else
+  echo "binary peak_rss_kib voluntary_csw involuntary_csw minor_faults"
+fi
+for round in $(seq "$rounds"); do
+  "${mode}_round" "$@"
 done
