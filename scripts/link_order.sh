@@ -24,24 +24,15 @@ bin=$PWD/target/dist/tackle
 steps=5
 # shellcheck source=bench/read_loop.sh
 . scripts/bench/read_loop.sh
-cg() { valgrind --tool=callgrind --demangle=no --dump-instr=no --callgrind-out-file="$work/$1.cg" "${@:2}"; }
+callgrind=(valgrind --tool=callgrind --demangle=no --dump-instr=no)
 run_args=(run "read the notes" --yes --json --workspace "$work/workspace" --model "fake-steps-$steps" --max-steps $((steps + 1)))
 
 TACKLE_HOME="$work/home-a" "$bin" "${run_args[@]}" > /dev/null 2>&1
-TACKLE_HOME="$work/home-a" cg 1-run "$bin" "${run_args[@]}" > /dev/null 2>&1
-TACKLE_HOME="$work/home-b" cg 2-first-run "$bin" "${run_args[@]}" > /dev/null 2>&1
-
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-TACKLE_HOME="$work/home-c" valgrind --tool=callgrind --demangle=no --dump-instr=no --callgrind-out-file="$work/3-serve.cg" \
-  "$bin" serve --bind "127.0.0.1:$port" --workspace "$work/workspace" \
-  --model "fake-steps-$steps" --max-steps $((steps + 1)) > /dev/null 2>&1 &
-serve_pid=$!
-for _ in $(seq 300); do curl -sf "http://127.0.0.1:$port/healthz" > /dev/null && break; sleep 0.2; done
-curl -sf "http://127.0.0.1:$port/v1/chat/completions" -H 'content-type: application/json' \
-  -d '{"model": "tackle-agent", "stream": true, "messages": [{"role": "user", "content": "read the notes"}]}' \
-  | grep -q '^data: \[DONE\]' || { echo "serve workload: the stream did not finish" >&2; exit 1; }
-kill -TERM "$serve_pid"
-wait "$serve_pid" || true
+TACKLE_HOME="$work/home-a" "${callgrind[@]}" --callgrind-out-file="$work/1-run.cg" "$bin" "${run_args[@]}" > /dev/null 2>&1
+TACKLE_HOME="$work/home-b" "${callgrind[@]}" --callgrind-out-file="$work/2-first-run.cg" "$bin" "${run_args[@]}" > /dev/null 2>&1
+start_serve "$work/home-c" "${callgrind[@]}" --callgrind-out-file="$work/3-serve.cg" "$bin"
+agent_turn
+stop_serve
 
 python3 - "$work" "$bin" "$(git rev-parse --short HEAD)" <<'PY'
 import pathlib, re, subprocess, sys

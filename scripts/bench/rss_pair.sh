@@ -33,23 +33,12 @@ run_round() {
   done
 }
 
-serve_pid=
-trap '[ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null; [ -n "$fake_pid" ] && kill "$fake_pid" 2>/dev/null; rm -rf "$work"' EXIT
 serve_round() {
-  local port
-  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   for bin in "$@"; do
-    TACKLE_HOME="$work/home-$round-$(basename "$bin")" "$bin" serve --bind "127.0.0.1:$port" \
-      --workspace "$work/workspace" --model "fake-steps-$steps" --max-steps $((steps + 1)) > /dev/null 2>&1 &
-    serve_pid=$!
-    for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/healthz" > /dev/null && break; sleep 0.05; done
-    curl -sf "http://127.0.0.1:$port/v1/chat/completions" -H 'content-type: application/json' \
-      -d '{"model": "tackle-agent", "stream": true, "messages": [{"role": "user", "content": "read the notes"}]}' \
-      | grep -q '^data: \[DONE\]' || { echo "$bin: the turn's stream did not finish" >&2; exit 1; }
+    start_serve "$work/home-$round-$(basename "$bin")" "$bin"
+    agent_turn
     echo "$(basename "$bin") $(awk '/^VmHWM/ {h = $2} /^VmRSS/ {r = $2} END {print h, r}' "/proc/$serve_pid/status")"
-    kill -TERM "$serve_pid"
-    wait "$serve_pid" || true
-    serve_pid=
+    stop_serve
   done
 }
 
